@@ -1,0 +1,74 @@
+"""Long-term store: JSON items under hierarchical namespaces, searched by filter and meaning.
+
+>>> from remem.store import open_store
+>>> store = open_store(":memory:")
+>>> store.put(("users", "u1"), "prefs", {"theme": "dark"})
+>>> store.get(("users", "u1"), "prefs").value
+{'theme': 'dark'}
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from remem.store.base import BaseStore, IndexConfig, TTLConfig
+from remem.store.filters import parse_filter
+from remem.store.jsonl import export_jsonl, import_jsonl
+from remem.store.memory import InMemoryStore
+from remem.store.sqlite import SQLiteStore
+from remem.store.types import (
+    NOT_PROVIDED,
+    DeleteOp,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Namespace,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    SignalScore,
+)
+
+__all__ = [
+    "NOT_PROVIDED",
+    "BaseStore",
+    "DeleteOp",
+    "GetOp",
+    "InMemoryStore",
+    "IndexConfig",
+    "Item",
+    "ListNamespacesOp",
+    "Namespace",
+    "Op",
+    "PutOp",
+    "Result",
+    "SQLiteStore",
+    "SearchItem",
+    "SearchOp",
+    "SignalScore",
+    "TTLConfig",
+    "export_jsonl",
+    "import_jsonl",
+    "open_store",
+    "parse_filter",
+]
+
+
+def open_store(location: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> BaseStore:
+    """Open a store by location and set it up.
+
+    ``"memory://"`` is the in-memory backend; anything else is a SQLite path (``":memory:"``
+    for a private in-memory database). Keyword arguments go to the backend (``index=``,
+    ``ttl=``...).
+    """
+    text = os.fspath(location)
+    store: BaseStore
+    if text == "memory://":
+        store = InMemoryStore(**kwargs)
+    else:
+        store = SQLiteStore(text, **kwargs)
+    store.setup()
+    return store

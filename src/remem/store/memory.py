@@ -1,0 +1,224 @@
+"""In-memory backend: dictionaries plus a NumPy vector matrix, guarded by one lock.
+
+For tests, notebooks and short-lived agents. Same semantics as the SQL backends (the
+conformance suite checks it): a batch is atomic (an undo log rolls it back on error) and reads
+see earlier writes of the same batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.store.base import BaseStore, IndexConfig, Prepared, TTLConfig, match_namespaces
+from remem.store.filters import parse_filter, to_predicate
+from remem.store.types import (
+    DeleteOp,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Namespace,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    SignalScore,
+    from_timestamp,
+)
+from remem.store.vectors import VectorIndex, top_matches
+
+__all__ = ["InMemoryStore"]
+
+
+@dataclass(slots=True)
+class _Record:
+    item_id: int
+    namespace: Namespace
+    key: str
+    value: dict[str, object]
+    created_at: float
+    updated_at: float
+    ttl: float | None
+    expires_at: float | None
+    #: (vector id, unit vector) per embedded field; kept here so an undo can restore them
+    vectors: list[tuple[int, npt.NDArray[np.float32]]] = field(default_factory=list)
+
+    def alive(self, now: float) -> bool:
+        return self.expires_at is None or self.expires_at > now
+
+    def to_item(self) -> Item:
+        return Item(
+            self.namespace, self.key, _deep_copy(self.value), from_timestamp(self.created_at),
+            from_timestamp(self.updated_at),
+            from_timestamp(self.expires_at) if self.expires_at is not None else None,
+        )
+
+
+def _deep_copy(value: dict[str, object]) -> dict[str, object]:
+    import copy
+
+    return copy.deepcopy(value)
+
+
+class InMemoryStore(BaseStore):
+    """A store that lives in this process and disappears with it."""
+
+    def __init__(self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        if clock is None:
+            super().__init__(index=index, ttl=ttl)
+        else:
+            super().__init__(index=index, ttl=ttl, clock=clock)
+        self._lock = threading.RLock()
+        self._records: dict[tuple[Namespace, str], _Record] = {}
+        self._by_id: dict[int, _Record] = {}
+        self._ids = itertools.count(1)
+        self._vectors = VectorIndex(index.dims) if index is not None else None
+
+    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        with self._lock:
+            undo: list[tuple[tuple[Namespace, str], _Record | None]] = []
+            try:
+                return [self._run(position, op, prepared, undo)
+                        for position, op in enumerate(ops)]
+            except BaseException:
+                for address, previous in reversed(undo):
+                    self._set(address, previous)
+                raise
+
+    def _run(self, position: int, op: Op, prepared: Prepared,
+             undo: list[tuple[tuple[Namespace, str], _Record | None]]) -> Result:
+        now = prepared.now
+        if isinstance(op, GetOp):
+            record = self._records.get((op.namespace, op.key))
+            if record is None or not record.alive(now):
+                return None
+            if self._refresh(op.refresh_ttl) and record.ttl is not None:
+                undo.append(((op.namespace, op.key), replace(record)))
+                record.expires_at = now + record.ttl
+            return record.to_item()
+        if isinstance(op, PutOp):
+            address = (op.namespace, op.key)
+            previous = self._records.get(address)
+            undo.append((address, replace(previous) if previous is not None else None))
+            ttl, expires_at = self._expiry_for(op, now)
+            alive_before = previous is not None and previous.alive(now)
+            created = op.created_at if op.created_at is not None else (
+                previous.created_at if previous is not None and alive_before else now)
+            record = _Record(
+                next(self._ids), op.namespace, op.key, dict(op.value), created,
+                op.updated_at if op.updated_at is not None else now, ttl, expires_at,
+            )
+            record.vectors = [
+                (next(self._ids), vector) for _, vector in prepared.put_vectors.get(position, [])
+            ]
+            self._set(address, record)
+            return None
+        if isinstance(op, DeleteOp):
+            address = (op.namespace, op.key)
+            previous = self._records.get(address)
+            if previous is not None:
+                undo.append((address, replace(previous)))
+                self._set(address, None)
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(position, op, prepared, undo)
+        assert isinstance(op, ListNamespacesOp)
+        return match_namespaces(
+            {r.namespace for r in self._records.values() if r.alive(now)}, op
+        )
+
+    def _set(self, address: tuple[Namespace, str], record: _Record | None) -> None:
+        """Make ``record`` the state at ``address`` (``None`` deletes), keeping indexes in step."""
+        old = self._records.pop(address, None)
+        if old is not None:
+            self._by_id.pop(old.item_id, None)
+            if self._vectors is not None:
+                for vector_id, _ in old.vectors:
+                    self._vectors.remove(vector_id)
+        if record is None:
+            return
+        self._records[address] = record
+        self._by_id[record.item_id] = record
+        if self._vectors is not None:
+            for vector_id, vector in record.vectors:
+                self._vectors.upsert(vector_id, record.item_id, record.namespace, vector)
+
+    def _search(self, position: int, op: SearchOp, prepared: Prepared,
+                undo: list[tuple[tuple[Namespace, str], _Record | None]]) -> list[SearchItem]:
+        now = prepared.now
+        predicate = to_predicate(parse_filter(op.filter))
+        depth = len(op.namespace_prefix)
+
+        def matches(record: _Record) -> bool:
+            return (record.namespace[:depth] == op.namespace_prefix and record.alive(now)
+                    and predicate(record.value))
+
+        query_vector = prepared.query_vectors.get(position)
+        scored: list[tuple[_Record, float | None, int | None]]
+        if query_vector is None:
+            records = sorted(
+                (r for r in self._records.values() if matches(r)),
+                key=lambda r: (-r.updated_at, r.namespace, r.key),
+            )
+            scored = [(r, None, None) for r in records[op.offset : op.offset + op.limit]]
+        else:
+            assert self._vectors is not None
+            needed = op.offset + op.limit
+
+            def fetch(ids: list[int]) -> dict[int, object]:
+                return {i: self._by_id[i] for i in ids
+                        if i in self._by_id and matches(self._by_id[i])}
+
+            found = top_matches(
+                self._vectors.ranked_items(query_vector, op.namespace_prefix), needed, fetch
+            )
+            ordered = sorted(
+                ((self._by_id[i], s) for i, s in found),
+                key=lambda pair: (-pair[1], pair[0].namespace, pair[0].key),
+            )[op.offset : needed]
+            scored = [(r, s, op.offset + rank) for rank, (r, s) in enumerate(ordered, 1)]
+        results: list[SearchItem] = []
+        refresh = self._refresh(op.refresh_ttl)
+        for record, score, rank in scored:
+            if refresh and record.ttl is not None:
+                undo.append(((record.namespace, record.key), replace(record)))
+                record.expires_at = now + record.ttl
+            item = record.to_item()
+            details = {"vector": SignalScore(rank, score)} if score is not None and rank else {}
+            results.append(SearchItem(item.namespace, item.key, item.value, item.created_at,
+                                      item.updated_at, item.expires_at, score, details))
+        return results
+
+    def sweep(self) -> int:
+        """Delete expired items; return how many."""
+        with self._lock:
+            now = self.clock()
+            expired = [a for a, r in self._records.items() if not r.alive(now)]
+            for address in expired:
+                self._set(address, None)
+            return len(expired)
+
+    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
+        """Live items under the prefix, in namespace then key order (a snapshot)."""
+        prefix = tuple(namespace_prefix)
+        with self._lock:
+            now = self.clock()
+            records = sorted(
+                (r for r in self._records.values()
+                 if r.namespace[: len(prefix)] == prefix and r.alive(now)),
+                key=lambda r: (r.namespace, r.key),
+            )
+            items = [r.to_item() for r in records]
+        yield from items
+
+    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
+        with self._lock:
+            record = self._records.get((namespace, key))
+            return record.ttl if record is not None else None

@@ -1,0 +1,57 @@
+"""The SQLite schema, one migration per step. Never edit a released migration: add one."""
+
+from __future__ import annotations
+
+from remem.store.migrations import Migration
+
+__all__ = ["SQLITE_MIGRATIONS"]
+
+SQLITE_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "m001_items",
+        (
+            # ns: the labels, each followed by \x1f, so a namespace prefix is a string prefix
+            # and byte order equals tuple order (labels cannot contain control characters).
+            """CREATE TABLE items (
+                id INTEGER PRIMARY KEY,
+                ns TEXT NOT NULL,
+                key TEXT NOT NULL,
+                value TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                ttl REAL,
+                expires_at REAL,
+                UNIQUE (ns, key)
+            )""",
+            "CREATE INDEX items_ns_updated ON items (ns, updated_at)",
+            "CREATE INDEX items_expires ON items (expires_at) WHERE expires_at IS NOT NULL",
+            "CREATE TABLE remem_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        ),
+    ),
+    Migration(
+        "m002_vectors",
+        (
+            """CREATE TABLE embedding_models (
+                id INTEGER PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                dims INTEGER NOT NULL
+            )""",
+            # seq: the vector_seq of the transaction that wrote the row; processes keep their
+            # in-memory vector matrix in step by reading rows and tombstones newer than theirs.
+            """CREATE TABLE vectors (
+                id INTEGER PRIMARY KEY,
+                item_id INTEGER NOT NULL,
+                field TEXT NOT NULL,
+                model_id INTEGER NOT NULL REFERENCES embedding_models (id),
+                vec BLOB NOT NULL,
+                seq INTEGER NOT NULL
+            )""",
+            "CREATE INDEX vectors_item ON vectors (item_id)",
+            "CREATE INDEX vectors_seq ON vectors (seq)",
+            "CREATE TABLE vector_tombstones (id INTEGER NOT NULL, seq INTEGER NOT NULL)",
+            "CREATE INDEX vector_tombstones_seq ON vector_tombstones (seq)",
+            "INSERT INTO remem_meta (key, value) VALUES ('vector_seq', '0')",
+            "INSERT INTO remem_meta (key, value) VALUES ('tombstones_pruned_through', '0')",
+        ),
+    ),
+)

@@ -1,0 +1,515 @@
+"""SQLite backend: one file (or ``:memory:``), WAL, safe for many threads and processes.
+
+Works with the stock ``sqlite3`` module (no extensions): filters compile to JSON1 SQL, vectors
+are float32 BLOBs, and vector search runs exactly in NumPy over an in-process matrix that is
+kept in step with the table through a sequence number (see ``m002_vectors``).
+
+Concurrency: each thread gets its own connection to a file; ``:memory:`` has one connection
+behind a lock. Writing batches take the write lock up front (``BEGIN IMMEDIATE``), so two
+writers queue on SQLite's busy timeout instead of failing on a lock upgrade. With WAL and
+``synchronous=NORMAL`` (the default ``durability="normal"``) a committed batch survives a
+killed process; ``durability="full"`` also survives power loss, at the cost of an fsync per
+commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from remem.errors import IndexConfigError, StoreError
+from remem.store.base import BaseStore, IndexConfig, Prepared, TTLConfig, literal_prefix, \
+    match_namespaces
+from remem.store.filters import parse_filter, to_sqlite
+from remem.store.migrations import apply_sqlite
+from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
+from remem.store.types import (
+    DeleteOp,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Namespace,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    SignalScore,
+    from_timestamp,
+)
+from remem.store.vectors import VectorIndex, top_matches
+
+__all__ = ["SQLiteStore"]
+
+_SEP = "\x1f"
+_COLUMNS = "id, ns, key, value, created_at, updated_at, expires_at, ttl"
+_ALIVE = "(expires_at IS NULL OR expires_at > ?)"
+_TOMBSTONES_KEPT = 10_000
+
+
+def encode_ns(namespace: Namespace) -> str:
+    """Namespace tuple to its stored form: each label followed by the unit separator."""
+    return "".join(label + _SEP for label in namespace)
+
+
+def decode_ns(stored: str) -> Namespace:
+    """Inverse of :func:`encode_ns`."""
+    return tuple(stored.split(_SEP)[:-1])
+
+
+def prefix_range(prefix: Namespace) -> tuple[str, str] | None:
+    """``(low, high)`` such that namespaces under ``prefix`` are exactly ``low <= ns < high``."""
+    if not prefix:
+        return None
+    low = encode_ns(prefix)
+    return low, low[:-1] + chr(ord(_SEP) + 1)
+
+
+class SQLiteStore(BaseStore):
+    """A store in one SQLite file (``path``) or in memory (``":memory:"``).
+
+    Construction does no I/O; the first batch (or :meth:`setup`, or ``with``) opens the file
+    and applies migrations.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
+                 index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 durability: Literal["normal", "full"] = "normal",
+                 busy_timeout: float = 30.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        if clock is None:
+            super().__init__(index=index, ttl=ttl)
+        else:
+            super().__init__(index=index, ttl=ttl, clock=clock)
+        self.path = str(path)
+        self.in_memory = self.path == ":memory:"
+        self.durability = durability
+        self.busy_timeout = busy_timeout
+        self._setup_lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._memory_lock = threading.RLock()  # serialises the one :memory: connection
+        self._model_id: int | None = None
+        self._cache_lock = threading.RLock()
+        self._cache: VectorIndex | None = None
+        self._cache_seq = -1
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> SQLiteStore:
+        """Construct and :meth:`setup` a store."""
+        store = cls(path, **kwargs)
+        store.setup()
+        return store
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _new_connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError("this SQLiteStore is closed; open a new one")
+        if not self.in_memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        if not self.in_memory:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
+        self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if self.in_memory:
+            with self._memory_lock:
+                if not self._connections:
+                    self._new_connection()
+                yield self._connections[0]
+            return
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._new_connection()
+            self._local.conn = conn
+        yield conn
+
+    def setup(self) -> None:
+        """Open the database, apply missing migrations and check the index config."""
+        if self._ready:
+            return
+        with self._setup_lock:
+            if self._ready:
+                return
+            with self._connection() as conn:
+                apply_sqlite(conn, SQLITE_MIGRATIONS)
+                if self.index is not None:
+                    self._model_id = self._register_model(conn, self.index)
+            self._ready = True
+
+    def _register_model(self, conn: sqlite3.Connection, index: IndexConfig) -> int:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute("SELECT id, name, dims FROM embedding_models").fetchall()
+            in_use = conn.execute("SELECT DISTINCT model_id FROM vectors").fetchall()
+            used = {r[0] for r in in_use}
+            for model_id, name, dims in rows:
+                if model_id in used and (name != index.model or dims != index.dims):
+                    raise IndexConfigError(
+                        f"{self.path} holds vectors of model {name!r} ({dims} dims); this "
+                        f"store was opened with {index.model!r} ({index.dims} dims). Open it "
+                        f"with the same embedder, or export and re-import into a new file"
+                    )
+            match = [r[0] for r in rows if r[1] == index.model and r[2] == index.dims]
+            if match:
+                model_id = int(match[0])
+            else:
+                cursor = conn.execute(
+                    "INSERT INTO embedding_models (name, dims) VALUES (?, ?)",
+                    (index.model, index.dims),
+                )
+                model_id = int(cursor.lastrowid or 0)
+            conn.execute("COMMIT")
+            return model_id
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        self._closed = True
+        for conn in self._connections:
+            conn.close()
+        self._connections.clear()
+        self._local = threading.local()
+        with self._cache_lock:
+            self._cache = None
+
+    # -- batch --------------------------------------------------------------------------------
+
+    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
+        refreshes: list[tuple[list[int], float]] = []
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+            txn = _Txn(conn)
+            try:
+                results = [self._run(txn, position, op, prepared, refreshes)
+                           for position, op in enumerate(ops)]
+                if writes:
+                    self._apply_refreshes(conn, refreshes)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                if txn.vector_seq is not None:
+                    with self._cache_lock:  # the cache may hold rolled-back vectors
+                        self._cache = None
+                raise
+            if refreshes and not writes:
+                # a read-only batch refreshes TTLs in its own short write transaction, so
+                # readers never upgrade a read lock (which can fail under contention)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._apply_refreshes(conn, refreshes)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        return results
+
+    @staticmethod
+    def _apply_refreshes(conn: sqlite3.Connection, refreshes: list[tuple[list[int], float]]
+                         ) -> None:
+        for ids, now in refreshes:
+            conn.execute(
+                "UPDATE items SET expires_at = ? + ttl WHERE ttl IS NOT NULL AND id IN "
+                "(SELECT value FROM json_each(?))",
+                (now, json.dumps(ids)),
+            )
+
+    def _run(self, txn: _Txn, position: int, op: Op, prepared: Prepared,
+             refreshes: list[tuple[list[int], float]]) -> Result:
+        conn, now = txn.conn, prepared.now
+        if isinstance(op, GetOp):
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM items WHERE ns = ? AND key = ? AND {_ALIVE}",
+                (encode_ns(op.namespace), op.key, now),
+            ).fetchone()
+            if row is None:
+                return None
+            return self._finish([row], op.refresh_ttl, now, refreshes)[0][0]
+        if isinstance(op, PutOp):
+            self._put(txn, position, op, prepared)
+            return None
+        if isinstance(op, DeleteOp):
+            row = conn.execute(
+                "DELETE FROM items WHERE ns = ? AND key = ? RETURNING id",
+                (encode_ns(op.namespace), op.key),
+            ).fetchone()
+            if row is not None:
+                self._drop_vectors(txn, [row[0]])
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(txn, position, op, prepared, refreshes)
+        assert isinstance(op, ListNamespacesOp)
+        sql, params = "SELECT DISTINCT ns FROM items WHERE " + _ALIVE, [now]
+        bounds = prefix_range(literal_prefix(op.prefix))
+        if bounds is not None:
+            sql += " AND ns >= ? AND ns < ?"
+            params.extend(bounds)
+        return match_namespaces((decode_ns(r[0]) for r in conn.execute(sql, params)), op)
+
+    def _finish(self, rows: list[tuple[Any, ...]], refresh_flag: bool | None, now: float,
+                refreshes: list[tuple[list[int], float]]) -> list[tuple[Item, int]]:
+        """Rows to items, recording TTL refreshes (the returned expiry is the refreshed one)."""
+        refresh = self._refresh(refresh_flag)
+        out: list[tuple[Item, int]] = []
+        to_refresh: list[int] = []
+        for item_id, ns, key, value, created, updated, expires, ttl in rows:
+            if refresh and ttl is not None:
+                expires = now + ttl
+                to_refresh.append(item_id)
+            out.append((
+                Item(decode_ns(ns), key, json.loads(value), from_timestamp(created),
+                     from_timestamp(updated),
+                     from_timestamp(expires) if expires is not None else None),
+                item_id,
+            ))
+        if to_refresh:
+            refreshes.append((to_refresh, now))
+        return out
+
+    def _put(self, txn: _Txn, position: int, op: PutOp, prepared: Prepared) -> None:
+        now = prepared.now
+        ttl, expires_at = self._expiry_for(op, now)
+        explicit_created = op.created_at is not None
+        created = op.created_at if op.created_at is not None else now
+        updated = op.updated_at if op.updated_at is not None else now
+        row = txn.conn.execute(
+            """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (ns, key) DO UPDATE SET
+                 value = excluded.value,
+                 created_at = CASE
+                   WHEN ? OR (items.expires_at IS NOT NULL AND items.expires_at <= ?)
+                   THEN excluded.created_at ELSE items.created_at END,
+                 updated_at = excluded.updated_at,
+                 ttl = excluded.ttl,
+                 expires_at = excluded.expires_at
+               RETURNING id""",
+            (encode_ns(op.namespace), op.key,
+             json.dumps(op.value, ensure_ascii=False, separators=(",", ":")),
+             created, updated, ttl, expires_at, explicit_created, now),
+        ).fetchone()
+        item_id = int(row[0])
+        self._drop_vectors(txn, [item_id])
+        vectors = prepared.put_vectors.get(position)
+        if vectors:
+            seq = txn.bump_vector_seq()
+            txn.conn.executemany(
+                "INSERT INTO vectors (item_id, field, model_id, vec, seq) VALUES (?, ?, ?, ?, ?)",
+                [(item_id, f, self._model_id, v.tobytes(), seq) for f, v in vectors],
+            )
+
+    def _drop_vectors(self, txn: _Txn, item_ids: list[int]) -> None:
+        if self.index is None and not txn.vectors_exist():
+            return
+        arg = json.dumps(item_ids)
+        gone = txn.conn.execute(
+            "DELETE FROM vectors WHERE item_id IN (SELECT value FROM json_each(?)) RETURNING id",
+            (arg,),
+        ).fetchall()
+        if gone:
+            seq = txn.bump_vector_seq()
+            txn.conn.executemany(
+                "INSERT INTO vector_tombstones (id, seq) VALUES (?, ?)",
+                [(r[0], seq) for r in gone],
+            )
+
+    # -- search -------------------------------------------------------------------------------
+
+    def _search(self, txn: _Txn, position: int, op: SearchOp, prepared: Prepared,
+                refreshes: list[tuple[list[int], float]]) -> list[SearchItem]:
+        now = prepared.now
+        where, params = self._where(op, now)
+        query_vector = prepared.query_vectors.get(position)
+        if query_vector is None:
+            rows = txn.conn.execute(
+                f"SELECT {_COLUMNS} FROM items WHERE {where} "
+                "ORDER BY updated_at DESC, ns, key LIMIT ? OFFSET ?",
+                [*params, op.limit, op.offset],
+            ).fetchall()
+            return [_search_item(item, None, None)
+                    for item, _ in self._finish(rows, op.refresh_ttl, now, refreshes)]
+        needed = op.offset + op.limit
+        fetched: dict[int, tuple[Any, ...]] = {}
+
+        def fetch(ids: list[int]) -> dict[int, object]:
+            rows = txn.conn.execute(
+                f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT value FROM json_each(?)) "
+                f"AND {where}",
+                [json.dumps(ids), *params],
+            ).fetchall()
+            for row in rows:
+                fetched[row[0]] = row
+            return {row[0]: row for row in rows}
+
+        with self._cache_lock:
+            cache = self._synced_cache(txn)
+            found = top_matches(cache.ranked_items(query_vector, op.namespace_prefix),
+                                needed, fetch)
+        ordered = sorted(
+            ((fetched[i], score) for i, score in found),
+            key=lambda pair: (-pair[1], pair[0][1], pair[0][2]),
+        )[op.offset : needed]
+        items = self._finish([row for row, _ in ordered], op.refresh_ttl, now, refreshes)
+        return [
+            _search_item(item, score, op.offset + rank)
+            for rank, ((item, _), (_, score)) in enumerate(zip(items, ordered, strict=True), 1)
+        ]
+
+    @staticmethod
+    def _where(op: SearchOp, now: float) -> tuple[str, list[Any]]:
+        clauses, params = [_ALIVE], [now]
+        bounds = prefix_range(op.namespace_prefix)
+        if bounds is not None:
+            clauses.append("ns >= ? AND ns < ?")
+            params.extend(bounds)
+        sql, filter_params = to_sqlite(parse_filter(op.filter), column="value")
+        if sql != "1":
+            clauses.append(sql)
+            params.extend(filter_params)
+        return " AND ".join(f"({c})" for c in clauses), params
+
+    def _synced_cache(self, txn: _Txn) -> VectorIndex:
+        """The vector matrix brought up to the database's current ``vector_seq``."""
+        assert self.index is not None
+        conn = txn.conn
+        seq, pruned = (int(v) for v in (_meta(conn, "vector_seq"),
+                                        _meta(conn, "tombstones_pruned_through")))
+        if self._cache is None or self._cache_seq < pruned:
+            self._cache = VectorIndex(self.index.dims)
+            self._cache_seq = -1
+        cache = self._cache
+        if seq == self._cache_seq:
+            return cache
+        if self._cache_seq >= 0:
+            for (vector_id,) in conn.execute(
+                "SELECT id FROM vector_tombstones WHERE seq > ?", (self._cache_seq,)
+            ):
+                cache.remove(vector_id)
+        rows = conn.execute(
+            "SELECT v.id, v.item_id, i.ns, v.vec FROM vectors AS v "
+            "JOIN items AS i ON i.id = v.item_id WHERE v.seq > ? AND v.model_id = ?",
+            (self._cache_seq, self._model_id),
+        )
+        dims = self.index.dims
+        for vector_id, item_id, ns, blob in rows:
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vector.shape != (dims,):
+                raise IndexConfigError(
+                    f"vector {vector_id} has {vector.size} dims; the index expects {dims}"
+                )
+            cache.upsert(vector_id, item_id, decode_ns(ns), vector)
+        self._cache_seq = seq
+        return cache
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Delete expired items (and their vectors) and prune old vector tombstones."""
+        self.setup()
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            txn = _Txn(conn)
+            try:
+                ids = [r[0] for r in conn.execute(
+                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ? "
+                    "RETURNING id", (self.clock(),)
+                )]
+                if ids:
+                    self._drop_vectors(txn, ids)
+                seq = int(_meta(conn, "vector_seq"))
+                through = seq - _TOMBSTONES_KEPT
+                if through > int(_meta(conn, "tombstones_pruned_through")):
+                    conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (through,))
+                    conn.execute("UPDATE remem_meta SET value = ? WHERE key = ?",
+                                 (str(through), "tombstones_pruned_through"))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return len(ids)
+
+    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
+        """Live items under the prefix in namespace then key order, read in pages of 1000."""
+        self.setup()
+        bounds = prefix_range(tuple(namespace_prefix))
+        after: tuple[str, str] = ("", "")
+        now = self.clock()
+        while True:
+            sql = f"SELECT {_COLUMNS} FROM items WHERE {_ALIVE} AND (ns, key) > (?, ?)"
+            params: list[Any] = [now, *after]
+            if bounds is not None:
+                sql += " AND ns >= ? AND ns < ?"
+                params.extend(bounds)
+            with self._connection() as conn:
+                rows = conn.execute(sql + " ORDER BY ns, key LIMIT 1000", params).fetchall()
+            if not rows:
+                return
+            for item, _ in self._finish(rows, False, now, []):
+                yield item
+            after = (rows[-1][1], rows[-1][2])
+
+    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
+        self.setup()
+        with self._connection() as conn:
+            row = conn.execute("SELECT ttl FROM items WHERE ns = ? AND key = ?",
+                               (encode_ns(namespace), key)).fetchone()
+        return None if row is None else row[0]
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str:
+    row = conn.execute("SELECT value FROM remem_meta WHERE key = ?", (key,)).fetchone()
+    return "0" if row is None else str(row[0])
+
+
+def _search_item(item: Item, score: float | None, rank: int | None) -> SearchItem:
+    details = {"vector": SignalScore(rank, score)} if score is not None and rank else {}
+    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at,
+                      item.expires_at, score, details)
+
+
+class _Txn:
+    """Per-transaction state: the connection and the vector sequence number, bumped at most
+    once per transaction, on its first vector write."""
+
+    __slots__ = ("_vectors_exist", "conn", "vector_seq")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.vector_seq: int | None = None
+        self._vectors_exist: bool | None = None
+
+    def bump_vector_seq(self) -> int:
+        if self.vector_seq is None:
+            row = self.conn.execute(
+                "UPDATE remem_meta SET value = CAST(value AS INTEGER) + 1 "
+                "WHERE key = 'vector_seq' RETURNING value"
+            ).fetchone()
+            self.vector_seq = int(row[0])
+        return self.vector_seq
+
+    def vectors_exist(self) -> bool:
+        if self._vectors_exist is None:
+            self._vectors_exist = (
+                self.conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
+            )
+        return self._vectors_exist

@@ -1,0 +1,369 @@
+"""Values of the long-term store: items, namespaces and the operations a backend executes.
+
+Operations are frozen values validated when they are built, so a backend never sees a bad
+namespace, key or value: ``BaseStore.batch`` receives a list of them and returns one result per
+operation, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any, Final, Literal, TypeAlias
+
+from remem.errors import InvalidInputError, InvalidValueError, NamespaceError
+
+__all__ = [
+    "NOT_PROVIDED",
+    "DeleteOp",
+    "GetOp",
+    "Item",
+    "ListNamespacesOp",
+    "Namespace",
+    "NotProvided",
+    "Op",
+    "PutOp",
+    "Result",
+    "SearchItem",
+    "SearchOp",
+    "SignalScore",
+    "from_timestamp",
+    "validate_key",
+    "validate_namespace",
+    "validate_value",
+]
+
+Namespace: TypeAlias = tuple[str, ...]
+
+MAX_LABEL_LENGTH: Final = 256
+MAX_KEY_LENGTH: Final = 1024
+MAX_DEPTH: Final = 64
+WILDCARD: Final = "*"
+
+
+class NotProvided(Enum):
+    """Sentinel type: the caller did not pass a value (distinct from ``None``)."""
+
+    NOT_PROVIDED = "NOT_PROVIDED"
+
+
+NOT_PROVIDED: Final = NotProvided.NOT_PROVIDED
+
+
+def _bad_char(text: str) -> str | None:
+    for ch in text:
+        if ord(ch) < 0x20 or ord(ch) == 0x7F:
+            return repr(ch)
+        if 0xD800 <= ord(ch) <= 0xDFFF:
+            return repr(ch)
+    return None
+
+
+def validate_namespace(namespace: Any, *, what: str = "namespace", allow_empty: bool = False,
+                       allow_wildcard: bool = False) -> Namespace:
+    """Return ``namespace`` as a tuple of labels, or raise :class:`NamespaceError`.
+
+    Rules: a tuple or list of strings; each label non-empty, at most 256 characters, without
+    control characters or lone surrogates (they cannot be stored or typed reliably). Labels may
+    contain dots and slashes: remem never splits a stored namespace. ``"*"`` is a wildcard only
+    in ``list_namespaces`` match conditions.
+    """
+    if isinstance(namespace, str):
+        raise NamespaceError(
+            f"{what} must be a tuple of strings, got the string {namespace!r}; "
+            f"write ({namespace!r},) for a single label"
+        )
+    if not isinstance(namespace, tuple | list):
+        raise NamespaceError(
+            f"{what} must be a tuple of strings, got {type(namespace).__name__}"
+        )
+    labels = tuple(namespace)
+    if not labels and not allow_empty:
+        raise NamespaceError(f"{what} must have at least one label, got ()")
+    if len(labels) > MAX_DEPTH:
+        raise NamespaceError(f"{what} has {len(labels)} labels; the limit is {MAX_DEPTH}")
+    for position, label in enumerate(labels):
+        if not isinstance(label, str):
+            raise NamespaceError(
+                f"{what} label {position} must be a string, got {type(label).__name__} "
+                f"{label!r}; convert it with str()"
+            )
+        if not label:
+            raise NamespaceError(f"{what} label {position} is empty; labels must be non-empty")
+        if len(label) > MAX_LABEL_LENGTH:
+            raise NamespaceError(
+                f"{what} label {position} has {len(label)} characters; "
+                f"the limit is {MAX_LABEL_LENGTH}"
+            )
+        bad = _bad_char(label)
+        if bad is not None:
+            raise NamespaceError(
+                f"{what} label {position} ({label!r}) contains the character {bad}; "
+                "control characters and lone surrogates are not allowed in labels"
+            )
+        if label == WILDCARD and not allow_wildcard:
+            raise NamespaceError(
+                f"{what} label {position} is '*', which is reserved as the wildcard "
+                "of list_namespaces match conditions"
+            )
+    return labels
+
+
+def validate_key(key: Any) -> str:
+    """Return ``key`` or raise :class:`NamespaceError` naming the rule it breaks."""
+    if not isinstance(key, str):
+        raise NamespaceError(f"key must be a string, got {type(key).__name__} {key!r}")
+    if not key:
+        raise NamespaceError("key is empty; keys must be non-empty strings")
+    if len(key) > MAX_KEY_LENGTH:
+        raise NamespaceError(f"key has {len(key)} characters; the limit is {MAX_KEY_LENGTH}")
+    bad = _bad_char(key)
+    if bad is not None:
+        raise NamespaceError(
+            f"key {key!r} contains the character {bad}; control characters and lone "
+            "surrogates are not allowed in keys"
+        )
+    return key
+
+
+def _reject_nonfinite(x: float) -> float:
+    raise ValueError("NaN and infinity are not JSON")
+
+
+def validate_value(value: Any) -> dict[str, Any]:
+    """Return a JSON-clean deep copy of ``value`` or raise :class:`InvalidValueError`.
+
+    A value is a JSON object: a mapping with string keys whose leaves are ``None``, ``bool``,
+    ``int`` (signed 64-bit), finite ``float`` or ``str``. The copy decouples the stored value
+    from the caller's object, so mutating it later changes nothing in the store.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidValueError(
+            f"value must be a JSON object (a dict), got {type(value).__name__}; "
+            'wrap it, e.g. {"content": value}'
+        )
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise InvalidValueError(
+            f"value is not JSON-serialisable: {exc}; use only dict, list, str, int, float, "
+            "bool and None (finite numbers, valid Unicode)"
+        ) from None
+    copy: dict[str, Any] = json.loads(text)
+    _check_ints(copy, "value")
+    return copy
+
+
+def _check_ints(node: Any, path: str) -> None:
+    if isinstance(node, bool):
+        return
+    if isinstance(node, int):
+        if not -(2**63) <= node < 2**63:
+            raise InvalidValueError(
+                f"{path} = {node} does not fit in a signed 64-bit integer; store it as a string"
+            )
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            _check_ints(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_ints(v, f"{path}[{i}]")
+
+
+def _ttl_seconds(ttl: float | timedelta | None | NotProvided) -> float | None | NotProvided:
+    if ttl is None or ttl is NOT_PROVIDED:
+        return ttl
+    if isinstance(ttl, timedelta):
+        ttl = ttl.total_seconds()
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise InvalidInputError(
+            f"ttl must be seconds (a number) or a timedelta, got {type(ttl).__name__}"
+        )
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise InvalidInputError(f"ttl must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
+
+
+def from_timestamp(ts: float) -> datetime:
+    """Seconds since the epoch to an aware UTC datetime."""
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A stored JSON document.
+
+    ``expires_at`` is ``None`` for items without a TTL. Timestamps are aware UTC datetimes.
+    """
+
+    namespace: Namespace
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (ISO 8601 timestamps)."""
+        return {
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SignalScore:
+    """How one ranking signal (``"vector"``, later ``"keyword"``...) scored a result."""
+
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchItem(Item):
+    """An item returned by search, with its final score and the score of each signal.
+
+    ``score`` is ``None`` when the search had no query (pure filter listing).
+    """
+
+    score: float | None = None
+    details: Mapping[str, SignalScore] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict including the score and its details."""
+        data = Item.to_dict(self)
+        data["score"] = self.score
+        data["details"] = {k: {"rank": v.rank, "score": v.score} for k, v in self.details.items()}
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class GetOp:
+    """Read one item. ``refresh_ttl`` overrides the store's refresh-on-read setting."""
+
+    namespace: Namespace
+    key: str
+    refresh_ttl: bool | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespace", validate_namespace(self.namespace))
+        validate_key(self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class PutOp:
+    """Insert or replace one item.
+
+    ``ttl``: seconds (or a timedelta) until the item expires; ``None`` for never; left out, the
+    store's default. ``index``: ``None`` embeds the fields of the store's index config, ``False``
+    embeds nothing for this item, a list of dotted paths embeds those fields instead.
+    ``created_at`` / ``updated_at`` / ``expires_at`` (epoch seconds) are for imports only: they
+    keep an exported item's timestamps.
+    """
+
+    namespace: Namespace
+    key: str
+    value: Mapping[str, Any]
+    ttl: float | timedelta | None | NotProvided = NOT_PROVIDED
+    index: Literal[False] | Sequence[str] | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
+    expires_at: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespace", validate_namespace(self.namespace))
+        validate_key(self.key)
+        object.__setattr__(self, "value", validate_value(self.value))
+        object.__setattr__(self, "ttl", _ttl_seconds(self.ttl))
+        if self.index is not None and self.index is not False:
+            if isinstance(self.index, str) or not all(isinstance(f, str) for f in self.index):
+                raise InvalidInputError(
+                    "index must be None, False or a list of dotted field paths, "
+                    f"got {self.index!r}"
+                )
+            object.__setattr__(self, "index", tuple(self.index))
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    """Delete one item (deleting a missing item is not an error)."""
+
+    namespace: Namespace
+    key: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespace", validate_namespace(self.namespace))
+        validate_key(self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOp:
+    """Search items under a namespace prefix.
+
+    With a ``query`` (needs a vector index), results come best first with scores; without one,
+    newest ``updated_at`` first, ties broken by namespace then key. ``filter`` uses the filter
+    language of :mod:`remem.store.filters` and is applied inside the candidate query.
+    """
+
+    namespace_prefix: Namespace
+    filter: Mapping[str, Any] | None = None
+    query: str | None = None
+    limit: int = 10
+    offset: int = 0
+    refresh_ttl: bool | None = None
+
+    def __post_init__(self) -> None:
+        from remem.store.filters import parse_filter
+
+        object.__setattr__(
+            self,
+            "namespace_prefix",
+            validate_namespace(self.namespace_prefix, what="namespace_prefix", allow_empty=True),
+        )
+        _check_count("limit", self.limit, minimum=1)
+        _check_count("offset", self.offset, minimum=0)
+        if self.query is not None and not isinstance(self.query, str):
+            raise InvalidInputError(f"query must be a string, got {type(self.query).__name__}")
+        parse_filter(self.filter)  # raises FilterError early, before any I/O
+
+
+@dataclass(frozen=True, slots=True)
+class ListNamespacesOp:
+    """List distinct namespaces, optionally matching a prefix and/or suffix (``"*"`` matches
+    any one label) and truncated to ``max_depth`` labels, sorted, deduplicated."""
+
+    prefix: Namespace | None = None
+    suffix: Namespace | None = None
+    max_depth: int | None = None
+    limit: int = 100
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("prefix", "suffix"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(
+                    self, name, validate_namespace(value, what=name, allow_wildcard=True)
+                )
+        if self.max_depth is not None:
+            _check_count("max_depth", self.max_depth, minimum=1)
+        _check_count("limit", self.limit, minimum=1)
+        _check_count("offset", self.offset, minimum=0)
+
+
+def _check_count(name: str, value: Any, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+Op: TypeAlias = GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp
+Result: TypeAlias = Item | list[SearchItem] | list[Namespace] | None
