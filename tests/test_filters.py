@@ -261,7 +261,10 @@ def test_logical(flt: Mapping[str, Any], expected: set[int]) -> None:
 
 
 def test_arrays_of_objects_are_not_traversed() -> None:
-    docs = {1: {"items": [{"sku": "x"}, {"sku": "y"}]}, 2: {"items": {"sku": "x"}}}
+    docs: dict[int, dict[str, Any]] = {
+        1: {"items": [{"sku": "x"}, {"sku": "y"}]},
+        2: {"items": {"sku": "x"}},
+    }
     assert _both(docs, {"items.sku": "x"}) == {2}
     assert _both(docs, {"items": {"$contains": "x"}}) == set()
     assert _both(docs, {"items.sku": {"$exists": False}}) == {1}
@@ -290,7 +293,7 @@ def test_large_numbers_and_extremes() -> None:
 
 def test_stored_integers_beyond_64_bits_read_as_floats() -> None:
     # SQLite turns them into floats; the predicate mirrors that.
-    docs = {1: {"n": 2**63 + 1}, 2: {"n": 10**400}, 3: {"n": -(10**400)}}
+    docs: dict[int, dict[str, Any]] = {1: {"n": 2**63 + 1}, 2: {"n": 10**400}, 3: {"n": -(10**400)}}
     assert _both(docs, {"n": float(2**63)}) == {1}
     assert _both(docs, {"n": {"$gt": 2**63 - 1}}) == {1, 2}
     assert _both(docs, {"n": {"$lt": -1e308}}) == {3}
@@ -298,7 +301,7 @@ def test_stored_integers_beyond_64_bits_read_as_floats() -> None:
 
 def test_strings_are_cut_at_nul() -> None:
     # SQLite's JSON functions stop at NUL; the predicate does the same.
-    docs = {1: {"s": "ab\x00cd"}, 2: {"s": "ab"}, 3: {"s": ["ab\x00cd"]}}
+    docs: dict[int, dict[str, Any]] = {1: {"s": "ab\x00cd"}, 2: {"s": "ab"}, 3: {"s": ["ab\x00cd"]}}
     assert _both(docs, {"s": "ab"}) == {1, 2}
     assert _both(docs, {"s": {"$contains": "cd"}}) == set()
     assert _both(docs, {"s": {"$contains": "ab"}}) == {1, 2, 3}
@@ -306,7 +309,7 @@ def test_strings_are_cut_at_nul() -> None:
 
 
 def test_unicode_keys_and_odd_segments() -> None:
-    docs = {
+    docs: dict[int, dict[str, Any]] = {
         1: {"用户": {"名字": "张三"}},
         2: {"a b": {"c-d": 1, "e[0]": 2, "f'g": 3, "#": 4, "😀": 5}},
     }
@@ -321,7 +324,7 @@ def test_unicode_keys_and_odd_segments() -> None:
 def test_sql_embeds_in_larger_queries() -> None:
     conn = _connect(DOCS)
     conn.execute("CREATE TABLE other (id INTEGER PRIMARY KEY, value TEXT)")
-    conn.execute("INSERT INTO other VALUES (1, '{\"tags\": [\"zzz\"]}')")
+    conn.execute('INSERT INTO other VALUES (1, \'{"tags": ["zzz"]}\')')
     node = parse_filter({"tags": {"$contains": "a"}, "age": {"$ne": 1}})
     sql, params = to_sqlite(node, column="i.value")
     # A second table with a "value" column and extra placeholders around the filter.
@@ -376,7 +379,8 @@ def test_resolve_path_and_json_kind() -> None:
     assert resolve_path(doc, ("a", "b", "c")) is MISSING
     assert resolve_path(doc, ()) is doc
     assert repr(MISSING) == "MISSING"
-    kinds = [json_kind(x) for x in (None, True, 0, 1.5, "", [], (), {})]
+    values: tuple[Any, ...] = (None, True, 0, 1.5, "", [], (), {})
+    kinds = [json_kind(x) for x in values]
     assert kinds == ["null", "bool", "number", "number", "string", "array", "array", "object"]
     with pytest.raises(TypeError):
         json_kind(b"bytes")
@@ -385,7 +389,7 @@ def test_resolve_path_and_json_kind() -> None:
 def test_operands_are_normalised() -> None:
     import enum
 
-    class Color(str, enum.Enum):
+    class Color(str, enum.Enum):  # noqa: UP042 - str() of this gives "Color.RED"
         RED = "red"
 
     class Level(enum.IntEnum):
@@ -426,8 +430,10 @@ def test_operands_are_normalised() -> None:
         ({"a": b"x"}, ["'$eq'", "path 'a'", "JSON scalar", "bytes"]),
         ({"a": {"$eq": [1]}}, ["'$eq'", "path 'a'", "JSON scalar", "list [1]"]),
         ({"a": {"$ne": {"x": 1}}}, ["'$ne'", "path 'a'", "JSON scalar"]),
-        ({"age": {"$gt": True}}, ["'$gt'", "path 'age'", "number or a string", "bool True",
-                                  "compare booleans with $eq"]),
+        (
+            {"age": {"$gt": True}},
+            ["'$gt'", "path 'age'", "number or a string", "bool True", "compare booleans with $eq"],
+        ),
         ({"age": {"$lte": None}}, ["'$lte'", "path 'age'", "number or a string", "None"]),
         ({"age": {"$lt": [1]}}, ["'$lt'", "path 'age'", "number or a string"]),
         ({"x": {"$gte": float("nan")}}, ["'$gte'", "path 'x'", "finite"]),
@@ -469,14 +475,42 @@ def test_error_message_format() -> None:
     )
 
 
-def test_nesting_limit() -> None:
-    flt: dict[str, Any] = {"a": {"$contains": 1}}
-    for _ in range(MAX_DEPTH // 2):
-        flt = {"$not": {"$or": [flt]}}
-    # MAX_DEPTH levels still compile to SQL that SQLite accepts.
-    assert _both({1: {"a": [1]}, 2: {"a": 2}}, flt) == {1}
-    with pytest.raises(FilterError, match="deeper than 64 levels"):
-        parse_filter({"$not": flt})
+def _nested(depth: int, make: Any) -> dict[str, Any]:
+    flt: dict[str, Any] = {"a": {"$contains": 1}, "b": {"$contains": "x"}}  # depth 1 (implicit AND)
+    for level in range(depth - 1):
+        flt = make(flt, level)
+    return flt
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        # NOT and an implicit AND, alternating: NOT(AND(NOT(AND(...)), c), ...)
+        lambda f, i: {**f, "c": {"$exists": False}} if i % 2 else {"$not": f},
+        lambda f, i: {"$or" if i % 2 else "$and": [f, {"c": {"$ne": 1}}]},  # AND/OR alternating
+        lambda f, i: {"$not": f},
+        lambda f, i: {"$and": [f]},
+    ],
+)
+def test_nesting_limit(make: Any) -> None:
+    docs: dict[int, dict[str, Any]] = {1: {"a": [1], "b": "xy"}, 2: {"a": 2}, 3: {}}
+    # MAX_DEPTH levels still compile to SQL that SQLite's parser accepts.
+    _both(docs, _nested(MAX_DEPTH, make))
+    with pytest.raises(FilterError, match="deeper than 32 levels"):
+        parse_filter(_nested(MAX_DEPTH + 1, make))
+
+
+def test_nesting_limit_guards_deep_input() -> None:
+    flt: dict[str, Any] = {"a": 1}
+    for _ in range(5000):  # would exhaust Python's recursion limit without the early check
+        flt = {"$not": flt}
+    with pytest.raises(FilterError, match="deeper than"):
+        parse_filter(flt)
+    node: Any = Compare(("a",), "$eq", 1)
+    for _ in range(MAX_DEPTH + 1):
+        node = Not(node)
+    with pytest.raises(FilterError, match="deeper than"):
+        to_sqlite(node)
 
 
 # --------------------------------------------------------------------------- property test

@@ -28,7 +28,7 @@ Choices made so SQLite (3.40, JSON1 on text) and Python agree:
 * SQLite reads an integer outside the signed 64-bit range as a float (``inf`` past the float
   range); the Python predicate converts such stored integers the same way. Filter integers must
   fit in 64 bits and filter floats must be finite.
-* Logical nesting is capped at :data:`MAX_DEPTH` levels to stay below SQLite's expression depth.
+* Logical nesting is capped at :data:`MAX_DEPTH` levels: SQLite's parser stack is small.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ Scalar: TypeAlias = bool | int | float | str | None
 
 CompareOp: TypeAlias = Literal["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]
 
-MAX_DEPTH: Final = 64
-"""Deepest allowed nesting of ``$and``/``$or``/``$not``."""
+MAX_DEPTH: Final = 32
+"""Deepest allowed nesting of ``$and``/``$or``/``$not`` (and implicit ANDs) in a filter."""
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -305,8 +305,10 @@ def _parse_logical(op: str, operand: object, depth: int) -> FilterNode:
 
 
 def _parse(filter: object, depth: int) -> FilterNode:
-    if depth > MAX_DEPTH:
-        raise FilterError(f"filter nests $and/$or/$not deeper than {MAX_DEPTH} levels")
+    if depth > MAX_DEPTH:  # early exit so absurd nesting never hits Python's recursion limit
+        raise FilterError(
+            f"filter nests $and/$or/$not (or multi-key dicts) deeper than {MAX_DEPTH} levels"
+        )
     if not isinstance(filter, Mapping):
         raise FilterError(f"filter must be a dict, got {_show(filter)}")
     nodes: list[FilterNode] = []
@@ -335,7 +337,9 @@ def parse_filter(filter: Filter | None) -> FilterNode | None:
         return None
     if isinstance(filter, Mapping) and not filter:
         return None
-    return _parse(filter, 0)
+    node = _parse(filter, 0)
+    _check_depth(node)
+    return node
 
 
 # --------------------------------------------------------------------------- Python evaluation
@@ -522,7 +526,7 @@ class _SqliteCompiler:
             return f"_remem_je.type IN ({types})", []
         return f"_remem_je.type IN ({types}) AND _remem_je.value = ?", [v]
 
-    def compile(self, node: FilterNode) -> SQL:
+    def leaf(self, node: Compare | In | Exists | Contains) -> SQL:
         match node:
             case Compare(path, op, v):
                 if op == "$ne":
@@ -550,20 +554,64 @@ class _SqliteCompiler:
                         ("text", f"instr(json_extract({self.col}, ?), ?) > 0", [jpath, v])
                     )
                 return self.case(path, branches)
-            case And(children) | Or(children):
-                if not children:
-                    return ("1" if isinstance(node, And) else "0"), []
-                parts = [self.compile(c) for c in children]
-                joiner = " AND " if isinstance(node, And) else " OR "
-                return (
-                    "(" + joiner.join(sql for sql, _ in parts) + ")",
-                    [p for _, params in parts for p in params],
-                )
-            case Not(child):
-                sql, params = self.compile(child)
-                return f"(NOT {sql})", params
             case _:
                 assert_never(node)
+
+    def compile(self, node: FilterNode, negate: bool = False) -> SQL:
+        """SQL for ``node`` (or its negation).
+
+        SQLite's parser stack allows only ~100 nested tokens, so NOT is pushed down to the
+        leaves (exact, as every expression is two-valued) and nested AND/AND or OR/OR are
+        flattened: parentheses then nest once per AND/OR alternation.
+        """
+        while isinstance(node, Not):
+            node, negate = node.child, not negate
+        if not isinstance(node, And | Or):
+            sql, params = self.leaf(node)
+            return (f"(NOT {sql})" if negate else sql), params
+        is_and = isinstance(node, And) != negate
+        terms = self.flatten(node, negate, is_and)
+        if not terms:
+            return ("1" if is_and else "0"), []
+        parts = [self.compile(child, neg) for child, neg in terms]
+        if len(parts) == 1:
+            return parts[0]
+        joiner = " AND " if is_and else " OR "
+        return (
+            "(" + joiner.join(sql for sql, _ in parts) + ")",
+            [p for _, params in parts for p in params],
+        )
+
+    def flatten(self, node: And | Or, negate: bool, is_and: bool) -> list[tuple[FilterNode, bool]]:
+        """Children of ``node`` (with their negation), splicing in same-operator descendants."""
+        terms: list[tuple[FilterNode, bool]] = []
+        for child in node.children:
+            neg = negate
+            while isinstance(child, Not):
+                child, neg = child.child, not neg
+            if isinstance(child, And | Or) and (isinstance(child, And) != neg) == is_and:
+                terms.extend(self.flatten(child, neg, is_and))
+            else:
+                terms.append((child, neg))
+        return terms
+
+
+def _depth(node: FilterNode) -> int:
+    """Nesting of And/Or/Not nodes above the deepest leaf (a leaf is 0)."""
+    match node:
+        case And(children) | Or(children):
+            return 1 + max((_depth(c) for c in children), default=0)
+        case Not(child):
+            return 1 + _depth(child)
+        case _:
+            return 0
+
+
+def _check_depth(node: FilterNode) -> None:
+    if _depth(node) > MAX_DEPTH:
+        raise FilterError(
+            f"filter nests $and/$or/$not (or multi-key dicts) deeper than {MAX_DEPTH} levels"
+        )
 
 
 def to_sqlite(node: FilterNode | None, column: str = "value") -> tuple[str, list[Any]]:
@@ -578,4 +626,5 @@ def to_sqlite(node: FilterNode | None, column: str = "value") -> tuple[str, list
         raise UsageError(f"column must be a plain or table-qualified identifier, got {column!r}")
     if node is None:
         return "1", []
+    _check_depth(node)
     return _SqliteCompiler(column).compile(node)

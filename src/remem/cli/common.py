@@ -1,0 +1,284 @@
+"""Pieces shared by every command group: argument types, error reporting and output helpers.
+
+Error policy (the same for every command): a failure prints exactly one line,
+``error: <message>``, on stderr and exits with code 2 for bad input (click usage errors and
+:class:`~remem.errors.InvalidInputError`) or 1 for any other failure. No traceback is ever
+shown. Successful commands exit 0.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NoReturn
+
+import click
+
+from remem.errors import InvalidInputError, NamespaceError, RememError
+from remem.store.filters import parse_filter
+from remem.store.types import Namespace, validate_namespace
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILURE",
+    "CommandFailed",
+    "FilterType",
+    "JsonObjectType",
+    "NamespaceType",
+    "RememGroup",
+    "compact_json",
+    "emit_json",
+    "format_namespace",
+    "format_time",
+    "parse_json_object",
+    "parse_namespace",
+    "report_error",
+]
+
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+
+# -- namespaces ---------------------------------------------------------------------------------
+
+
+def parse_namespace(text: str, *, what: str = "namespace", allow_empty: bool = False,
+                    allow_wildcard: bool = False) -> Namespace:
+    """Parse a namespace written on the command line.
+
+    Two spellings: dotted (``users.u1.memories``) or, for labels that contain dots, a JSON array
+    of strings (``["users", "alice@example.com"]``). Text whose first non-blank character is
+    ``[`` is read as JSON. The empty string is the empty namespace (only where ``allow_empty``).
+    Raises :class:`~remem.errors.NamespaceError` naming the broken rule.
+    """
+    labels: Any
+    if text.lstrip().startswith("["):
+        try:
+            labels = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise NamespaceError(
+                f"{what} {text!r} starts with '[' but is not a valid JSON array "
+                f"({exc.msg} at column {exc.colno}); write it like "
+                '\'["users", "alice@example.com"]\''
+            ) from None
+        if not isinstance(labels, list):
+            raise NamespaceError(f"{what} {text!r} must be a JSON array of strings")
+    elif text == "":
+        labels = []
+    else:
+        labels = text.split(".")
+    return validate_namespace(labels, what=what, allow_empty=allow_empty,
+                              allow_wildcard=allow_wildcard)
+
+
+def format_namespace(namespace: Sequence[str]) -> str:
+    """The shortest spelling of ``namespace`` that :func:`parse_namespace` reads back.
+
+    Dotted when no label contains a dot (and the text would not be mistaken for JSON), else a
+    compact JSON array.
+    """
+    dotted = ".".join(namespace)
+    if any("." in label for label in namespace) or dotted.lstrip().startswith("["):
+        return json.dumps(list(namespace), ensure_ascii=False)
+    return dotted
+
+
+# -- JSON arguments -----------------------------------------------------------------------------
+
+
+def parse_json_object(text: str, *, what: str) -> dict[str, Any]:
+    """Parse ``text`` as a JSON object; raise :class:`InvalidInputError` saying what is wrong."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(
+            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    if not isinstance(data, dict):
+        kind = _json_kind(data)
+        raise InvalidInputError(
+            f"{what} must be a JSON object like '{{\"text\": \"...\"}}', got a JSON {kind}"
+        )
+    return data
+
+
+def _json_kind(data: object) -> str:
+    if data is None:
+        return "null"
+    if isinstance(data, bool):
+        return "boolean"
+    if isinstance(data, int | float):
+        return "number"
+    if isinstance(data, str):
+        return "string"
+    return "array" if isinstance(data, list) else "object"
+
+
+class NamespaceType(click.ParamType):
+    """A namespace argument: dotted or a JSON array (see :func:`parse_namespace`)."""
+
+    name = "namespace"
+
+    def __init__(self, *, what: str = "namespace", allow_empty: bool = False,
+                 allow_wildcard: bool = False) -> None:
+        self.what = what
+        self.allow_empty = allow_empty
+        self.allow_wildcard = allow_wildcard
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Namespace:
+        """Parse the text, failing with the library's message."""
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_namespace(str(value), what=self.what, allow_empty=self.allow_empty,
+                                   allow_wildcard=self.allow_wildcard)
+        except InvalidInputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class JsonObjectType(click.ParamType):
+    """A JSON object argument; ``-`` reads it from stdin when ``stdin_dash`` is set."""
+
+    name = "json"
+
+    def __init__(self, *, what: str, stdin_dash: bool = False) -> None:
+        self.what = what
+        self.stdin_dash = stdin_dash
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> dict[str, Any]:
+        """Parse the JSON text (or stdin), failing with a message naming the problem."""
+        if isinstance(value, dict):
+            return value
+        text = str(value)
+        what = self.what
+        if self.stdin_dash and text == "-":
+            text = click.get_text_stream("stdin").read()
+            what = f"{what} read from stdin"
+        try:
+            return parse_json_object(text, what=what)
+        except InvalidInputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class FilterType(JsonObjectType):
+    """A filter argument: a JSON object checked with :func:`remem.store.parse_filter`."""
+
+    name = "filter"
+
+    def __init__(self) -> None:
+        super().__init__(what="filter")
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> dict[str, Any]:
+        """Parse the JSON and validate the filter language before any I/O."""
+        data = super().convert(value, param, ctx)
+        try:
+            parse_filter(data)
+        except InvalidInputError as exc:
+            self.fail(str(exc), param, ctx)
+        return data
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def emit_json(data: Any) -> None:
+    """Write ``data`` as one JSON document on stdout (the ``--json`` output)."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def compact_json(data: Mapping[str, Any] | Sequence[Any], limit: int | None = None) -> str:
+    """One-line JSON, cut to ``limit`` characters with an ellipsis."""
+    text = json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
+    if limit is not None and len(text) > limit:
+        text = text[: max(limit - 1, 0)] + "…"
+    return text
+
+
+def format_time(moment: datetime | None, *, never: str = "never") -> str:
+    """A UTC timestamp for humans, ``YYYY-MM-DD HH:MM:SS``."""
+    if moment is None:
+        return never
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+class CommandFailed(click.ClickException):
+    """A command failed for a reason already phrased for the user (e.g. item not found)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def report_error(message: str, exit_code: int) -> NoReturn:
+    """Print ``error: <message>`` as one line on stderr and exit with ``exit_code``."""
+    click.echo(f"error: {_one_line(message)}", err=True)
+    sys.exit(exit_code)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at devnull so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def _usage_message(exc: click.UsageError) -> str:
+    message = exc.format_message()
+    if exc.ctx is not None:
+        message += f" (see '{exc.ctx.command_path} --help')"
+    return message
+
+
+class RememGroup(click.Group):
+    """The root group: runs commands under the error policy of this module."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        """Run the CLI. In standalone mode every error ends as one ``error:`` line."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            report_error(_usage_message(exc), EXIT_BAD_INPUT)
+        except click.ClickException as exc:
+            report_error(exc.format_message(), exc.exit_code)
+        except click.Abort:
+            report_error("aborted", EXIT_FAILURE)
+        except InvalidInputError as exc:
+            report_error(str(exc), EXIT_BAD_INPUT)
+        except RememError as exc:
+            report_error(str(exc), EXIT_FAILURE)
+        except sqlite3.Error as exc:
+            report_error(f"database error: {exc}", EXIT_FAILURE)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader went away (e.g. `| head`)
+                _silence_stdout()
+                sys.exit(EXIT_FAILURE)
+            report_error(str(exc), EXIT_FAILURE)
+        except Exception as exc:  # a bug: still one line, but say what it was
+            report_error(f"unexpected {type(exc).__name__}: {exc} (please report this)",
+                         EXIT_FAILURE)
+        sys.exit(code if isinstance(code, int) else 0)

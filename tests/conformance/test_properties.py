@@ -1,0 +1,159 @@
+"""Property tests: every backend returns exactly what the Python reference predicts, for random
+documents, random filters, random namespace prefixes and random vector queries."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from remem.embed import FakeEmbedder
+from remem.store import BaseStore, IndexConfig, InMemoryStore, PutOp, SQLiteStore
+from remem.store.filters import parse_filter, to_predicate
+from tests.conftest import FakeClock
+
+KEYS = ["a", "b", "c"]
+WORDS = ["tea", "cat", "北京", "rain", "code"]
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([0.0, 1.0, -2.5, 1e300]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "x", "1", "tea", "Tea", "北京", "é", "😀"]),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=4),
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.sampled_from(KEYS), children, max_size=3),
+    ),
+    max_leaves=8,
+)
+documents = st.dictionaries(st.sampled_from(KEYS), json_values, max_size=3)
+paths = st.lists(st.sampled_from(KEYS), min_size=1, max_size=2).map(".".join)
+filter_scalars = scalars.filter(lambda s: not (isinstance(s, str) and "\x00" in s))
+
+
+def _field_filters() -> st.SearchStrategy[dict[str, Any]]:
+    comparisons = st.one_of(
+        st.builds(lambda op, v: {op: v}, st.sampled_from(["$eq", "$ne"]), filter_scalars),
+        st.builds(lambda op, v: {op: v}, st.sampled_from(["$gt", "$gte", "$lt", "$lte"]),
+                  st.one_of(st.integers(-3, 3), st.floats(-5, 5), st.sampled_from(
+                      ["", "a", "tea", "北"]))),
+        st.builds(lambda op, v: {op: v}, st.sampled_from(["$in", "$nin"]),
+                  st.lists(filter_scalars, max_size=3)),
+        st.builds(lambda v: {"$exists": v}, st.booleans()),
+        st.builds(lambda v: {"$contains": v}, filter_scalars),
+    )
+    return st.one_of(
+        st.builds(lambda p, v: {p: v}, paths, filter_scalars),
+        st.builds(lambda p, c: {p: c}, paths, comparisons),
+    )
+
+
+filters = st.recursive(
+    _field_filters(),
+    lambda children: st.one_of(
+        st.builds(lambda xs: {"$and": xs}, st.lists(children, max_size=3)),
+        st.builds(lambda xs: {"$or": xs}, st.lists(children, max_size=3)),
+        st.builds(lambda x: {"$not": x}, children),
+    ),
+    max_leaves=6,
+)
+namespaces = st.sampled_from([("u", "1"), ("u", "2"), ("u", "1", "x"), ("v",)])
+prefixes = st.sampled_from([(), ("u",), ("u", "1"), ("v",), ("w",)])
+corpus = st.lists(
+    st.tuples(namespaces, st.sampled_from([f"k{i}" for i in range(8)]), documents,
+              st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+              st.booleans()),
+    max_size=14,
+)
+
+
+@contextmanager
+def all_backends(**kwargs: Any) -> Iterator[list[BaseStore]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        stores: list[BaseStore] = [
+            InMemoryStore(**kwargs),
+            SQLiteStore(":memory:", **kwargs),
+            SQLiteStore(Path(tmp) / "p.db", **kwargs),
+        ]
+        try:
+            yield stores
+        finally:
+            for store in stores:
+                store.close()
+
+
+def _load(stores: list[BaseStore], clock: FakeClock,
+          rows: list[tuple[Any, str, dict[str, Any], str, bool]]) -> dict[Any, Any]:
+    """Put rows in small batches with the clock moving; return the reference state."""
+    state: dict[Any, Any] = {}
+    for start in range(0, len(rows), 3):
+        chunk = rows[start : start + 3]
+        ops = [PutOp(ns, key, {**doc, "text": text}, index=None if indexed else False)
+               for ns, key, doc, text, indexed in chunk]
+        for store in stores:
+            store.batch(ops)
+        for op in ops:
+            state[(op.namespace, op.key)] = (op.value, clock.now, ops.index(op))
+        clock.advance(1)
+    return state
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=corpus, flt=filters, prefix=prefixes, limit=st.integers(1, 20),
+       offset=st.integers(0, 5))
+def test_filtered_search_matches_reference(rows: list[Any], flt: dict[str, Any],
+                                           prefix: tuple[str, ...], limit: int,
+                                           offset: int) -> None:
+    clock = FakeClock()
+    with all_backends(clock=clock) as stores:
+        state = _load(stores, clock, rows)
+        predicate = to_predicate(parse_filter(flt))
+        expected = sorted(
+            ((ns, key) for (ns, key), (value, _, _) in state.items()
+             if ns[: len(prefix)] == prefix and predicate(value)),
+            key=lambda a: (-state[a][1], a[0], a[1]),
+        )[offset : offset + limit]
+        for store in stores:
+            got = [(i.namespace, i.key) for i in
+                   store.search(prefix, filter=flt, limit=limit, offset=offset)]
+            assert got == expected, type(store).__name__
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=corpus, flt=st.one_of(st.none(), filters), prefix=prefixes,
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+       limit=st.integers(1, 6))
+def test_vector_search_identical_across_backends(rows: list[Any], flt: dict[str, Any] | None,
+                                                 prefix: tuple[str, ...], query: str,
+                                                 limit: int) -> None:
+    clock = FakeClock()
+    embedder = FakeEmbedder(16)
+    with all_backends(clock=clock, index=IndexConfig(embedder, fields=("text",))) as stores:
+        state = _load(stores, clock, rows)
+        predicate = to_predicate(parse_filter(flt))
+        indexed = {(ns, key) for ns, key, _, _, flag in rows if flag}
+        # the last put of each address decides whether it is indexed
+        last_flag = {(ns, key): flag for ns, key, _, _, flag in rows}
+        candidates = [a for a in state if last_flag[a] and a in indexed
+                      and a[0][: len(prefix)] == prefix and predicate(state[a][0])]
+        results = [store.search(prefix, query=query, filter=flt, limit=limit) for store in stores]
+        reference = results[0]
+        assert len(reference) == min(limit, len(candidates))
+        assert {(h.namespace, h.key) for h in reference} <= set(candidates)
+        for other in results[1:]:
+            assert [(h.namespace, h.key) for h in other] == \
+                [(h.namespace, h.key) for h in reference]
+            for a, b in zip(other, reference, strict=True):
+                assert abs((a.score or 0) - (b.score or 0)) < 1e-5

@@ -1,0 +1,188 @@
+"""SQLite-only behaviour: migrations, persistence of the index config, several connections,
+threads and processes writing at once, and a process killed in the middle of a batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from remem.embed import FakeEmbedder
+from remem.errors import IndexConfigError, MigrationError
+from remem.store import IndexConfig, PutOp, SQLiteStore
+from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
+from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_migrations_are_recorded(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        store.put(("a",), "k", {"v": 1})
+    with closing(sqlite3.connect(tmp_path / "m.db")) as conn:
+        assert applied_sqlite(conn) == [m.name for m in SQLITE_MIGRATIONS]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_upgrade_from_the_first_schema_keeps_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert apply_sqlite(conn, SQLITE_MIGRATIONS[:1]) == ["m001_items"]
+    conn.execute(
+        "INSERT INTO items (ns, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        ("users\x1fu1\x1f", "k", json.dumps({"text": "old tea"}), 1.0, 2.0),
+    )
+    conn.close()
+    with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
+        old = store.get(("users", "u1"), "k")
+        assert old is not None and old.value == {"text": "old tea"}
+        store.put(("users", "u1"), "new", {"text": "new tea"})
+        assert [h.key for h in store.search(("users",), query="new tea")] == ["new"]
+    with closing(sqlite3.connect(path)) as conn:
+        assert applied_sqlite(conn) == ["m001_items", "m002_vectors"]
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_sqlite(conn, [*SQLITE_MIGRATIONS, Migration("m999_future", ())])
+    conn.close()
+    with pytest.raises(MigrationError, match="newer remem"):
+        SQLiteStore(path).setup()
+
+
+def test_vectors_of_another_model_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
+        store.put(("a",), "k", {"text": "tea"})
+    with pytest.raises(IndexConfigError, match="fake-16"):
+        SQLiteStore(path, index=IndexConfig(FakeEmbedder(32), fields=("text",))).setup()
+    with pytest.raises(IndexConfigError, match="other-model"):
+        SQLiteStore(path, index=IndexConfig(FakeEmbedder(16, model="other-model"))).setup()
+    with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
+        assert [h.key for h in store.search(("a",), query="tea")] == ["k"]
+
+
+def test_two_stores_on_one_file_see_each_others_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    index = IndexConfig(FakeEmbedder(16), fields=("text",))
+    with SQLiteStore(path, index=index) as one, SQLiteStore(path, index=index) as two:
+        one.put(("a",), "k1", {"text": "green tea"})
+        assert [h.key for h in two.search(("a",), query="green tea")] == ["k1"]  # cache built
+        one.put(("a",), "k2", {"text": "green tea"})
+        one.delete(("a",), "k1")
+        one.put(("a",), "k3", {"text": "black coffee"})
+        assert [h.key for h in two.search(("a",), query="green tea", limit=5)] == ["k2", "k3"]
+        assert [h.key for h in two.search(("a",), query="black coffee", limit=1)] == ["k3"]
+
+
+def test_threads_write_and_read_at_once(tmp_path: Path) -> None:
+    index = IndexConfig(FakeEmbedder(16), fields=("text",))
+    errors: list[BaseException] = []
+    with SQLiteStore(tmp_path / "t.db", index=index) as store:
+        def worker(n: int) -> None:
+            try:
+                for i in range(100):
+                    store.put(("t", str(n)), f"k{i}", {"text": f"item {i} of {n}"})
+                    if i % 10 == 0:
+                        store.search(("t",), query=f"item {i}", limit=3)
+                        store.search(("t", str(n)), filter={"text": {"$contains": "item"}})
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert sum(1 for _ in store.iter_items()) == 800
+        assert len(store.search(("t",), query="item 5 of 3", limit=50)) == 50
+
+
+_WRITER = """
+import sys
+from remem.store import SQLiteStore
+path, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with SQLiteStore(path) as store:
+    for i in range(count):
+        store.put(("p", tag), f"k{i}", {"i": i, "tag": tag})
+print("done", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_write_10000_items_each(tmp_path: Path) -> None:
+    path = tmp_path / "procs.db"
+    SQLiteStore.open(path).close()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), tag, "10000"],
+                         env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+        for tag in ("a", "b")
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert out.strip() == "done"
+    with SQLiteStore(path) as store:
+        for tag in ("a", "b"):
+            items = list(store.iter_items(("p", tag)))
+            assert len(items) == 10000
+            assert sorted(i.value["i"] for i in items) == list(range(10000))
+
+
+_CRASHER = """
+import sys
+from remem.store import PutOp, SQLiteStore
+path = sys.argv[1]
+store = SQLiteStore(path)
+for i in range(200):
+    store.put(("acked",), f"k{i}", {"i": i})
+    print(f"ack {i}", flush=True)
+ops = [PutOp(("batch",), f"k{i}", {"i": i, "pad": "x" * 200}) for i in range(200000)]
+print("batch-start", flush=True)
+store.batch(ops)
+print("batch-done", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_kill_9_mid_batch_leaves_batch_all_or_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    with subprocess.Popen([sys.executable, "-c", _CRASHER, str(path)], env=_child_env(),
+                          stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        acked = -1
+        for line in proc.stdout:
+            if line.startswith("ack "):
+                acked = int(line.split()[1])
+            if line.strip() == "batch-start":
+                break
+        time.sleep(0.5)  # the 200k-item batch is now being written
+        proc.send_signal(signal.SIGKILL)
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
+    assert "batch-done" not in rest, "the batch finished before the kill; make it larger"
+    assert acked == 199
+    with SQLiteStore(path) as store:
+        assert store.batch([]) == []
+        assert len(list(store.iter_items(("acked",)))) == 200
+        assert len(list(store.iter_items(("batch",)))) in (0, 200000)
+        with closing(sqlite3.connect(path)) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
