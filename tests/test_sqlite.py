@@ -18,7 +18,7 @@ import pytest
 
 from remem.embed import FakeEmbedder
 from remem.errors import IndexConfigError, MigrationError
-from remem.store import IndexConfig, PutOp, SQLiteStore
+from remem.store import IndexConfig, SQLiteStore
 from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 

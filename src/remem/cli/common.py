@@ -16,7 +16,7 @@ import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -120,7 +120,14 @@ def _json_kind(data: object) -> str:
     return "array" if isinstance(data, list) else "object"
 
 
-class NamespaceType(click.ParamType):
+if TYPE_CHECKING:  # click >= 8.2 types ParamType by its output and input
+    _NamespaceParam = click.ParamType[Namespace, Any]
+    _JsonObjectParam = click.ParamType[dict[str, Any], Any]
+else:
+    _NamespaceParam = _JsonObjectParam = click.ParamType
+
+
+class NamespaceType(_NamespaceParam):
     """A namespace argument: dotted or a JSON array (see :func:`parse_namespace`)."""
 
     name = "namespace"
@@ -143,7 +150,7 @@ class NamespaceType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class JsonObjectType(click.ParamType):
+class JsonObjectType(_JsonObjectParam):
     """A JSON object argument; ``-`` reads it from stdin when ``stdin_dash`` is set."""
 
     name = "json"
@@ -160,7 +167,7 @@ class JsonObjectType(click.ParamType):
         text = str(value)
         what = self.what
         if self.stdin_dash and text == "-":
-            text = click.get_text_stream("stdin").read()
+            text = sys.stdin.read()
             what = f"{what} read from stdin"
         try:
             return parse_json_object(text, what=what)
@@ -216,9 +223,7 @@ def format_time(moment: datetime | None, *, never: str = "never") -> str:
 class CommandFailed(click.ClickException):
     """A command failed for a reason already phrased for the user (e.g. item not found)."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    exit_code = EXIT_FAILURE
 
 
 def _one_line(message: str) -> str:

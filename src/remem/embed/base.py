@@ -50,4 +50,5 @@ def normalize_rows(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
         raise ValueError(f"expected a 2-d array of vectors, got shape {array.shape}")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (array / norms).astype(np.float32, copy=False)
+    normalized: npt.NDArray[np.float32] = (array / norms).astype(np.float32, copy=False)
+    return normalized

@@ -65,10 +65,8 @@ def open_store(location: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> 
     ``ttl=``...).
     """
     text = os.fspath(location)
-    store: BaseStore
-    if text == "memory://":
-        store = InMemoryStore(**kwargs)
-    else:
-        store = SQLiteStore(text, **kwargs)
+    store: BaseStore = (
+        InMemoryStore(**kwargs) if text == "memory://" else SQLiteStore(text, **kwargs)
+    )
     store.setup()
     return store

@@ -138,7 +138,7 @@ def index_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[s
 
 
 def _labels_match(labels: Namespace, pattern: Namespace) -> bool:
-    return all(p == WILDCARD or p == label for p, label in zip(pattern, labels, strict=True))
+    return all(p in (WILDCARD, label) for p, label in zip(pattern, labels, strict=True))
 
 
 def match_namespaces(namespaces: Iterable[Namespace], op: ListNamespacesOp) -> list[Namespace]:
@@ -192,11 +192,13 @@ class BaseStore(ABC):
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         """Run ``ops`` in order as one atomic unit; see the module docstring."""
 
+    @abstractmethod
     def setup(self) -> None:
         """Create or upgrade storage. Idempotent; called lazily by the first batch."""
 
+    @abstractmethod
     def close(self) -> None:
-        """Release connections and caches. The store cannot be used afterwards."""
+        """Release connections and caches."""
 
     @abstractmethod
     def sweep(self) -> int:
@@ -272,10 +274,9 @@ class BaseStore(ABC):
 
     def _expiry_for(self, op: PutOp, now: float) -> tuple[float | None, float | None]:
         """``(ttl_seconds, expires_at)`` for a put."""
-        ttl: float | None | NotProvided = op.ttl
-        if ttl is NOT_PROVIDED:
-            ttl = self.ttl.default_ttl
-        assert not isinstance(ttl, NotProvided)
+        ttl = self.ttl.default_ttl if op.ttl is NOT_PROVIDED else op.ttl
+        # PutOp normalised a timedelta to seconds when it was built
+        assert not isinstance(ttl, NotProvided | timedelta)
         if op.expires_at is not None:
             return ttl, op.expires_at
         base = op.updated_at if op.updated_at is not None else now
@@ -294,7 +295,7 @@ class BaseStore(ABC):
         return result
 
     def put(self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *,
-            ttl: float | timedelta | None | NotProvided = NOT_PROVIDED,
+            ttl: float | timedelta | NotProvided | None = NOT_PROVIDED,
             index: Literal[False] | Sequence[str] | None = None) -> None:
         """Insert or replace an item. See :class:`PutOp` for ``ttl`` and ``index``."""
         self.batch([PutOp(_ns(namespace), key, value, ttl=ttl, index=index)])
@@ -344,7 +345,7 @@ class BaseStore(ABC):
         return await asyncio.to_thread(self.get, namespace, key, refresh_ttl=refresh_ttl)
 
     async def aput(self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *,
-                   ttl: float | timedelta | None | NotProvided = NOT_PROVIDED,
+                   ttl: float | timedelta | NotProvided | None = NOT_PROVIDED,
                    index: Literal[False] | Sequence[str] | None = None) -> None:
         """Async :meth:`put`."""
         await asyncio.to_thread(self.put, namespace, key, value, ttl=ttl, index=index)

@@ -81,6 +81,17 @@ class InMemoryStore(BaseStore):
         self._ids = itertools.count(1)
         self._vectors = VectorIndex(index.dims) if index is not None else None
 
+    def setup(self) -> None:
+        """Nothing to set up: the store is ready when constructed."""
+
+    def close(self) -> None:
+        """Drop every item."""
+        with self._lock:
+            self._records.clear()
+            self._by_id.clear()
+            if self.index is not None:
+                self._vectors = VectorIndex(self.index.dims)
+
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         with self._lock:
             undo: list[tuple[tuple[Namespace, str], _Record | None]] = []

@@ -26,8 +26,14 @@ from typing import Any, Literal
 import numpy as np
 
 from remem.errors import IndexConfigError, StoreError
-from remem.store.base import BaseStore, IndexConfig, Prepared, TTLConfig, literal_prefix, \
-    match_namespaces
+from remem.store.base import (
+    BaseStore,
+    IndexConfig,
+    Prepared,
+    TTLConfig,
+    literal_prefix,
+    match_namespaces,
+)
 from remem.store.filters import parse_filter, to_sqlite
 from remem.store.migrations import apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
@@ -259,7 +265,8 @@ class SQLiteStore(BaseStore):
         if isinstance(op, SearchOp):
             return self._search(txn, position, op, prepared, refreshes)
         assert isinstance(op, ListNamespacesOp)
-        sql, params = "SELECT DISTINCT ns FROM items WHERE " + _ALIVE, [now]
+        sql = "SELECT DISTINCT ns FROM items WHERE " + _ALIVE
+        params: list[Any] = [now]
         bounds = prefix_range(literal_prefix(op.prefix))
         if bounds is not None:
             sql += " AND ns >= ? AND ns < ?"
@@ -377,7 +384,8 @@ class SQLiteStore(BaseStore):
 
     @staticmethod
     def _where(op: SearchOp, now: float) -> tuple[str, list[Any]]:
-        clauses, params = [_ALIVE], [now]
+        clauses: list[str] = [_ALIVE]
+        params: list[Any] = [now]
         bounds = prefix_range(op.namespace_prefix)
         if bounds is not None:
             clauses.append("ns >= ? AND ns < ?")

@@ -175,7 +175,7 @@ def _check_ints(node: Any, path: str) -> None:
             _check_ints(v, f"{path}[{i}]")
 
 
-def _ttl_seconds(ttl: float | timedelta | None | NotProvided) -> float | None | NotProvided:
+def _ttl_seconds(ttl: float | timedelta | NotProvided | None) -> float | NotProvided | None:
     if ttl is None or ttl is NOT_PROVIDED:
         return ttl
     if isinstance(ttl, timedelta):
@@ -273,7 +273,7 @@ class PutOp:
     namespace: Namespace
     key: str
     value: Mapping[str, Any]
-    ttl: float | timedelta | None | NotProvided = NOT_PROVIDED
+    ttl: float | timedelta | NotProvided | None = NOT_PROVIDED
     index: Literal[False] | Sequence[str] | None = None
     created_at: float | None = None
     updated_at: float | None = None

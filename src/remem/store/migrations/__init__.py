@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from remem.errors import MigrationError
 
-__all__ = ["Migration", "apply_sqlite", "applied_sqlite"]
+__all__ = ["Migration", "applied_sqlite", "apply_sqlite"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,21 @@
+# One entry point per gate; .ci/run calls these targets unchanged.
+PY ?= python
+
+.PHONY: test lint typecheck bench bench-quick check
+
+test:
+	$(PY) -m pytest -q
+
+lint:
+	$(PY) -m ruff check src tests benchmarks examples
+
+typecheck:
+	$(PY) -m mypy
+
+bench:
+	$(PY) benchmarks/store.py --sizes 10000 100000 --out benchmarks/results/store.json
+
+bench-quick:
+	$(PY) benchmarks/store.py --quick --out benchmarks/results/store-quick.json
+
+check: lint typecheck test

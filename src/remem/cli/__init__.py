@@ -1,0 +1,34 @@
+"""The ``remem`` command line: ``remem store ...`` reads and writes a store file.
+
+One module per command group (:mod:`remem.cli.store`); shared argument types, output helpers
+and the error policy live in :mod:`remem.cli.common`. :func:`main` is the console entry point.
+"""
+
+from __future__ import annotations
+
+import click
+
+from remem import __version__
+from remem.cli.common import RememGroup
+from remem.cli.store import store
+
+__all__ = ["cli", "main"]
+
+
+@click.group(cls=RememGroup, name="remem", context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="remem",
+                      message="%(prog)s %(version)s")
+def cli() -> None:
+    """remem: memory for LLM agents, in one SQLite file.
+
+    Every command exits 0 on success, 1 on failure and 2 on bad input, printing errors as
+    one "error: ..." line on stderr. Add --json to a store command for machine output.
+    """
+
+
+cli.add_command(store)
+
+
+def main() -> None:
+    """Console entry point (``remem``): run the CLI and exit with its status."""
+    cli.main(prog_name="remem")

@@ -1,0 +1,400 @@
+"""``remem store``: put, get, search and maintain items of a long-term store file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from remem.cli.common import (
+    CommandFailed,
+    FilterType,
+    JsonObjectType,
+    NamespaceType,
+    compact_json,
+    emit_json,
+    format_namespace,
+    format_time,
+)
+from remem.embed import FakeEmbedder
+from remem.store import (
+    NOT_PROVIDED,
+    BaseStore,
+    DeleteOp,
+    GetOp,
+    IndexConfig,
+    Item,
+    Namespace,
+    SearchItem,
+    export_jsonl,
+    import_jsonl,
+    open_store,
+)
+
+__all__ = ["EMBEDDERS", "StoreSettings", "store"]
+
+EMBEDDERS = ("none", "fake")
+"""Values of ``--embedder``. Real embedders come later."""
+
+MEMORY_DB = ":memory:"
+TIME_WIDTH, SCORE_WIDTH, MIN_VALUE_WIDTH = 16, 6, 16
+"""Column widths of the search table (namespace and key get a share of the terminal)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class StoreSettings:
+    """The options shared by every ``remem store`` command, and the store they open."""
+
+    db: str
+    json: bool = False
+    embedder: str = "none"
+    _store: BaseStore | None = field(default=None, repr=False)
+
+    def open(self, *, create: bool = False) -> BaseStore:
+        """Open the store (once per command); it is closed when the command ends.
+
+        Without ``create``, a missing database file is an error rather than a new empty file,
+        so a mistyped ``--db`` does not look like an empty store.
+        """
+        if self._store is not None:
+            return self._store
+        if not create and self.db != MEMORY_DB and not Path(self.db).exists():
+            raise CommandFailed(
+                f"no database at {self.db}; pass --db PATH or set REMEM_DB "
+                "(`remem store put` or `remem store import` create one)"
+            )
+        index = None
+        if self.embedder == "fake":
+            index = IndexConfig(embedder=FakeEmbedder())
+        store = open_store(self.db, index=index)
+        click.get_current_context().call_on_close(store.close)
+        self._store = store
+        return store
+
+    @property
+    def has_index(self) -> bool:
+        """Whether an embedder was chosen (needed by ``--query``)."""
+        return self.embedder != "none"
+
+
+pass_settings = click.make_pass_decorator(StoreSettings)
+
+_DB_HELP = "SQLite database file, or ':memory:' for a throwaway one."
+_JSON_HELP = "Machine output: print one JSON document on stdout."
+_EMBEDDER_HELP = (
+    "Embedder for vector search (--query). 'fake' is a deterministic offline embedder "
+    "(384 dims) for trying search out; real embedders come later."
+)
+
+
+def _override(attribute: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    """A callback that lets a subcommand option override the store group's option."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is None or value is False:
+            return
+        settings = ctx.find_object(StoreSettings)
+        if settings is not None:
+            setattr(settings, attribute, value)
+
+    return callback
+
+
+def store_options(command: F) -> F:
+    """Accept the store group's options after the subcommand name too.
+
+    ``remem store --json get ...`` and ``remem store get ... --json`` mean the same thing; a
+    value given after the subcommand wins.
+    """
+    options = [
+        click.option("--db", metavar="PATH", default=None, expose_value=False,
+                     callback=_override("db"), help=_DB_HELP),
+        click.option("--json", "json_output", is_flag=True, default=False, expose_value=False,
+                     callback=_override("json"), help=_JSON_HELP),
+        click.option("--embedder", type=click.Choice(EMBEDDERS), default=None,
+                     expose_value=False, callback=_override("embedder"), help=_EMBEDDER_HELP),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.group()
+@click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
+              show_default=True, show_envvar=True, help=_DB_HELP)
+@click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)
+@click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True,
+              help=_EMBEDDER_HELP)
+@click.pass_context
+def store(ctx: click.Context, db: str, json_output: bool, embedder: str) -> None:
+    """Read and write the long-term store: JSON items under namespaces.
+
+    NAMESPACE is dotted (users.u1.memories) or, when a label contains a dot, a JSON array
+    ('["users", "alice@example.com"]'). Options may come before or after the command name.
+    """
+    ctx.obj = StoreSettings(db=db, json=json_output, embedder=embedder)
+
+
+def _where(namespace: Namespace, key: str) -> str:
+    return f"{key!r} in {format_namespace(namespace)}"
+
+
+# -- put / get / delete -------------------------------------------------------------------------
+
+
+@store.command()
+@click.argument("namespace", type=NamespaceType())
+@click.argument("key")
+@click.argument("value", type=JsonObjectType(what="VALUE", stdin_dash=True))
+@click.option("--ttl", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Expire the item SECONDS after it is written (reads push the expiry back).")
+@click.option("--no-index", is_flag=True,
+              help="Do not embed this item: --query searches will not find it.")
+@store_options
+@pass_settings
+def put(settings: StoreSettings, namespace: Namespace, key: str, value: dict[str, Any],
+        ttl: float | None, no_index: bool) -> None:
+    """Insert or replace the item KEY in NAMESPACE.
+
+    VALUE is a JSON object, or - to read it from stdin.
+    """
+    settings.open(create=True).put(
+        namespace, key, value,
+        ttl=NOT_PROVIDED if ttl is None else ttl,
+        index=False if no_index else None,
+    )
+    if settings.json:
+        emit_json({"stored": True, "namespace": list(namespace), "key": key, "ttl": ttl})
+    else:
+        click.echo(f"stored {_where(namespace, key)}")
+
+
+@store.command()
+@click.argument("namespace", type=NamespaceType())
+@click.argument("key")
+@store_options
+@pass_settings
+def get(settings: StoreSettings, namespace: Namespace, key: str) -> None:
+    """Show the item KEY in NAMESPACE (exit code 1 if there is none)."""
+    item = settings.open().get(namespace, key)
+    if item is None:
+        raise CommandFailed(f"no item {_where(namespace, key)}")
+    if settings.json:
+        emit_json(item.to_dict())
+        return
+    _print_item(item)
+
+
+def _print_item(item: Item) -> None:
+    rows = [
+        ("namespace", format_namespace(item.namespace)),
+        ("key", item.key),
+        ("created", format_time(item.created_at) + " UTC"),
+        ("updated", format_time(item.updated_at) + " UTC"),
+        ("expires", format_time(item.expires_at) + (" UTC" if item.expires_at else "")),
+    ]
+    for label, text in rows:
+        click.echo(f"{label + ':':<11}{text}")
+    click.echo("value:")
+    click.echo(json.dumps(item.value, ensure_ascii=False, indent=2))
+
+
+@store.command()
+@click.argument("namespace", type=NamespaceType())
+@click.argument("key")
+@store_options
+@pass_settings
+def delete(settings: StoreSettings, namespace: Namespace, key: str) -> None:
+    """Delete the item KEY in NAMESPACE (deleting a missing item is not an error)."""
+    found, _ = settings.open().batch(
+        [GetOp(namespace, key, refresh_ttl=False), DeleteOp(namespace, key)]
+    )
+    existed = found is not None
+    if settings.json:
+        emit_json({"deleted": existed, "namespace": list(namespace), "key": key})
+    elif existed:
+        click.echo(f"deleted {_where(namespace, key)}")
+    else:
+        click.echo(f"nothing to delete: no item {_where(namespace, key)}")
+
+
+# -- search / namespaces ------------------------------------------------------------------------
+
+
+@store.command()
+@click.argument("prefix", required=False, default="",
+                type=NamespaceType(what="namespace_prefix", allow_empty=True))
+@click.option("--filter", "filter_", type=FilterType(), metavar="JSON",
+              help='Keep items whose value matches, e.g. \'{"kind": "note", "stars": '
+                   '{"$gte": 3}}\'.')
+@click.option("--query", "-q", metavar="TEXT",
+              help="Rank by similarity to TEXT (needs --embedder).")
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Return at most N items.", metavar="N")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Skip the first N items.", metavar="N")
+@store_options
+@pass_settings
+def search(settings: StoreSettings, prefix: Namespace, filter_: dict[str, Any] | None,
+           query: str | None, limit: int, offset: int) -> None:
+    """Search items under the namespace PREFIX (default: everything).
+
+    Without --query, newest first; with it, most similar first.
+    """
+    if query is not None and not settings.has_index:
+        raise click.UsageError(
+            "--query needs a vector index: pass --embedder fake (real embedders come later)"
+        )
+    items = settings.open().search(prefix, query=query, filter=filter_, limit=limit,
+                                   offset=offset)
+    if settings.json:
+        emit_json([item.to_dict() for item in items])
+        return
+    if not items:
+        click.echo("no items found")
+        return
+    console = Console(highlight=False)
+    table = _results_table(items, scored=query is not None, width=console.width)
+    if len(items) == limit:
+        table.caption = f"first {limit} items; use --offset {offset + limit} for more"
+    console.print(table)
+
+
+def _results_table(items: list[SearchItem], *, scored: bool, width: int) -> Table:
+    """Search results as a table that fits ``width``: long namespaces and keys wrap, the
+    value is cut to the space left."""
+    names = [format_namespace(item.namespace) for item in items]
+    ns_width = min(max(len("namespace"), *map(len, names)), max(width // 4, 12))
+    key_width = min(max(len("key"), *(len(item.key) for item in items)), max(width // 6, 8))
+    fixed = [ns_width, key_width, TIME_WIDTH] + ([SCORE_WIDTH] if scored else [])
+    value_width = max(width - sum(fixed) - 3 * len(fixed), MIN_VALUE_WIDTH)
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("namespace", width=ns_width, overflow="fold")
+    table.add_column("key", width=key_width, overflow="fold")
+    table.add_column("updated", width=TIME_WIDTH, no_wrap=True)
+    if scored:
+        table.add_column("score", width=SCORE_WIDTH, justify="right", no_wrap=True)
+    table.add_column("value", width=value_width, no_wrap=True, overflow="ellipsis")
+    for item, name in zip(items, names, strict=True):
+        cells = [Text(name), Text(item.key), Text(format_time(item.updated_at)[:TIME_WIDTH])]
+        if scored:
+            cells.append(Text("" if item.score is None else f"{item.score:.3f}"))
+        cells.append(Text(compact_json(item.value, value_width)))
+        table.add_row(*cells)
+    return table
+
+
+@store.command()
+@click.option("--prefix", type=NamespaceType(what="prefix", allow_wildcard=True),
+              metavar="NS", help="Only namespaces starting with NS ('*' matches any label).")
+@click.option("--suffix", type=NamespaceType(what="suffix", allow_wildcard=True),
+              metavar="NS", help="Only namespaces ending with NS ('*' matches any label).")
+@click.option("--max-depth", type=click.IntRange(min=1), metavar="N",
+              help="Cut namespaces to their first N labels (duplicates merged).")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+              metavar="N", help="Return at most N namespaces.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="N", help="Skip the first N namespaces.")
+@store_options
+@pass_settings
+def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namespace | None,
+               max_depth: int | None, limit: int, offset: int) -> None:
+    """List the namespaces that hold items, sorted, one per line."""
+    found = settings.open().list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
+                                            limit=limit, offset=offset)
+    if settings.json:
+        emit_json([list(ns) for ns in found])
+        return
+    if not found:
+        click.echo("no namespaces found", err=True)
+    for ns in found:
+        click.echo(format_namespace(ns))
+
+
+# -- maintenance --------------------------------------------------------------------------------
+
+
+@store.command()
+@store_options
+@pass_settings
+def sweep(settings: StoreSettings) -> None:
+    """Delete expired items now and print how many were deleted."""
+    count = settings.open().sweep()
+    if settings.json:
+        emit_json({"deleted": count})
+    else:
+        click.echo(f"deleted {count} expired item{'' if count == 1 else 's'}")
+
+
+@store.command()
+@click.argument("prefix", required=False, default="",
+                type=NamespaceType(what="namespace_prefix", allow_empty=True))
+@click.option("-o", "--output", metavar="FILE", default="-",
+              type=click.Path(dir_okay=False, allow_dash=True),
+              help="Write to FILE (replaced atomically) instead of stdout.")
+@store_options
+@pass_settings
+def export(settings: StoreSettings, prefix: Namespace, output: str) -> None:
+    """Write the items under PREFIX (default: all) as JSON Lines, one item per line.
+
+    Timestamps and TTLs are kept; vectors are not (an import re-embeds).
+    """
+    store_ = settings.open()
+    if output == "-":
+        count = export_jsonl(store_, sys.stdout, prefix)
+        if not settings.json:
+            click.echo(f"exported {_items(count)}", err=True)
+        return
+    count = _write_atomically(Path(output), lambda out: export_jsonl(store_, out, prefix))
+    if settings.json:
+        emit_json({"exported": count, "file": output})
+    else:
+        click.echo(f"exported {_items(count)} to {output}")
+
+
+def _items(count: int) -> str:
+    return f"{count} item{'' if count == 1 else 's'}"
+
+
+def _write_atomically(path: Path, write: Callable[[IO[str]], int]) -> int:
+    """Run ``write`` on a temporary file next to ``path``, then move it into place."""
+    directory = path.parent
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            count = write(out)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return count
+
+
+@store.command("import")
+@click.argument("file", type=click.File("r", encoding="utf-8"))
+@store_options
+@pass_settings
+def import_(settings: StoreSettings, file: IO[str]) -> None:
+    """Put every item of a JSON Lines export (FILE, or - for stdin) into the store.
+
+    Timestamps and TTLs are kept; existing items with the same namespace and key are replaced.
+    Items are written in atomic batches of 500, so a bad line stops the import there.
+    """
+    count = import_jsonl(settings.open(create=True), file)
+    if settings.json:
+        emit_json({"imported": count})
+    else:
+        click.echo(f"imported {_items(count)}")
+

@@ -1,0 +1,42 @@
+"""The public surface is what we mean it to be."""
+
+from __future__ import annotations
+
+import remem
+import remem.errors
+import remem.store
+
+
+def test_top_level_all() -> None:
+    assert sorted(remem.__all__) == sorted([
+        "BaseStore", "Embedder", "FakeEmbedder", "FilterError", "InMemoryStore", "IndexConfig",
+        "IndexConfigError", "InvalidInputError", "Item", "NamespaceError", "RememError",
+        "SQLiteStore", "SearchItem", "TTLConfig", "UnsupportedError", "UsageError",
+        "__version__", "open_store",
+    ])
+    for name in remem.__all__:
+        assert hasattr(remem, name), name
+
+
+def test_store_all_is_importable() -> None:
+    for name in remem.store.__all__:
+        assert hasattr(remem.store, name), name
+
+
+def test_error_tree() -> None:
+    errors = remem.errors
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        assert issubclass(cls, errors.RememError)
+    for bad_input in (errors.NamespaceError, errors.FilterError, errors.InvalidValueError,
+                      errors.ImportFormatError):
+        assert issubclass(bad_input, ValueError)
+    assert issubclass(errors.UnsupportedError, errors.UsageError)
+    assert not issubclass(errors.UsageError, ValueError)
+    for name in errors.__all__:  # the tree in the docstring names every class
+        assert name in (errors.__doc__ or "")
+
+
+def test_open_store_picks_backends(tmp_path: object) -> None:
+    assert isinstance(remem.open_store("memory://"), remem.InMemoryStore)
+    assert isinstance(remem.open_store(":memory:"), remem.SQLiteStore)
