@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -94,3 +95,21 @@ def test_put_over_expired_item_is_a_new_item(store: BaseStore, clock: FakeClock)
 def test_bad_ttl(store: BaseStore, ttl: object) -> None:
     with pytest.raises(InvalidInputError, match="ttl"):
         store.put(("a",), "k", {"v": 1}, ttl=ttl)  # type: ignore[arg-type]
+
+
+def test_background_sweeper_deletes_expired_items(make_store: Factory, clock: FakeClock) -> None:
+    store = make_store(ttl=TTLConfig(sweep_interval=0.02))
+    store.put(("a",), "k", {"v": 1}, ttl=1)
+    store.put(("a",), "keep", {"v": 1})
+    clock.advance(2)
+    deadline = time.monotonic() + 10
+    # ttl_of reads the raw record, expired or not: it turns None only once the row is deleted
+    while store.ttl_of(("a",), "k") is not None:
+        assert time.monotonic() < deadline, "the background sweeper never deleted the item"
+        time.sleep(0.02)
+    assert [i.key for i in store.search(("a",))] == ["keep"]
+
+
+def test_bad_sweep_interval() -> None:
+    with pytest.raises(InvalidInputError, match="sweep_interval"):
+        TTLConfig(sweep_interval=0)

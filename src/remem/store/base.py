@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -48,6 +50,8 @@ from remem.store.types import (
 __all__ = ["BaseStore", "IndexConfig", "Prepared", "TTLConfig", "index_texts", "match_namespaces"]
 
 WHOLE_VALUE = "$"
+
+logger = logging.getLogger("remem.store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +92,14 @@ class TTLConfig:
     ``default_ttl``: seconds applied to puts that pass no ``ttl`` (``None``: never expire).
     ``refresh_on_read``: a get or search that returns an item with a TTL pushes its expiry to
     now + TTL (per-call ``refresh_ttl`` overrides this).
+    ``sweep_interval``: seconds between background sweeps by a daemon thread started by
+    ``setup()`` and stopped by ``close()`` (``None``: sweep only when :meth:`BaseStore.sweep`
+    is called). Reads never depend on sweeping; it only reclaims space.
     """
 
     default_ttl: float | None = None
     refresh_on_read: bool = True
+    sweep_interval: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.default_ttl, timedelta):
@@ -100,6 +108,11 @@ class TTLConfig:
             raise InvalidInputError(
                 f"TTLConfig.default_ttl must be a positive number of seconds or None, "
                 f"got {self.default_ttl!r}"
+            )
+        if self.sweep_interval is not None and not self.sweep_interval > 0:
+            raise InvalidInputError(
+                f"TTLConfig.sweep_interval must be a positive number of seconds or None, "
+                f"got {self.sweep_interval!r}"
             )
 
 
@@ -185,6 +198,8 @@ class BaseStore(ABC):
         self.index = index
         self.ttl = ttl or TTLConfig()
         self.clock = clock
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
 
     # -- the seam -----------------------------------------------------------------------------
 
@@ -203,6 +218,29 @@ class BaseStore(ABC):
     @abstractmethod
     def sweep(self) -> int:
         """Delete expired items now; return how many were deleted."""
+
+    def _start_sweeper(self) -> None:
+        """Start the background sweep thread if ``ttl.sweep_interval`` asks for one."""
+        interval = self.ttl.sweep_interval
+        if interval is None or self._sweeper is not None:
+            return
+
+        def loop() -> None:
+            while not self._sweeper_stop.wait(interval):
+                try:
+                    self.sweep()
+                except Exception:  # keep sweeping; the next read is still correct
+                    logger.exception("background TTL sweep failed")
+
+        self._sweeper = threading.Thread(target=loop, name="remem-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+
+    def _stop_sweeper(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper_stop.set()
+            if self._sweeper is not threading.current_thread():
+                self._sweeper.join()
+            self._sweeper = None
 
     # -- batch --------------------------------------------------------------------------------
 

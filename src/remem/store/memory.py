@@ -7,6 +7,7 @@ see earlier writes of the same batch.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +29,6 @@ from remem.store.types import (
     Result,
     SearchItem,
     SearchOp,
-    SignalScore,
     from_timestamp,
 )
 from remem.store.vectors import VectorIndex, top_matches
@@ -54,16 +54,10 @@ class _Record:
 
     def to_item(self) -> Item:
         return Item(
-            self.namespace, self.key, _deep_copy(self.value), from_timestamp(self.created_at),
+            self.namespace, self.key, copy.deepcopy(self.value), from_timestamp(self.created_at),
             from_timestamp(self.updated_at),
             from_timestamp(self.expires_at) if self.expires_at is not None else None,
         )
-
-
-def _deep_copy(value: dict[str, object]) -> dict[str, object]:
-    import copy
-
-    return copy.deepcopy(value)
 
 
 class InMemoryStore(BaseStore):
@@ -82,10 +76,12 @@ class InMemoryStore(BaseStore):
         self._vectors = VectorIndex(index.dims) if index is not None else None
 
     def setup(self) -> None:
-        """Nothing to set up: the store is ready when constructed."""
+        """Start the background sweeper if configured; nothing else to set up."""
+        self._start_sweeper()
 
     def close(self) -> None:
-        """Drop every item."""
+        """Stop the sweeper and drop every item."""
+        self._stop_sweeper()
         with self._lock:
             self._records.clear()
             self._by_id.clear()
@@ -201,10 +197,7 @@ class InMemoryStore(BaseStore):
             if refresh and record.ttl is not None:
                 undo.append(((record.namespace, record.key), replace(record)))
                 record.expires_at = now + record.ttl
-            item = record.to_item()
-            details = {"vector": SignalScore(rank, score)} if score is not None and rank else {}
-            results.append(SearchItem(item.namespace, item.key, item.value, item.created_at,
-                                      item.updated_at, item.expires_at, score, details))
+            results.append(SearchItem.from_item(record.to_item(), score, rank))
         return results
 
     def sweep(self) -> int:

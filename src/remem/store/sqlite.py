@@ -48,7 +48,6 @@ from remem.store.types import (
     Result,
     SearchItem,
     SearchOp,
-    SignalScore,
     from_timestamp,
 )
 from remem.store.vectors import VectorIndex, top_matches
@@ -159,6 +158,7 @@ class SQLiteStore(BaseStore):
                 if self.index is not None:
                     self._model_id = self._register_model(conn, self.index)
             self._ready = True
+        self._start_sweeper()
 
     def _register_model(self, conn: sqlite3.Connection, index: IndexConfig) -> int:
         conn.execute("BEGIN IMMEDIATE")
@@ -189,7 +189,8 @@ class SQLiteStore(BaseStore):
             raise
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Stop the sweeper and close every connection this store opened."""
+        self._stop_sweeper()
         self._closed = True
         for conn in self._connections:
             conn.close()
@@ -353,7 +354,7 @@ class SQLiteStore(BaseStore):
                 "ORDER BY updated_at DESC, ns, key LIMIT ? OFFSET ?",
                 [*params, op.limit, op.offset],
             ).fetchall()
-            return [_search_item(item, None, None)
+            return [SearchItem.from_item(item)
                     for item, _ in self._finish(rows, op.refresh_ttl, now, refreshes)]
         needed = op.offset + op.limit
         fetched: dict[int, tuple[Any, ...]] = {}
@@ -378,7 +379,7 @@ class SQLiteStore(BaseStore):
         )[op.offset : needed]
         items = self._finish([row for row, _ in ordered], op.refresh_ttl, now, refreshes)
         return [
-            _search_item(item, score, op.offset + rank)
+            SearchItem.from_item(item, score, op.offset + rank)
             for rank, ((item, _), (_, score)) in enumerate(zip(items, ordered, strict=True), 1)
         ]
 
@@ -487,12 +488,6 @@ class SQLiteStore(BaseStore):
 def _meta(conn: sqlite3.Connection, key: str) -> str:
     row = conn.execute("SELECT value FROM remem_meta WHERE key = ?", (key,)).fetchone()
     return "0" if row is None else str(row[0])
-
-
-def _search_item(item: Item, score: float | None, rank: int | None) -> SearchItem:
-    details = {"vector": SignalScore(rank, score)} if score is not None and rank else {}
-    return SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at,
-                      item.expires_at, score, details)
 
 
 class _Txn:

@@ -238,6 +238,14 @@ class SearchItem(Item):
     score: float | None = None
     details: Mapping[str, SignalScore] = field(default_factory=dict)
 
+    @classmethod
+    def from_item(cls, item: Item, score: float | None = None,
+                  rank: int | None = None) -> SearchItem:
+        """``item`` as a search result; a score with a rank is recorded as the vector signal."""
+        details = {"vector": SignalScore(rank, score)} if score is not None and rank else {}
+        return cls(item.namespace, item.key, item.value, item.created_at, item.updated_at,
+                   item.expires_at, score, details)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict including the score and its details."""
         data = Item.to_dict(self)
