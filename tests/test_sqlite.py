@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from remem.embed import FakeEmbedder
-from remem.errors import IndexConfigError, MigrationError
+from remem.errors import IndexConfigError, MigrationError, StoreError
 from remem.store import IndexConfig, SQLiteStore
 from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
@@ -186,3 +186,22 @@ def test_kill_9_mid_batch_leaves_batch_all_or_nothing(tmp_path: Path) -> None:
         assert len(list(store.iter_items(("batch",)))) in (0, 200000)
         with closing(sqlite3.connect(path)) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_file_that_is_not_a_database_raises_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_text("not a database " * 100)
+    with pytest.raises(StoreError, match=r"junk\.db.*not a database"):
+        SQLiteStore(path).setup()
+
+
+def test_lock_timeouts_raise_store_error_with_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    SQLiteStore.open(path).close()
+    with closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        holder.execute("BEGIN IMMEDIATE")
+        store = SQLiteStore(path, busy_timeout=0.05)
+        with pytest.raises(StoreError, match="busy_timeout"):
+            store.put(("a",), "k", {"v": 1})
+        store.close()
+        holder.execute("ROLLBACK")

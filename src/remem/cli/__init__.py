@@ -1,7 +1,8 @@
 """The ``remem`` command line: ``remem store ...`` reads and writes a store file.
 
-One module per command group (:mod:`remem.cli.store`); shared argument types, output helpers
-and the error policy live in :mod:`remem.cli.common`. :func:`main` is the console entry point.
+One module per command group (:mod:`remem.cli.store`); shared argument types and the error
+policy live in :mod:`remem.cli.common`, output helpers in :mod:`remem.cli.render`.
+:func:`main` is the console entry point.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import click
 
 from remem import __version__
 from remem.cli.common import RememGroup
-from remem.cli.store import store
+from remem.cli.store import store_group
 
 __all__ = ["cli", "main"]
 
@@ -26,7 +27,7 @@ def cli() -> None:
     """
 
 
-cli.add_command(store)
+cli.add_command(store_group)
 
 
 def main() -> None:

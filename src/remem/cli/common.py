@@ -1,4 +1,4 @@
-"""Pieces shared by every command group: argument types, error reporting and output helpers.
+"""Pieces shared by every command group: namespace and JSON argument types, and the errors.
 
 Error policy (the same for every command): a failure prints exactly one line,
 ``error: <message>``, on stderr and exits with code 2 for bad input (click usage errors and
@@ -12,10 +12,8 @@ import errno
 import io
 import json
 import os
-import sqlite3
 import sys
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -32,10 +30,7 @@ __all__ = [
     "JsonObjectType",
     "NamespaceType",
     "RememGroup",
-    "compact_json",
-    "emit_json",
     "format_namespace",
-    "format_time",
     "parse_json_object",
     "parse_namespace",
     "report_error",
@@ -92,18 +87,20 @@ def format_namespace(namespace: Sequence[str]) -> str:
 # -- JSON arguments -----------------------------------------------------------------------------
 
 
-def parse_json_object(text: str, *, what: str) -> dict[str, Any]:
-    """Parse ``text`` as a JSON object; raise :class:`InvalidInputError` saying what is wrong."""
+def parse_json_object(text: str) -> dict[str, Any]:
+    """Parse ``text`` as a JSON object; raise :class:`InvalidInputError` saying what is wrong.
+
+    Messages have no subject ("not valid JSON: ..."), so callers can prefix the argument name.
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(
-            f"{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     if not isinstance(data, dict):
-        kind = _json_kind(data)
         raise InvalidInputError(
-            f"{what} must be a JSON object like '{{\"text\": \"...\"}}', got a JSON {kind}"
+            f"expected a JSON object ({{...}}), got a JSON {_json_kind(data)}"
         )
     return data
 
@@ -155,8 +152,7 @@ class JsonObjectType(_JsonObjectParam):
 
     name = "json"
 
-    def __init__(self, *, what: str, stdin_dash: bool = False) -> None:
-        self.what = what
+    def __init__(self, *, stdin_dash: bool = False) -> None:
         self.stdin_dash = stdin_dash
 
     def convert(self, value: Any, param: click.Parameter | None,
@@ -165,23 +161,20 @@ class JsonObjectType(_JsonObjectParam):
         if isinstance(value, dict):
             return value
         text = str(value)
-        what = self.what
+        source = ""
         if self.stdin_dash and text == "-":
             text = sys.stdin.read()
-            what = f"{what} read from stdin"
+            source = "stdin: "
         try:
-            return parse_json_object(text, what=what)
+            return parse_json_object(text)
         except InvalidInputError as exc:
-            self.fail(str(exc), param, ctx)
+            self.fail(source + str(exc), param, ctx)
 
 
 class FilterType(JsonObjectType):
     """A filter argument: a JSON object checked with :func:`remem.store.parse_filter`."""
 
     name = "filter"
-
-    def __init__(self) -> None:
-        super().__init__(what="filter")
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> dict[str, Any]:
@@ -192,29 +185,6 @@ class FilterType(JsonObjectType):
         except InvalidInputError as exc:
             self.fail(str(exc), param, ctx)
         return data
-
-
-# -- output -------------------------------------------------------------------------------------
-
-
-def emit_json(data: Any) -> None:
-    """Write ``data`` as one JSON document on stdout (the ``--json`` output)."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-def compact_json(data: Mapping[str, Any] | Sequence[Any], limit: int | None = None) -> str:
-    """One-line JSON, cut to ``limit`` characters with an ellipsis."""
-    text = json.dumps(data, ensure_ascii=False, separators=(", ", ": "))
-    if limit is not None and len(text) > limit:
-        text = text[: max(limit - 1, 0)] + "…"
-    return text
-
-
-def format_time(moment: datetime | None, *, never: str = "never") -> str:
-    """A UTC timestamp for humans, ``YYYY-MM-DD HH:MM:SS``."""
-    if moment is None:
-        return never
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -276,8 +246,6 @@ class RememGroup(click.Group):
             report_error(str(exc), EXIT_BAD_INPUT)
         except RememError as exc:
             report_error(str(exc), EXIT_FAILURE)
-        except sqlite3.Error as exc:
-            report_error(f"database error: {exc}", EXIT_FAILURE)
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # the reader went away (e.g. `| head`)
                 _silence_stdout()

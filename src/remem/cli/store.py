@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,19 +10,15 @@ from typing import IO, Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from remem.cli.common import (
     CommandFailed,
     FilterType,
     JsonObjectType,
     NamespaceType,
-    compact_json,
-    emit_json,
     format_namespace,
-    format_time,
 )
+from remem.cli.render import emit_json, print_item, results_table, write_atomically
 from remem.embed import FakeEmbedder
 from remem.store import (
     NOT_PROVIDED,
@@ -33,22 +26,18 @@ from remem.store import (
     DeleteOp,
     GetOp,
     IndexConfig,
-    Item,
     Namespace,
-    SearchItem,
     export_jsonl,
     import_jsonl,
     open_store,
 )
 
-__all__ = ["EMBEDDERS", "StoreSettings", "store"]
+__all__ = ["EMBEDDERS", "StoreSettings", "store_group"]
 
 EMBEDDERS = ("none", "fake")
 """Values of ``--embedder``. Real embedders come later."""
 
 MEMORY_DB = ":memory:"
-TIME_WIDTH, SCORE_WIDTH, MIN_VALUE_WIDTH = 16, 6, 16
-"""Column widths of the search table (namespace and key get a share of the terminal)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,33 +101,42 @@ def _override(attribute: str) -> Callable[[click.Context, click.Parameter, Any],
     return callback
 
 
-def store_options(command: F) -> F:
+def store_options(*, embedder: bool = False) -> Callable[[F], F]:
     """Accept the store group's options after the subcommand name too.
 
     ``remem store --json get ...`` and ``remem store get ... --json`` mean the same thing; a
-    value given after the subcommand wins.
+    value given after the subcommand wins. ``--embedder`` is offered only where it matters.
     """
     options = [
         click.option("--db", metavar="PATH", default=None, expose_value=False,
-                     callback=_override("db"), help=_DB_HELP),
+                     callback=_override("db"),
+                     help=_DB_HELP + " Default: $REMEM_DB, else remem.db."),
         click.option("--json", "json_output", is_flag=True, default=False, expose_value=False,
                      callback=_override("json"), help=_JSON_HELP),
-        click.option("--embedder", type=click.Choice(EMBEDDERS), default=None,
-                     expose_value=False, callback=_override("embedder"), help=_EMBEDDER_HELP),
     ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+    if embedder:
+        options.append(
+            click.option("--embedder", type=click.Choice(EMBEDDERS), default=None,
+                         expose_value=False, callback=_override("embedder"),
+                         help=_EMBEDDER_HELP)
+        )
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
-@click.group()
+@click.group(name="store")
 @click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
               show_default=True, show_envvar=True, help=_DB_HELP)
 @click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)
 @click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True,
               help=_EMBEDDER_HELP)
 @click.pass_context
-def store(ctx: click.Context, db: str, json_output: bool, embedder: str) -> None:
+def store_group(ctx: click.Context, db: str, json_output: bool, embedder: str) -> None:
     """Read and write the long-term store: JSON items under namespaces.
 
     NAMESPACE is dotted (users.u1.memories) or, when a label contains a dot, a JSON array
@@ -154,15 +152,15 @@ def _where(namespace: Namespace, key: str) -> str:
 # -- put / get / delete -------------------------------------------------------------------------
 
 
-@store.command()
+@store_group.command()
 @click.argument("namespace", type=NamespaceType())
 @click.argument("key")
-@click.argument("value", type=JsonObjectType(what="VALUE", stdin_dash=True))
+@click.argument("value", type=JsonObjectType(stdin_dash=True))
 @click.option("--ttl", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Expire the item SECONDS after it is written (reads push the expiry back).")
 @click.option("--no-index", is_flag=True,
               help="Do not embed this item: --query searches will not find it.")
-@store_options
+@store_options(embedder=True)
 @pass_settings
 def put(settings: StoreSettings, namespace: Namespace, key: str, value: dict[str, Any],
         ttl: float | None, no_index: bool) -> None:
@@ -181,10 +179,10 @@ def put(settings: StoreSettings, namespace: Namespace, key: str, value: dict[str
         click.echo(f"stored {_where(namespace, key)}")
 
 
-@store.command()
+@store_group.command()
 @click.argument("namespace", type=NamespaceType())
 @click.argument("key")
-@store_options
+@store_options()
 @pass_settings
 def get(settings: StoreSettings, namespace: Namespace, key: str) -> None:
     """Show the item KEY in NAMESPACE (exit code 1 if there is none)."""
@@ -194,27 +192,13 @@ def get(settings: StoreSettings, namespace: Namespace, key: str) -> None:
     if settings.json:
         emit_json(item.to_dict())
         return
-    _print_item(item)
+    print_item(item)
 
 
-def _print_item(item: Item) -> None:
-    rows = [
-        ("namespace", format_namespace(item.namespace)),
-        ("key", item.key),
-        ("created", format_time(item.created_at) + " UTC"),
-        ("updated", format_time(item.updated_at) + " UTC"),
-        ("expires", format_time(item.expires_at) + (" UTC" if item.expires_at else "")),
-    ]
-    for label, text in rows:
-        click.echo(f"{label + ':':<11}{text}")
-    click.echo("value:")
-    click.echo(json.dumps(item.value, ensure_ascii=False, indent=2))
-
-
-@store.command()
+@store_group.command()
 @click.argument("namespace", type=NamespaceType())
 @click.argument("key")
-@store_options
+@store_options()
 @pass_settings
 def delete(settings: StoreSettings, namespace: Namespace, key: str) -> None:
     """Delete the item KEY in NAMESPACE (deleting a missing item is not an error)."""
@@ -233,7 +217,7 @@ def delete(settings: StoreSettings, namespace: Namespace, key: str) -> None:
 # -- search / namespaces ------------------------------------------------------------------------
 
 
-@store.command()
+@store_group.command()
 @click.argument("prefix", required=False, default="",
                 type=NamespaceType(what="namespace_prefix", allow_empty=True))
 @click.option("--filter", "filter_", type=FilterType(), metavar="JSON",
@@ -245,7 +229,7 @@ def delete(settings: StoreSettings, namespace: Namespace, key: str) -> None:
               help="Return at most N items.", metavar="N")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               help="Skip the first N items.", metavar="N")
-@store_options
+@store_options(embedder=True)
 @pass_settings
 def search(settings: StoreSettings, prefix: Namespace, filter_: dict[str, Any] | None,
            query: str | None, limit: int, offset: int) -> None:
@@ -266,37 +250,13 @@ def search(settings: StoreSettings, prefix: Namespace, filter_: dict[str, Any] |
         click.echo("no items found")
         return
     console = Console(highlight=False)
-    table = _results_table(items, scored=query is not None, width=console.width)
+    table = results_table(items, scored=query is not None, width=console.width)
     if len(items) == limit:
         table.caption = f"first {limit} items; use --offset {offset + limit} for more"
     console.print(table)
 
 
-def _results_table(items: list[SearchItem], *, scored: bool, width: int) -> Table:
-    """Search results as a table that fits ``width``: long namespaces and keys wrap, the
-    value is cut to the space left."""
-    names = [format_namespace(item.namespace) for item in items]
-    ns_width = min(max(len("namespace"), *map(len, names)), max(width // 4, 12))
-    key_width = min(max(len("key"), *(len(item.key) for item in items)), max(width // 6, 8))
-    fixed = [ns_width, key_width, TIME_WIDTH] + ([SCORE_WIDTH] if scored else [])
-    value_width = max(width - sum(fixed) - 3 * len(fixed), MIN_VALUE_WIDTH)
-    table = Table(show_edge=False, pad_edge=False)
-    table.add_column("namespace", width=ns_width, overflow="fold")
-    table.add_column("key", width=key_width, overflow="fold")
-    table.add_column("updated", width=TIME_WIDTH, no_wrap=True)
-    if scored:
-        table.add_column("score", width=SCORE_WIDTH, justify="right", no_wrap=True)
-    table.add_column("value", width=value_width, no_wrap=True, overflow="ellipsis")
-    for item, name in zip(items, names, strict=True):
-        cells = [Text(name), Text(item.key), Text(format_time(item.updated_at)[:TIME_WIDTH])]
-        if scored:
-            cells.append(Text("" if item.score is None else f"{item.score:.3f}"))
-        cells.append(Text(compact_json(item.value, value_width)))
-        table.add_row(*cells)
-    return table
-
-
-@store.command()
+@store_group.command()
 @click.option("--prefix", type=NamespaceType(what="prefix", allow_wildcard=True),
               metavar="NS", help="Only namespaces starting with NS ('*' matches any label).")
 @click.option("--suffix", type=NamespaceType(what="suffix", allow_wildcard=True),
@@ -307,7 +267,7 @@ def _results_table(items: list[SearchItem], *, scored: bool, width: int) -> Tabl
               metavar="N", help="Return at most N namespaces.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Skip the first N namespaces.")
-@store_options
+@store_options()
 @pass_settings
 def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namespace | None,
                max_depth: int | None, limit: int, offset: int) -> None:
@@ -326,8 +286,8 @@ def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namesp
 # -- maintenance --------------------------------------------------------------------------------
 
 
-@store.command()
-@store_options
+@store_group.command()
+@store_options()
 @pass_settings
 def sweep(settings: StoreSettings) -> None:
     """Delete expired items now and print how many were deleted."""
@@ -338,13 +298,13 @@ def sweep(settings: StoreSettings) -> None:
         click.echo(f"deleted {count} expired item{'' if count == 1 else 's'}")
 
 
-@store.command()
+@store_group.command()
 @click.argument("prefix", required=False, default="",
                 type=NamespaceType(what="namespace_prefix", allow_empty=True))
 @click.option("-o", "--output", metavar="FILE", default="-",
               type=click.Path(dir_okay=False, allow_dash=True),
               help="Write to FILE (replaced atomically) instead of stdout.")
-@store_options
+@store_options()
 @pass_settings
 def export(settings: StoreSettings, prefix: Namespace, output: str) -> None:
     """Write the items under PREFIX (default: all) as JSON Lines, one item per line.
@@ -357,7 +317,7 @@ def export(settings: StoreSettings, prefix: Namespace, output: str) -> None:
         if not settings.json:
             click.echo(f"exported {_items(count)}", err=True)
         return
-    count = _write_atomically(Path(output), lambda out: export_jsonl(store_, out, prefix))
+    count = write_atomically(Path(output), lambda out: export_jsonl(store_, out, prefix))
     if settings.json:
         emit_json({"exported": count, "file": output})
     else:
@@ -368,29 +328,16 @@ def _items(count: int) -> str:
     return f"{count} item{'' if count == 1 else 's'}"
 
 
-def _write_atomically(path: Path, write: Callable[[IO[str]], int]) -> int:
-    """Run ``write`` on a temporary file next to ``path``, then move it into place."""
-    directory = path.parent
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            count = write(out)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return count
-
-
-@store.command("import")
+@store_group.command("import")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
-@store_options
+@store_options(embedder=True)
 @pass_settings
 def import_(settings: StoreSettings, file: IO[str]) -> None:
     """Put every item of a JSON Lines export (FILE, or - for stdin) into the store.
 
     Timestamps and TTLs are kept; existing items with the same namespace and key are replaced.
-    Items are written in atomic batches of 500, so a bad line stops the import there.
+    Items are written in atomic batches of 500: a bad line stops the import, and the batches
+    before it stay written. With --embedder, imported items are embedded.
     """
     count = import_jsonl(settings.open(create=True), file)
     if settings.json:

@@ -134,17 +134,26 @@ class SQLiteStore(BaseStore):
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        if self.in_memory:
-            with self._memory_lock:
-                if not self._connections:
-                    self._new_connection()
-                yield self._connections[0]
-            return
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._new_connection()
-            self._local.conn = conn
-        yield conn
+        """This thread's connection; SQLite failures surface as :class:`StoreError`."""
+        try:
+            if self.in_memory:
+                with self._memory_lock:
+                    if not self._connections:
+                        self._new_connection()
+                    yield self._connections[0]
+                return
+            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._new_connection()
+                self._local.conn = conn
+            yield conn
+        except sqlite3.OperationalError as exc:
+            hint = ("; another writer held the lock longer than busy_timeout "
+                    f"({self.busy_timeout:g} s): raise it or shorten write batches"
+                    if "locked" in str(exc) else "")
+            raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
 
     def setup(self) -> None:
         """Open the database, apply missing migrations and check the index config."""
