@@ -40,3 +40,14 @@ def test_error_tree() -> None:
 def test_open_store_picks_backends(tmp_path: object) -> None:
     assert isinstance(remem.open_store("memory://"), remem.InMemoryStore)
     assert isinstance(remem.open_store(":memory:"), remem.SQLiteStore)
+
+
+def test_every_friendly_method_has_an_async_twin_with_the_same_signature() -> None:
+    import inspect
+
+    from remem.store import BaseStore
+
+    for name in ["get", "put", "delete", "search", "list_namespaces", "batch", "sweep"]:
+        sync, twin = getattr(BaseStore, name), getattr(BaseStore, "a" + name)
+        assert inspect.iscoroutinefunction(twin), name
+        assert inspect.signature(sync).parameters == inspect.signature(twin).parameters, name
