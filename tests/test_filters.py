@@ -533,6 +533,8 @@ _NUMBERS = st.one_of(
 _STORED_SCALARS = st.one_of(
     _POOL,
     _POOL,
+    _POOL,
+    _POOL,
     _NUMBERS,
     _STRINGS,
     st.integers(min_value=2**63, max_value=2**70),  # SQLite reads these as floats
@@ -543,17 +545,25 @@ _VALUES = st.recursive(
         st.lists(inner, max_size=4),
         st.dictionaries(st.sampled_from(KEYS), inner, max_size=3),
     ),
-    max_leaves=10,
+    max_leaves=6,
+)
+# Mostly flat values (scalars, arrays of scalars, small objects) so that filters hit often.
+_FIELD_VALUES = st.one_of(
+    _STORED_SCALARS,
+    st.lists(_STORED_SCALARS, max_size=4),
+    st.dictionaries(st.sampled_from(KEYS), _STORED_SCALARS, max_size=3),
+    _VALUES,
 )
 # Every key present about half the time, so both $exists outcomes are common.
-DOCUMENTS = st.fixed_dictionaries({}, optional={k: _VALUES for k in KEYS})
+DOCUMENTS = st.fixed_dictionaries({}, optional={k: _FIELD_VALUES for k in KEYS})
 
 _OPERAND_STRINGS = _STRINGS.filter(lambda s: "\x00" not in s)
-_OPERANDS = st.one_of(_POOL, _POOL, _POOL, _NUMBERS, _OPERAND_STRINGS)
-_ORDERED = st.one_of(_POOL, _POOL, _NUMBERS, _OPERAND_STRINGS).filter(
+_OPERANDS = st.one_of(_POOL, _POOL, _POOL, _POOL, _NUMBERS, _OPERAND_STRINGS)
+_ORDERED = st.one_of(_POOL, _POOL, _POOL, _POOL, _NUMBERS, _OPERAND_STRINGS).filter(
     lambda x: x is not None and not isinstance(x, bool)
 )
 _PATHS = st.one_of(
+    st.sampled_from(KEYS),
     st.sampled_from(KEYS),
     st.lists(st.sampled_from(KEYS), min_size=1, max_size=3).map(".".join),
 )
@@ -565,10 +575,15 @@ _OP_SPECS = st.one_of(
     st.tuples(st.just("$exists"), st.booleans()),
 )
 _FIELD_SPECS = st.one_of(
-    _OPERANDS,  # shorthand equality
+    _OP_SPECS.map(lambda spec: dict([spec])),
+    _OP_SPECS.map(lambda spec: dict([spec])),
     st.lists(_OP_SPECS, min_size=1, max_size=2).map(dict),
+    _OPERANDS,  # shorthand equality
 )
-_LEAF_FILTERS = st.dictionaries(_PATHS, _FIELD_SPECS, min_size=1, max_size=2)
+_LEAF_FILTERS = st.one_of(
+    st.dictionaries(_PATHS, _FIELD_SPECS, min_size=1, max_size=1),
+    st.dictionaries(_PATHS, _FIELD_SPECS, min_size=1, max_size=2),
+)
 FILTERS = st.recursive(
     _LEAF_FILTERS,
     lambda inner: st.one_of(

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -154,13 +155,12 @@ FilterNode: TypeAlias = Compare | In | Exists | Contains | And | Or | Not
 # --------------------------------------------------------------------------- parsing
 
 _LOGICAL_OPS: Final = ("$and", "$or", "$not")
-_FIELD_OPS: Final = (
-    "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains",
-)  # fmt: skip
 _ORDER_OPS: Final = ("$gt", "$gte", "$lt", "$lte")
+_TOO_DEEP: Final = f"filter nests $and/$or/$not (or multi-key dicts) deeper than {MAX_DEPTH} levels"
 _COMPARE_OPS: Final[dict[str, CompareOp]] = {
     "$eq": "$eq", "$ne": "$ne", "$gt": "$gt", "$gte": "$gte", "$lt": "$lt", "$lte": "$lte",
 }  # fmt: skip
+_FIELD_OPS: Final = (*_COMPARE_OPS, "$in", "$nin", "$exists", "$contains")
 
 
 def _show(x: object) -> str:
@@ -203,16 +203,15 @@ def _is_utf8(s: str) -> bool:
 
 def _scalar(op: str, dotted: str, x: object, *, ordered: bool = False) -> Scalar:
     """Validate one operand and normalise subclasses (e.g. enum members) to plain types."""
-    rule = "operand must be a number or a string" if ordered else "operand must be a JSON scalar"
-    rule_full = rule if ordered else rule + " (None, bool, int, float or str)"
-    if x is None:
-        if ordered:
-            raise _op_error(op, dotted, rule_full, x, "match null with $eq or $exists")
-        return None
-    if isinstance(x, bool):
-        if ordered:
-            raise _op_error(op, dotted, rule_full, x, "compare booleans with $eq")
-        return bool(x)
+    if ordered:
+        rule = "operand must be a number or a string"
+    else:
+        rule = "operand must be a JSON scalar (None, bool, int, float or str)"
+    if ordered and (x is None or isinstance(x, bool)):
+        hint = "match null with $eq or $exists" if x is None else "compare booleans with $eq"
+        raise _op_error(op, dotted, rule, x, hint)
+    if x is None or isinstance(x, bool):
+        return x
     if isinstance(x, int):
         if not _INT64_MIN <= x <= _INT64_MAX:
             raise _op_error(op, dotted, "integers must fit in signed 64 bits", x)
@@ -227,7 +226,7 @@ def _scalar(op: str, dotted: str, x: object, *, ordered: bool = False) -> Scalar
         if "\x00" in x:
             raise _op_error(op, dotted, "strings must not contain NUL (U+0000)", x)
         return str.__str__(x)  # plain str even for a StrEnum member (str() gives its name)
-    raise _op_error(op, dotted, rule_full, x)
+    raise _op_error(op, dotted, rule, x)
 
 
 def _parse_operator(op: str, operand: object, path: tuple[str, ...], dotted: str) -> FilterNode:
@@ -306,9 +305,7 @@ def _parse_logical(op: str, operand: object, depth: int) -> FilterNode:
 
 def _parse(filter: object, depth: int) -> FilterNode:
     if depth > MAX_DEPTH:  # early exit so absurd nesting never hits Python's recursion limit
-        raise FilterError(
-            f"filter nests $and/$or/$not (or multi-key dicts) deeper than {MAX_DEPTH} levels"
-        )
+        raise FilterError(_TOO_DEEP)
     if not isinstance(filter, Mapping):
         raise FilterError(f"filter must be a dict, got {_show(filter)}")
     nodes: list[FilterNode] = []
@@ -392,12 +389,9 @@ def _eq(x: Any, v: Scalar) -> bool:
     return bool(_as_sqlite(x) == v)
 
 
-_ORDER: Final[dict[str, Callable[[Any, Any], bool]]] = {
-    "$gt": lambda a, b: bool(a > b),
-    "$gte": lambda a, b: bool(a >= b),
-    "$lt": lambda a, b: bool(a < b),
-    "$lte": lambda a, b: bool(a <= b),
-}
+_ORDER: Final[dict[str, Callable[[Any, Any], Any]]] = {
+    "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le,
+}  # fmt: skip
 
 Predicate: TypeAlias = Callable[[Mapping[str, Any]], bool]
 
@@ -413,11 +407,16 @@ def _compile_py(node: FilterNode) -> Predicate:
 
             def ordered(doc: Mapping[str, Any]) -> bool:
                 x = resolve_path(doc, path)
-                return x is not MISSING and json_kind(x) == kind and cmp(_as_sqlite(x), v)
+                return x is not MISSING and json_kind(x) == kind and bool(cmp(_as_sqlite(x), v))
 
             return ordered
         case In(path, operands, negate):
-            return lambda doc: any(_eq(resolve_path(doc, path), v) for v in operands) != negate
+
+            def in_(doc: Mapping[str, Any]) -> bool:
+                x = resolve_path(doc, path)
+                return any(_eq(x, v) for v in operands) != negate
+
+            return in_
         case Exists(path, exists):
             return lambda doc: (resolve_path(doc, path) is not MISSING) == exists
         case Contains(path, v):
@@ -453,12 +452,6 @@ def to_predicate(node: FilterNode | None) -> Callable[[Mapping[str, Any]], bool]
 
 _COLUMN_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}")
 
-# json_type() names per operand kind; numbers are stored as either 'integer' or 'real'.
-_SQL_TYPES: Final[dict[str, tuple[str, ...]]] = {
-    "number": ("integer", "real"),
-    "string": ("text",),
-}
-
 _SQL_OPS: Final[dict[str, str]] = {
     "$eq": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<=",
 }  # fmt: skip
@@ -477,7 +470,7 @@ def _scalar_sql_type(v: Scalar) -> tuple[str, ...]:
         return ("null",)
     if isinstance(v, bool):
         return ("true",) if v else ("false",)
-    return _SQL_TYPES[json_kind(v)]
+    return ("text",) if isinstance(v, str) else ("integer", "real")
 
 
 class _SqliteCompiler:
@@ -609,9 +602,7 @@ def _depth(node: FilterNode) -> int:
 
 def _check_depth(node: FilterNode) -> None:
     if _depth(node) > MAX_DEPTH:
-        raise FilterError(
-            f"filter nests $and/$or/$not (or multi-key dicts) deeper than {MAX_DEPTH} levels"
-        )
+        raise FilterError(_TOO_DEEP)
 
 
 def to_sqlite(node: FilterNode | None, column: str = "value") -> tuple[str, list[Any]]:
