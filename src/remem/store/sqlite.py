@@ -322,7 +322,7 @@ class SQLiteStore(BaseStore):
                  expires_at = excluded.expires_at
                RETURNING id""",
             (encode_ns(op.namespace), op.key,
-             json.dumps(op.value, ensure_ascii=False, separators=(",", ":")),
+             op.value_json,
              created, updated, ttl, expires_at, explicit_created, now),
         ).fetchone()
         item_id = int(row[0])
@@ -358,9 +358,12 @@ class SQLiteStore(BaseStore):
         where, params = self._where(op, now)
         query_vector = prepared.query_vectors.get(position)
         if query_vector is None:
+            # sort ids in a subquery (small sorter rows, covering index when there is no
+            # filter), then read the values of just the page
             rows = txn.conn.execute(
-                f"SELECT {_COLUMNS} FROM items WHERE {where} "
-                "ORDER BY updated_at DESC, ns, key LIMIT ? OFFSET ?",
+                f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT id FROM items WHERE {where} "
+                "ORDER BY updated_at DESC, ns, key LIMIT ? OFFSET ?) "
+                "ORDER BY updated_at DESC, ns, key",
                 [*params, op.limit, op.offset],
             ).fetchall()
             return [SearchItem.from_item(item)
@@ -427,15 +430,19 @@ class SQLiteStore(BaseStore):
             "SELECT v.id, v.item_id, i.ns, v.vec FROM vectors AS v "
             "JOIN items AS i ON i.id = v.item_id WHERE v.seq > ? AND v.model_id = ?",
             (self._cache_seq, self._model_id),
-        )
-        dims = self.index.dims
-        for vector_id, item_id, ns, blob in rows:
-            vector = np.frombuffer(blob, dtype=np.float32)
-            if vector.shape != (dims,):
+        ).fetchall()
+        if rows:
+            dims = self.index.dims
+            vector_ids, item_ids, stored_ns, blobs = zip(*rows, strict=True)
+            if any(len(blob) != dims * 4 for blob in blobs):
                 raise IndexConfigError(
-                    f"vector {vector_id} has {vector.size} dims; the index expects {dims}"
+                    f"{self.path} holds vectors whose size is not {dims} float32 values; "
+                    "the file was written with another embedder"
                 )
-            cache.upsert(vector_id, item_id, decode_ns(ns), vector)
+            decoded = {ns: decode_ns(ns) for ns in set(stored_ns)}
+            namespaces = [decoded[ns] for ns in stored_ns]
+            matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dims)
+            cache.upsert_many(list(vector_ids), list(item_ids), namespaces, matrix)
         self._cache_seq = seq
         return cache
 

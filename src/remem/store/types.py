@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,13 +55,13 @@ class NotProvided(Enum):
 NOT_PROVIDED: Final = NotProvided.NOT_PROVIDED
 
 
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+
+
 def _bad_char(text: str) -> str | None:
-    for ch in text:
-        if ord(ch) < 0x20 or ord(ch) == 0x7F:
-            return repr(ch)
-        if 0xD800 <= ord(ch) <= 0xDFFF:
-            return repr(ch)
-    return None
+    """``repr`` of the first control character or lone surrogate in ``text``, if any."""
+    found = _FORBIDDEN.search(text)
+    return repr(found.group()) if found else None
 
 
 def validate_namespace(namespace: Any, *, what: str = "namespace", allow_empty: bool = False,
@@ -137,6 +138,14 @@ def _reject_nonfinite(x: float) -> float:
 def validate_value(value: Any) -> dict[str, Any]:
     """Return a JSON-clean deep copy of ``value`` or raise :class:`InvalidValueError`.
 
+    See :func:`_validated_value` for the rules.
+    """
+    return _validated_value(value)[0]
+
+
+def _validated_value(value: Any) -> tuple[dict[str, Any], str]:
+    """A JSON-clean deep copy of ``value`` and its compact JSON text.
+
     A value is a JSON object: a mapping with string keys whose leaves are ``None``, ``bool``,
     ``int`` (signed 64-bit), finite ``float`` or ``str``. The copy decouples the stored value
     from the caller's object, so mutating it later changes nothing in the store.
@@ -147,7 +156,7 @@ def validate_value(value: Any) -> dict[str, Any]:
             'wrap it, e.g. {"content": value}'
         )
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise InvalidValueError(
@@ -156,7 +165,7 @@ def validate_value(value: Any) -> dict[str, Any]:
         ) from None
     copy: dict[str, Any] = json.loads(text)
     _check_ints(copy, "value")
-    return copy
+    return copy, text
 
 
 def _check_ints(node: Any, path: str) -> None:
@@ -286,11 +295,15 @@ class PutOp:
     created_at: float | None = None
     updated_at: float | None = None
     expires_at: float | None = None
+    #: the value as compact JSON text (computed once; SQL backends store it as is)
+    value_json: str = field(init=False, repr=False, compare=False, default="")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "namespace", validate_namespace(self.namespace))
         validate_key(self.key)
-        object.__setattr__(self, "value", validate_value(self.value))
+        value, text = _validated_value(self.value)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "value_json", text)
         object.__setattr__(self, "ttl", _ttl_seconds(self.ttl))
         if self.index is not None and self.index is not False:
             if isinstance(self.index, str) or not all(isinstance(f, str) for f in self.index):

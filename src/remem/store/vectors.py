@@ -69,6 +69,44 @@ class VectorIndex:
         if count == 2:
             self._multi_row_items += 1
 
+    def upsert_many(self, vector_ids: list[int], item_ids: list[int],
+                    namespaces: list[Namespace], vectors: npt.NDArray[np.float32]) -> None:
+        """:meth:`upsert` for many vectors at once (rows of ``vectors``), vectorised."""
+        for vector_id in vector_ids:
+            if vector_id in self._row_of:
+                self.remove(vector_id)
+        n = len(vector_ids)
+        reused = [self._free.pop() for _ in range(min(n, len(self._free)))]
+        fresh = n - len(reused)
+        if self._size + fresh > len(self._matrix):
+            self._grow(self._size + fresh)
+        start = self._size
+        self._size += fresh
+        rows: npt.NDArray[np.intp] | slice
+        if reused:
+            rows = np.asarray(reused + list(range(start, self._size)), dtype=np.intp)
+            row_list = rows.tolist()
+        else:  # the common bulk load: one contiguous block, no fancy-index copies
+            rows = slice(start, self._size)
+            row_list = list(range(start, self._size))
+        codes = np.empty(n, dtype=np.int32)
+        for position, namespace in enumerate(namespaces):
+            code = self._ns_code.get(namespace)
+            if code is None:
+                code = len(self._namespaces)
+                self._namespaces.append(namespace)
+                self._ns_code[namespace] = code
+            codes[position] = code
+        self._matrix[rows] = vectors
+        self._item[rows] = item_ids
+        self._ns[rows] = codes
+        for vector_id, item_id, row in zip(vector_ids, item_ids, row_list, strict=True):
+            self._row_of[vector_id] = row
+            count = self._items_with_rows.get(item_id, 0) + 1
+            self._items_with_rows[item_id] = count
+            if count == 2:
+                self._multi_row_items += 1
+
     def remove(self, vector_id: int) -> None:
         """Forget ``vector_id`` (no error if absent)."""
         row = self._row_of.pop(vector_id, None)
@@ -85,8 +123,9 @@ class VectorIndex:
         self._item[row] = -1
         self._free.append(row)
 
-    def _grow(self) -> None:
-        capacity = max(1024, len(self._matrix) * 2)
+    def _grow(self, needed: int = 0) -> None:
+        # doubling keeps appends amortised O(1); a bulk load asks for its size at once
+        capacity = max(1024, len(self._matrix) * 2, needed)
         matrix = np.zeros((capacity, self.dims), dtype=np.float32)
         matrix[: self._size] = self._matrix[: self._size]
         item = np.full(capacity, -1, dtype=np.int64)
@@ -108,37 +147,48 @@ class VectorIndex:
     def ranked_items(self, query: npt.NDArray[np.float32],
                      prefix: Namespace) -> Iterator[tuple[int, float]]:
         """Yield ``(item_id, score)`` under ``prefix``, best first, each item once (its best
-        vector's cosine similarity). Work is done lazily: a caller that stops early pays for
-        one matrix product and a partial sort."""
+        vector's cosine similarity).
+
+        Work is lazy: one matrix product, then partial sorts of growing size (256, 1024, ...),
+        so a caller that stops after a few candidates never pays for a full sort.
+        """
         size = self._size
         if size == 0:
             return
         item = self._item[:size]
         codes = self._codes_under(prefix)
-        if codes is None:
-            rows = None if not self._free else np.flatnonzero(item >= 0)
-        else:
-            rows = np.flatnonzero(np.isin(self._ns[:size], codes) & (item >= 0))
-        if rows is None:
-            scores = self._matrix[:size] @ query
-            row_items = item
-        else:
-            if len(rows) == 0:
-                return
+        valid = item >= 0 if codes is None else (np.isin(self._ns[:size], codes) & (item >= 0))
+        count = int(np.count_nonzero(valid))
+        if count == 0:
+            return
+        if count * 4 < size:
+            # a small part of the matrix: gathering its rows beats multiplying all of them
+            rows = np.flatnonzero(valid)
             scores = self._matrix[rows] @ query
             row_items = item[rows]
-        seen: set[int] | None = set() if self._multi_row_items else None
-        n = len(scores)
-        first = min(n, _FIRST_CHUNK)
-        if first < n:
-            top = np.argpartition(-scores, first - 1)[:first]
-            order = top[np.argsort(-scores[top], kind="stable")]
         else:
-            order = np.argsort(-scores, kind="stable")
-        yield from _emit(order, row_items, scores, seen)
-        if first < n:
-            order = np.argsort(-scores, kind="stable")[first:]
+            # most of the matrix: multiply it all (no copy) and push the rest to the bottom
+            scores = self._matrix[:size] @ query
+            if count < size:
+                scores[~valid] = -np.inf
+            row_items = item
+        seen: set[int] | None = set() if self._multi_row_items else None
+        emitted = np.zeros(len(scores), dtype=bool)
+        negated = -scores
+        stage = _FIRST_CHUNK
+        while True:
+            if stage >= count:
+                order = np.argsort(negated, kind="stable")[:count]
+            else:
+                top = np.argpartition(negated, stage - 1)[:stage]
+                order = top[np.argsort(negated[top], kind="stable")]
+            # ties at a stage boundary may swap members between stages: skip what was sent
+            order = order[~emitted[order]]
+            emitted[order] = True
             yield from _emit(order, row_items, scores, seen)
+            if stage >= count:
+                return
+            stage *= 4
 
 
 def _emit(order: npt.NDArray[np.intp], row_items: npt.NDArray[np.int64],

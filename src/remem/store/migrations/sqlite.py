@@ -23,7 +23,8 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 expires_at REAL,
                 UNIQUE (ns, key)
             )""",
-            "CREATE INDEX items_ns_updated ON items (ns, updated_at)",
+            # covers newest-first listing inside a prefix without reading values
+            "CREATE INDEX items_ns_updated ON items (ns, updated_at, key, expires_at)",
             "CREATE INDEX items_expires ON items (expires_at) WHERE expires_at IS NOT NULL",
             "CREATE TABLE remem_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         ),
