@@ -71,6 +71,8 @@ class InMemoryStore(BaseStore):
             super().__init__(index=index, ttl=ttl, clock=clock)
         self._lock = threading.RLock()
         self._records: dict[tuple[Namespace, str], _Record] = {}
+        # namespace -> its records, so a prefix search visits only the namespaces under it
+        self._by_namespace: dict[Namespace, dict[str, _Record]] = {}
         self._by_id: dict[int, _Record] = {}
         self._ids = itertools.count(1)
         self._vectors = VectorIndex(index.dims) if index is not None else None
@@ -84,6 +86,7 @@ class InMemoryStore(BaseStore):
         self._stop_sweeper()
         with self._lock:
             self._records.clear()
+            self._by_namespace.clear()
             self._by_id.clear()
             if self.index is not None:
                 self._vectors = VectorIndex(self.index.dims)
@@ -138,12 +141,18 @@ class InMemoryStore(BaseStore):
             return self._search(position, op, prepared, undo)
         assert isinstance(op, ListNamespacesOp)
         return match_namespaces(
-            {r.namespace for r in self._records.values() if r.alive(now)}, op
+            {ns for ns, bucket in self._by_namespace.items()
+             if any(r.alive(now) for r in bucket.values())}, op
         )
 
     def _set(self, address: tuple[Namespace, str], record: _Record | None) -> None:
         """Make ``record`` the state at ``address`` (``None`` deletes), keeping indexes in step."""
         old = self._records.pop(address, None)
+        if old is not None:
+            bucket = self._by_namespace[address[0]]
+            del bucket[address[1]]
+            if not bucket:
+                del self._by_namespace[address[0]]
         if old is not None:
             self._by_id.pop(old.item_id, None)
             if self._vectors is not None:
@@ -152,10 +161,17 @@ class InMemoryStore(BaseStore):
         if record is None:
             return
         self._records[address] = record
+        self._by_namespace.setdefault(address[0], {})[address[1]] = record
         self._by_id[record.item_id] = record
         if self._vectors is not None:
             for vector_id, vector in record.vectors:
                 self._vectors.upsert(vector_id, record.item_id, record.namespace, vector)
+
+    def _under(self, prefix: Namespace) -> Iterator[_Record]:
+        depth = len(prefix)
+        for namespace, bucket in self._by_namespace.items():
+            if namespace[:depth] == prefix:
+                yield from bucket.values()
 
     def _search(self, position: int, op: SearchOp, prepared: Prepared,
                 undo: list[tuple[tuple[Namespace, str], _Record | None]]) -> list[SearchItem]:
@@ -171,7 +187,7 @@ class InMemoryStore(BaseStore):
         scored: list[tuple[_Record, float | None, int | None]]
         if query_vector is None:
             records = sorted(
-                (r for r in self._records.values() if matches(r)),
+                (r for r in self._under(op.namespace_prefix) if matches(r)),
                 key=lambda r: (-r.updated_at, r.namespace, r.key),
             )
             scored = [(r, None, None) for r in records[op.offset : op.offset + op.limit]]
