@@ -153,7 +153,6 @@ class InMemoryStore(BaseStore):
             del bucket[address[1]]
             if not bucket:
                 del self._by_namespace[address[0]]
-        if old is not None:
             self._by_id.pop(old.item_id, None)
             if self._vectors is not None:
                 for vector_id, _ in old.vectors:

@@ -58,6 +58,7 @@ _SEP = "\x1f"
 _COLUMNS = "id, ns, key, value, created_at, updated_at, expires_at, ttl"
 _ALIVE = "(expires_at IS NULL OR expires_at > ?)"
 _TOMBSTONES_KEPT = 10_000
+_LOAD_CHUNK = 8192
 
 
 def encode_ns(namespace: Namespace) -> str:
@@ -355,19 +356,22 @@ class SQLiteStore(BaseStore):
     def _search(self, txn: _Txn, position: int, op: SearchOp, prepared: Prepared,
                 refreshes: list[tuple[list[int], float]]) -> list[SearchItem]:
         now = prepared.now
-        where, params = self._where(op, now)
         query_vector = prepared.query_vectors.get(position)
         if query_vector is None:
-            # sort ids in a subquery (small sorter rows, covering index when there is no
-            # filter), then read the values of just the page
+            exact = self._is_leaf(txn.conn, op.namespace_prefix)
+            where, params = self._where(op, now, exact=exact)
+            # Sort ids in a subquery (small sorter rows), then read the values of just the
+            # page. Inside one namespace the index is already in page order, so SQLite stops
+            # after `limit` matches instead of sorting the namespace.
+            order = "updated_at DESC, key" if exact else "updated_at DESC, ns, key"
             rows = txn.conn.execute(
                 f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT id FROM items WHERE {where} "
-                "ORDER BY updated_at DESC, ns, key LIMIT ? OFFSET ?) "
-                "ORDER BY updated_at DESC, ns, key",
+                f"ORDER BY {order} LIMIT ? OFFSET ?) ORDER BY updated_at DESC, ns, key",
                 [*params, op.limit, op.offset],
             ).fetchall()
             return [SearchItem.from_item(item)
                     for item, _ in self._finish(rows, op.refresh_ttl, now, refreshes)]
+        where, params = self._where(op, now)
         needed = op.offset + op.limit
         fetched: dict[int, tuple[Any, ...]] = {}
 
@@ -396,11 +400,23 @@ class SQLiteStore(BaseStore):
         ]
 
     @staticmethod
-    def _where(op: SearchOp, now: float) -> tuple[str, list[Any]]:
+    def _is_leaf(conn: sqlite3.Connection, prefix: Namespace) -> bool:
+        """Whether no namespace lies strictly below ``prefix`` (one index probe)."""
+        bounds = prefix_range(prefix)
+        if bounds is None:
+            return False
+        return conn.execute("SELECT 1 FROM items WHERE ns > ? AND ns < ? LIMIT 1",
+                            bounds).fetchone() is None
+
+    @staticmethod
+    def _where(op: SearchOp, now: float, *, exact: bool = False) -> tuple[str, list[Any]]:
         clauses: list[str] = [_ALIVE]
         params: list[Any] = [now]
         bounds = prefix_range(op.namespace_prefix)
-        if bounds is not None:
+        if exact:
+            clauses.append("ns = ?")
+            params.append(encode_ns(op.namespace_prefix))
+        elif bounds is not None:
             clauses.append("ns >= ? AND ns < ?")
             params.extend(bounds)
         sql, filter_params = to_sqlite(parse_filter(op.filter), column="value")
@@ -418,6 +434,8 @@ class SQLiteStore(BaseStore):
         if self._cache is None or self._cache_seq < pruned:
             self._cache = VectorIndex(self.index.dims)
             self._cache_seq = -1
+            (count,) = conn.execute("SELECT count(*) FROM vectors").fetchone()
+            self._cache.reserve(int(count))
         cache = self._cache
         if seq == self._cache_seq:
             return cache
@@ -426,23 +444,25 @@ class SQLiteStore(BaseStore):
                 "SELECT id FROM vector_tombstones WHERE seq > ?", (self._cache_seq,)
             ):
                 cache.remove(vector_id)
-        rows = conn.execute(
+        cursor = conn.execute(
             "SELECT v.id, v.item_id, i.ns, v.vec FROM vectors AS v "
             "JOIN items AS i ON i.id = v.item_id WHERE v.seq > ? AND v.model_id = ?",
             (self._cache_seq, self._model_id),
-        ).fetchall()
-        if rows:
-            dims = self.index.dims
+        )
+        dims = self.index.dims
+        decoded: dict[str, Namespace] = {}
+        while rows := cursor.fetchmany(_LOAD_CHUNK):  # bounded memory for large loads
             vector_ids, item_ids, stored_ns, blobs = zip(*rows, strict=True)
             if any(len(blob) != dims * 4 for blob in blobs):
                 raise IndexConfigError(
                     f"{self.path} holds vectors whose size is not {dims} float32 values; "
                     "the file was written with another embedder"
                 )
-            decoded = {ns: decode_ns(ns) for ns in set(stored_ns)}
-            namespaces = [decoded[ns] for ns in stored_ns]
+            for ns in set(stored_ns) - decoded.keys():
+                decoded[ns] = decode_ns(ns)
             matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dims)
-            cache.upsert_many(list(vector_ids), list(item_ids), namespaces, matrix)
+            cache.upsert_many(list(vector_ids), list(item_ids),
+                              [decoded[ns] for ns in stored_ns], matrix)
         self._cache_seq = seq
         return cache
 

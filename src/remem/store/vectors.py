@@ -69,6 +69,11 @@ class VectorIndex:
         if count == 2:
             self._multi_row_items += 1
 
+    def reserve(self, capacity: int) -> None:
+        """Allocate room for ``capacity`` rows up front (avoids regrowth on a bulk load)."""
+        if capacity > len(self._matrix):
+            self._grow(capacity)
+
     def upsert_many(self, vector_ids: list[int], item_ids: list[int],
                     namespaces: list[Namespace], vectors: npt.NDArray[np.float32]) -> None:
         """:meth:`upsert` for many vectors at once (rows of ``vectors``), vectorised."""
@@ -79,7 +84,7 @@ class VectorIndex:
         reused = [self._free.pop() for _ in range(min(n, len(self._free)))]
         fresh = n - len(reused)
         if self._size + fresh > len(self._matrix):
-            self._grow(self._size + fresh)
+            self._grow(max(self._size + fresh, len(self._matrix) * 2))
         start = self._size
         self._size += fresh
         rows: npt.NDArray[np.intp] | slice
@@ -125,7 +130,7 @@ class VectorIndex:
 
     def _grow(self, needed: int = 0) -> None:
         # doubling keeps appends amortised O(1); a bulk load asks for its size at once
-        capacity = max(1024, len(self._matrix) * 2, needed)
+        capacity = needed or max(1024, len(self._matrix) * 2)
         matrix = np.zeros((capacity, self.dims), dtype=np.float32)
         matrix[: self._size] = self._matrix[: self._size]
         item = np.full(capacity, -1, dtype=np.int64)

@@ -23,8 +23,9 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 expires_at REAL,
                 UNIQUE (ns, key)
             )""",
-            # covers newest-first listing inside a prefix without reading values
-            "CREATE INDEX items_ns_updated ON items (ns, updated_at, key, expires_at)",
+            # in index order for newest-first pages of one namespace (LIMIT stops early);
+            # covering for prefix listings, which then sort ids, not values
+            "CREATE INDEX items_ns_updated ON items (ns, updated_at DESC, key, expires_at)",
             "CREATE INDEX items_expires ON items (expires_at) WHERE expires_at IS NOT NULL",
             "CREATE TABLE remem_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         ),
