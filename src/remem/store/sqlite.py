@@ -463,6 +463,7 @@ class SQLiteStore(BaseStore):
             matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dims)
             cache.upsert_many(list(vector_ids), list(item_ids),
                               [decoded[ns] for ns in stored_ns], matrix)
+            del rows, blobs, matrix  # let the chunk go before the next one is read
         self._cache_seq = seq
         return cache
 

@@ -18,14 +18,19 @@ from remem.store.types import Namespace
 __all__ = ["VectorIndex", "top_matches"]
 
 _FIRST_CHUNK = 256
+_BLOCK = 8192  # rows per block of the matrix
 
 
 class VectorIndex:
-    """Vectors keyed by an integer id, each belonging to an item id and a namespace."""
+    """Vectors keyed by an integer id, each belonging to an item id and a namespace.
+
+    The matrix is a list of fixed-size blocks rather than one array, so growing never copies
+    the vectors already held (a doubling copy of a 150 MB matrix would double peak memory).
+    """
 
     def __init__(self, dims: int) -> None:
         self.dims = dims
-        self._matrix = np.zeros((0, dims), dtype=np.float32)
+        self._blocks: list[npt.NDArray[np.float32]] = []
         self._item = np.zeros(0, dtype=np.int64)  # item id per row, -1 for a free row
         self._ns = np.zeros(0, dtype=np.int32)  # namespace code per row
         self._size = 0
@@ -41,59 +46,39 @@ class VectorIndex:
 
     def nbytes(self) -> int:
         """Bytes held by the arrays (vectors and per-row metadata)."""
-        return int(self._matrix.nbytes + self._item.nbytes + self._ns.nbytes)
+        return int(sum(b.nbytes for b in self._blocks) + self._item.nbytes + self._ns.nbytes)
 
     def upsert(self, vector_id: int, item_id: int, namespace: Namespace,
                vector: npt.NDArray[np.float32]) -> None:
         """Add or replace the vector ``vector_id``."""
-        if vector_id in self._row_of:
-            self.remove(vector_id)
-        if self._free:
-            row = self._free.pop()
-        else:
-            if self._size == len(self._matrix):
-                self._grow()
-            row = self._size
-            self._size += 1
-        code = self._ns_code.get(namespace)
-        if code is None:
-            code = len(self._namespaces)
-            self._namespaces.append(namespace)
-            self._ns_code[namespace] = code
-        self._matrix[row] = vector
-        self._item[row] = item_id
-        self._ns[row] = code
-        self._row_of[vector_id] = row
-        count = self._items_with_rows.get(item_id, 0) + 1
-        self._items_with_rows[item_id] = count
-        if count == 2:
-            self._multi_row_items += 1
+        self.upsert_many([vector_id], [item_id], [namespace], vector.reshape(1, -1))
 
     def reserve(self, capacity: int) -> None:
-        """Allocate room for ``capacity`` rows up front (avoids regrowth on a bulk load)."""
-        if capacity > len(self._matrix):
-            self._grow(capacity)
+        """Allocate room for ``capacity`` rows up front (a bulk load then never regrows)."""
+        while len(self._blocks) * _BLOCK < capacity:
+            self._blocks.append(np.zeros((_BLOCK, self.dims), dtype=np.float32))
+        if len(self._item) < capacity:
+            held = len(self._item)
+            item = np.full(capacity, -1, dtype=np.int64)
+            item[:held] = self._item
+            ns = np.zeros(capacity, dtype=np.int32)
+            ns[:held] = self._ns
+            self._item, self._ns = item, ns
 
     def upsert_many(self, vector_ids: list[int], item_ids: list[int],
                     namespaces: list[Namespace], vectors: npt.NDArray[np.float32]) -> None:
-        """:meth:`upsert` for many vectors at once (rows of ``vectors``), vectorised."""
+        """:meth:`upsert` for many vectors at once (rows of ``vectors``)."""
         for vector_id in vector_ids:
             if vector_id in self._row_of:
                 self.remove(vector_id)
         n = len(vector_ids)
         reused = [self._free.pop() for _ in range(min(n, len(self._free)))]
-        fresh = n - len(reused)
-        if self._size + fresh > len(self._matrix):
-            self._grow(max(self._size + fresh, len(self._matrix) * 2))
         start = self._size
-        self._size += fresh
-        rows: npt.NDArray[np.intp] | slice
-        if reused:
-            rows = np.asarray(reused + list(range(start, self._size)), dtype=np.intp)
-            row_list = rows.tolist()
-        else:  # the common bulk load: one contiguous block, no fancy-index copies
-            rows = slice(start, self._size)
-            row_list = list(range(start, self._size))
+        self._size += n - len(reused)
+        if self._size > len(self._item):
+            # per-row metadata is small (12 bytes a row): doubling keeps appends cheap
+            self.reserve(max(self._size, 2 * len(self._item), 1024))
+        rows = reused + list(range(start, self._size))
         codes = np.empty(n, dtype=np.int32)
         for position, namespace in enumerate(namespaces):
             code = self._ns_code.get(namespace)
@@ -102,10 +87,12 @@ class VectorIndex:
                 self._namespaces.append(namespace)
                 self._ns_code[namespace] = code
             codes[position] = code
-        self._matrix[rows] = vectors
-        self._item[rows] = item_ids
-        self._ns[rows] = codes
-        for vector_id, item_id, row in zip(vector_ids, item_ids, row_list, strict=True):
+        row_array = np.asarray(rows, dtype=np.intp)
+        self._item[row_array] = item_ids
+        self._ns[row_array] = codes
+        for position, row in enumerate(rows):
+            self._blocks[row // _BLOCK][row % _BLOCK] = vectors[position]
+        for vector_id, item_id, row in zip(vector_ids, item_ids, rows, strict=True):
             self._row_of[vector_id] = row
             count = self._items_with_rows.get(item_id, 0) + 1
             self._items_with_rows[item_id] = count
@@ -128,16 +115,26 @@ class VectorIndex:
         self._item[row] = -1
         self._free.append(row)
 
-    def _grow(self, needed: int = 0) -> None:
-        # doubling keeps appends amortised O(1); a bulk load asks for its size at once
-        capacity = needed or max(1024, len(self._matrix) * 2)
-        matrix = np.zeros((capacity, self.dims), dtype=np.float32)
-        matrix[: self._size] = self._matrix[: self._size]
-        item = np.full(capacity, -1, dtype=np.int64)
-        item[: self._size] = self._item[: self._size]
-        ns = np.zeros(capacity, dtype=np.int32)
-        ns[: self._size] = self._ns[: self._size]
-        self._matrix, self._item, self._ns = matrix, item, ns
+    def _scores_all(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Scores of rows ``0 .. size-1``, block by block (no copy of the vectors)."""
+        parts = []
+        for index, block in enumerate(self._blocks):
+            used = min(_BLOCK, self._size - index * _BLOCK)
+            if used <= 0:
+                break
+            parts.append(block[:used] @ query)
+        return np.concatenate(parts)
+
+    def _scores_of(self, rows: npt.NDArray[np.intp],
+                   query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Scores of the given rows (sorted ascending), gathering within each block."""
+        bounds = np.searchsorted(rows, np.arange(len(self._blocks) + 1) * _BLOCK)
+        parts = []
+        for index, block in enumerate(self._blocks):
+            lo, hi = bounds[index], bounds[index + 1]
+            if lo < hi:
+                parts.append(block[rows[lo:hi] - index * _BLOCK] @ query)
+        return np.concatenate(parts)
 
     def _codes_under(self, prefix: Namespace) -> npt.NDArray[np.int32] | None:
         """Namespace codes under ``prefix``; ``None`` means every namespace."""
@@ -169,11 +166,11 @@ class VectorIndex:
         if count * 4 < size:
             # a small part of the matrix: gathering its rows beats multiplying all of them
             rows = np.flatnonzero(valid)
-            scores = self._matrix[rows] @ query
+            scores = self._scores_of(rows, query)
             row_items = item[rows]
         else:
             # most of the matrix: multiply it all (no copy) and push the rest to the bottom
-            scores = self._matrix[:size] @ query
+            scores = self._scores_all(query)
             if count < size:
                 scores[~valid] = -np.inf
             row_items = item
