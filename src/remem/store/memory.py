@@ -126,7 +126,9 @@ class InMemoryStore(BaseStore):
                 op.updated_at if op.updated_at is not None else now, ttl, expires_at,
             )
             record.vectors = [
-                (next(self._ids), vector) for _, vector in prepared.put_vectors.get(position, [])
+                # copy: a row view would keep the whole batch's embedding array alive
+                (next(self._ids), vector.copy())
+                for _, vector in prepared.put_vectors.get(position, [])
             ]
             self._set(address, record)
             return None

@@ -57,6 +57,9 @@ class VectorIndex:
         """Allocate room for ``capacity`` rows up front (a bulk load then never regrows)."""
         while len(self._blocks) * _BLOCK < capacity:
             self._blocks.append(np.zeros((_BLOCK, self.dims), dtype=np.float32))
+        self._reserve_metadata(capacity)
+
+    def _reserve_metadata(self, capacity: int) -> None:
         if len(self._item) < capacity:
             held = len(self._item)
             item = np.full(capacity, -1, dtype=np.int64)
@@ -76,8 +79,11 @@ class VectorIndex:
         start = self._size
         self._size += n - len(reused)
         if self._size > len(self._item):
-            # per-row metadata is small (12 bytes a row): doubling keeps appends cheap
-            self.reserve(max(self._size, 2 * len(self._item), 1024))
+            # per-row metadata is small (12 bytes a row): doubling keeps appends cheap;
+            # vector blocks are added only as rows need them
+            self._reserve_metadata(max(self._size, 2 * len(self._item), 1024))
+        while len(self._blocks) * _BLOCK < self._size:
+            self._blocks.append(np.zeros((_BLOCK, self.dims), dtype=np.float32))
         rows = reused + list(range(start, self._size))
         codes = np.empty(n, dtype=np.int32)
         for position, namespace in enumerate(namespaces):
