@@ -12,7 +12,9 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   └── ImportFormatError               a JSONL line cannot be imported
     ├── UsageError                          the API is used in a way it does not support
     │   └── UnsupportedError                a backend lacks a declared capability
+    ├── ConfigError                         a setting is missing or invalid (names the setting)
     ├── IndexConfigError                    vectors from another embedder or dimension
+    ├── EmbeddingError                      an embedder failed (model missing, HTTP error)
     └── StoreError                          the storage layer failed
         └── MigrationError                  the database schema cannot be brought up to date
 """
@@ -20,6 +22,8 @@ working. Messages name the offending value, the rule it broke and how to fix it:
 from __future__ import annotations
 
 __all__ = [
+    "ConfigError",
+    "EmbeddingError",
     "FilterError",
     "ImportFormatError",
     "IndexConfigError",
@@ -64,6 +68,14 @@ class UsageError(RememError):
 
 class UnsupportedError(UsageError):
     """The backend does not declare the capability this call needs."""
+
+
+class ConfigError(RememError):
+    """A setting (argument or environment variable) is missing or invalid; the message names it."""
+
+
+class EmbeddingError(RememError):
+    """An embedder could not produce vectors: its model is missing, or its service failed."""
 
 
 class IndexConfigError(RememError):
