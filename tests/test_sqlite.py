@@ -54,7 +54,7 @@ def test_upgrade_from_the_first_schema_keeps_data(tmp_path: Path) -> None:
         store.put(("users", "u1"), "new", {"text": "new tea"})
         assert [h.key for h in store.search(("users",), query="new tea")] == ["new"]
     with closing(sqlite3.connect(path)) as conn:
-        assert applied_sqlite(conn) == ["m001_items", "m002_vectors"]
+            assert applied_sqlite(conn) == [m.name for m in SQLITE_MIGRATIONS]
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from tests.conftest import FakeClock
 @pytest.mark.parametrize("target_kind", ["memory", "sqlite"])
 def test_round_trip(make_store: Factory, clock: FakeClock, target_kind: str) -> None:
     source = make_store()
-    source.put(("u", "1"), "a", {"text": "北京 tea", "n": [1, {"x": None}]})
+    source.put(("u", "1"), "a", {"text": "北京 tea", "n": [1, {"x": None}]},
+               event_at=1_600_000_000.5)
     clock.advance(5)
     source.put(("u", "2"), "b", {"v": True}, ttl=100)
     source.put(("u", "2"), "gone", {"v": 0}, ttl=1)

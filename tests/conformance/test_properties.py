@@ -3,22 +3,32 @@ documents, random filters, random namespace prefixes and random vector queries."
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remem.embed import FakeEmbedder
-from remem.store import BaseStore, IndexConfig, InMemoryStore, PutOp, SQLiteStore
+from remem.retrieval import DefaultTokenizer, Ranking
+from remem.store import (
+    BaseStore,
+    IndexConfig,
+    InMemoryStore,
+    KeywordConfig,
+    PutOp,
+    SQLiteStore,
+)
 from remem.store.filters import parse_filter, to_predicate
 from tests.conftest import FakeClock
 
 KEYS = ["a", "b", "c"]
-WORDS = ["tea", "cat", "北京", "rain", "code"]
+WORDS = ["tea", "cat", "北京", "rain", "code", "Tea", "天气很好", "the"]
 
 scalars = st.one_of(
     st.none(),
@@ -148,7 +158,8 @@ def test_vector_search_identical_across_backends(rows: list[Any], flt: dict[str,
         last_flag = {(ns, key): flag for ns, key, _, _, flag in rows}
         candidates = [a for a in state if last_flag[a] and a in indexed
                       and a[0][: len(prefix)] == prefix and predicate(state[a][0])]
-        results = [store.search(prefix, query=query, filter=flt, limit=limit) for store in stores]
+        results = [store.search(prefix, query=query, filter=flt, limit=limit, mode="vector")
+                   for store in stores]
         reference = results[0]
         assert len(reference) == min(limit, len(candidates))
         assert {(h.namespace, h.key) for h in reference} <= set(candidates)
@@ -157,3 +168,77 @@ def test_vector_search_identical_across_backends(rows: list[Any], flt: dict[str,
                 [(h.namespace, h.key) for h in reference]
             for a, b in zip(other, reference, strict=True):
                 assert abs((a.score or 0) - (b.score or 0)) < 1e-5
+
+
+def _reference_bm25(state: dict[Any, Any], live: set[Any], prefix: tuple[str, ...],
+                    predicate: Any, query: str) -> list[tuple[Any, float]]:
+    """BM25 written out independently: k1 = 1.2, b = 0.75, statistics over the prefix."""
+    tokenizer = DefaultTokenizer()
+    docs = {a: tokenizer.tokenize(state[a][0]["text"]) for a in live
+            if a[0][: len(prefix)] == prefix}
+    docs = {a: terms for a, terms in docs.items() if terms}
+    if not docs:
+        return []
+    avg = sum(len(t) for t in docs.values()) / len(docs)
+    terms = list(dict.fromkeys(tokenizer.tokenize(query)))
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    scored = []
+    for address, doc in docs.items():
+        if not predicate(state[address][0]) or not set(terms) & set(doc):
+            continue
+        score = 0.0
+        for t in terms:
+            tf = doc.count(t)
+            if tf:
+                idf = math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5))
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(doc) / avg))
+        scored.append((address, score))
+    return sorted(scored, key=lambda p: (-p[1], p[0][0], p[0][1]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=corpus, flt=st.one_of(st.none(), filters), prefix=prefixes,
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+       limit=st.integers(1, 8))
+def test_keyword_search_matches_reference_bm25(rows: list[Any], flt: dict[str, Any] | None,
+                                               prefix: tuple[str, ...], query: str,
+                                               limit: int) -> None:
+    clock = FakeClock()
+    with all_backends(clock=clock, keyword=KeywordConfig(fields=("text",))) as stores:
+        state = _load(stores, clock, rows)
+        last_flag = {(ns, key): flag for ns, key, _, _, flag in rows}
+        live = {a for a in state if last_flag[a]}
+        expected = _reference_bm25(state, live, prefix, to_predicate(parse_filter(flt)), query)
+        for store in stores:
+            got = store.search(prefix, query=query, filter=flt, limit=limit)
+            assert len(got) == min(limit, len(expected)), type(store).__name__
+            want = dict(expected)
+            for hit in got:
+                assert hit.score == pytest.approx(want[(hit.namespace, hit.key)], rel=1e-9)
+            # the page holds the best scores (ties may pick either of equal items)
+            cut = expected[len(got) - 1][1] if got else 0.0
+            assert all(s >= cut - 1e-9 for _, s in expected[: len(got)])
+            assert all(hit.score >= cut - 1e-9 for hit in got)  # type: ignore[operator]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=corpus, flt=st.one_of(st.none(), filters), prefix=prefixes,
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+       limit=st.integers(1, 8), fusion=st.sampled_from(["rrf", "weighted"]))
+def test_hybrid_search_identical_across_backends(rows: list[Any], flt: dict[str, Any] | None,
+                                                 prefix: tuple[str, ...], query: str,
+                                                 limit: int, fusion: str) -> None:
+    clock = FakeClock()
+    with all_backends(clock=clock, index=IndexConfig(FakeEmbedder(16), fields=("text",))
+                      ) as stores:
+        _load(stores, clock, rows)
+        ranking = Ranking(fusion=fusion)  # type: ignore[arg-type]
+        results = [store.search(prefix, query=query, filter=flt, limit=limit, ranking=ranking)
+                   for store in stores]
+        reference = [(h.namespace, h.key, h.score, dict(h.details)) for h in results[0]]
+        for other in results[1:]:
+            got = [(h.namespace, h.key, h.score, dict(h.details)) for h in other]
+            assert [g[:2] for g in got] == [r[:2] for r in reference]
+            for g, r in zip(got, reference, strict=True):
+                assert g[2] == pytest.approx(r[2], abs=1e-6)
+                assert {k: v.rank for k, v in g[3].items()} == {k: v.rank for k, v in r[3].items()}

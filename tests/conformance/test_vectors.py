@@ -48,7 +48,7 @@ def test_per_put_opt_out_and_override(make_store: Factory) -> None:
     store.put(("a",), "skip", {"text": "green tea"}, index=False)
     store.put(("a",), "other", {"text": "ignored", "title": "green tea title"}, index=["title"])
     assert embedder.documents == ["green tea title"]
-    hits = store.search(("a",), query="green tea")
+    hits = store.search(("a",), query="green tea", mode="vector")
     assert [h.key for h in hits] == ["other"]  # the opted-out item has no vector
     assert {i.key for i in store.search(("a",), filter={"text": "green tea"})} == {"skip"}
 
@@ -58,14 +58,14 @@ def test_query_ranks_by_similarity_with_details(make_store: Factory) -> None:
     texts = {"tea": "I drink green tea every morning", "code": "python code review today",
              "cat": "my cat sleeps all day", "tea2": "tea tea green"}
     store.batch([PutOp(("u", "1"), k, {"text": t}) for k, t in texts.items()])
-    hits = store.search(("u",), query="green tea morning", limit=3)
+    hits = store.search(("u",), query="green tea morning", mode="vector", limit=3)
     assert [h.key for h in hits][:2] == ["tea", "tea2"]
     assert [h.details["vector"].rank for h in hits] == [1, 2, 3]
     scores = [h.score for h in hits]
     assert all(s is not None for s in scores)
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
     assert hits[0].score == pytest.approx(hits[0].details["vector"].score)
-    page = store.search(("u",), query="green tea morning", limit=2, offset=1)
+    page = store.search(("u",), query="green tea morning", mode="vector", limit=2, offset=1)
     assert [h.key for h in page] == [h.key for h in hits[1:3]]
     assert [h.details["vector"].rank for h in page] == [2, 3]
 
@@ -76,12 +76,13 @@ def test_query_search_respects_filter_prefix_and_ttl(make_store: Factory, clock:
     store.put(("u", "2"), "b", {"text": "green tea", "kind": "drink"})
     store.put(("u", "1"), "c", {"text": "green tea leaves", "kind": "plant"})
     store.put(("u", "1"), "d", {"text": "green tea", "kind": "drink"}, ttl=5)
-    assert [h.key for h in store.search(("u", "1"), query="green tea",
+    assert [h.key for h in store.search(("u", "1"), query="green tea", mode="vector",
                                         filter={"kind": "drink"})] == ["a", "d"]
     clock.advance(6)  # type: ignore[attr-defined]
-    assert [h.key for h in store.search(("u", "1"), query="green tea",
+    assert [h.key for h in store.search(("u", "1"), query="green tea", mode="vector",
                                         filter={"kind": "drink"})] == ["a"]
-    assert {h.key for h in store.search(("u",), query="green tea")} == {"a", "b", "c"}
+    every = store.search(("u",), query="green tea", mode="vector")
+    assert {h.key for h in every} == {"a", "b", "c"}
 
 
 def test_replaced_and_deleted_items_leave_the_index(make_store: Factory) -> None:
@@ -89,19 +90,19 @@ def test_replaced_and_deleted_items_leave_the_index(make_store: Factory) -> None
     store.put(("a",), "k", {"text": "apples and pears"})
     store.put(("a",), "j", {"text": "pears"})
     store.put(("a",), "k", {"text": "submarines"})
-    top = store.search(("a",), query="submarines")[0]
+    top = store.search(("a",), query="submarines", mode="vector")[0]
     assert top.key == "k" and top.score == pytest.approx(1.0, abs=1e-5)
-    old = [h for h in store.search(("a",), query="apples and pears") if h.key == "k"]
+    old = [h for h in store.search(("a",), query="apples and pears", mode="vector") if h.key == "k"]
     assert old and old[0].score is not None and old[0].score < 0.9  # the old vector is gone
     store.delete(("a",), "k")
-    assert [h.key for h in store.search(("a",), query="submarines")] == ["j"]
+    assert [h.key for h in store.search(("a",), query="submarines", mode="vector")] == ["j"]
 
 
 def test_multi_field_items_appear_once_with_best_score(make_store: Factory) -> None:
     store = make_store(index=IndexConfig(FakeEmbedder(64), fields=("title", "body")))
     store.put(("a",), "k", {"title": "green tea", "body": "green tea"})
     store.put(("a",), "j", {"title": "coffee", "body": "green tea notes"})
-    hits = store.search(("a",), query="green tea", limit=10)
+    hits = store.search(("a",), query="green tea", mode="vector", limit=10)
     assert [h.key for h in hits] == ["k", "j"]
 
 
@@ -109,14 +110,14 @@ def test_read_your_writes_for_vector_search_in_a_batch(make_store: Factory) -> N
     store = make_store(index=IndexConfig(FakeEmbedder(64), fields=("text",)))
     results = store.batch([
         PutOp(("a",), "k", {"text": "kiwi fruit"}),
-        SearchOp(("a",), query="kiwi fruit"),
+        SearchOp(("a",), query="kiwi fruit", mode="vector"),
     ])
     assert [h.key for h in results[1]] == ["k"]  # type: ignore[union-attr]
 
 
 def test_query_without_index_is_unsupported(store: BaseStore) -> None:
     with pytest.raises(UnsupportedError, match="IndexConfig"):
-        store.search(("a",), query="anything")
+        store.search(("a",), query="anything", mode="vector")
 
 
 def test_embedder_failure_writes_nothing(make_store: Factory) -> None:

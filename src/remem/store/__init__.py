@@ -1,4 +1,5 @@
-"""Long-term store: JSON items under hierarchical namespaces, searched by filter and meaning.
+"""Long-term store: JSON items under hierarchical namespaces, searched by filter, keywords and
+meaning.
 
 >>> from remem.store import open_store
 >>> store = open_store(":memory:")
@@ -12,7 +13,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from remem.store.base import BaseStore, IndexConfig, TTLConfig
+from remem.retrieval import Ranking, Recency
+from remem.store.base import BaseStore, IndexConfig, KeywordConfig, TTLConfig
 from remem.store.filters import parse_filter
 from remem.store.jsonl import export_jsonl, import_jsonl
 from remem.store.memory import InMemoryStore
@@ -40,10 +42,13 @@ __all__ = [
     "InMemoryStore",
     "IndexConfig",
     "Item",
+    "KeywordConfig",
     "ListNamespacesOp",
     "Namespace",
     "Op",
     "PutOp",
+    "Ranking",
+    "Recency",
     "Result",
     "SQLiteStore",
     "SearchItem",

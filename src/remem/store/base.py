@@ -21,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, ClassVar, Literal, Self
 
@@ -29,7 +29,11 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.embed.base import Embedder, normalize_rows
+from remem.embed.cache import TextKind, VectorMemo, text_hash
 from remem.errors import IndexConfigError, InvalidInputError, UnsupportedError
+from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
+from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
+from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
 from remem.store.filters import MISSING, resolve_path
 from remem.store.types import (
     NOT_PROVIDED,
@@ -44,10 +48,22 @@ from remem.store.types import (
     PutOp,
     Result,
     SearchItem,
+    SearchMode,
     SearchOp,
+    SignalScore,
 )
 
-__all__ = ["BaseStore", "IndexConfig", "Prepared", "TTLConfig", "index_texts", "match_namespaces"]
+__all__ = [
+    "BaseStore",
+    "IndexConfig",
+    "KeywordConfig",
+    "KeywordHits",
+    "Prepared",
+    "TTLConfig",
+    "index_texts",
+    "keyword_text",
+    "match_namespaces",
+]
 
 WHOLE_VALUE = "$"
 
@@ -86,6 +102,47 @@ class IndexConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class KeywordConfig:
+    """What to index for keyword (BM25) search and how to split it into terms.
+
+    ``fields``: dotted paths as in :class:`IndexConfig`; ``None`` (the default) uses the vector
+    index's fields, or the whole value when there is no vector index. For ``"$"`` the keyword
+    text is every string in the value (keys and JSON punctuation are left out).
+    ``tokenizer``: Chinese + English by default (:class:`~remem.retrieval.DefaultTokenizer`);
+    its name is recorded and a store refuses terms from another tokenizer.
+    """
+
+    fields: tuple[str, ...] | None = None
+    tokenizer: Tokenizer = field(default_factory=DefaultTokenizer)
+    bm25: BM25Params = field(default_factory=BM25Params)
+
+    def __post_init__(self) -> None:
+        if self.fields is not None:
+            fields = (self.fields,) if isinstance(self.fields, str) else tuple(self.fields)
+            if not fields or not all(isinstance(f, str) and f for f in fields):
+                raise InvalidInputError(
+                    "KeywordConfig.fields must be None or non-empty dotted paths or '$', "
+                    f"got {self.fields!r}"
+                )
+            object.__setattr__(self, "fields", fields)
+        if not isinstance(self.tokenizer, Tokenizer):
+            raise InvalidInputError(
+                "KeywordConfig.tokenizer must have a name and a tokenize(text) method"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordHits:
+    """What a backend returns for a keyword query: postings of the candidates (prefix, filter
+    and time range applied) and corpus statistics over the live items under the prefix."""
+
+    postings: list[Posting]
+    doc_freq: dict[str, int]
+    n_docs: int
+    total_len: int
+
+
+@dataclass(frozen=True, slots=True)
 class TTLConfig:
     """Time-to-live defaults.
 
@@ -121,12 +178,41 @@ class Prepared:
     """What a batch needs computed before it touches storage."""
 
     now: float
-    #: op position -> [(field, unit vector)] for puts that are indexed
-    put_vectors: dict[int, list[tuple[str, npt.NDArray[np.float32]]]] = field(
+    #: op position -> [(field, unit vector, text hash)] for puts that are indexed
+    put_vectors: dict[int, list[tuple[str, npt.NDArray[np.float32], bytes]]] = field(
         default_factory=dict
     )
-    #: op position -> unit query vector for searches with a query
+    #: op position -> term frequencies of a put's keyword text (absent: no keyword entry)
+    put_terms: dict[int, dict[str, int]] = field(default_factory=dict)
+    #: op position -> unit query vector for searches that use the vector signal
     query_vectors: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
+    #: op position -> distinct query terms for searches that use the keyword signal
+    query_terms: dict[int, list[str]] = field(default_factory=dict)
+    #: op position -> the signals a search with a query ranks by
+    signals: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+def keyword_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """The text a keyword index holds for ``value``: the fields' texts, one per line; for
+    ``"$"`` every string in the value."""
+    parts: list[str] = []
+    for path in fields:
+        if path == WHOLE_VALUE:
+            parts.extend(_strings(value))
+        else:
+            parts.extend(text for _, text in index_texts(value, (path,)))
+    return "\n".join(parts)
+
+
+def _strings(node: Any) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, Mapping):
+        for child in node.values():
+            yield from _strings(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _strings(child)
 
 
 def index_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
@@ -194,9 +280,17 @@ class BaseStore(ABC):
     capabilities: ClassVar[frozenset[str]] = frozenset({"ttl", "vector_search"})
 
     def __init__(self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 keyword: KeywordConfig | Literal[False] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.index = index
+        #: ``None`` when keyword search is off (``keyword=False``)
+        self.keyword: KeywordConfig | None = (
+            None if keyword is False else keyword if keyword is not None else KeywordConfig()
+        )
         self.ttl = ttl or TTLConfig()
+        self._memo = VectorMemo()
+        #: texts embedded by this store's embedder vs served from the cache (both kinds)
+        self.embed_counts = {"embedded": 0, "cached": 0}
         self.clock = clock
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
@@ -272,30 +366,104 @@ class BaseStore(ABC):
         query_slots: list[int] = []
         query_texts: list[str] = []
         for position, op in enumerate(ops):
-            if isinstance(op, PutOp) and self.index is not None and op.index is not False:
-                fields = self.index.fields if op.index is None else op.index
-                for field_path, text in index_texts(op.value, fields):
-                    doc_slots.append((position, field_path))
-                    doc_texts.append(text)
+            if isinstance(op, PutOp) and op.index is not False:
+                if self.index is not None:
+                    fields = self.index.fields if op.index is None else op.index
+                    for field_path, text in index_texts(op.value, fields):
+                        doc_slots.append((position, field_path))
+                        doc_texts.append(text)
+                if self.keyword is not None:
+                    prepared.put_terms[position] = self._term_counts(op)
             elif isinstance(op, SearchOp) and op.query is not None:
-                if self.index is None:
+                signals = self._signals(op.mode)
+                prepared.signals[position] = signals
+                if "vector" in signals:
+                    query_slots.append(position)
+                    query_texts.append(op.query)
+                if "keyword" in signals:
+                    assert self.keyword is not None
+                    terms = self.keyword.tokenizer.tokenize(op.query)
+                    prepared.query_terms[position] = list(dict.fromkeys(terms))
+                ranking = op.ranking or Ranking()
+                if ranking.mmr is not None and self.index is None:
                     raise UnsupportedError(
-                        "search with a query needs a vector index; open the store with "
-                        "index=IndexConfig(embedder=...) or search with filter= only"
+                        "Ranking.mmr compares result vectors; open the store with "
+                        "index=IndexConfig(embedder=...) or leave mmr=None"
                     )
-                query_slots.append(position)
-                query_texts.append(op.query)
         if doc_texts:
-            assert self.index is not None
-            vectors = self._embed(self.index.embedder.embed_documents, doc_texts)
-            for (position, field_path), vector in zip(doc_slots, vectors, strict=True):
-                prepared.put_vectors.setdefault(position, []).append((field_path, vector))
+            vectors, hashes = self._embed_cached("document", doc_texts)
+            for (position, field_path), vector, digest in zip(doc_slots, vectors, hashes,
+                                                                strict=True):
+                prepared.put_vectors.setdefault(position, []).append((field_path, vector, digest))
         if query_texts:
-            assert self.index is not None
-            vectors = self._embed(self.index.embedder.embed_queries, query_texts)
+            vectors, _ = self._embed_cached("query", query_texts)
             for position, vector in zip(query_slots, vectors, strict=True):
                 prepared.query_vectors[position] = vector
         return prepared
+
+    def _signals(self, mode: SearchMode) -> tuple[str, ...]:
+        """The signals a search with a query uses in ``mode``; errors name the missing config."""
+        if mode == "auto":
+            signals = tuple(name for name, on in (("keyword", self.keyword is not None),
+                                                  ("vector", self.index is not None)) if on)
+            if not signals:
+                raise UnsupportedError(
+                    "search with a query needs keyword or vector indexing; this store was "
+                    "opened with keyword=False and no index: search with filter= only"
+                )
+            return signals
+        signals = ("keyword", "vector") if mode == "hybrid" else (mode,)
+        if "vector" in signals and self.index is None:
+            raise UnsupportedError(
+                f"mode={mode!r} needs a vector index; open the store with "
+                "index=IndexConfig(embedder=...) or use mode='keyword'"
+            )
+        if "keyword" in signals and self.keyword is None:
+            raise UnsupportedError(
+                f"mode={mode!r} needs keyword indexing, which this store has off "
+                "(keyword=False); use mode='vector'"
+            )
+        return signals
+
+    def _term_counts(self, op: PutOp) -> dict[str, int]:
+        assert self.keyword is not None
+        config = self.keyword
+        fields = (op.index if op.index is not None and op.index is not False
+                  else config.fields if config.fields is not None
+                  else self.index.fields if self.index is not None else (WHOLE_VALUE,))
+        counts: dict[str, int] = {}
+        for term in config.tokenizer.tokenize(keyword_text(op.value, fields)):
+            counts[term] = counts.get(term, 0) + 1
+        return counts
+
+    def _embed_cached(self, kind: TextKind, texts: list[str]
+                      ) -> tuple[list[npt.NDArray[np.float32]], list[bytes]]:
+        """Vectors for ``texts``, embedding only texts this model has not embedded before."""
+        assert self.index is not None
+        model = self.index.model
+        hashes = [text_hash(kind, text) for text in texts]
+        found = self._memo.get_many(model, hashes)
+        if kind == "document" and len(found) < len(set(hashes)):
+            found.update(self._stored_vectors([h for h in hashes if h not in found]))
+        todo: dict[bytes, str] = {}
+        for digest, text in zip(hashes, texts, strict=True):
+            if digest not in found:
+                todo.setdefault(digest, text)
+        self.embed_counts["cached"] += len(texts) - len(todo)
+        if todo:
+            embed = (self.index.embedder.embed_documents if kind == "document"
+                     else self.index.embedder.embed_queries)
+            fresh = self._embed(embed, list(todo.values()))
+            new = dict(zip(todo, fresh, strict=True))
+            self._memo.put_many(model, new)
+            found.update(new)
+            self.embed_counts["embedded"] += len(todo)
+        return [found[digest] for digest in hashes], hashes
+
+    def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
+        """Vectors this store already holds for document text hashes (SQL backends override;
+        the default relies on the in-process memo alone)."""
+        return {}
 
     def _embed(self, fn: Callable[[Sequence[str]], npt.NDArray[np.float32]],
                texts: list[str]) -> npt.NDArray[np.float32]:
@@ -307,6 +475,44 @@ class BaseStore(ABC):
                 f"texts; expected ({len(texts)}, {self.index.dims})"
             )
         return normalize_rows(array)
+
+    # -- ranked search, shared by backends ----------------------------------------------------
+
+    def _ranked_search(
+        self, position: int, op: SearchOp, prepared: Prepared, *,
+        keyword_hits: Callable[[list[str]], KeywordHits],
+        vector_hits: Callable[[npt.NDArray[np.float32], int], list[Candidate]],
+        event_times: Callable[[Sequence[int]], Mapping[int, float]],
+        item_vectors: Callable[[Sequence[int]], Mapping[int, npt.NDArray[np.float32]]],
+    ) -> list[Ranked]:
+        """The page of a search with a query: candidates per signal from the backend (already
+        restricted to prefix, filter and time range), then fusion and re-ranking in pure code."""
+        signals = prepared.signals[position]
+        ranking = op.ranking or Ranking()
+        needed = op.offset + op.limit
+        plain = (len(signals) == 1 and ranking.recency is None and ranking.mmr is None
+                 and ranking.min_score is None)
+        # one signal, ranked as is: no need to look past the page
+        depth = needed if plain else max(ranking.candidates, needed)
+        lists: dict[str, list[Candidate]] = {}
+        if "keyword" in signals:
+            terms = prepared.query_terms[position]
+            found: list[Candidate] = []
+            if terms:
+                hits = keyword_hits(terms)
+                assert self.keyword is not None
+                found = bm25_scores(hits.postings, doc_freq=hits.doc_freq, n_docs=hits.n_docs,
+                                    total_len=hits.total_len, params=self.keyword.bm25)[:depth]
+            lists["keyword"] = found
+        if "vector" in signals:
+            lists["vector"] = vector_hits(prepared.query_vectors[position], depth)
+        ranked = rank_candidates(lists, ranking, needed=needed, event_times=event_times,
+                                 now=prepared.now, vectors=item_vectors)
+        return ranked[op.offset:needed]
+
+    @staticmethod
+    def _details(ranked: Ranked) -> dict[str, SignalScore]:
+        return {name: SignalScore(rank, score) for name, (rank, score) in ranked.signals.items()}
 
     # -- TTL helpers shared by backends -------------------------------------------------------
 
@@ -334,9 +540,11 @@ class BaseStore(ABC):
 
     def put(self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *,
             ttl: float | timedelta | NotProvided | None = NOT_PROVIDED,
-            index: Literal[False] | Sequence[str] | None = None) -> None:
-        """Insert or replace an item. See :class:`PutOp` for ``ttl`` and ``index``."""
-        self.batch([PutOp(_ns(namespace), key, value, ttl=ttl, index=index)])
+            index: Literal[False] | Sequence[str] | None = None,
+            event_at: datetime | float | None = None) -> None:
+        """Insert or replace an item. See :class:`PutOp` for ``ttl``, ``index`` and
+        ``event_at``."""
+        self.batch([PutOp(_ns(namespace), key, value, ttl=ttl, index=index, event_at=event_at)])
 
     def delete(self, namespace: Sequence[str], key: str) -> None:
         """Delete an item; deleting a missing item is not an error."""
@@ -344,10 +552,13 @@ class BaseStore(ABC):
 
     def search(self, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
                filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
-               refresh_ttl: bool | None = None) -> list[SearchItem]:
-        """Items under ``namespace_prefix`` matching ``filter``, ranked by ``query`` if given,
-        else newest first. See :class:`SearchOp`."""
-        op = SearchOp(_ns(namespace_prefix), filter, query, limit, offset, refresh_ttl)
+               refresh_ttl: bool | None = None, mode: SearchMode = "auto",
+               ranking: Ranking | None = None, event_after: datetime | float | None = None,
+               event_before: datetime | float | None = None) -> list[SearchItem]:
+        """Items under ``namespace_prefix`` matching ``filter`` (and the event-time range),
+        ranked by ``query`` if given, else newest first. See :class:`SearchOp`."""
+        op = SearchOp(_ns(namespace_prefix), filter, query, limit, offset, refresh_ttl, mode,
+                      ranking, event_after, event_before)
         result = self.batch([op])[0]
         assert isinstance(result, list)
         return result  # type: ignore[return-value]
@@ -384,9 +595,11 @@ class BaseStore(ABC):
 
     async def aput(self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *,
                    ttl: float | timedelta | NotProvided | None = NOT_PROVIDED,
-                   index: Literal[False] | Sequence[str] | None = None) -> None:
+                   index: Literal[False] | Sequence[str] | None = None,
+                   event_at: datetime | float | None = None) -> None:
         """Async :meth:`put`."""
-        await asyncio.to_thread(self.put, namespace, key, value, ttl=ttl, index=index)
+        await asyncio.to_thread(self.put, namespace, key, value, ttl=ttl, index=index,
+                                event_at=event_at)
 
     async def adelete(self, namespace: Sequence[str], key: str) -> None:
         """Async :meth:`delete`."""
@@ -394,11 +607,15 @@ class BaseStore(ABC):
 
     async def asearch(self, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
                       filter: Mapping[str, Any] | None = None, limit: int = 10,
-                      offset: int = 0, refresh_ttl: bool | None = None) -> list[SearchItem]:
+                      offset: int = 0, refresh_ttl: bool | None = None,
+                      mode: SearchMode = "auto", ranking: Ranking | None = None,
+                      event_after: datetime | float | None = None,
+                      event_before: datetime | float | None = None) -> list[SearchItem]:
         """Async :meth:`search`."""
         return await asyncio.to_thread(
             self.search, namespace_prefix, query=query, filter=filter, limit=limit,
-            offset=offset, refresh_ttl=refresh_ttl,
+            offset=offset, refresh_ttl=refresh_ttl, mode=mode, ranking=ranking,
+            event_after=event_after, event_before=event_before,
         )
 
     async def alist_namespaces(self, *, prefix: Sequence[str] | None = None,

@@ -1,8 +1,9 @@
 """Move items between stores (and backends) as JSON Lines.
 
 One line per item: ``{"namespace": [...], "key": ..., "value": {...}, "created_at": ...,
-"updated_at": ..., "expires_at": ... | null, "ttl": seconds | null}`` with ISO 8601 UTC
-timestamps. Vectors are not exported: the importing store embeds with its own index config.
+"updated_at": ..., "expires_at": ... | null, "event_at": ... | null, "ttl": seconds | null}``
+with ISO 8601 UTC timestamps. Vectors are not exported: the importing store embeds with its own
+index config.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def _ops(lines: Iterable[str]) -> Iterator[PutOp]:
                 created_at=_timestamp(record, "created_at", number),
                 updated_at=_timestamp(record, "updated_at", number),
                 expires_at=_timestamp(record, "expires_at", number),
+                event_at=_timestamp(record, "event_at", number),
             )
         except ImportFormatError:
             raise

@@ -12,11 +12,22 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from remem.store.base import BaseStore, IndexConfig, Prepared, TTLConfig, match_namespaces
+from remem.retrieval.bm25 import Posting
+from remem.retrieval.ranking import Candidate
+from remem.store.base import (
+    BaseStore,
+    IndexConfig,
+    KeywordConfig,
+    KeywordHits,
+    Prepared,
+    TTLConfig,
+    match_namespaces,
+)
 from remem.store.filters import parse_filter, to_predicate
 from remem.store.types import (
     DeleteOp,
@@ -29,6 +40,7 @@ from remem.store.types import (
     Result,
     SearchItem,
     SearchOp,
+    SignalScore,
     from_timestamp,
 )
 from remem.store.vectors import VectorIndex, top_matches
@@ -46,8 +58,11 @@ class _Record:
     updated_at: float
     ttl: float | None
     expires_at: float | None
+    event_at: float | None = None
     #: (vector id, unit vector) per embedded field; kept here so an undo can restore them
     vectors: list[tuple[int, npt.NDArray[np.float32]]] = field(default_factory=list)
+    #: keyword term frequencies (empty: not in the keyword index)
+    terms: dict[str, int] = field(default_factory=dict)
 
     def alive(self, now: float) -> bool:
         return self.expires_at is None or self.expires_at > now
@@ -57,23 +72,30 @@ class _Record:
             self.namespace, self.key, copy.deepcopy(self.value), from_timestamp(self.created_at),
             from_timestamp(self.updated_at),
             from_timestamp(self.expires_at) if self.expires_at is not None else None,
+            from_timestamp(self.event_at) if self.event_at is not None else None,
         )
+
+    def event_time(self) -> float:
+        return self.event_at if self.event_at is not None else self.created_at
 
 
 class InMemoryStore(BaseStore):
     """A store that lives in this process and disappears with it."""
 
     def __init__(self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 keyword: KeywordConfig | Literal[False] | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         if clock is None:
-            super().__init__(index=index, ttl=ttl)
+            super().__init__(index=index, ttl=ttl, keyword=keyword)
         else:
-            super().__init__(index=index, ttl=ttl, clock=clock)
+            super().__init__(index=index, ttl=ttl, keyword=keyword, clock=clock)
         self._lock = threading.RLock()
         self._records: dict[tuple[Namespace, str], _Record] = {}
         # namespace -> its records, so a prefix search visits only the namespaces under it
         self._by_namespace: dict[Namespace, dict[str, _Record]] = {}
         self._by_id: dict[int, _Record] = {}
+        # namespace -> term -> {item id: term frequency}: the keyword index
+        self._postings: dict[Namespace, dict[str, dict[int, int]]] = {}
         self._ids = itertools.count(1)
         self._vectors = VectorIndex(index.dims) if index is not None else None
 
@@ -88,6 +110,7 @@ class InMemoryStore(BaseStore):
             self._records.clear()
             self._by_namespace.clear()
             self._by_id.clear()
+            self._postings.clear()
             if self.index is not None:
                 self._vectors = VectorIndex(self.index.dims)
 
@@ -124,11 +147,12 @@ class InMemoryStore(BaseStore):
             record = _Record(
                 next(self._ids), op.namespace, op.key, dict(op.value), created,
                 op.updated_at if op.updated_at is not None else now, ttl, expires_at,
+                op.event_ts, terms=prepared.put_terms.get(position, {}),
             )
             record.vectors = [
                 # copy: a row view would keep the whole batch's embedding array alive
                 (next(self._ids), vector.copy())
-                for _, vector in prepared.put_vectors.get(position, [])
+                for _, vector, _ in prepared.put_vectors.get(position, [])
             ]
             self._set(address, record)
             return None
@@ -159,6 +183,15 @@ class InMemoryStore(BaseStore):
             if self._vectors is not None:
                 for vector_id, _ in old.vectors:
                     self._vectors.remove(vector_id)
+            if old.terms:
+                index = self._postings[address[0]]
+                for term in old.terms:
+                    postings = index[term]
+                    del postings[old.item_id]
+                    if not postings:
+                        del index[term]
+                if not index:
+                    del self._postings[address[0]]
         if record is None:
             return
         self._records[address] = record
@@ -167,6 +200,10 @@ class InMemoryStore(BaseStore):
         if self._vectors is not None:
             for vector_id, vector in record.vectors:
                 self._vectors.upsert(vector_id, record.item_id, record.namespace, vector)
+        if record.terms:
+            index = self._postings.setdefault(address[0], {})
+            for term, tf in record.terms.items():
+                index.setdefault(term, {})[record.item_id] = tf
 
     def _under(self, prefix: Namespace) -> Iterator[_Record]:
         depth = len(prefix)
@@ -179,43 +216,87 @@ class InMemoryStore(BaseStore):
         now = prepared.now
         predicate = to_predicate(parse_filter(op.filter))
         depth = len(op.namespace_prefix)
+        after, before = op.event_range
 
         def matches(record: _Record) -> bool:
-            return (record.namespace[:depth] == op.namespace_prefix and record.alive(now)
-                    and predicate(record.value))
+            if not (record.namespace[:depth] == op.namespace_prefix and record.alive(now)):
+                return False
+            if after is not None or before is not None:
+                at = record.event_time()
+                if (after is not None and at < after) or (before is not None and at >= before):
+                    return False
+            return predicate(record.value)
 
-        query_vector = prepared.query_vectors.get(position)
-        scored: list[tuple[_Record, float | None, int | None]]
-        if query_vector is None:
+        scored: list[tuple[_Record, float | None, dict[str, SignalScore]]]
+        if position not in prepared.signals:  # no query: a newest-first listing
             records = sorted(
                 (r for r in self._under(op.namespace_prefix) if matches(r)),
                 key=lambda r: (-r.updated_at, r.namespace, r.key),
             )
-            scored = [(r, None, None) for r in records[op.offset : op.offset + op.limit]]
+            scored = [(r, None, {}) for r in records[op.offset : op.offset + op.limit]]
         else:
-            assert self._vectors is not None
-            needed = op.offset + op.limit
+            def vector_hits(query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
+                assert self._vectors is not None
 
-            def fetch(ids: list[int]) -> dict[int, object]:
-                return {i: self._by_id[i] for i in ids
-                        if i in self._by_id and matches(self._by_id[i])}
+                def fetch(ids: list[int]) -> dict[int, object]:
+                    return {i: self._by_id[i] for i in ids
+                            if i in self._by_id and matches(self._by_id[i])}
 
-            found = top_matches(
-                self._vectors.ranked_items(query_vector, op.namespace_prefix), needed, fetch
-            )
-            ordered = sorted(
-                ((self._by_id[i], s) for i, s in found),
-                key=lambda pair: (-pair[1], pair[0].namespace, pair[0].key),
-            )[op.offset : needed]
-            scored = [(r, s, op.offset + rank) for rank, (r, s) in enumerate(ordered, 1)]
+                found = top_matches(
+                    self._vectors.ranked_items(query, op.namespace_prefix), depth, fetch
+                )
+                out = [(i, (self._by_id[i].namespace, self._by_id[i].key), score)
+                       for i, score in found]
+                out.sort(key=lambda c: (-c[2], c[1]))
+                return out
+
+            def keyword_hits(terms: list[str]) -> KeywordHits:
+                return self._keyword_hits(op.namespace_prefix, terms, now, matches)
+
+            def event_times(ids: Sequence[int]) -> dict[int, float]:
+                return {i: self._by_id[i].event_time() for i in ids}
+
+            def item_vectors(ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+                return {i: self._by_id[i].vectors[0][1] for i in ids if self._by_id[i].vectors}
+
+            ranked = self._ranked_search(position, op, prepared, keyword_hits=keyword_hits,
+                                         vector_hits=vector_hits, event_times=event_times,
+                                         item_vectors=item_vectors)
+            scored = [(self._by_id[r.item_id], r.score, self._details(r)) for r in ranked]
         results: list[SearchItem] = []
         refresh = self._refresh(op.refresh_ttl)
-        for record, score, rank in scored:
+        for record, score, details in scored:
             if refresh and record.ttl is not None:
                 undo.append(((record.namespace, record.key), replace(record)))
                 record.expires_at = now + record.ttl
-            results.append(SearchItem.from_item(record.to_item(), score, rank))
+            results.append(SearchItem.from_item(record.to_item(), score, details))
         return results
+
+    def _keyword_hits(self, prefix: Namespace, terms: list[str], now: float,
+                      matches: Callable[[_Record], bool]) -> KeywordHits:
+        """Postings of matching candidates, and corpus statistics over live items under
+        ``prefix`` (not narrowed by the filter), as the SQL backends compute them."""
+        depth = len(prefix)
+        postings: list[Posting] = []
+        doc_freq: dict[str, int] = {}
+        n_docs = total_len = 0
+        for namespace, index in self._postings.items():
+            if namespace[:depth] != prefix:
+                continue
+            for record in self._by_namespace[namespace].values():
+                if record.terms and record.alive(now):
+                    n_docs += 1
+                    total_len += sum(record.terms.values())
+            for term in terms:
+                for item_id, tf in index.get(term, {}).items():
+                    record = self._by_id[item_id]
+                    if not record.alive(now):
+                        continue
+                    doc_freq[term] = doc_freq.get(term, 0) + 1
+                    if matches(record):
+                        postings.append((item_id, (record.namespace, record.key), term, tf,
+                                         sum(record.terms.values())))
+        return KeywordHits(postings, doc_freq, n_docs, total_len)
 
     def sweep(self) -> int:
         """Delete expired items; return how many."""

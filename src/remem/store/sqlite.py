@@ -26,9 +26,12 @@ from typing import Any, Literal
 import numpy as np
 
 from remem.errors import IndexConfigError, StoreError
+from remem.retrieval.ranking import Candidate
 from remem.store.base import (
     BaseStore,
     IndexConfig,
+    KeywordConfig,
+    KeywordHits,
     Prepared,
     TTLConfig,
     literal_prefix,
@@ -55,7 +58,7 @@ from remem.store.vectors import VectorIndex, top_matches
 __all__ = ["SQLiteStore"]
 
 _SEP = "\x1f"
-_COLUMNS = "id, ns, key, value, created_at, updated_at, expires_at, ttl"
+_COLUMNS = "id, ns, key, value, created_at, updated_at, expires_at, ttl, event_at"
 _ALIVE = "(expires_at IS NULL OR expires_at > ?)"
 _TOMBSTONES_KEPT = 10_000
 _LOAD_CHUNK = 8192
@@ -88,13 +91,14 @@ class SQLiteStore(BaseStore):
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
                  index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 keyword: KeywordConfig | Literal[False] | None = None,
                  durability: Literal["normal", "full"] = "normal",
                  busy_timeout: float = 30.0,
                  clock: Callable[[], float] | None = None) -> None:
         if clock is None:
-            super().__init__(index=index, ttl=ttl)
+            super().__init__(index=index, ttl=ttl, keyword=keyword)
         else:
-            super().__init__(index=index, ttl=ttl, clock=clock)
+            super().__init__(index=index, ttl=ttl, keyword=keyword, clock=clock)
         self.path = str(path)
         self.in_memory = self.path == ":memory:"
         self.durability = durability
@@ -167,6 +171,8 @@ class SQLiteStore(BaseStore):
                 apply_sqlite(conn, SQLITE_MIGRATIONS)
                 if self.index is not None:
                     self._model_id = self._register_model(conn, self.index)
+                if self.keyword is not None:
+                    self._register_tokenizer(conn, self.keyword)
             self._ready = True
         self._start_sweeper()
 
@@ -194,6 +200,30 @@ class SQLiteStore(BaseStore):
                 model_id = int(cursor.lastrowid or 0)
             conn.execute("COMMIT")
             return model_id
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _register_tokenizer(self, conn: sqlite3.Connection, config: KeywordConfig) -> None:
+        name = config.tokenizer.name
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT value FROM remem_meta WHERE key = 'keyword_tokenizer'"
+            ).fetchone()
+            if row is not None and row[0] != name and conn.execute(
+                "SELECT 1 FROM postings LIMIT 1"
+            ).fetchone() is not None:
+                raise IndexConfigError(
+                    f"{self.path} holds keyword terms made by tokenizer {row[0]!r}; this "
+                    f"store was opened with {name!r}. Open it with the same tokenizer "
+                    "(KeywordConfig(tokenizer=...)), or export and re-import into a new file"
+                )
+            conn.execute(
+                "INSERT INTO remem_meta (key, value) VALUES ('keyword_tokenizer', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (name,)
+            )
+            conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -272,6 +302,7 @@ class SQLiteStore(BaseStore):
             ).fetchone()
             if row is not None:
                 self._drop_vectors(txn, [row[0]])
+                self._drop_postings(txn, [row[0]])
             return None
         if isinstance(op, SearchOp):
             return self._search(txn, position, op, prepared, refreshes)
@@ -290,14 +321,15 @@ class SQLiteStore(BaseStore):
         refresh = self._refresh(refresh_flag)
         out: list[tuple[Item, int]] = []
         to_refresh: list[int] = []
-        for item_id, ns, key, value, created, updated, expires, ttl in rows:
+        for item_id, ns, key, value, created, updated, expires, ttl, event in rows:
             if refresh and ttl is not None:
                 expires = now + ttl
                 to_refresh.append(item_id)
             out.append((
                 Item(decode_ns(ns), key, json.loads(value), from_timestamp(created),
                      from_timestamp(updated),
-                     from_timestamp(expires) if expires is not None else None),
+                     from_timestamp(expires) if expires is not None else None,
+                     from_timestamp(event) if event is not None else None),
                 item_id,
             ))
         if to_refresh:
@@ -310,9 +342,11 @@ class SQLiteStore(BaseStore):
         explicit_created = op.created_at is not None
         created = op.created_at if op.created_at is not None else now
         updated = op.updated_at if op.updated_at is not None else now
+        terms = prepared.put_terms.get(position, {})
         row = txn.conn.execute(
-            """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?)
+            """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at,
+                                  event_at, doc_len)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT (ns, key) DO UPDATE SET
                  value = excluded.value,
                  created_at = CASE
@@ -320,21 +354,53 @@ class SQLiteStore(BaseStore):
                    THEN excluded.created_at ELSE items.created_at END,
                  updated_at = excluded.updated_at,
                  ttl = excluded.ttl,
-                 expires_at = excluded.expires_at
+                 expires_at = excluded.expires_at,
+                 event_at = excluded.event_at,
+                 doc_len = excluded.doc_len
                RETURNING id""",
             (encode_ns(op.namespace), op.key,
              op.value_json,
-             created, updated, ttl, expires_at, explicit_created, now),
+             created, updated, ttl, expires_at, op.event_ts, sum(terms.values()),
+             explicit_created, now),
         ).fetchone()
         item_id = int(row[0])
         self._drop_vectors(txn, [item_id])
+        self._drop_postings(txn, [item_id])
+        if terms:
+            txn.conn.executemany(
+                "INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
+                [(term, item_id, tf) for term, tf in terms.items()],
+            )
         vectors = prepared.put_vectors.get(position)
         if vectors:
             seq = txn.bump_vector_seq()
             txn.conn.executemany(
-                "INSERT INTO vectors (item_id, field, model_id, vec, seq) VALUES (?, ?, ?, ?, ?)",
-                [(item_id, f, self._model_id, v.tobytes(), seq) for f, v in vectors],
+                "INSERT INTO vectors (item_id, field, model_id, vec, seq, text_hash) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(item_id, f, self._model_id, v.tobytes(), seq, h) for f, v, h in vectors],
             )
+
+    def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
+        if self.keyword is None and not txn.postings_exist():
+            return
+        txn.conn.execute(
+            "DELETE FROM postings WHERE item_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(item_ids),),
+        )
+
+    def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, np.ndarray]:
+        """Vectors of this model already stored for these document text hashes."""
+        found: dict[bytes, np.ndarray] = {}
+        with self._connection() as conn:
+            for start in range(0, len(hashes), 500):
+                chunk = hashes[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for digest, blob in conn.execute(
+                    f"SELECT text_hash, vec FROM vectors WHERE text_hash IN ({marks}) "
+                    "AND model_id = ?", [*chunk, self._model_id],
+                ):
+                    found[digest] = np.frombuffer(blob, dtype=np.float32).copy()
+        return found
 
     def _drop_vectors(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.index is None and not txn.vectors_exist():
@@ -356,8 +422,7 @@ class SQLiteStore(BaseStore):
     def _search(self, txn: _Txn, position: int, op: SearchOp, prepared: Prepared,
                 refreshes: list[tuple[list[int], float]]) -> list[SearchItem]:
         now = prepared.now
-        query_vector = prepared.query_vectors.get(position)
-        if query_vector is None:
+        if position not in prepared.signals:  # no query: a newest-first listing
             exact = self._is_leaf(txn.conn, op.namespace_prefix)
             where, params = self._where(op, now, exact=exact)
             # Sort ids in a subquery (small sorter rows), then read the values of just the
@@ -372,32 +437,104 @@ class SQLiteStore(BaseStore):
             return [SearchItem.from_item(item)
                     for item, _ in self._finish(rows, op.refresh_ttl, now, refreshes)]
         where, params = self._where(op, now)
-        needed = op.offset + op.limit
-        fetched: dict[int, tuple[Any, ...]] = {}
+        conn = txn.conn
 
-        def fetch(ids: list[int]) -> dict[int, object]:
-            rows = txn.conn.execute(
-                f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT value FROM json_each(?)) "
-                f"AND {where}",
-                [json.dumps(ids), *params],
+        def vector_hits(query: np.ndarray, depth: int) -> list[Candidate]:
+            fetched: dict[int, tuple[Any, ...]] = {}
+
+            def fetch(ids: list[int]) -> dict[int, object]:
+                rows = conn.execute(
+                    f"SELECT id, ns, key FROM items WHERE id IN "
+                    f"(SELECT value FROM json_each(?)) AND {where}",
+                    [json.dumps(ids), *params],
+                ).fetchall()
+                fetched.update((row[0], row) for row in rows)
+                return {row[0]: row for row in rows}
+
+            with self._cache_lock:
+                cache = self._synced_cache(txn)
+                found = top_matches(cache.ranked_items(query, op.namespace_prefix), depth,
+                                    fetch)
+            out = [(i, (decode_ns(fetched[i][1]), fetched[i][2]), score) for i, score in found]
+            out.sort(key=lambda c: (-c[2], c[1]))
+            return out
+
+        def keyword_hits(terms: list[str]) -> KeywordHits:
+            return self._keyword_hits(conn, op, terms, now, where, params)
+
+        def event_times(ids: Sequence[int]) -> dict[int, float]:
+            return dict(conn.execute(
+                "SELECT id, coalesce(event_at, created_at) FROM items WHERE id IN "
+                "(SELECT value FROM json_each(?))", (json.dumps(list(ids)),),
+            ).fetchall())
+
+        def item_vectors(ids: Sequence[int]) -> dict[int, np.ndarray]:
+            rows = conn.execute(
+                "SELECT item_id, vec FROM vectors WHERE item_id IN "
+                "(SELECT value FROM json_each(?)) AND model_id = ? ORDER BY id",
+                (json.dumps(list(ids)), self._model_id),
             ).fetchall()
-            for row in rows:
-                fetched[row[0]] = row
-            return {row[0]: row for row in rows}
+            out: dict[int, np.ndarray] = {}
+            for item_id, blob in rows:  # an item with several fields: its first field's
+                out.setdefault(item_id, np.frombuffer(blob, dtype=np.float32))
+            return out
 
-        with self._cache_lock:
-            cache = self._synced_cache(txn)
-            found = top_matches(cache.ranked_items(query_vector, op.namespace_prefix),
-                                needed, fetch)
-        ordered = sorted(
-            ((fetched[i], score) for i, score in found),
-            key=lambda pair: (-pair[1], pair[0][1], pair[0][2]),
-        )[op.offset : needed]
-        items = self._finish([row for row, _ in ordered], op.refresh_ttl, now, refreshes)
-        return [
-            SearchItem.from_item(item, score, op.offset + rank)
-            for rank, ((item, _), (_, score)) in enumerate(zip(items, ordered, strict=True), 1)
-        ]
+        ranked = self._ranked_search(position, op, prepared, keyword_hits=keyword_hits,
+                                     vector_hits=vector_hits, event_times=event_times,
+                                     item_vectors=item_vectors)
+        if not ranked:
+            return []
+        by_id = {row[0]: row for row in conn.execute(
+            f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([r.item_id for r in ranked]),),
+        )}
+        items = self._finish([by_id[r.item_id] for r in ranked], op.refresh_ttl, now, refreshes)
+        return [SearchItem.from_item(item, r.score, self._details(r))
+                for (item, _), r in zip(items, ranked, strict=True)]
+
+    def _keyword_hits(self, conn: sqlite3.Connection, op: SearchOp, terms: list[str],
+                      now: float, where: str, params: list[Any]) -> KeywordHits:
+        """Postings of the candidates, and corpus statistics under the prefix (no filter)."""
+        terms_json = json.dumps(terms)
+        rows = conn.execute(
+            "SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM postings AS p "
+            "JOIN items ON items.id = p.item_id "
+            f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}",
+            [terms_json, *params],
+        ).fetchall()
+        decoded: dict[str, Namespace] = {}
+        postings = []
+        for item_id, ns, key, term, tf, length in rows:
+            namespace = decoded.get(ns)
+            if namespace is None:
+                namespace = decoded[ns] = decode_ns(ns)
+            postings.append((item_id, (namespace, key), term, tf, length))
+        scope, scope_params = self._scope(op, now)
+        narrowed = (op.filter is not None or op.event_after is not None
+                    or op.event_before is not None)
+        if narrowed:
+            doc_freq = dict(conn.execute(
+                "SELECT p.term, count(*) FROM postings AS p JOIN items ON items.id = p.item_id "
+                f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {scope} GROUP BY p.term",
+                [terms_json, *scope_params],
+            ).fetchall())
+        else:
+            doc_freq = {}
+            for _, _, term, _, _ in postings:
+                doc_freq[term] = doc_freq.get(term, 0) + 1
+        n_docs, total_len = conn.execute(
+            f"SELECT count(*), coalesce(sum(doc_len), 0) FROM items WHERE doc_len > 0 AND {scope}",
+            scope_params,
+        ).fetchone()
+        return KeywordHits(postings, doc_freq, int(n_docs), int(total_len))
+
+    @staticmethod
+    def _scope(op: SearchOp, now: float) -> tuple[str, list[Any]]:
+        """Live items under the prefix: the population BM25 statistics describe."""
+        bounds = prefix_range(op.namespace_prefix)
+        if bounds is None:
+            return _ALIVE, [now]
+        return f"{_ALIVE} AND ns >= ? AND ns < ?", [now, *bounds]
 
     @staticmethod
     def _is_leaf(conn: sqlite3.Connection, prefix: Namespace) -> bool:
@@ -419,6 +556,13 @@ class SQLiteStore(BaseStore):
         elif bounds is not None:
             clauses.append("ns >= ? AND ns < ?")
             params.extend(bounds)
+        after, before = op.event_range
+        if after is not None:
+            clauses.append("coalesce(event_at, created_at) >= ?")
+            params.append(after)
+        if before is not None:
+            clauses.append("coalesce(event_at, created_at) < ?")
+            params.append(before)
         sql, filter_params = to_sqlite(parse_filter(op.filter), column="value")
         if sql != "1":
             clauses.append(sql)
@@ -482,6 +626,7 @@ class SQLiteStore(BaseStore):
                 )]
                 if ids:
                     self._drop_vectors(txn, ids)
+                    self._drop_postings(txn, ids)
                 seq = int(_meta(conn, "vector_seq"))
                 through = seq - _TOMBSTONES_KEPT
                 if through > int(_meta(conn, "tombstones_pruned_through")):
@@ -531,12 +676,20 @@ class _Txn:
     """Per-transaction state: the connection and the vector sequence number, bumped at most
     once per transaction, on its first vector write."""
 
-    __slots__ = ("_vectors_exist", "conn", "vector_seq")
+    __slots__ = ("_postings_exist", "_vectors_exist", "conn", "vector_seq")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.vector_seq: int | None = None
         self._vectors_exist: bool | None = None
+        self._postings_exist: bool | None = None
+
+    def postings_exist(self) -> bool:
+        if self._postings_exist is None:
+            self._postings_exist = (
+                self.conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is not None
+            )
+        return self._postings_exist
 
     def bump_vector_seq(self) -> int:
         if self.vector_seq is None:

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Any, Final, Literal, TypeAlias
 
 from remem.errors import InvalidInputError, InvalidValueError, NamespaceError
+from remem.retrieval.ranking import Ranking
 
 __all__ = [
     "NOT_PROVIDED",
@@ -30,15 +31,19 @@ __all__ = [
     "PutOp",
     "Result",
     "SearchItem",
+    "SearchMode",
     "SearchOp",
     "SignalScore",
     "from_timestamp",
+    "to_timestamp",
     "validate_key",
     "validate_namespace",
     "validate_value",
 ]
 
 Namespace: TypeAlias = tuple[str, ...]
+SearchMode: TypeAlias = Literal["auto", "hybrid", "keyword", "vector"]
+SEARCH_MODES: Final = ("auto", "hybrid", "keyword", "vector")
 
 MAX_LABEL_LENGTH: Final = 256
 MAX_KEY_LENGTH: Final = 1024
@@ -198,6 +203,27 @@ def _ttl_seconds(ttl: float | timedelta | NotProvided | None) -> float | NotProv
     return float(ttl)
 
 
+def to_timestamp(value: datetime | float | None, name: str) -> float | None:
+    """An aware datetime or epoch seconds as epoch seconds (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise InvalidInputError(
+                f"{name} must be timezone-aware: pass datetime(..., tzinfo=UTC) or epoch seconds"
+            )
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInputError(
+            f"{name} must be an aware datetime or epoch seconds, got {value!r}"
+        )
+    return float(value)
+
+
+def _as_float(value: datetime | float | None) -> float | None:
+    return value.timestamp() if isinstance(value, datetime) else value
+
+
 def from_timestamp(ts: float) -> datetime:
     """Seconds since the epoch to an aware UTC datetime."""
     return datetime.fromtimestamp(ts, tz=UTC)
@@ -207,7 +233,9 @@ def from_timestamp(ts: float) -> datetime:
 class Item:
     """A stored JSON document.
 
-    ``expires_at`` is ``None`` for items without a TTL. Timestamps are aware UTC datetimes.
+    ``expires_at`` is ``None`` for items without a TTL. ``event_at`` is when what the item
+    records happened (a conversation turn's date, say), distinct from when it was stored;
+    ``None`` when it was not given. Timestamps are aware UTC datetimes.
     """
 
     namespace: Namespace
@@ -216,6 +244,12 @@ class Item:
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None = None
+    event_at: datetime | None = None
+
+    @property
+    def effective_time(self) -> datetime:
+        """``event_at`` if set, else ``created_at``: what time ranges and recency use."""
+        return self.event_at if self.event_at is not None else self.created_at
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (ISO 8601 timestamps)."""
@@ -226,12 +260,14 @@ class Item:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "event_at": self.event_at.isoformat() if self.event_at else None,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class SignalScore:
-    """How one ranking signal (``"vector"``, later ``"keyword"``...) scored a result."""
+    """How one ranking signal scored a result: ``"keyword"`` (BM25), ``"vector"`` (cosine) or
+    ``"recency"`` (the recency factor in [0, 1], rank 1 = newest)."""
 
     rank: int
     score: float
@@ -249,11 +285,10 @@ class SearchItem(Item):
 
     @classmethod
     def from_item(cls, item: Item, score: float | None = None,
-                  rank: int | None = None) -> SearchItem:
-        """``item`` as a search result; a score with a rank is recorded as the vector signal."""
-        details = {"vector": SignalScore(rank, score)} if score is not None and rank else {}
+                  details: Mapping[str, SignalScore] | None = None) -> SearchItem:
+        """``item`` as a search result with its final score and per-signal details."""
         return cls(item.namespace, item.key, item.value, item.created_at, item.updated_at,
-                   item.expires_at, score, details)
+                   item.expires_at, item.event_at, score, dict(details or {}))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict including the score and its details."""
@@ -283,6 +318,8 @@ class PutOp:
     ``ttl``: seconds (or a timedelta) until the item expires; ``None`` for never; left out, the
     store's default. ``index``: ``None`` embeds the fields of the store's index config, ``False``
     embeds nothing for this item, a list of dotted paths embeds those fields instead.
+    ``event_at`` (an aware datetime or epoch seconds): when what the item records happened;
+    searches filter and weigh recency by it (``created_at`` stands in when it is ``None``).
     ``created_at`` / ``updated_at`` / ``expires_at`` (epoch seconds) are for imports only: they
     keep an exported item's timestamps.
     """
@@ -292,6 +329,7 @@ class PutOp:
     value: Mapping[str, Any]
     ttl: float | timedelta | NotProvided | None = NOT_PROVIDED
     index: Literal[False] | Sequence[str] | None = None
+    event_at: datetime | float | None = None
     created_at: float | None = None
     updated_at: float | None = None
     expires_at: float | None = None
@@ -305,6 +343,12 @@ class PutOp:
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "value_json", text)
         object.__setattr__(self, "ttl", _ttl_seconds(self.ttl))
+        object.__setattr__(self, "event_at", to_timestamp(self.event_at, "event_at"))
+
+    @property
+    def event_ts(self) -> float | None:
+        """``event_at`` as epoch seconds (it is normalised to them when the op is built)."""
+        return _as_float(self.event_at)
         if self.index is not None and self.index is not False:
             if isinstance(self.index, str) or not all(isinstance(f, str) for f in self.index):
                 raise InvalidInputError(
@@ -330,9 +374,14 @@ class DeleteOp:
 class SearchOp:
     """Search items under a namespace prefix.
 
-    With a ``query`` (needs a vector index), results come best first with scores; without one,
-    newest ``updated_at`` first, ties broken by namespace then key. ``filter`` uses the filter
-    language of :mod:`remem.store.filters` and is applied inside the candidate query.
+    With a ``query``, results come best first with scores. ``mode`` picks the signals:
+    ``"keyword"`` (BM25), ``"vector"`` (cosine; needs a vector index), ``"hybrid"`` (both,
+    fused) or ``"auto"`` (hybrid when the store has a vector index, else keyword).
+    ``ranking`` tunes fusion, recency, MMR and a minimum score (:class:`~remem.retrieval.Ranking`).
+    Without a query: newest ``updated_at`` first, ties broken by namespace then key.
+    ``filter`` (the language of :mod:`remem.store.filters`) and the event-time range
+    ``event_after <= t < event_before`` (``t`` = ``event_at``, else ``created_at``) are
+    applied inside the candidate queries.
     """
 
     namespace_prefix: Namespace
@@ -341,6 +390,10 @@ class SearchOp:
     limit: int = 10
     offset: int = 0
     refresh_ttl: bool | None = None
+    mode: SearchMode = "auto"
+    ranking: Ranking | None = None
+    event_after: datetime | float | None = None
+    event_before: datetime | float | None = None
 
     def __post_init__(self) -> None:
         from remem.store.filters import parse_filter
@@ -354,7 +407,22 @@ class SearchOp:
         _check_count("offset", self.offset, minimum=0)
         if self.query is not None and not isinstance(self.query, str):
             raise InvalidInputError(f"query must be a string, got {type(self.query).__name__}")
+        if self.mode not in SEARCH_MODES:
+            raise InvalidInputError(
+                f"mode must be one of {', '.join(SEARCH_MODES)}, got {self.mode!r}"
+            )
+        if self.ranking is not None and not isinstance(self.ranking, Ranking):
+            raise InvalidInputError(
+                f"ranking must be a remem.retrieval.Ranking, got {type(self.ranking).__name__}"
+            )
+        for name in ("event_after", "event_before"):
+            object.__setattr__(self, name, to_timestamp(getattr(self, name), name))
         parse_filter(self.filter)  # raises FilterError early, before any I/O
+
+    @property
+    def event_range(self) -> tuple[float | None, float | None]:
+        """``(event_after, event_before)`` as epoch seconds (``None``: unbounded)."""
+        return _as_float(self.event_after), _as_float(self.event_before)
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,7 +128,7 @@ class VectorIndex:
             used = min(_BLOCK, self._size - index * _BLOCK)
             if used <= 0:
                 break
-            parts.append(block[:used] @ query)
+            parts.append(_dot_rows(block[:used], query))
         return np.concatenate(parts)
 
     def _scores_of(self, rows: npt.NDArray[np.intp],
@@ -139,7 +139,7 @@ class VectorIndex:
         for index, block in enumerate(self._blocks):
             lo, hi = bounds[index], bounds[index + 1]
             if lo < hi:
-                parts.append(block[rows[lo:hi] - index * _BLOCK] @ query)
+                parts.append(_dot_rows(block[rows[lo:hi] - index * _BLOCK], query))
         return np.concatenate(parts)
 
     def _codes_under(self, prefix: Namespace) -> npt.NDArray[np.int32] | None:
@@ -197,6 +197,16 @@ class VectorIndex:
             if stage >= count:
                 return
             stage *= 4
+
+
+def _dot_rows(matrix: npt.NDArray[np.float32],
+              query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``matrix @ query`` computed row by row in the same order of operations whatever a row's
+    position. BLAS ``sgemv`` takes different code paths for different rows, so equal vectors
+    could score a few ulps apart and tie-breaks would differ between backends; ``einsum`` is
+    also faster here (memory-bound, no thread wake-ups)."""
+    scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+    return scores
 
 
 def _emit(order: npt.NDArray[np.intp], row_items: npt.NDArray[np.int64],

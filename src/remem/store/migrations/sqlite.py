@@ -56,4 +56,27 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO remem_meta (key, value) VALUES ('tombstones_pruned_through', '0')",
         ),
     ),
+    Migration(
+        "m003_keyword_event_time",
+        (
+            # event_at: when what the item records happened (NULL: use created_at)
+            "ALTER TABLE items ADD COLUMN event_at REAL",
+            # doc_len: number of keyword terms (0: not in the keyword index)
+            "ALTER TABLE items ADD COLUMN doc_len INTEGER NOT NULL DEFAULT 0",
+            # one row per (term, item); BM25 reads term frequencies here and computes scores
+            # in Python, so every backend scores alike
+            """CREATE TABLE postings (
+                term TEXT NOT NULL,
+                item_id INTEGER NOT NULL,
+                tf INTEGER NOT NULL,
+                PRIMARY KEY (term, item_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX postings_item ON postings (item_id)",
+            # corpus statistics (count and total length) under a prefix from the index alone
+            "CREATE INDEX items_keyword ON items (ns, expires_at, doc_len) WHERE doc_len > 0",
+            # the embedding cache: a document text already embedded by this model is reused
+            "ALTER TABLE vectors ADD COLUMN text_hash BLOB",
+            "CREATE INDEX vectors_text_hash ON vectors (text_hash) WHERE text_hash IS NOT NULL",
+        ),
+    ),
 )

@@ -1,0 +1,55 @@
+"""BM25 scoring, computed in Python from postings each backend reads, so scores are identical
+on every backend.
+
+Corpus statistics (document count, average length, document frequency) cover the live items
+under the searched namespace prefix that have any terms; filters narrow the candidates but not
+the statistics, so a filter never changes an item's score. IDF is the non-negative
+``ln(1 + (N - df + 0.5) / (df + 0.5))`` form, so a term in every document still scores >= 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = ["BM25Params", "Posting", "bm25_scores"]
+
+#: (item id, tie-break key, term, term frequency in the item, item length in terms)
+SortKey = tuple[tuple[str, ...], str]
+Posting = tuple[int, SortKey, str, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Params:
+    """``k1`` saturates term frequency; ``b`` normalises by document length."""
+
+    k1: float = 1.2
+    b: float = 0.75
+
+
+def bm25_scores(postings: Iterable[Posting], *, doc_freq: Mapping[str, int], n_docs: int,
+                total_len: int, params: BM25Params = BM25Params()
+                ) -> list[tuple[int, SortKey, float]]:
+    """Score every item that has a query term: ``(item id, tie-break key, score)``, best first,
+    ties broken by the key (namespace, key), so every backend returns the same order."""
+    if n_docs <= 0:
+        return []
+    avg_len = total_len / n_docs if total_len > 0 else 1.0
+    idf = {term: math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+           for term, df in doc_freq.items()}
+    k1, b = params.k1, params.b
+    parts: dict[int, list[tuple[str, float]]] = {}
+    keys: dict[int, SortKey] = {}
+    for item_id, key, term, tf, length in postings:
+        weight = idf.get(term)
+        if weight is None:
+            continue
+        norm = k1 * (1.0 - b + b * length / avg_len)
+        parts.setdefault(item_id, []).append((term, weight * tf * (k1 + 1.0) / (tf + norm)))
+        keys[item_id] = key
+    # sum in term order: backends read postings in different orders, and float addition is
+    # not associative, so this keeps scores (and ties) bit-identical across backends
+    scores = {item_id: math.fsum(v for _, v in sorted(terms)) for item_id, terms in parts.items()}
+    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], keys[pair[0]]))
+    return [(item_id, keys[item_id], score) for item_id, score in ranked]

@@ -1,0 +1,218 @@
+"""Hybrid ranking in pure code: fuse per-signal candidate lists, weigh recency, diversify.
+
+Backends produce candidates per signal (``"keyword"``: BM25, ``"vector"``: cosine), each already
+restricted to the namespace prefix, the filter and the time range. Everything after that is
+here, so every backend ranks the same way:
+
+1. **Fusion.** One signal: its own score. Several: reciprocal rank fusion (``rrf``, the
+   default), ``sum(w / (k + rank))`` scaled so that first place in every signal scores 1.0; or
+   weighted score fusion (``weighted``), each signal's scores min-max normalised over its
+   candidates, then a weighted mean.
+2. **Recency** (optional). The score is multiplied by ``(1 - weight) + weight * 2 ** (-age /
+   half_life)``, where age is measured from an explicit "now" back to the item's event time
+   (``event_at``, or ``created_at`` when it has none). Relevance stays the main factor;
+   recency breaks near-ties and demotes stale matches.
+3. **MMR** (optional): maximal marginal relevance re-orders the results so that each next one
+   trades relevance (weight ``lambda``) against its similarity to those already picked.
+4. **Minimum score** (optional) drops results below a threshold.
+
+Every result keeps the rank and score it had in each signal, so a user can see why it came back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.errors import InvalidInputError
+
+__all__ = ["Candidate", "Ranked", "Ranking", "Recency", "rank_candidates"]
+
+#: (item id, tie-break key, score) in rank order
+Candidate = tuple[int, tuple[tuple[str, ...], str], float]
+
+Signal = Literal["keyword", "vector"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recency:
+    """Weigh newer memories up. ``half_life``: age at which the recency factor halves.
+    ``weight``: 0 ignores recency, 1 ranks by recency times relevance. ``now``: the time ages
+    are measured from (``None``: the store's clock at search time); pass the conversation's
+    "now" when ranking memories of the past."""
+
+    half_life: timedelta | float = timedelta(days=30)
+    weight: float = 0.2
+    now: datetime | float | None = None
+
+    def __post_init__(self) -> None:
+        seconds = (self.half_life.total_seconds() if isinstance(self.half_life, timedelta)
+                   else float(self.half_life))
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise InvalidInputError(
+                f"Recency.half_life must be a positive duration, got {self.half_life!r}"
+            )
+        if not 0.0 <= self.weight <= 1.0:
+            raise InvalidInputError(f"Recency.weight must be within [0, 1], got {self.weight!r}")
+        if isinstance(self.now, datetime) and self.now.tzinfo is None:
+            raise InvalidInputError(
+                "Recency.now must be timezone-aware (e.g. datetime(..., tzinfo=UTC))"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """How a search with a query ranks its results (see the module docstring).
+
+    ``candidates``: how many results each signal contributes before fusion (at least the
+    page's ``offset + limit``). ``weights``: per-signal weights for fusion. ``mmr``: the MMR
+    lambda in [0, 1] (``None``: no diversification; needs a vector index).
+    """
+
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = 60
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: {"keyword": 1.0, "vector": 1.0}
+    )
+    candidates: int = 100
+    recency: Recency | None = None
+    mmr: float | None = None
+    min_score: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("rrf", "weighted"):
+            raise InvalidInputError(
+                f"Ranking.fusion must be 'rrf' or 'weighted', got {self.fusion!r}"
+            )
+        if not isinstance(self.rrf_k, int) or self.rrf_k < 1:
+            raise InvalidInputError(f"Ranking.rrf_k must be an int >= 1, got {self.rrf_k!r}")
+        if not isinstance(self.candidates, int) or self.candidates < 1:
+            raise InvalidInputError(
+                f"Ranking.candidates must be an int >= 1, got {self.candidates!r}"
+            )
+        unknown = set(self.weights) - {"keyword", "vector"}
+        if unknown or any(not (w >= 0 and math.isfinite(w)) for w in self.weights.values()):
+            raise InvalidInputError(
+                "Ranking.weights maps 'keyword' and/or 'vector' to finite weights >= 0, "
+                f"got {dict(self.weights)!r}"
+            )
+        object.__setattr__(self, "weights", dict(self.weights))
+        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
+            raise InvalidInputError(f"Ranking.mmr must be within [0, 1], got {self.mmr!r}")
+        if self.min_score is not None and not math.isfinite(self.min_score):
+            raise InvalidInputError(f"Ranking.min_score must be finite, got {self.min_score!r}")
+
+
+@dataclass(slots=True)
+class Ranked:
+    """One fused result: its final score and (rank, score) per signal."""
+
+    item_id: int
+    sort_key: tuple[tuple[str, ...], str]
+    score: float
+    signals: dict[str, tuple[int, float]]
+
+
+def rank_candidates(
+    signals: Mapping[str, Sequence[Candidate]],
+    ranking: Ranking,
+    *,
+    needed: int,
+    event_times: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
+    now: float | None = None,
+    vectors: Callable[[Sequence[int]], Mapping[int, npt.NDArray[np.float32]]] | None = None,
+) -> list[Ranked]:
+    """Fuse, weigh and diversify; return the best ``needed`` results, best first.
+
+    ``event_times`` and ``vectors`` are called once, with the ids of the fused candidates,
+    only when recency or MMR needs them.
+    """
+    fused = _fuse(signals, ranking)
+    if ranking.recency is not None and fused:
+        if event_times is None or now is None:
+            raise InvalidInputError("recency ranking needs item times and a current time")
+        _apply_recency(fused, event_times([r.item_id for r in fused]), ranking.recency, now)
+    if ranking.min_score is not None:
+        fused = [r for r in fused if r.score >= ranking.min_score]
+    fused.sort(key=lambda r: (-r.score, r.sort_key))
+    if ranking.mmr is not None and len(fused) > 1:
+        if vectors is None:
+            raise InvalidInputError("MMR needs item vectors")
+        return _mmr(fused, vectors([r.item_id for r in fused]), ranking.mmr, needed)
+    return fused[:needed]
+
+
+def _fuse(signals: Mapping[str, Sequence[Candidate]], ranking: Ranking) -> list[Ranked]:
+    present = {name: cands for name, cands in signals.items() if cands is not None}
+    merged: dict[int, Ranked] = {}
+    for name, cands in present.items():
+        for rank, (item_id, sort_key, score) in enumerate(cands, 1):
+            entry = merged.get(item_id)
+            if entry is None:
+                entry = merged[item_id] = Ranked(item_id, sort_key, 0.0, {})
+            entry.signals[name] = (rank, score)
+    if len(present) == 1:
+        (name,) = present
+        for entry in merged.values():
+            entry.score = entry.signals[name][1]
+        return list(merged.values())
+    weights = {name: ranking.weights.get(name, 1.0) for name in present}
+    total = sum(weights.values()) or 1.0
+    if ranking.fusion == "rrf":
+        best = total / (ranking.rrf_k + 1)
+        for entry in merged.values():
+            entry.score = sum(weights[name] / (ranking.rrf_k + rank)
+                              for name, (rank, _) in entry.signals.items()) / best
+        return list(merged.values())
+    bounds = {}
+    for name, cands in present.items():
+        scores = [score for _, _, score in cands]
+        bounds[name] = (min(scores), max(scores)) if scores else (0.0, 0.0)
+    for entry in merged.values():
+        value = 0.0
+        for name, (_, score) in entry.signals.items():
+            low, high = bounds[name]
+            value += weights[name] * ((score - low) / (high - low) if high > low else 1.0)
+        entry.score = value / total
+    return list(merged.values())
+
+
+def _apply_recency(fused: list[Ranked], times: Mapping[int, float], recency: Recency,
+                   default_now: float) -> None:
+    now = (recency.now.timestamp() if isinstance(recency.now, datetime)
+           else default_now if recency.now is None else float(recency.now))
+    half_life = (recency.half_life.total_seconds() if isinstance(recency.half_life, timedelta)
+                 else float(recency.half_life))
+    by_age = sorted(fused, key=lambda r: -times.get(r.item_id, -math.inf))
+    for rank, entry in enumerate(by_age, 1):
+        age = max(0.0, now - times.get(entry.item_id, now))
+        factor = 2.0 ** (-age / half_life)
+        # negative similarities count as zero, so age never improves a bad match
+        entry.score = max(entry.score, 0.0) * ((1.0 - recency.weight) + recency.weight * factor)
+        entry.signals["recency"] = (rank, factor)
+
+
+def _mmr(fused: list[Ranked], vectors: Mapping[int, npt.NDArray[np.float32]], lam: float,
+         needed: int) -> list[Ranked]:
+    top = max(r.score for r in fused)
+    relevance = np.array([r.score / top if top > 0 else 0.0 for r in fused])
+    dims = next(iter(vectors.values())).shape[0] if vectors else 1
+    matrix = np.stack([vectors.get(r.item_id, np.zeros(dims, dtype=np.float32)) for r in fused])
+    similarity = matrix @ matrix.T
+    chosen: list[int] = []
+    max_sim = np.full(len(fused), -np.inf)
+    remaining = np.ones(len(fused), dtype=bool)
+    while len(chosen) < min(needed, len(fused)):
+        gain = lam * relevance - (1.0 - lam) * np.where(np.isinf(max_sim), 0.0, max_sim)
+        gain[~remaining] = -np.inf
+        pick = int(np.argmax(gain))  # argmax takes the first best: ties keep fused order
+        chosen.append(pick)
+        remaining[pick] = False
+        max_sim = np.maximum(max_sim, similarity[pick])
+    return [fused[i] for i in chosen]

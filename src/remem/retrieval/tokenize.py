@@ -1,0 +1,146 @@
+"""Keyword tokenization for Chinese, English and text that mixes them.
+
+One tokenizer turns both stored text and queries into terms, so they meet in the keyword
+index. Its ``name`` is recorded in the database: terms made by another tokenizer would not
+match, so a store refuses to mix them.
+
+The default:
+
+* normalises with NFKC (full-width letters and digits become ASCII) and case-folds;
+* splits runs of Han characters into words with jieba's dictionary (``rjieba``, the Rust
+  port: same segmentation as ``jieba``, about 30 times faster, no start-up cost to speak of).
+  In ``search`` segmentation long words also yield their dictionary sub-words
+  (``中华人民共和国`` also gives ``中华``, ``人民``, ``共和国``), so a query that segments a
+  phrase differently still meets the stored text;
+* splits everything else on non-word characters, drops possessive ``'s`` and joins other
+  apostrophes (``don't`` -> ``dont``);
+* drops stop words (function words that carry no topic) in both languages. Whether to stem
+  English and whether to drop stop words were decided by measurement: see ``docs/keyword.md``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["CHINESE_STOPWORDS", "ENGLISH_STOPWORDS", "DefaultTokenizer", "Tokenizer"]
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Turns text into keyword terms."""
+
+    @property
+    def name(self) -> str:
+        """A stable name, recorded with the keyword index; change it when the output changes."""
+        ...
+
+    def tokenize(self, text: str) -> list[str]:
+        """The terms of ``text``, in order, repeats kept (term frequency counts them)."""
+        ...
+
+
+# Function words: articles, pronouns, auxiliaries, prepositions, conjunctions and fillers.
+_ENGLISH = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its itself
+just me more most my myself no nor not now of off on once only or other our ours ourselves out
+over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up very was we were what when where which
+while who whom why will with would you your yours yourself yourselves im ive id youre youve
+theyre thats whats dont doesnt didnt isnt wasnt arent werent cant couldnt wont wouldnt
+shouldnt hes shes lets oh ok yeah yes hey hi wow also really
+"""
+ENGLISH_STOPWORDS = frozenset(_ENGLISH.split())
+
+# Particles, pronouns and auxiliaries that jieba emits as separate words.
+_CHINESE = """
+的 了 着 过 是 在 和 与 及 或 也 都 就 还 又 很 太 吗 呢 吧 啊 呀 哦 嗯 哈 啦 嘛 么 我 你 他 她
+它 我们 你们 他们 她们 它们 这 那 这个 那个 这些 那些 一个 有 没 没有 不 被 把 给 让 对 从 向
+到 为 为了 以 之 所以 因为 但是 但 而 而且 如果 就是 还是 可以 会 能 要 想 说 去 来 上 下 里
+"""
+CHINESE_STOPWORDS = frozenset(_CHINESE.split())
+
+_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD_CHAR = rf"(?:(?![{_HAN}])[^\W_])"  # a letter or digit that is not Han
+_RUN = re.compile(rf"([{_HAN}]+)|({_WORD_CHAR}+(?:['\u2019]{_WORD_CHAR}+)*)")
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+_APOSTROPHE = re.compile(r"['\u2019]")
+
+_segmenter_lock = threading.Lock()
+_segmenter: Any = None
+
+
+def _rjieba() -> Any:
+    """The Chinese segmenter, imported on first use (keeps ``import remem`` light)."""
+    global _segmenter
+    if _segmenter is None:
+        with _segmenter_lock:
+            if _segmenter is None:
+                import rjieba
+
+                _segmenter = rjieba
+    return _segmenter
+
+
+class DefaultTokenizer:
+    """Chinese + English tokenizer; see the module docstring.
+
+    ``stem``: reduce English words to their Snowball stem (``running`` -> ``run``).
+    ``stopwords``: drop function words. ``search_mode``: also emit sub-words of long Chinese
+    words.
+    """
+
+    def __init__(self, *, stem: bool = False, stopwords: bool = True,
+                 search_mode: bool = True) -> None:
+        self.stem = stem
+        self.stopwords = stopwords
+        self.search_mode = search_mode
+        self._stemmer: Any = None
+        if stem:
+            import snowballstemmer  # type: ignore[import-untyped]
+
+            self._stemmer = snowballstemmer.stemmer("english")
+
+    @property
+    def name(self) -> str:
+        """E.g. ``remem-v1+stop+search`` (the options are part of the name)."""
+        parts = ["remem-v1"]
+        if self.stem:
+            parts.append("stem")
+        if self.stopwords:
+            parts.append("stop")
+        if self.search_mode:
+            parts.append("search")
+        return "+".join(parts)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Terms of ``text``; see the class docstring."""
+        text = unicodedata.normalize("NFKC", text).casefold()
+        out: list[str] = []
+        for han, word in _RUN.findall(text):
+            if han:
+                out.extend(self._han_words(han))
+            else:
+                out.extend(self._latin_word(word))
+        return out
+
+    def _han_words(self, run: str) -> Iterable[str]:
+        rjieba = _rjieba()
+        words = rjieba.cut_for_search(run) if self.search_mode else rjieba.cut(run)
+        for word in words:
+            if self.stopwords and word in CHINESE_STOPWORDS:
+                continue
+            yield word
+
+    def _latin_word(self, word: str) -> Iterable[str]:
+        word = _APOSTROPHE.sub("", _POSSESSIVE.sub("", word))
+        if not word or (self.stopwords and word in ENGLISH_STOPWORDS):
+            return
+        if self._stemmer is not None and word.isalpha():
+            word = self._stemmer.stemWord(word)
+        yield word

@@ -1,0 +1,251 @@
+"""Keyword (BM25) search, hybrid fusion, recency, MMR and event time, on every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from remem.embed import FakeEmbedder
+from remem.errors import InvalidInputError, UnsupportedError
+from remem.retrieval import Ranking, Recency
+from remem.store import BaseStore, IndexConfig, KeywordConfig, PutOp, SearchOp
+from tests.conformance.conftest import Factory
+from tests.conftest import FakeClock
+
+DAY = 86_400.0
+
+
+def keys(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.key for h in hits]
+
+
+def test_keyword_search_ranks_by_bm25(store: BaseStore) -> None:
+    store.batch([
+        PutOp(("u",), "tea", {"text": "green tea with jasmine"}),
+        PutOp(("u",), "teas", {"text": "tea tea tea"}),
+        PutOp(("u",), "cat", {"text": "the cat sleeps"}),
+        PutOp(("u",), "long", {"text": "tea " + "filler words " * 40}),
+    ])
+    hits = store.search(("u",), query="Tea")
+    assert keys(hits) == ["teas", "tea", "long"]  # frequency, then length normalisation
+    assert all(h.details["keyword"].rank == i for i, h in enumerate(hits, 1))
+    assert all(h.score == h.details["keyword"].score > 0 for h in hits)
+    assert store.search(("u",), query="submarine") == []
+
+
+def test_chinese_and_mixed_text(store: BaseStore) -> None:
+    store.batch([
+        PutOp(("u",), "dali", {"text": "我下个月要去大理拍婚纱照"}),
+        PutOp(("u",), "phone", {"text": "刚买了新的iPhone，拍照效果很好"}),
+        PutOp(("u",), "work", {"text": "明天有个meeting，deadline是周五"}),
+    ])
+    assert keys(store.search(("u",), query="婚纱照在哪里拍")) == ["dali"]
+    assert keys(store.search(("u",), query="iphone"))[0] == "phone"
+    assert keys(store.search(("u",), query="DEADLINE 周五")) == ["work"]
+    # full-width letters fold to ASCII
+    assert keys(store.search(("u",), query="ｉＰｈｏｎｅ")) == ["phone"]
+
+
+def test_filter_and_prefix_are_inside_the_candidate_query(store: BaseStore) -> None:
+    ops = [PutOp(("u", "a"), f"x{i}", {"text": "tea " * (i + 1), "keep": i % 10 == 0})
+           for i in range(60)]
+    ops += [PutOp(("u", "b"), f"y{i}", {"text": "tea tea tea tea", "keep": True})
+            for i in range(20)]
+    store.batch(ops)
+    hits = store.search(("u", "a"), query="tea", filter={"keep": True}, limit=10)
+    assert sorted(keys(hits)) == sorted(f"x{i}" for i in range(0, 60, 10))
+    assert all(h.namespace == ("u", "a") for h in hits)
+
+
+def test_filter_does_not_change_scores(store: BaseStore) -> None:
+    store.batch([PutOp(("u",), f"k{i}", {"text": f"tea {'milk ' * i}", "n": i})
+                 for i in range(8)])
+    every = {h.key: h.score for h in store.search(("u",), query="tea milk", limit=20)}
+    some = {h.key: h.score for h in store.search(("u",), query="tea milk", limit=20,
+                                                 filter={"n": {"$gte": 4}})}
+    assert set(some) == {"k4", "k5", "k6", "k7"}
+    assert all(some[k] == pytest.approx(every[k]) for k in some)
+
+
+def test_statistics_are_scoped_to_the_prefix(store: BaseStore) -> None:
+    store.batch([PutOp(("a",), "doc", {"text": "rare word here"}),
+                 PutOp(("a",), "other", {"text": "something else"})])
+    alone = store.search(("a",), query="rare")[0].score
+    store.batch([PutOp(("b",), f"k{i}", {"text": "rare rare"}) for i in range(20)])
+    assert store.search(("a",), query="rare")[0].score == pytest.approx(alone)
+    assert store.search((), query="rare")[0].score != pytest.approx(alone)
+
+
+def test_updates_deletes_and_expiry_leave_the_index(store: BaseStore, clock: FakeClock
+                                                    ) -> None:
+    store.put(("u",), "k", {"text": "old words"})
+    store.put(("u",), "k", {"text": "new words"})
+    assert store.search(("u",), query="old") == []
+    assert keys(store.search(("u",), query="new")) == ["k"]
+    store.delete(("u",), "k")
+    assert store.search(("u",), query="new") == []
+    store.put(("u",), "t", {"text": "fleeting"}, ttl=10)
+    clock.advance(11)
+    assert store.search(("u",), query="fleeting") == []
+
+
+def test_failed_batch_leaves_no_terms(store: BaseStore) -> None:
+    with pytest.raises(UnsupportedError):
+        store.batch([PutOp(("u",), "k", {"text": "ghost"}), SearchOp(("u",), query="x",
+                                                                     mode="vector")])
+    assert store.search(("u",), query="ghost") == []
+
+
+def test_read_your_writes_for_keyword_search(store: BaseStore) -> None:
+    results = store.batch([PutOp(("u",), "k", {"text": "kiwi"}), SearchOp(("u",), query="kiwi")])
+    assert keys(results[1]) == ["k"]  # type: ignore[arg-type]
+
+
+def test_keyword_fields_and_opt_out(make_store: Factory) -> None:
+    store = make_store(keyword=KeywordConfig(fields=("title",)))
+    store.put(("u",), "a", {"title": "apple pie", "body": "banana"})
+    store.put(("u",), "b", {"title": "banana", "body": "apple"}, index=False)
+    assert keys(store.search(("u",), query="apple")) == ["a"]
+    assert store.search(("u",), query="banana") == []
+
+
+def test_whole_value_keyword_text_is_its_strings(store: BaseStore) -> None:
+    store.put(("u",), "a", {"title": "Paris", "tags": ["travel", {"city": "Lyon"}], "n": 42})
+    assert keys(store.search(("u",), query="lyon")) == ["a"]
+    assert store.search(("u",), query="title") == []  # keys are not text
+
+
+def test_modes_need_their_index(make_store: Factory) -> None:
+    plain = make_store()
+    with pytest.raises(UnsupportedError, match="IndexConfig"):
+        plain.search(("u",), query="x", mode="hybrid")
+    vectors_only = make_store(index=IndexConfig(FakeEmbedder(16)), keyword=False)
+    with pytest.raises(UnsupportedError, match="keyword=False"):
+        vectors_only.search(("u",), query="x", mode="keyword")
+    assert vectors_only.search(("u",), query="x") == []  # auto: vector only
+    with pytest.raises(InvalidInputError, match="mode must be one of"):
+        SearchOp(("u",), query="x", mode="fuzzy")  # type: ignore[arg-type]
+
+
+def hybrid_store(make_store: Factory) -> BaseStore:
+    store = make_store(index=IndexConfig(FakeEmbedder(64), fields=("text",)))
+    store.batch([
+        PutOp(("u",), "both", {"text": "green tea in kyoto"}),
+        PutOp(("u",), "tea", {"text": "green tea"}),
+        PutOp(("u",), "kyoto", {"text": "kyoto temples"}),
+        PutOp(("u",), "none", {"text": "motorbike repairs"}),
+    ])
+    return store
+
+
+def test_hybrid_fuses_both_signals_with_details(make_store: Factory) -> None:
+    store = hybrid_store(make_store)
+    hits = store.search(("u",), query="green tea kyoto", limit=4)
+    assert hits[0].key == "both"
+    assert set(hits[0].details) == {"keyword", "vector"}
+    assert hits[0].details["keyword"].rank == 1
+    assert 0 < hits[-1].score <= hits[0].score <= 1.0  # type: ignore[operator]
+    # an item only one signal found still carries that signal's rank
+    by_key = {h.key: h for h in hits}
+    assert "keyword" not in by_key["none"].details
+    assert by_key["none"].details["vector"].rank >= 1
+
+
+def test_weighted_fusion_and_signal_weights(make_store: Factory) -> None:
+    store = hybrid_store(make_store)
+    weighted = store.search(("u",), query="green tea kyoto",
+                            ranking=Ranking(fusion="weighted"), limit=4)
+    assert weighted[0].key == "both"
+    assert weighted[1].score < weighted[0].score <= 1.0  # type: ignore[operator]
+    keyword_only = store.search(("u",), query="kyoto", limit=4,
+                                ranking=Ranking(weights={"keyword": 1.0, "vector": 0.0}))
+    assert [h.key for h in keyword_only][:2] in (["kyoto", "both"], ["both", "kyoto"])
+
+
+def test_min_score_drops_weak_results(make_store: Factory) -> None:
+    store = hybrid_store(make_store)
+    every = store.search(("u",), query="green tea kyoto", limit=4)
+    floor = every[1].score
+    kept = store.search(("u",), query="green tea kyoto", limit=4,
+                        ranking=Ranking(min_score=floor))
+    assert keys(kept) == keys(every)[:2]
+
+
+def test_recency_prefers_newer_events_relative_to_now(store: BaseStore) -> None:
+    base = datetime(2023, 5, 1, tzinfo=UTC)
+    store.batch([
+        PutOp(("u",), "old", {"text": "moved to Berlin"}, event_at=base),
+        PutOp(("u",), "new", {"text": "moved to Berlin"}, event_at=base + timedelta(days=200)),
+    ])
+    plain = store.search(("u",), query="berlin")
+    assert plain[0].score == pytest.approx(plain[1].score)
+    recent = store.search(("u",), query="berlin", ranking=Ranking(
+        recency=Recency(half_life=timedelta(days=30), weight=0.5,
+                        now=base + timedelta(days=210))))
+    assert keys(recent) == ["new", "old"]
+    assert recent[0].details["recency"].rank == 1
+    assert recent[0].details["recency"].score > recent[1].details["recency"].score
+    # "now" before both events: ages clamp to zero, nothing changes order by recency
+    early = store.search(("u",), query="berlin", ranking=Ranking(
+        recency=Recency(weight=0.5, now=base - timedelta(days=1))))
+    assert early[0].score == pytest.approx(early[1].score)
+
+
+def test_event_time_is_stored_and_filters_ranges(store: BaseStore, clock: FakeClock) -> None:
+    may = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    store.batch([
+        PutOp(("u",), "may", {"text": "trip"}, event_at=may),
+        PutOp(("u",), "june", {"text": "trip"}, event_at=may + timedelta(days=30)),
+        PutOp(("u",), "undated", {"text": "trip"}),
+    ])
+    item = store.get(("u",), "may")
+    assert item is not None and item.event_at == may and item.effective_time == may
+    undated = store.get(("u",), "undated")
+    assert undated is not None and undated.event_at is None
+    assert undated.effective_time == undated.created_at
+    window = {"event_after": may, "event_before": may + timedelta(days=10)}
+    assert keys(store.search(("u",), **window)) == ["may"]  # type: ignore[arg-type]
+    assert keys(store.search(("u",), query="trip", **window)) == ["may"]  # type: ignore[arg-type]
+    assert keys(store.search(("u",), query="trip", event_after=clock() - 1)) == ["undated"]
+    with pytest.raises(InvalidInputError, match="event_at must be timezone-aware"):
+        PutOp(("u",), "k", {}, event_at=datetime(2023, 1, 1))
+
+
+def test_mmr_spreads_near_duplicates(make_store: Factory) -> None:
+    store = make_store(index=IndexConfig(FakeEmbedder(64), fields=("text",)))
+    store.batch([
+        PutOp(("u",), "a1", {"text": "tea tea green tea"}),
+        PutOp(("u",), "a2", {"text": "tea tea green tea"}),
+        PutOp(("u",), "a3", {"text": "tea tea green tea"}),
+        PutOp(("u",), "b", {"text": "green tea ceremony in kyoto"}),
+    ])
+    plain = keys(store.search(("u",), query="green tea", limit=2))
+    diverse = keys(store.search(("u",), query="green tea", limit=2, ranking=Ranking(mmr=0.3)))
+    assert plain[1].startswith("a")
+    assert diverse[0].startswith("a") and diverse[1] == "b"
+    keyword_only = make_store()
+    with pytest.raises(UnsupportedError, match="mmr"):
+        keyword_only.search(("u",), query="tea", ranking=Ranking(mmr=0.5))
+
+
+def test_ranking_validation() -> None:
+    for bad in ({"fusion": "max"}, {"rrf_k": 0}, {"candidates": 0}, {"mmr": 1.5},
+                {"weights": {"graph": 1.0}}, {"min_score": float("nan")}):
+        with pytest.raises(InvalidInputError, match="Ranking"):
+            Ranking(**bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="half_life"):
+        Recency(half_life=0)
+    with pytest.raises(InvalidInputError, match="timezone-aware"):
+        Recency(now=datetime(2023, 1, 1))
+
+
+def test_embedding_cache_never_embeds_a_text_twice(make_store: Factory) -> None:
+    embedder = FakeEmbedder(16)
+    store = make_store(index=IndexConfig(embedder, fields=("text",)))
+    store.batch([PutOp(("u",), "a", {"text": "same"}), PutOp(("u",), "b", {"text": "same"})])
+    store.put(("u",), "c", {"text": "same"})
+    store.search(("u",), query="same")
+    store.search(("u",), query="same")
+    assert embedder.texts_embedded == 2  # one document, one query
+    assert store.embed_counts == {"embedded": 2, "cached": 3}
