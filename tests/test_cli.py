@@ -437,12 +437,14 @@ def _real_help(command: str) -> str:
 
 def test_docs_show_help_for_every_command() -> None:
     documented = _documented_help()
-    expected = {"remem", "remem store", *(f"remem store {c}" for c in STORE_COMMANDS)}
+    expected = {"remem", "remem store", *(f"remem store {c}" for c in STORE_COMMANDS),
+                "remem eval", "remem eval locomo"}
     assert set(documented) == expected
 
 
 @pytest.mark.parametrize(
-    "command", ["remem", "remem store", *(f"remem store {c}" for c in STORE_COMMANDS)]
+    "command", ["remem", "remem store", *(f"remem store {c}" for c in STORE_COMMANDS),
+                "remem eval", "remem eval locomo"]
 )
 def test_docs_help_matches_the_cli(command: str) -> None:
     documented = _documented_help()[command]

@@ -18,7 +18,8 @@ import pytest
 
 from remem.embed import FakeEmbedder
 from remem.errors import IndexConfigError, MigrationError, StoreError
-from remem.store import IndexConfig, SQLiteStore
+from remem.retrieval import DefaultTokenizer
+from remem.store import IndexConfig, KeywordConfig, PutOp, SQLiteStore
 from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 
@@ -76,6 +77,36 @@ def test_vectors_of_another_model_are_refused(tmp_path: Path) -> None:
         SQLiteStore(path, index=IndexConfig(FakeEmbedder(16, model="other-model"))).setup()
     with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
         assert [h.key for h in store.search(("a",), query="tea")] == ["k"]
+
+
+def test_terms_of_another_tokenizer_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    with SQLiteStore(path) as store:
+        store.put(("a",), "k", {"text": "running dogs"})
+    unstemmed = KeywordConfig(tokenizer=DefaultTokenizer(stem=False))
+    with pytest.raises(IndexConfigError, match="remem-v1"):
+        SQLiteStore(path, keyword=unstemmed).setup()
+    with SQLiteStore(tmp_path / "fresh.db", keyword=unstemmed) as fresh:
+        fresh.put(("a",), "k", {"text": "running dogs"})
+        assert fresh.search(("a",), query="run dog") == []  # no stemming: no match
+        assert [h.key for h in fresh.search(("a",), query="running")] == ["k"]
+
+
+def test_embedding_cache_survives_reopening_and_is_shared(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    first = FakeEmbedder(16)
+    with SQLiteStore(path, index=IndexConfig(first, fields=("text",))) as store:
+        store.batch([PutOp(("a",), f"k{i}", {"text": f"memory number {i}"}) for i in range(50)])
+    assert first.texts_embedded == 50
+    second = FakeEmbedder(16)
+    with SQLiteStore(path, index=IndexConfig(second, fields=("text",))) as store:
+        # a re-import of the same texts under other keys embeds nothing
+        store.batch([PutOp(("b",), f"k{i}", {"text": f"memory number {i}"}) for i in range(50)])
+        store.put(("b",), "new", {"text": "a new text"})
+        assert second.texts_embedded == 1
+        assert store.embed_counts == {"embedded": 1, "cached": 50}
+        hits = store.search(("b",), query="memory number 7", mode="vector", limit=1)
+        assert hits[0].key == "k7" and hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
 def test_two_stores_on_one_file_see_each_others_vectors(tmp_path: Path) -> None:

@@ -1,0 +1,235 @@
+"""``remem eval``: measure retrieval quality on benchmark data (``remem eval locomo FILE``).
+
+A thin shell over :mod:`remem.eval`: read the file, self-test the harness with the oracle and
+random rankings, ingest every conversation into its own namespace of a temporary store, ask
+every question, then print the table (or ``--json``) and write ``--out`` files.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any, Final
+
+import click
+from rich.console import Console
+from rich.measure import Measurement
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from remem import __version__
+from remem.cli.common import CommandFailed
+from remem.cli.render import emit_json, write_atomically
+from remem.embed import Embedder, FakeEmbedder
+from remem.eval.harness import Phase, run_locomo, self_test, summarize_sets
+from remem.eval.locomo import LocomoDataset, load_locomo
+from remem.eval.metrics import KS
+from remem.eval.report import question_records, results_table, summary_object, timing_line
+from remem.eval.store_retriever import (
+    BACKENDS,
+    MODES,
+    Backend,
+    EvalMode,
+    StoreRetriever,
+    temporary_store,
+)
+
+__all__ = ["EVAL_EMBEDDERS", "eval_group", "make_embedder"]
+
+EVAL_EMBEDDERS: Final = ("local", "fake")
+"""Values of ``remem eval locomo --embedder``."""
+
+CI_LEVEL: Final = 0.95
+_LOCAL_MODULE: Final = "remem.embed.local"
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder named by ``--embedder``: ``fake`` (offline, for smoke runs) or ``local``
+    (:class:`remem.embed.local.LocalEmbedder`, imported only when asked for)."""
+    if name == "fake":
+        return FakeEmbedder()
+    if name != "local":
+        raise click.BadParameter(f"unknown embedder {name!r}", param_hint="'--embedder'")
+    try:
+        module = importlib.import_module(_LOCAL_MODULE)
+    except ImportError as exc:
+        raise CommandFailed(
+            f"--embedder local needs {_LOCAL_MODULE}, which cannot be imported ({exc}); "
+            "install remem with its local embedder, or pass --embedder fake for an offline "
+            "smoke run (its recall is meaningless)"
+        ) from None
+    embedder = module.LocalEmbedder()
+    if not isinstance(embedder, Embedder):
+        raise CommandFailed(f"{_LOCAL_MODULE}.LocalEmbedder is not an Embedder")
+    return embedder
+
+
+class _Bars:
+    """A rich progress bar per phase, on stderr (implements :class:`remem.eval.Progress`)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[Phase, TaskID] = {}
+
+    def start(self, phase: Phase, total: int) -> None:
+        """Add the phase's bar."""
+        label = "ingesting turns" if phase == "ingest" else "asking questions"
+        self._tasks[phase] = self._progress.add_task(label, total=total)
+
+    def advance(self, phase: Phase, amount: int) -> None:
+        """Move the phase's bar."""
+        self._progress.advance(self._tasks[phase], amount)
+
+
+@contextmanager
+def _progress_bars(enabled: bool) -> Iterator[_Bars | None]:
+    if not enabled:
+        yield None
+        return
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description:<17}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        yield _Bars(progress)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _write_out(directory: Path, records: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandFailed(f"cannot create {directory}: {exc.strerror}") from None
+
+    def jsonl(out: IO[str]) -> int:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return len(records)
+
+    def document(out: IO[str]) -> int:
+        out.write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+        return 1
+
+    write_atomically(directory / "questions.jsonl", jsonl)
+    write_atomically(directory / "summary.json", document)
+
+
+def _print_table(table: Table) -> None:
+    console = Console(highlight=False)
+    unbounded = console.options.update_width(10_000)
+    needed = Measurement.get(console, unbounded, table).maximum
+    if needed > console.width:  # wider than the terminal beats squeezed, cut-off figures
+        console = Console(highlight=False, width=needed)
+    console.print(table)
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Measure retrieval quality on benchmark data."""
+
+
+@eval_group.command(name="locomo")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="Store search mode: BM25, embeddings, or both fused.")
+@click.option("--k", "k", type=click.IntRange(min=1), default=50, show_default=True,
+              metavar="N", help="Ranking depth: turns retrieved per question (>= 50 fills "
+                                "recall@50).")
+@click.option("--json", "json_output", is_flag=True,
+              help="Machine output: print one JSON document on stdout.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Also write questions.jsonl (one record per question) and summary.json "
+                   "to DIR.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="sqlite", show_default=True,
+              help="Store for the run: a temporary SQLite file, or in memory.")
+@click.option("--embedder", type=click.Choice(EVAL_EMBEDDERS), default="local",
+              show_default=True,
+              help="'local': the on-device embedding model; 'fake': deterministic word "
+                   "hashing, offline (for smoke runs; its recall means nothing).")
+@click.option("--limit-conversations", type=click.IntRange(min=1), metavar="N",
+              help="Use only the first N conversations (quick runs).")
+@click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
+              metavar="N", help="Bootstrap resamples for the 95% intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, metavar="N",
+              help="Seed of the bootstrap and of the random baseline.")
+def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
+           backend: Backend, embedder: str, limit_conversations: int | None, bootstrap: int,
+           seed: int) -> None:
+    """Score turn retrieval on a LoCoMo-format FILE.
+
+    Reports recall@k, hit@k, MRR and nDCG@10 per LoCoMo category, with bootstrap 95%
+    intervals. Each conversation goes into its own namespace of a temporary store, one memory
+    per turn, and each question searches its own conversation. Oracle and random rankings run
+    first as self-tests of the harness. See docs/eval.md for the protocol.
+    """
+    dataset = load_locomo(file)
+    if limit_conversations is not None:
+        dataset = dataset.head(limit_conversations)
+    model = make_embedder(embedder)
+    if k < max(KS):
+        _warn(f"--k {k} is below {max(KS)}: recall@k and hit@k for k > {k} are computed on "
+              f"the top {k} only")
+    if not json_output:
+        for fix in dataset.fixes:
+            click.echo(f"data fix: {fix}", err=True)
+    check = self_test(dataset, k=k, seed=seed)
+    if not check.passed:
+        raise CommandFailed(f"harness self-test failed ({len(check.failures)} questions): "
+                            f"{check.failures[0]}")
+    with temporary_store(backend, model) as store:
+        retriever = StoreRetriever(store, mode)
+        with _progress_bars(not json_output) as bars:
+            run = run_locomo(dataset, retriever, k=k, progress=bars)
+    sets = summarize_sets(run, resamples=bootstrap, seed=seed)
+    summary = summary_object(sets, run.timing, _config(
+        dataset, file=file, mode=mode, k=k, backend=backend, embedder=embedder,
+        model=model.model, bootstrap=bootstrap, seed=seed, questions_scored=len(run.results),
+        random_floor=check.random.to_dict(),
+    ))
+    if out is not None:
+        _write_out(out, list(question_records(run)), summary)
+    if json_output:
+        emit_json(summary)
+        return
+    _print_table(results_table(sets, random_floor=check.random, random_seed=seed,
+                               resamples=bootstrap))
+    click.echo(timing_line(run.timing, dataset.n_turns))
+    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}")
+    click.echo(f"self-test passed: the oracle scores 1.000 on hit@k; {len(dataset.fixes)} "
+               "data fixes" + (f"; records in {out}" if out is not None else ""))
+
+
+def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: str,
+            embedder: str, model: str, bootstrap: int, seed: int, questions_scored: int,
+            random_floor: dict[str, Any]) -> dict[str, Any]:
+    """The ``config`` object of the report: enough to reproduce and compare runs."""
+    return {
+        "mode": mode,
+        "k": k,
+        "backend": backend,
+        "embedder": embedder,
+        "embedder_model": model,
+        "dataset": {"path": str(file), "sha256": dataset.sha256},
+        "conversations": len(dataset.conversations),
+        "turns": dataset.n_turns,
+        "questions": dataset.n_questions,
+        "questions_scored": questions_scored,
+        "remem_version": __version__,
+        "bootstrap": {"resamples": bootstrap, "seed": seed, "level": CI_LEVEL},
+        "self_test": {"oracle_passed": True, "random_seed": seed,
+                      "random_floor": random_floor},
+        "data_fixes": [fix.to_dict() for fix in dataset.fixes],
+    }

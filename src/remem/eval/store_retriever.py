@@ -1,0 +1,91 @@
+"""Evaluate a remem store: each conversation in its own namespace, searched with the question.
+
+Each conversation's turns go into the namespace ``("locomo", conversation_id)`` in one batch,
+one item per turn keyed by its ``dia_id``. Only the ``text`` field is indexed: ``dia_id``,
+speaker, session and event time are metadata in the value, never part of the indexed text.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final, Literal, TypeAlias, get_args
+
+from remem.embed.base import Embedder
+from remem.errors import InvalidInputError
+from remem.eval.locomo import TurnMemory
+from remem.store import BaseStore, IndexConfig, InMemoryStore, PutOp, SearchItem, SQLiteStore
+
+__all__ = ["BACKENDS", "MODES", "Backend", "EvalMode", "StoreRetriever", "temporary_store"]
+
+EvalMode: TypeAlias = Literal["keyword", "vector", "hybrid"]
+Backend: TypeAlias = Literal["sqlite", "memory"]
+MODES: Final[tuple[str, ...]] = get_args(EvalMode)
+BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
+NAMESPACE_ROOT: Final = "locomo"
+INDEXED_FIELD: Final = "text"
+
+
+class StoreRetriever:
+    """A :class:`~remem.eval.retrievers.Retriever` backed by a remem store.
+
+    ``mode`` is the store's search mode: ``"vector"`` (cosine over embeddings), ``"keyword"``
+    (BM25) or ``"hybrid"`` (both, fused).
+    """
+
+    def __init__(self, store: BaseStore, mode: EvalMode = "vector") -> None:
+        if mode not in MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        self.store = store
+        self.mode: EvalMode = mode
+
+    @staticmethod
+    def namespace(conversation_id: str) -> tuple[str, str]:
+        """The namespace holding one conversation's turns."""
+        return (NAMESPACE_ROOT, conversation_id)
+
+    def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
+        """Put every turn of the conversation in one batch (one transaction, one embedding
+        call)."""
+        if memories:
+            self.store.batch([self._put_op(conversation_id, m) for m in memories])
+
+    def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
+        """The ``dia_id``s of the store's best ``k`` items for ``question`` in this
+        conversation's namespace."""
+        return [item.key for item in self._search(self.namespace(conversation_id), question, k)]
+
+    def _put_op(self, conversation_id: str, memory: TurnMemory) -> PutOp:
+        value = {
+            "text": memory.text,
+            "dia_id": memory.dia_id,
+            "speaker": memory.speaker,
+            "session": memory.session,
+            "event_time": memory.event_time.isoformat(),
+        }
+        return PutOp(self.namespace(conversation_id), memory.dia_id, value,
+                     index=[INDEXED_FIELD], event_at=memory.event_time)
+
+    def _search(self, namespace: tuple[str, str], query: str, limit: int) -> list[SearchItem]:
+        return self.store.search(namespace, query=query, limit=limit, mode=self.mode)
+
+
+@contextmanager
+def temporary_store(backend: Backend, embedder: Embedder) -> Iterator[BaseStore]:
+    """A fresh store indexing the ``text`` field with ``embedder``, removed on exit.
+
+    ``"sqlite"``: a SQLite file in a temporary directory (the embedded default, as users run
+    it); ``"memory"``: the in-memory backend.
+    """
+    index = IndexConfig(embedder=embedder, fields=(INDEXED_FIELD,))
+    if backend == "memory":
+        with InMemoryStore(index=index) as memory_store:
+            yield memory_store
+        return
+    if backend != "sqlite":
+        raise InvalidInputError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+    with tempfile.TemporaryDirectory(prefix="remem-eval-") as directory, \
+            SQLiteStore(Path(directory) / "locomo.db", index=index) as sqlite_store:
+        yield sqlite_store
