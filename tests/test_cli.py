@@ -80,7 +80,7 @@ def test_help_lists_every_store_command() -> None:
     text = ok(invoke("store", "--help")).stdout
     for command in STORE_COMMANDS:
         assert re.search(rf"^  {command}\s", text, re.MULTILINE), command
-    assert "real embedders come later" in text
+    assert "keyword search only" in " ".join(text.split())
 
 
 def test_subprocess_entry_point(db: Path) -> None:
@@ -269,9 +269,14 @@ def test_bad_key_and_options_exit_2(db: Path) -> None:
     assert "--embedder" in error_line(store(db, "--embedder", "gpt", "search"), 2)
 
 
-def test_query_without_embedder_exits_2(filled: Path) -> None:
-    line = error_line(store(filled, "search", "--query", "tea"), 2)
-    assert "--embedder fake" in line
+def test_search_by_meaning_without_embedder_exits_2(filled: Path) -> None:
+    line = error_line(store(filled, "search", "--query", "tea", "--mode", "vector"), 2)
+    assert "--embedder local" in line
+
+
+def test_keyword_search_needs_no_embedder(filled: Path) -> None:
+    hits = json.loads(ok(store(filled, "--json", "search", "--query", "tea")).stdout)
+    assert hits and all("keyword" in hit["details"] for hit in hits)
 
 
 def test_missing_database_is_not_created(tmp_path: Path) -> None:

@@ -1,8 +1,7 @@
 """The embedder conformance suite: every embedder passes every test here.
 
 An embedder joins by adding one entry to ``EMBEDDERS``: a name and a factory returning a context
-manager that yields a ready embedder and cleans up after it. Factories that need something
-missing (a model file, an optional dependency) call ``pytest.skip`` inside.
+manager that yields a ready embedder and cleans up after it.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import numpy.typing as npt
 import pytest
 
 from remem.embed import Embedder, FakeEmbedder
+from remem.embed.local import LocalEmbedder
 from remem.embed.openai import OpenAIEmbedder
 from remem.testing import LoopbackServer
 
@@ -32,6 +32,7 @@ def _openai_loopback() -> Iterator[Embedder]:
 EMBEDDERS: dict[str, Callable[[], AbstractContextManager[Embedder]]] = {
     "fake": lambda: nullcontext(FakeEmbedder(32)),
     "openai-loopback": _openai_loopback,
+    "local": lambda: nullcontext(LocalEmbedder(batch_size=4)),
 }
 
 

@@ -145,7 +145,9 @@ def test_hybrid_fuses_both_signals_with_details(make_store: Factory) -> None:
     assert hits[0].key == "both"
     assert set(hits[0].details) == {"keyword", "vector"}
     assert hits[0].details["keyword"].rank == 1
-    assert 0 < hits[-1].score <= hits[0].score <= 1.0  # type: ignore[operator]
+    assert 0 <= hits[-1].score <= hits[0].score <= 1.0  # type: ignore[operator]
+    rrf = store.search(("u",), query="green tea kyoto", limit=4, ranking=Ranking(fusion="rrf"))
+    assert rrf[0].key == "both" and 0 < rrf[-1].score < rrf[0].score <= 1.0  # type: ignore[operator]
     # an item only one signal found still carries that signal's rank
     by_key = {h.key: h for h in hits}
     assert "keyword" not in by_key["none"].details

@@ -5,11 +5,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.progress import (
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from remem.cli.common import (
     CommandFailed,
@@ -19,7 +27,7 @@ from remem.cli.common import (
     format_namespace,
 )
 from remem.cli.render import emit_json, print_item, results_table, write_atomically
-from remem.embed import FakeEmbedder
+from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
 from remem.store import (
     NOT_PROVIDED,
     BaseStore,
@@ -31,11 +39,13 @@ from remem.store import (
     import_jsonl,
     open_store,
 )
+from remem.store.types import SearchMode
 
 __all__ = ["EMBEDDERS", "StoreSettings", "store_group"]
 
-EMBEDDERS = ("none", "fake")
-"""Values of ``--embedder``. Real embedders come later."""
+EMBEDDERS = ("none", "local", "openai", "fake")
+"""Values of ``--embedder``."""
+SEARCH_MODES = ("auto", "hybrid", "keyword", "vector")
 
 MEMORY_DB = ":memory:"
 
@@ -64,9 +74,8 @@ class StoreSettings:
                 f"no database at {self.db}; pass --db PATH or set REMEM_DB "
                 "(`remem store put` or `remem store import` create one)"
             )
-        index = None
-        if self.embedder == "fake":
-            index = IndexConfig(embedder=FakeEmbedder())
+        index = (None if self.embedder == "none"
+                 else IndexConfig(embedder=make_embedder(self.embedder)))
         store = open_store(self.db, index=index)
         click.get_current_context().call_on_close(store.close)
         self._store = store
@@ -74,8 +83,21 @@ class StoreSettings:
 
     @property
     def has_index(self) -> bool:
-        """Whether an embedder was chosen (needed by ``--query``)."""
+        """Whether an embedder was chosen (needed by vector and hybrid search)."""
         return self.embedder != "none"
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder named by ``--embedder`` (imported only when asked for)."""
+    if name == "fake":
+        return FakeEmbedder()
+    if name == "openai":
+        return OpenAIEmbedder()  # model, URL and key from REMEM_EMBED_* / OPENAI_* variables
+    if name == "local":
+        from remem.embed.local import LocalEmbedder
+
+        return LocalEmbedder()
+    raise click.BadParameter(f"unknown embedder {name!r}", param_hint="'--embedder'")
 
 
 pass_settings = click.make_pass_decorator(StoreSettings)
@@ -83,8 +105,10 @@ pass_settings = click.make_pass_decorator(StoreSettings)
 _DB_HELP = "SQLite database file, or ':memory:' for a throwaway one."
 _JSON_HELP = "Machine output: print one JSON document on stdout."
 _EMBEDDER_HELP = (
-    "Embedder for vector search (--query). 'fake' is a deterministic offline embedder "
-    "(384 dims) for trying search out; real embedders come later."
+    "Embedder for search by meaning: 'local' (multilingual-e5-small, offline), 'openai' "
+    "(an OpenAI-compatible API configured by REMEM_EMBED_MODEL, REMEM_EMBED_BASE_URL, "
+    "REMEM_EMBED_API_KEY), 'fake' (deterministic, for trying things out) or 'none' "
+    "(keyword search only)."
 )
 
 
@@ -145,6 +169,16 @@ def store_group(ctx: click.Context, db: str, json_output: bool, embedder: str) -
     ctx.obj = StoreSettings(db=db, json=json_output, embedder=embedder)
 
 
+_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S"]
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    """A time from the command line; naive times are taken as UTC."""
+    if when is None or when.tzinfo is not None:
+        return when
+    return when.replace(tzinfo=UTC)
+
+
 def _where(namespace: Namespace, key: str) -> str:
     return f"{key!r} in {format_namespace(namespace)}"
 
@@ -158,12 +192,15 @@ def _where(namespace: Namespace, key: str) -> str:
 @click.argument("value", type=JsonObjectType(stdin_dash=True))
 @click.option("--ttl", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Expire the item SECONDS after it is written (reads push the expiry back).")
+@click.option("--event-at", type=click.DateTime(_TIME_FORMATS), metavar="TIME",
+              help="When what the item records happened (ISO 8601; UTC unless it has an "
+                   "offset).")
 @click.option("--no-index", is_flag=True,
-              help="Do not embed this item: --query searches will not find it.")
+              help="Index neither keywords nor vectors: --query searches will not find it.")
 @store_options(embedder=True)
 @pass_settings
 def put(settings: StoreSettings, namespace: Namespace, key: str, value: dict[str, Any],
-        ttl: float | None, no_index: bool) -> None:
+        ttl: float | None, event_at: datetime | None, no_index: bool) -> None:
     """Insert or replace the item KEY in NAMESPACE.
 
     VALUE is a JSON object, or - to read it from stdin.
@@ -172,6 +209,7 @@ def put(settings: StoreSettings, namespace: Namespace, key: str, value: dict[str
         namespace, key, value,
         ttl=NOT_PROVIDED if ttl is None else ttl,
         index=False if no_index else None,
+        event_at=_aware(event_at),
     )
     if settings.json:
         emit_json({"stored": True, "namespace": list(namespace), "key": key, "ttl": ttl})
@@ -224,7 +262,13 @@ def delete(settings: StoreSettings, namespace: Namespace, key: str) -> None:
               help='Keep items whose value matches, e.g. \'{"kind": "note", "stars": '
                    '{"$gte": 3}}\'.')
 @click.option("--query", "-q", metavar="TEXT",
-              help="Rank by similarity to TEXT (needs --embedder).")
+              help="Rank by relevance to TEXT (keywords; meaning too with --embedder).")
+@click.option("--mode", type=click.Choice(SEARCH_MODES), default="auto", show_default=True,
+              help="Signals for --query: auto is hybrid with --embedder, else keyword.")
+@click.option("--after", type=click.DateTime(_TIME_FORMATS), metavar="TIME",
+              help="Only items whose event time is at or after TIME (ISO 8601).")
+@click.option("--before", type=click.DateTime(_TIME_FORMATS), metavar="TIME",
+              help="Only items whose event time is before TIME (ISO 8601).")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
               help="Return at most N items.", metavar="N")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
@@ -232,17 +276,19 @@ def delete(settings: StoreSettings, namespace: Namespace, key: str) -> None:
 @store_options(embedder=True)
 @pass_settings
 def search(settings: StoreSettings, prefix: Namespace, filter_: dict[str, Any] | None,
-           query: str | None, limit: int, offset: int) -> None:
+           query: str | None, mode: SearchMode, after: datetime | None,
+           before: datetime | None, limit: int, offset: int) -> None:
     """Search items under the namespace PREFIX (default: everything).
 
-    Without --query, newest first; with it, most similar first.
+    Without --query, newest first; with it, most relevant first.
     """
-    if query is not None and not settings.has_index:
+    if query is not None and mode in ("vector", "hybrid") and not settings.has_index:
         raise click.UsageError(
-            "--query needs a vector index: pass --embedder fake (real embedders come later)"
+            f"--mode {mode} searches by meaning: pass --embedder local (or openai, fake)"
         )
     items = settings.open().search(prefix, query=query, filter=filter_, limit=limit,
-                                   offset=offset)
+                                   offset=offset, mode=mode, event_after=_aware(after),
+                                   event_before=_aware(before))
     if settings.json:
         emit_json([item.to_dict() for item in items])
         return
@@ -339,7 +385,17 @@ def import_(settings: StoreSettings, file: IO[str]) -> None:
     Items are written in atomic batches of 500: a bad line stops the import, and the batches
     before it stay written. With --embedder, imported items are embedded.
     """
-    count = import_jsonl(settings.open(create=True), file)
+    store = settings.open(create=True)
+    progress_console = Console(stderr=True)
+    if settings.json or not progress_console.is_terminal:
+        count = import_jsonl(store, file)
+    else:
+        with Progress(SpinnerColumn(), TextColumn("importing"), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=progress_console,
+                      transient=True) as bar:
+            task = bar.add_task("import", total=None)
+            count = import_jsonl(store, file,
+                                 progress=lambda done: bar.update(task, completed=done))
     if settings.json:
         emit_json({"imported": count})
     else:

@@ -16,7 +16,16 @@ from typing import Final, Literal, TypeAlias, get_args
 from remem.embed.base import Embedder
 from remem.errors import InvalidInputError
 from remem.eval.locomo import TurnMemory
-from remem.store import BaseStore, IndexConfig, InMemoryStore, PutOp, SearchItem, SQLiteStore
+from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
+from remem.store import (
+    BaseStore,
+    IndexConfig,
+    InMemoryStore,
+    KeywordConfig,
+    PutOp,
+    SearchItem,
+    SQLiteStore,
+)
 
 __all__ = ["BACKENDS", "MODES", "Backend", "EvalMode", "StoreRetriever", "temporary_store"]
 
@@ -48,25 +57,31 @@ class StoreRetriever:
 
     def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
         """Put every turn of the conversation in one batch (one transaction, one embedding
-        call)."""
-        if memories:
-            self.store.batch([self._put_op(conversation_id, m) for m in memories])
+        call), each with its keyword context (:func:`remem.retrieval.context.turn_contexts`)."""
+        if not memories:
+            return
+        contexts = turn_contexts([m.text for m in memories],
+                                 sessions=[m.session for m in memories],
+                                 times=[m.event_time for m in memories])
+        self.store.batch([self._put_op(conversation_id, m, context)
+                          for m, context in zip(memories, contexts, strict=True)])
 
     def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
         """The ``dia_id``s of the store's best ``k`` items for ``question`` in this
         conversation's namespace."""
         return [item.key for item in self._search(self.namespace(conversation_id), question, k)]
 
-    def _put_op(self, conversation_id: str, memory: TurnMemory) -> PutOp:
+    def _put_op(self, conversation_id: str, memory: TurnMemory, context: str) -> PutOp:
         value = {
             "text": memory.text,
+            CONTEXT_FIELD: context,
             "dia_id": memory.dia_id,
             "speaker": memory.speaker,
             "session": memory.session,
             "event_time": memory.event_time.isoformat(),
         }
         return PutOp(self.namespace(conversation_id), memory.dia_id, value,
-                     index=[INDEXED_FIELD], event_at=memory.event_time)
+                     event_at=memory.event_time)
 
     def _search(self, namespace: tuple[str, str], query: str, limit: int) -> list[SearchItem]:
         return self.store.search(namespace, query=query, limit=limit, mode=self.mode)
@@ -74,18 +89,21 @@ class StoreRetriever:
 
 @contextmanager
 def temporary_store(backend: Backend, embedder: Embedder) -> Iterator[BaseStore]:
-    """A fresh store indexing the ``text`` field with ``embedder``, removed on exit.
+    """A fresh store embedding the ``text`` field with ``embedder`` and indexing its keywords
+    with the turn's context, removed on exit.
 
     ``"sqlite"``: a SQLite file in a temporary directory (the embedded default, as users run
     it); ``"memory"``: the in-memory backend.
     """
     index = IndexConfig(embedder=embedder, fields=(INDEXED_FIELD,))
+    keyword = KeywordConfig(fields=(INDEXED_FIELD, CONTEXT_FIELD))
     if backend == "memory":
-        with InMemoryStore(index=index) as memory_store:
+        with InMemoryStore(index=index, keyword=keyword) as memory_store:
             yield memory_store
         return
     if backend != "sqlite":
         raise InvalidInputError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     with tempfile.TemporaryDirectory(prefix="remem-eval-") as directory, \
-            SQLiteStore(Path(directory) / "locomo.db", index=index) as sqlite_store:
+            SQLiteStore(Path(directory) / "locomo.db", index=index,
+                        keyword=keyword) as sqlite_store:
         yield sqlite_store

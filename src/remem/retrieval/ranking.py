@@ -4,10 +4,12 @@ Backends produce candidates per signal (``"keyword"``: BM25, ``"vector"``: cosin
 restricted to the namespace prefix, the filter and the time range. Everything after that is
 here, so every backend ranks the same way:
 
-1. **Fusion.** One signal: its own score. Several: reciprocal rank fusion (``rrf``, the
-   default), ``sum(w / (k + rank))`` scaled so that first place in every signal scores 1.0; or
-   weighted score fusion (``weighted``), each signal's scores min-max normalised over its
-   candidates, then a weighted mean.
+1. **Fusion.** One signal: its own score. Several: weighted score fusion (``weighted``, the
+   default), each signal's scores min-max normalised over its candidates, then a weighted mean
+   (a signal that did not find an item adds 0); or reciprocal rank fusion (``rrf``),
+   ``sum(w / (k + rank))`` scaled so that first place in every signal scores 1.0. Score fusion
+   keeps how much better the best match is than the rest, which rank fusion throws away; it
+   measured 4 points of recall@10 better on LoCoMo (``docs/search.md``).
 2. **Recency** (optional). The score is multiplied by ``(1 - weight) + weight * 2 ** (-age /
    half_life)``, where age is measured from an explicit "now" back to the item's event time
    (``event_at``, or ``created_at`` when it has none). Relevance stays the main factor;
@@ -75,7 +77,7 @@ class Ranking:
     lambda in [0, 1] (``None``: no diversification; needs a vector index).
     """
 
-    fusion: Literal["rrf", "weighted"] = "rrf"
+    fusion: Literal["rrf", "weighted"] = "weighted"
     rrf_k: int = 60
     weights: Mapping[str, float] = field(
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0}

@@ -9,7 +9,7 @@ index config.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import IO, Any
 
@@ -74,11 +74,13 @@ def _ops(lines: Iterable[str]) -> Iterator[PutOp]:
             raise ImportFormatError(f"line {number}: {exc}") from None
 
 
-def import_jsonl(store: BaseStore, lines: Iterable[str], *, batch_size: int = 500) -> int:
+def import_jsonl(store: BaseStore, lines: Iterable[str], *, batch_size: int = 500,
+                 progress: Callable[[int], None] | None = None) -> int:
     """Put every item of a JSONL export into ``store``, keeping timestamps and TTLs.
 
     Items are written in batches of ``batch_size`` (each batch atomic); a bad line raises
     :class:`ImportFormatError` naming its line number before its batch is written.
+    ``progress`` is called with the number of items written after each batch.
     """
     count = 0
     pending: list[PutOp] = []
@@ -88,7 +90,11 @@ def import_jsonl(store: BaseStore, lines: Iterable[str], *, batch_size: int = 50
             store.batch(pending)
             count += len(pending)
             pending = []
+            if progress is not None:
+                progress(count)
     if pending:
         store.batch(pending)
         count += len(pending)
+        if progress is not None:
+            progress(count)
     return count
