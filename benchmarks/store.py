@@ -157,14 +157,16 @@ def open_remem(name: str, w: Workload, tmp: Path) -> Backend:
 
     index = IndexConfig(embedder=LookupEmbedder(w), fields=("text",))
     path = tmp / "remem.db"
-    store = SQLiteStore(path, index=index) if name == "remem-sqlite" else InMemoryStore(
-        index=index)
+    # LangGraph's stores have no keyword index: compare like with like (vector only)
+    store = (SQLiteStore(path, index=index, keyword=False) if name == "remem-sqlite"
+             else InMemoryStore(index=index, keyword=False))
     store.setup()
 
     def search(prefix: tuple[str, ...], query: str | None,
                filt: dict[str, Any] | None) -> list[Key]:
         return [(r.namespace, r.key)
-                for r in store.search(prefix, query=query, filter=filt, limit=K)]
+                for r in store.search(prefix, query=query, filter=filt, limit=K,
+                                      mode="vector")]
 
     return Backend(
         put_many=lambda ids: store.batch([PutOp(namespace(i), f"k{i}", w.value(i))
