@@ -11,9 +11,8 @@ from __future__ import annotations
 import io
 import sys
 import tempfile
-from pathlib import Path
-
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from remem import IndexConfig, SQLiteStore, TTLConfig
 from remem.embed.local import LocalEmbedder
