@@ -20,7 +20,8 @@ from remem.cli.common import format_namespace, parse_namespace
 from remem.errors import NamespaceError, StoreError
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
-STORE_COMMANDS = ("put", "get", "delete", "search", "namespaces", "sweep", "export", "import")
+STORE_COMMANDS = ("put", "get", "delete", "search", "namespaces", "sweep", "export", "import",
+                  "reindex")
 
 
 @pytest.fixture
@@ -272,6 +273,14 @@ def test_bad_key_and_options_exit_2(db: Path) -> None:
 def test_search_by_meaning_without_embedder_exits_2(filled: Path) -> None:
     line = error_line(store(filled, "search", "--query", "tea", "--mode", "vector"), 2)
     assert "--embedder local" in line
+
+
+def test_reindex_embeds_items_written_without_an_embedder(filled: Path) -> None:
+    assert json.loads(ok(store(filled, "--json", "--embedder", "fake", "reindex")).stdout)[
+        "reindexed"] > 0
+    hits = json.loads(ok(store(filled, "--json", "--embedder", "fake", "search", "--query",
+                               "tea", "--mode", "vector")).stdout)
+    assert hits and all("vector" in hit["details"] for hit in hits)
 
 
 def test_keyword_search_needs_no_embedder(filled: Path) -> None:

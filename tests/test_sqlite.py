@@ -53,9 +53,31 @@ def test_upgrade_from_the_first_schema_keeps_data(tmp_path: Path) -> None:
         old = store.get(("users", "u1"), "k")
         assert old is not None and old.value == {"text": "old tea"}
         store.put(("users", "u1"), "new", {"text": "new tea"})
-        assert [h.key for h in store.search(("users",), query="new tea")] == ["new"]
+        # the old item got its keywords on upgrade (no vector: it was never embedded)
+        hits = store.search(("users",), query="new tea")
+        assert [h.key for h in hits] == ["new", "k"]
+        assert set(hits[1].details) == {"keyword"}
     with closing(sqlite3.connect(path)) as conn:
-            assert applied_sqlite(conn) == [m.name for m in SQLITE_MIGRATIONS]
+        assert applied_sqlite(conn) == [m.name for m in SQLITE_MIGRATIONS]
+
+
+def test_upgrade_gives_old_items_their_keywords(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_sqlite(conn, SQLITE_MIGRATIONS[:2])
+    conn.executemany(
+        "INSERT INTO items (ns, key, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        [("u\x1f", f"k{i}", json.dumps({"text": f"old memory {i} 北京烤鸭"}), 1.0, 2.0)
+         for i in range(2500)],
+    )
+    conn.close()
+    with SQLiteStore(path) as store:
+        hits = store.search(("u",), query="memory 1234", limit=3)
+        assert hits[0].key == "k1234"
+        assert len(store.search(("u",), query="烤鸭", limit=5000)) == 2500
+    with closing(sqlite3.connect(path)) as conn:
+        marker = conn.execute("SELECT 1 FROM remem_meta WHERE key = 'keyword_backfill'")
+        assert marker.fetchone() is None
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

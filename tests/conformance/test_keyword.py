@@ -251,3 +251,22 @@ def test_embedding_cache_never_embeds_a_text_twice(make_store: Factory) -> None:
     store.search(("u",), query="same")
     assert embedder.texts_embedded == 2  # one document, one query
     assert store.embed_counts == {"embedded": 2, "cached": 3}
+
+
+def test_reindex_indexes_what_was_left_out_and_keeps_the_rest(make_store: Factory,
+                                                              clock: FakeClock) -> None:
+    embedder = FakeEmbedder(16)
+    store = make_store(index=IndexConfig(embedder, fields=("text",)))
+    store.put(("u",), "hidden", {"text": "secret garden"}, index=False, ttl=100,
+              event_at=datetime(2023, 5, 1, tzinfo=UTC))
+    store.put(("u",), "shown", {"text": "open field"})
+    before = store.get(("u",), "hidden", refresh_ttl=False)
+    assert store.search(("u",), query="garden", mode="keyword") == []
+    clock.advance(5)
+    assert store.reindex(("u",), batch_size=1) == 2
+    after = store.get(("u",), "hidden", refresh_ttl=False)
+    assert after == before  # value, timestamps, expiry and event time kept
+    assert keys(store.search(("u",), query="garden", mode="keyword")) == ["hidden"]
+    assert keys(store.search(("u",), query="secret garden", mode="vector"))[0] == "hidden"
+    assert embedder.texts_embedded == 3  # "open field" came from the cache
+    assert store.ttl_of(("u",), "hidden") == 100

@@ -386,18 +386,43 @@ def import_(settings: StoreSettings, file: IO[str]) -> None:
     before it stay written. With --embedder, imported items are embedded.
     """
     store = settings.open(create=True)
-    progress_console = Console(stderr=True)
-    if settings.json or not progress_console.is_terminal:
-        count = import_jsonl(store, file)
-    else:
-        with Progress(SpinnerColumn(), TextColumn("importing"), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=progress_console,
-                      transient=True) as bar:
-            task = bar.add_task("import", total=None)
-            count = import_jsonl(store, file,
-                                 progress=lambda done: bar.update(task, completed=done))
+    count = _with_progress(settings, "importing",
+                           lambda progress: import_jsonl(store, file, progress=progress))
     if settings.json:
         emit_json({"imported": count})
     else:
         click.echo(f"imported {_items(count)}")
 
+
+
+@store_group.command()
+@click.argument("prefix", required=False, default="",
+                type=NamespaceType(what="namespace_prefix", allow_empty=True))
+@store_options(embedder=True)
+@pass_settings
+def reindex(settings: StoreSettings, prefix: Namespace) -> None:
+    """Rebuild keyword terms and vectors of the items under PREFIX (default: all).
+
+    Run it after using an embedder on a database first written without one: items keep their
+    values, timestamps, TTLs and event times; texts embedded before are not embedded again.
+    """
+    store = settings.open()
+    count = _with_progress(settings, "reindexing",
+                           lambda progress: store.reindex(prefix, progress=progress))
+    if settings.json:
+        emit_json({"reindexed": count})
+    else:
+        click.echo(f"reindexed {_items(count)}")
+
+
+def _with_progress(settings: StoreSettings, label: str,
+                   work: Callable[[Callable[[int], None] | None], int]) -> int:
+    """Run ``work`` with a progress callback drawing a bar on stderr, when it is a terminal
+    and the output is not ``--json``."""
+    console = Console(stderr=True)
+    if settings.json or not console.is_terminal:
+        return work(None)
+    with Progress(SpinnerColumn(), TextColumn(label), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        return work(lambda done: bar.update(task, completed=done))

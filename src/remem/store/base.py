@@ -576,6 +576,41 @@ class BaseStore(ABC):
         assert isinstance(result, list)
         return result  # type: ignore[return-value]
 
+    def reindex(self, namespace_prefix: Sequence[str] = (), *, batch_size: int = 500,
+                progress: Callable[[int], None] | None = None) -> int:
+        """Rebuild the keyword terms and vectors of every live item under the prefix with the
+        store's current configuration; return how many items were reindexed.
+
+        Use it after opening a store with an embedder for the first time, or after changing
+        the indexed fields. Values, timestamps, TTLs and event times are kept; texts already
+        embedded by this model are not embedded again. Per-item choices made at put time
+        (``index=False`` or a field list) are replaced by the store's configuration.
+        ``progress`` is called with the running count after each batch.
+        """
+        count = 0
+        pending: list[PutOp] = []
+
+        def flush() -> None:
+            nonlocal count, pending
+            self.batch(pending)
+            count += len(pending)
+            pending = []
+            if progress is not None:
+                progress(count)
+
+        for item in self.iter_items(namespace_prefix):  # pages: safe to write in between
+            ttl = self.ttl_of(item.namespace, item.key) if item.expires_at else None
+            pending.append(PutOp(
+                item.namespace, item.key, item.value, ttl=ttl, event_at=item.event_at,
+                created_at=item.created_at.timestamp(), updated_at=item.updated_at.timestamp(),
+                expires_at=item.expires_at.timestamp() if item.expires_at else None,
+            ))
+            if len(pending) >= batch_size:
+                flush()
+        if pending:
+            flush()
+        return count
+
     @abstractmethod
     def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
         """Every live item under ``namespace_prefix`` with its timestamps (for export), in

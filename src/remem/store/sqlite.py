@@ -34,6 +34,7 @@ from remem.store.base import (
     KeywordHits,
     Prepared,
     TTLConfig,
+    keyword_text,
     literal_prefix,
     match_namespaces,
 )
@@ -173,6 +174,7 @@ class SQLiteStore(BaseStore):
                     self._model_id = self._register_model(conn, self.index)
                 if self.keyword is not None:
                     self._register_tokenizer(conn, self.keyword)
+                    self._backfill_keywords(conn)
             self._ready = True
         self._start_sweeper()
 
@@ -227,6 +229,44 @@ class SQLiteStore(BaseStore):
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _backfill_keywords(self, conn: sqlite3.Connection) -> None:
+        """Give items written before keyword search existed their terms, a chunk per
+        transaction, resuming where a killed run stopped (the marker holds the last id done)."""
+        assert self.keyword is not None
+        while True:
+            row = conn.execute(
+                "SELECT value FROM remem_meta WHERE key = 'keyword_backfill'"
+            ).fetchone()
+            if row is None:
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = conn.execute(
+                    "SELECT id, value FROM items WHERE id > ? ORDER BY id LIMIT 1000",
+                    (int(row[0]),),
+                ).fetchall()
+                fields = self.keyword.fields or (
+                    self.index.fields if self.index is not None else ("$",))
+                for item_id, value in rows:
+                    terms: dict[str, int] = {}
+                    text = keyword_text(json.loads(value), fields)
+                    for term in self.keyword.tokenizer.tokenize(text):
+                        terms[term] = terms.get(term, 0) + 1
+                    conn.execute("DELETE FROM postings WHERE item_id = ?", (item_id,))
+                    conn.executemany("INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
+                                     [(t, item_id, tf) for t, tf in terms.items()])
+                    conn.execute("UPDATE items SET doc_len = ? WHERE id = ?",
+                                 (sum(terms.values()), item_id))
+                if rows:
+                    conn.execute("UPDATE remem_meta SET value = ? WHERE key = 'keyword_backfill'",
+                                 (str(rows[-1][0]),))
+                else:
+                    conn.execute("DELETE FROM remem_meta WHERE key = 'keyword_backfill'")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         """Stop the sweeper and close every connection this store opened."""

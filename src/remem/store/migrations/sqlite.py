@@ -77,6 +77,10 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             # the embedding cache: a document text already embedded by this model is reused
             "ALTER TABLE vectors ADD COLUMN text_hash BLOB",
             "CREATE INDEX vectors_text_hash ON vectors (text_hash) WHERE text_hash IS NOT NULL",
+            # items written before keyword search have no terms yet: SQLiteStore.setup fills
+            # them in (resumably) and then removes this marker
+            "INSERT INTO remem_meta (key, value) SELECT 'keyword_backfill', '0' "
+            "WHERE EXISTS (SELECT 1 FROM items)",
         ),
     ),
 )
