@@ -440,3 +440,16 @@ def test_server_wire_format(server: LoopbackServer) -> None:
         assert client.post("/embeddings", json={"model": "m", "input": "x"},
                            headers={"Authorization": "Bearer nope"}).status_code == 401
     assert server.requests[0].body == {"model": "m", "input": "one text"}
+
+
+def test_prefixes_are_part_of_the_model_name() -> None:
+    plain = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", api_key="")
+    prefixed = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", api_key="",
+                              document_prefix="passage: ")
+    other = OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", api_key="",
+                           document_prefix="search_document: ")
+    assert plain.model == "openai:m"
+    assert prefixed.model.startswith("openai:m+prefix:")
+    assert len({plain.model, prefixed.model, other.model}) == 3
+    for embedder in (plain, prefixed, other):
+        embedder.close()

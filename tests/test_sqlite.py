@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from remem.embed import FakeEmbedder
-from remem.errors import IndexConfigError, MigrationError, StoreError
+from remem.errors import IndexConfigError, MigrationError, StoreError, UsageError
 from remem.retrieval import DefaultTokenizer
 from remem.store import IndexConfig, KeywordConfig, PutOp, SQLiteStore
 from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
@@ -129,6 +129,16 @@ def test_embedding_cache_survives_reopening_and_is_shared(tmp_path: Path) -> Non
         assert store.embed_counts == {"embedded": 1, "cached": 50}
         hits = store.search(("b",), query="memory number 7", mode="vector", limit=1)
         assert hits[0].key == "k7" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_reindex_without_an_embedder_refuses_to_drop_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "r.db"
+    with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
+        store.put(("a",), "k", {"text": "tea"})
+    with SQLiteStore(path) as plain, pytest.raises(UsageError, match="drop every stored"):
+        plain.reindex()
+    with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
+        assert [h.key for h in store.search(("a",), query="tea", mode="vector")] == ["k"]
 
 
 def test_two_stores_on_one_file_see_each_others_vectors(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from remem.embed import FakeEmbedder
 from remem.errors import InvalidInputError, UnsupportedError
-from remem.retrieval import Ranking, Recency
+from remem.retrieval import BM25Params, Ranking, Recency
 from remem.store import BaseStore, IndexConfig, KeywordConfig, PutOp, SearchOp
 from tests.conformance.conftest import Factory
 from tests.conftest import FakeClock
@@ -232,12 +232,23 @@ def test_mmr_spreads_near_duplicates(make_store: Factory) -> None:
 
 
 def test_ranking_validation() -> None:
-    for bad in ({"fusion": "max"}, {"rrf_k": 0}, {"candidates": 0}, {"mmr": 1.5},
-                {"weights": {"graph": 1.0}}, {"min_score": float("nan")}):
+    for bad in ({"fusion": "max"}, {"rrf_k": 0}, {"candidates": 0}, {"candidates": True},
+                {"mmr": 1.5}, {"mmr": "0.5"}, {"weights": {"graph": 1.0}}, {"weights": None},
+                {"weights": {"keyword": "1"}}, {"min_score": float("nan")},
+                {"min_score": "1"}, {"recency": 0.5}):
         with pytest.raises(InvalidInputError, match="Ranking"):
             Ranking(**bad)  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="half_life"):
-        Recency(half_life=0)
+    for bad_recency in ({"half_life": 0}, {"half_life": "x"}, {"weight": "a"},
+                        {"weight": None}, {"now": "2024"}, {"now": float("nan")}):
+        with pytest.raises(InvalidInputError, match="Recency"):
+            Recency(**bad_recency)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"BM25Params\.k1"):
+        BM25Params(k1="1")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"KeywordConfig\.bm25"):
+        KeywordConfig(bm25="x")  # type: ignore[arg-type]
+    for bad_index in ("text", [1], True, [""]):
+        with pytest.raises(InvalidInputError, match="index must be"):
+            PutOp(("u",), "k", {}, index=bad_index)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="timezone-aware"):
         Recency(now=datetime(2023, 1, 1))
 
@@ -270,3 +281,31 @@ def test_reindex_indexes_what_was_left_out_and_keeps_the_rest(make_store: Factor
     assert keys(store.search(("u",), query="secret garden", mode="vector"))[0] == "hidden"
     assert embedder.texts_embedded == 3  # "open field" came from the cache
     assert store.ttl_of(("u",), "hidden") == 100
+
+
+def test_put_search_put_in_one_batch_keeps_the_vector_cache_current(make_store: Factory
+                                                                    ) -> None:
+    # a search mid-batch must not freeze the cache before the batch's later writes
+    store = make_store(index=IndexConfig(FakeEmbedder(16)), keyword=False)
+    store.put(("n",), "b", {"text": "zebra"})
+    store.batch([PutOp(("n",), "a", {"text": "apple"}), SearchOp(("n",), query="apple"),
+                 PutOp(("n",), "b", {"text": "apple pie"})])
+    hits = store.search(("n",), query="apple pie", limit=2)
+    assert keys(hits) == ["b", "a"]
+    fresh = make_store(index=IndexConfig(FakeEmbedder(16)), keyword=False)
+    fresh.batch([PutOp(("n",), "a", {"text": "apple"}), PutOp(("n",), "b", {"text": "apple pie"})])
+    expected = fresh.search(("n",), query="apple pie", limit=2)
+    assert [h.score for h in hits] == pytest.approx([h.score for h in expected], abs=1e-6)
+
+
+def test_fused_pages_never_reach_past_the_candidates(make_store: Factory) -> None:
+    store = make_store(index=IndexConfig(FakeEmbedder(16), fields=("text",)))
+    store.batch([PutOp(("u",), f"k{i:02d}", {"text": f"tea {'green ' * (i % 5)}{i}"})
+                 for i in range(40)])
+    ranking = Ranking(candidates=30)
+    one_go = keys(store.search(("u",), query="green tea", limit=30, ranking=ranking))
+    pages = [k for offset in range(0, 30, 10) for k in keys(store.search(
+        ("u",), query="green tea", limit=10, offset=offset, ranking=ranking))]
+    assert pages == one_go and len(set(pages)) == 30
+    with pytest.raises(InvalidInputError, match=r"Ranking\.candidates"):
+        store.search(("u",), query="green tea", limit=10, offset=25, ranking=ranking)

@@ -13,6 +13,7 @@ import base64
 import binascii
 import email.utils
 import functools
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -154,8 +155,16 @@ class OpenAIEmbedder:
 
     @property
     def model(self) -> str:
-        """``"openai:{model}"``: the protocol and the server's model name."""
-        return f"openai:{self._model_name}"
+        """``"openai:{model}"``, plus ``"+prefix:{hash}"`` when query or document prefixes
+        are set: vectors made with other prefixes are other vectors, and the store keys its
+        embedding cache and its model check on this name."""
+        name = f"openai:{self._model_name}"
+        if self._query_prefix or self._document_prefix:
+            digest = hashlib.blake2b(
+                f"{self._query_prefix}\0{self._document_prefix}".encode(), digest_size=4
+            ).hexdigest()
+            name += f"+prefix:{digest}"
+        return name
 
     @property
     def dims(self) -> int:

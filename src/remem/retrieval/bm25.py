@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from remem.errors import InvalidInputError
+
 __all__ = ["BM25Params", "Posting", "bm25_scores"]
 
 #: (item id, tie-break key, term, term frequency in the item, item length in terms)
@@ -26,6 +28,15 @@ class BM25Params:
 
     k1: float = 1.2
     b: float = 0.75
+
+    def __post_init__(self) -> None:
+        for name, value in (("k1", self.k1), ("b", self.b)):
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value) or value < 0 or (name == "b" and value > 1)):
+                raise InvalidInputError(
+                    f"BM25Params.{name} must be a number"
+                    f"{' within [0, 1]' if name == 'b' else ' >= 0'}, got {value!r}"
+                )
 
 
 def bm25_scores(postings: Iterable[Posting], *, doc_freq: Mapping[str, int], n_docs: int,

@@ -55,16 +55,22 @@ class Recency:
 
     def __post_init__(self) -> None:
         seconds = (self.half_life.total_seconds() if isinstance(self.half_life, timedelta)
-                   else float(self.half_life))
+                   else self.half_life if _is_number(self.half_life) else math.nan)
         if not math.isfinite(seconds) or seconds <= 0:
             raise InvalidInputError(
-                f"Recency.half_life must be a positive duration, got {self.half_life!r}"
+                "Recency.half_life must be a positive timedelta or number of seconds, "
+                f"got {self.half_life!r}"
             )
-        if not 0.0 <= self.weight <= 1.0:
+        if not _is_number(self.weight) or not 0.0 <= self.weight <= 1.0:
             raise InvalidInputError(f"Recency.weight must be within [0, 1], got {self.weight!r}")
-        if isinstance(self.now, datetime) and self.now.tzinfo is None:
+        if isinstance(self.now, datetime):
+            if self.now.tzinfo is None:
+                raise InvalidInputError(
+                    "Recency.now must be timezone-aware (e.g. datetime(..., tzinfo=UTC))"
+                )
+        elif self.now is not None and not (_is_number(self.now) and math.isfinite(self.now)):
             raise InvalidInputError(
-                "Recency.now must be timezone-aware (e.g. datetime(..., tzinfo=UTC))"
+                f"Recency.now must be an aware datetime, epoch seconds or None, got {self.now!r}"
             )
 
 
@@ -92,23 +98,32 @@ class Ranking:
             raise InvalidInputError(
                 f"Ranking.fusion must be 'rrf' or 'weighted', got {self.fusion!r}"
             )
-        if not isinstance(self.rrf_k, int) or self.rrf_k < 1:
-            raise InvalidInputError(f"Ranking.rrf_k must be an int >= 1, got {self.rrf_k!r}")
-        if not isinstance(self.candidates, int) or self.candidates < 1:
-            raise InvalidInputError(
-                f"Ranking.candidates must be an int >= 1, got {self.candidates!r}"
-            )
-        unknown = set(self.weights) - {"keyword", "vector"}
-        if unknown or any(not (w >= 0 and math.isfinite(w)) for w in self.weights.values()):
+        for name in ("rrf_k", "candidates"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInputError(f"Ranking.{name} must be an int >= 1, got {value!r}")
+        if (not isinstance(self.weights, Mapping)
+                or set(self.weights) - {"keyword", "vector"}
+                or any(not (_is_number(w) and w >= 0 and math.isfinite(w))
+                       for w in self.weights.values())):
             raise InvalidInputError(
                 "Ranking.weights maps 'keyword' and/or 'vector' to finite weights >= 0, "
-                f"got {dict(self.weights)!r}"
+                f"got {self.weights!r}"
             )
         object.__setattr__(self, "weights", dict(self.weights))
-        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
+        if self.recency is not None and not isinstance(self.recency, Recency):
+            raise InvalidInputError(
+                f"Ranking.recency must be a Recency or None, got {self.recency!r}"
+            )
+        if self.mmr is not None and not (_is_number(self.mmr) and 0.0 <= self.mmr <= 1.0):
             raise InvalidInputError(f"Ranking.mmr must be within [0, 1], got {self.mmr!r}")
-        if self.min_score is not None and not math.isfinite(self.min_score):
+        if self.min_score is not None and not (_is_number(self.min_score)
+                                               and math.isfinite(self.min_score)):
             raise InvalidInputError(f"Ranking.min_score must be finite, got {self.min_score!r}")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(slots=True)

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from remem.embed.base import Embedder, normalize_rows
 from remem.embed.cache import TextKind, VectorMemo, text_hash
-from remem.errors import IndexConfigError, InvalidInputError, UnsupportedError
+from remem.errors import IndexConfigError, InvalidInputError, UnsupportedError, UsageError
 from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
 from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
@@ -129,6 +129,8 @@ class KeywordConfig:
             raise InvalidInputError(
                 "KeywordConfig.tokenizer must have a name and a tokenize(text) method"
             )
+        if not isinstance(self.bm25, BM25Params):
+            raise InvalidInputError(f"KeywordConfig.bm25 must be a BM25Params, got {self.bm25!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,6 +462,11 @@ class BaseStore(ABC):
             self.embed_counts["embedded"] += len(todo)
         return [found[digest] for digest in hashes], hashes
 
+    def _holds_vectors(self) -> bool:
+        """Whether any item has a vector (SQL backends override; in memory there are none
+        without an index)."""
+        return False
+
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
         """Vectors this store already holds for document text hashes (SQL backends override;
         the default relies on the in-process memo alone)."""
@@ -492,8 +499,16 @@ class BaseStore(ABC):
         needed = op.offset + op.limit
         plain = (len(signals) == 1 and ranking.recency is None and ranking.mmr is None
                  and ranking.min_score is None)
+        if not plain and needed > ranking.candidates:
+            # a deeper candidate list would change fusion and re-ranking, so pages fetched
+            # with different offsets would disagree (duplicates, gaps)
+            raise InvalidInputError(
+                f"offset + limit ({needed}) exceeds Ranking.candidates ({ranking.candidates}); "
+                "fused and re-ranked results stop there: pass ranking=Ranking(candidates=N) "
+                "with N >= offset + limit"
+            )
         # one signal, ranked as is: no need to look past the page
-        depth = needed if plain else max(ranking.candidates, needed)
+        depth = needed if plain else ranking.candidates
         lists: dict[str, list[Candidate]] = {}
         if "keyword" in signals:
             terms = prepared.query_terms[position]
@@ -586,7 +601,15 @@ class BaseStore(ABC):
         embedded by this model are not embedded again. Per-item choices made at put time
         (``index=False`` or a field list) are replaced by the store's configuration.
         ``progress`` is called with the running count after each batch.
+
+        Run it while nothing else writes under the prefix: an item changed between being read
+        and written back here gets its older value again.
         """
+        if self.index is None and self._holds_vectors():
+            raise UsageError(
+                "reindex without a vector index would drop every stored vector: open the "
+                "store with index=IndexConfig(embedder=...) (CLI: --embedder local)"
+            )
         count = 0
         pending: list[PutOp] = []
 

@@ -428,6 +428,11 @@ class SQLiteStore(BaseStore):
             (json.dumps(item_ids),),
         )
 
+    def _holds_vectors(self) -> bool:
+        self.setup()
+        with self._connection() as conn:
+            return conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
+
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors of this model already stored for these document text hashes."""
         found: dict[bytes, np.ndarray] = {}
@@ -713,8 +718,8 @@ def _meta(conn: sqlite3.Connection, key: str) -> str:
 
 
 class _Txn:
-    """Per-transaction state: the connection and the vector sequence number, bumped at most
-    once per transaction, on its first vector write."""
+    """Per-transaction state: the connection and the last vector sequence number it took
+    (``None`` until its first vector write)."""
 
     __slots__ = ("_postings_exist", "_vectors_exist", "conn", "vector_seq")
 
@@ -732,12 +737,14 @@ class _Txn:
         return self._postings_exist
 
     def bump_vector_seq(self) -> int:
-        if self.vector_seq is None:
-            row = self.conn.execute(
-                "UPDATE remem_meta SET value = CAST(value AS INTEGER) + 1 "
-                "WHERE key = 'vector_seq' RETURNING value"
-            ).fetchone()
-            self.vector_seq = int(row[0])
+        # a new number for every vector write, not once per transaction: a search earlier in
+        # the same batch may have synced the shared cache to the previous number, and rows
+        # written under that number would then never be loaded
+        row = self.conn.execute(
+            "UPDATE remem_meta SET value = CAST(value AS INTEGER) + 1 "
+            "WHERE key = 'vector_seq' RETURNING value"
+        ).fetchone()
+        self.vector_seq = int(row[0])
         return self.vector_seq
 
     def vectors_exist(self) -> bool:

@@ -344,18 +344,19 @@ class PutOp:
         object.__setattr__(self, "value_json", text)
         object.__setattr__(self, "ttl", _ttl_seconds(self.ttl))
         object.__setattr__(self, "event_at", to_timestamp(self.event_at, "event_at"))
-
-    @property
-    def event_ts(self) -> float | None:
-        """``event_at`` as epoch seconds (it is normalised to them when the op is built)."""
-        return _as_float(self.event_at)
         if self.index is not None and self.index is not False:
-            if isinstance(self.index, str) or not all(isinstance(f, str) for f in self.index):
+            if (isinstance(self.index, str) or not isinstance(self.index, Sequence)
+                    or not all(isinstance(f, str) and f for f in self.index)):
                 raise InvalidInputError(
                     "index must be None, False or a list of dotted field paths, "
                     f"got {self.index!r}"
                 )
             object.__setattr__(self, "index", tuple(self.index))
+
+    @property
+    def event_ts(self) -> float | None:
+        """``event_at`` as epoch seconds (it is normalised to them when the op is built)."""
+        return _as_float(self.event_at)
 
 
 @dataclass(frozen=True, slots=True)
