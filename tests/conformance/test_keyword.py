@@ -309,3 +309,32 @@ def test_fused_pages_never_reach_past_the_candidates(make_store: Factory) -> Non
     assert pages == one_go and len(set(pages)) == 30
     with pytest.raises(InvalidInputError, match=r"Ranking\.candidates"):
         store.search(("u",), query="green tea", limit=10, offset=25, ranking=ranking)
+
+
+def test_conditional_put_and_reindex_never_overwrite_newer_writes(store: BaseStore,
+                                                                  clock: FakeClock) -> None:
+    store.put(("n",), "k", {"v": 1})
+    read = store.get(("n",), "k")
+    assert read is not None
+    clock.advance(1)
+    store.put(("n",), "k", {"v": 2})
+    store.batch([PutOp(("n",), "k", {"v": "stale"}, if_updated_at=read.updated_at.timestamp())])
+    assert store.get(("n",), "k").value == {"v": 2}  # type: ignore[union-attr]
+    store.batch([PutOp(("n",), "gone", {"v": 0}, if_updated_at=read.updated_at.timestamp())])
+    assert store.get(("n",), "gone") is None
+    current = store.get(("n",), "k")
+    assert current is not None
+    store.batch([PutOp(("n",), "k", {"v": 3}, if_updated_at=current.updated_at.timestamp())])
+    assert store.get(("n",), "k").value == {"v": 3}  # type: ignore[union-attr]
+
+    store.batch([PutOp(("r",), f"k{i:04d}", {"v": 0}) for i in range(1000)])
+
+    def meddle(done: int) -> None:
+        if done == 500:  # another writer, between two reindex batches, a second later
+            clock.advance(1)
+            store.put(("r",), "k0700", {"v": "new"})
+            store.delete(("r",), "k0800")
+
+    store.reindex(("r",), batch_size=500, progress=meddle)
+    assert store.get(("r",), "k0700").value == {"v": "new"}  # type: ignore[union-attr]
+    assert store.get(("r",), "k0800") is None

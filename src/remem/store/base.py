@@ -54,6 +54,7 @@ from remem.store.types import (
 )
 
 __all__ = [
+    "UPDATED_AT_TOLERANCE",
     "BaseStore",
     "IndexConfig",
     "KeywordConfig",
@@ -66,6 +67,9 @@ __all__ = [
 ]
 
 WHOLE_VALUE = "$"
+#: how close two ``updated_at`` readings must be to count as the same version: Item timestamps
+#: are datetimes, which keep microseconds, so a round trip can move a float by up to 0.5 µs
+UPDATED_AT_TOLERANCE = 1e-6
 
 logger = logging.getLogger("remem.store")
 
@@ -594,7 +598,7 @@ class BaseStore(ABC):
     def reindex(self, namespace_prefix: Sequence[str] = (), *, batch_size: int = 500,
                 progress: Callable[[int], None] | None = None) -> int:
         """Rebuild the keyword terms and vectors of every live item under the prefix with the
-        store's current configuration; return how many items were reindexed.
+        store's current configuration; return how many items it visited.
 
         Use it after opening a store with an embedder for the first time, or after changing
         the indexed fields. Values, timestamps, TTLs and event times are kept; texts already
@@ -602,8 +606,9 @@ class BaseStore(ABC):
         (``index=False`` or a field list) are replaced by the store's configuration.
         ``progress`` is called with the running count after each batch.
 
-        Run it while nothing else writes under the prefix: an item changed between being read
-        and written back here gets its older value again.
+        Safe beside other writers: each item is written back only if it is unchanged since it
+        was read (``PutOp.if_updated_at``); one changed or deleted meanwhile is left as it is
+        (its writer already indexed it with the same configuration).
         """
         if self.index is None and self._holds_vectors():
             raise UsageError(
@@ -627,6 +632,7 @@ class BaseStore(ABC):
                 item.namespace, item.key, item.value, ttl=ttl, event_at=item.event_at,
                 created_at=item.created_at.timestamp(), updated_at=item.updated_at.timestamp(),
                 expires_at=item.expires_at.timestamp() if item.expires_at else None,
+                if_updated_at=item.updated_at.timestamp(),
             ))
             if len(pending) >= batch_size:
                 flush()

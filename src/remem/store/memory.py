@@ -20,6 +20,7 @@ import numpy.typing as npt
 from remem.retrieval.bm25 import Posting
 from remem.retrieval.ranking import Candidate
 from remem.store.base import (
+    UPDATED_AT_TOLERANCE,
     BaseStore,
     IndexConfig,
     KeywordConfig,
@@ -139,6 +140,10 @@ class InMemoryStore(BaseStore):
         if isinstance(op, PutOp):
             address = (op.namespace, op.key)
             previous = self._records.get(address)
+            if op.if_updated_at is not None and not (
+                    previous is not None and previous.alive(now)
+                    and abs(previous.updated_at - op.if_updated_at) <= UPDATED_AT_TOLERANCE):
+                return None  # the item changed or went away since it was read
             undo.append((address, replace(previous) if previous is not None else None))
             ttl, expires_at = self._expiry_for(op, now)
             alive_before = previous is not None and previous.alive(now)

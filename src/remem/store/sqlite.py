@@ -28,6 +28,7 @@ import numpy as np
 from remem.errors import IndexConfigError, StoreError
 from remem.retrieval.ranking import Candidate
 from remem.store.base import (
+    UPDATED_AT_TOLERANCE,
     BaseStore,
     IndexConfig,
     KeywordConfig,
@@ -378,6 +379,13 @@ class SQLiteStore(BaseStore):
 
     def _put(self, txn: _Txn, position: int, op: PutOp, prepared: Prepared) -> None:
         now = prepared.now
+        if op.if_updated_at is not None:
+            row = txn.conn.execute(
+                f"SELECT updated_at FROM items WHERE ns = ? AND key = ? AND {_ALIVE}",
+                (encode_ns(op.namespace), op.key, now),
+            ).fetchone()
+            if row is None or abs(row[0] - op.if_updated_at) > UPDATED_AT_TOLERANCE:
+                return  # the item changed or went away since it was read
         ttl, expires_at = self._expiry_for(op, now)
         explicit_created = op.created_at is not None
         created = op.created_at if op.created_at is not None else now

@@ -321,7 +321,10 @@ class PutOp:
     ``event_at`` (an aware datetime or epoch seconds): when what the item records happened;
     searches filter and weigh recency by it (``created_at`` stands in when it is ``None``).
     ``created_at`` / ``updated_at`` / ``expires_at`` (epoch seconds) are for imports only: they
-    keep an exported item's timestamps.
+    keep an exported item's timestamps. ``if_updated_at`` makes the put conditional: it is
+    skipped unless a live item exists whose ``updated_at`` is this time (to the microsecond,
+    the resolution of :class:`Item` timestamps), so a writer that read an item never overwrites
+    a newer version or brings back a deleted one.
     """
 
     namespace: Namespace
@@ -333,6 +336,7 @@ class PutOp:
     created_at: float | None = None
     updated_at: float | None = None
     expires_at: float | None = None
+    if_updated_at: float | None = None
     #: the value as compact JSON text (computed once; SQL backends store it as is)
     value_json: str = field(init=False, repr=False, compare=False, default="")
 
