@@ -9,6 +9,7 @@ the statistics, so a filter never changes an item's score. IDF is the non-negati
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,27 +41,36 @@ class BM25Params:
 
 
 def bm25_scores(postings: Iterable[Posting], *, doc_freq: Mapping[str, int], n_docs: int,
-                total_len: int, params: BM25Params = BM25Params()
+                total_len: int, params: BM25Params = BM25Params(), limit: int | None = None
                 ) -> list[tuple[int, SortKey, float]]:
     """Score every item that has a query term: ``(item id, tie-break key, score)``, best first,
-    ties broken by the key (namespace, key), so every backend returns the same order."""
+    ties broken by the key (namespace, key), so every backend returns the same order.
+    ``limit`` keeps only the best ``limit`` (a heap, not a full sort)."""
     if n_docs <= 0:
         return []
     avg_len = total_len / n_docs if total_len > 0 else 1.0
     idf = {term: math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
            for term, df in doc_freq.items()}
     k1, b = params.k1, params.b
-    parts: dict[int, list[tuple[str, float]]] = {}
+    by_term: dict[str, list[tuple[int, float]]] = {}
     keys: dict[int, SortKey] = {}
     for item_id, key, term, tf, length in postings:
         weight = idf.get(term)
         if weight is None:
             continue
         norm = k1 * (1.0 - b + b * length / avg_len)
-        parts.setdefault(item_id, []).append((term, weight * tf * (k1 + 1.0) / (tf + norm)))
+        by_term.setdefault(term, []).append((item_id, weight * tf * (k1 + 1.0) / (tf + norm)))
         keys[item_id] = key
-    # sum in term order: backends read postings in different orders, and float addition is
-    # not associative, so this keeps scores (and ties) bit-identical across backends
-    scores = {item_id: math.fsum(v for _, v in sorted(terms)) for item_id, terms in parts.items()}
-    ranked = sorted(scores.items(), key=lambda pair: (-pair[1], keys[pair[0]]))
+    # add terms in sorted order: backends read postings in different orders, and float
+    # addition is not associative, so this keeps scores (and ties) bit-identical across backends
+    scores: dict[int, float] = {}
+    for term in sorted(by_term):
+        for item_id, value in by_term[term]:
+            scores[item_id] = scores.get(item_id, 0.0) + value
+
+    def order(pair: tuple[int, float]) -> tuple[float, SortKey]:
+        return -pair[1], keys[pair[0]]
+
+    ranked = (sorted(scores.items(), key=order) if limit is None
+              else heapq.nsmallest(limit, scores.items(), key=order))
     return [(item_id, keys[item_id], score) for item_id, score in ranked]

@@ -521,7 +521,8 @@ class BaseStore(ABC):
                 hits = keyword_hits(terms)
                 assert self.keyword is not None
                 found = bm25_scores(hits.postings, doc_freq=hits.doc_freq, n_docs=hits.n_docs,
-                                    total_len=hits.total_len, params=self.keyword.bm25)[:depth]
+                                    total_len=hits.total_len, params=self.keyword.bm25,
+                                    limit=depth)
             lists["keyword"] = found
         if "vector" in signals:
             lists["vector"] = vector_hits(prepared.query_vectors[position], depth)
