@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
 from remem.errors import InvalidInputError, NamespaceError, RememError
 from remem.store.filters import parse_filter
 from remem.store.types import Namespace, validate_namespace
@@ -255,3 +256,24 @@ class RememGroup(click.Group):
             report_error(f"unexpected {type(exc).__name__}: {exc} (please report this)",
                          EXIT_FAILURE)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder named by ``--embedder``: ``fake`` (deterministic, offline), ``openai``
+    (configured by REMEM_EMBED_* / OPENAI_* variables) or ``local`` (the offline model,
+    imported only when asked for)."""
+    if name == "fake":
+        return FakeEmbedder()
+    if name == "openai":
+        return OpenAIEmbedder()
+    if name != "local":
+        raise click.BadParameter(f"unknown embedder {name!r}", param_hint="'--embedder'")
+    try:
+        from remem.embed.local import LocalEmbedder
+    except ImportError as exc:
+        raise CommandFailed(
+            f"--embedder local needs remem.embed.local, which cannot be imported ({exc}); "
+            "install remem with its local embedder, or pass --embedder fake for an offline "
+            "smoke run (its recall is meaningless)"
+        ) from None
+    return LocalEmbedder()

@@ -7,7 +7,6 @@ every question, then print the table (or ``--json``) and write ``--out`` files.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,9 +27,8 @@ from rich.progress import (
 from rich.table import Table
 
 from remem import __version__
-from remem.cli.common import CommandFailed
+from remem.cli.common import CommandFailed, make_embedder
 from remem.cli.render import emit_json, write_atomically
-from remem.embed import Embedder, FakeEmbedder
 from remem.eval.harness import Phase, run_locomo, self_test, summarize_sets
 from remem.eval.locomo import LocomoDataset, load_locomo
 from remem.eval.metrics import KS
@@ -50,28 +48,6 @@ EVAL_EMBEDDERS: Final = ("local", "fake")
 """Values of ``remem eval locomo --embedder``."""
 
 CI_LEVEL: Final = 0.95
-_LOCAL_MODULE: Final = "remem.embed.local"
-
-
-def make_embedder(name: str) -> Embedder:
-    """The embedder named by ``--embedder``: ``fake`` (offline, for smoke runs) or ``local``
-    (:class:`remem.embed.local.LocalEmbedder`, imported only when asked for)."""
-    if name == "fake":
-        return FakeEmbedder()
-    if name != "local":
-        raise click.BadParameter(f"unknown embedder {name!r}", param_hint="'--embedder'")
-    try:
-        module = importlib.import_module(_LOCAL_MODULE)
-    except ImportError as exc:
-        raise CommandFailed(
-            f"--embedder local needs {_LOCAL_MODULE}, which cannot be imported ({exc}); "
-            "install remem with its local embedder, or pass --embedder fake for an offline "
-            "smoke run (its recall is meaningless)"
-        ) from None
-    embedder = module.LocalEmbedder()
-    if not isinstance(embedder, Embedder):
-        raise CommandFailed(f"{_LOCAL_MODULE}.LocalEmbedder is not an Embedder")
-    return embedder
 
 
 class _Bars:

@@ -25,9 +25,9 @@ from remem.cli.common import (
     JsonObjectType,
     NamespaceType,
     format_namespace,
+    make_embedder,
 )
 from remem.cli.render import emit_json, print_item, results_table, write_atomically
-from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
 from remem.store import (
     NOT_PROVIDED,
     BaseStore,
@@ -85,19 +85,6 @@ class StoreSettings:
     def has_index(self) -> bool:
         """Whether an embedder was chosen (needed by vector and hybrid search)."""
         return self.embedder != "none"
-
-
-def make_embedder(name: str) -> Embedder:
-    """The embedder named by ``--embedder`` (imported only when asked for)."""
-    if name == "fake":
-        return FakeEmbedder()
-    if name == "openai":
-        return OpenAIEmbedder()  # model, URL and key from REMEM_EMBED_* / OPENAI_* variables
-    if name == "local":
-        from remem.embed.local import LocalEmbedder
-
-        return LocalEmbedder()
-    raise click.BadParameter(f"unknown embedder {name!r}", param_hint="'--embedder'")
 
 
 pass_settings = click.make_pass_decorator(StoreSettings)
