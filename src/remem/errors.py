@@ -9,12 +9,22 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── NamespaceError                  a namespace label or key breaks a rule
     │   ├── FilterError                     a filter is malformed (names operator and path)
     │   ├── InvalidValueError               an item value is not a JSON object
-    │   └── ImportFormatError               a JSONL line cannot be imported
+    │   ├── ImportFormatError               a JSONL line cannot be imported
+    │   └── MessageFormatError              a message or provider dict cannot be converted
+    ├── NotFoundError (LookupError)         a thread, checkpoint, memory or event does not exist
+    ├── ConflictError                       a write lost a race (version check); retry it
     ├── UsageError                          the API is used in a way it does not support
     │   └── UnsupportedError                a backend lacks a declared capability
     ├── ConfigError                         a setting is missing or invalid (names the setting)
     ├── IndexConfigError                    vectors from another embedder or dimension
     ├── EmbeddingError                      an embedder failed (model missing, HTTP error)
+    ├── LLMError                            a chat model call failed
+    │   ├── LLMConnectionError              the provider could not be reached (or timed out)
+    │   ├── LLMStatusError                  the provider answered with an HTTP error
+    │   │   └── RateLimitError              429 after every retry (carries retry_after)
+    │   ├── ContextWindowError              the prompt does not fit the model's window
+    │   └── StructuredOutputError           the answer is not valid for the schema (has raw text)
+    ├── ToolError                           a tool call failed; its message is meant for the model
     └── StoreError                          the storage layer failed
         └── MigrationError                  the database schema cannot be brought up to date
 """
@@ -23,16 +33,26 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "ConflictError",
+    "ContextWindowError",
     "EmbeddingError",
     "FilterError",
     "ImportFormatError",
     "IndexConfigError",
     "InvalidInputError",
     "InvalidValueError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMStatusError",
+    "MessageFormatError",
     "MigrationError",
     "NamespaceError",
+    "NotFoundError",
+    "RateLimitError",
     "RememError",
     "StoreError",
+    "StructuredOutputError",
+    "ToolError",
     "UnsupportedError",
     "UsageError",
 ]
@@ -62,6 +82,18 @@ class ImportFormatError(InvalidInputError):
     """A line of a JSONL import cannot be read; the message names the line number."""
 
 
+class MessageFormatError(InvalidInputError):
+    """A message, or a provider's message dict, cannot be read or converted."""
+
+
+class NotFoundError(RememError, LookupError):
+    """The thread, checkpoint, memory or history event asked for does not exist."""
+
+
+class ConflictError(RememError):
+    """A write was based on a version that changed meanwhile; read again and retry."""
+
+
 class UsageError(RememError):
     """The API is used in a way it does not support."""
 
@@ -88,3 +120,49 @@ class StoreError(RememError):
 
 class MigrationError(StoreError):
     """The database schema cannot be brought up to date."""
+
+
+class LLMError(RememError):
+    """A chat model call failed."""
+
+
+class LLMConnectionError(LLMError):
+    """The provider could not be reached, or did not answer within the timeout."""
+
+
+class LLMStatusError(LLMError):
+    """The provider answered with an HTTP error status (after any retries)."""
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class RateLimitError(LLMStatusError):
+    """The provider kept answering 429; ``retry_after`` is its last hint in seconds."""
+
+    def __init__(self, message: str, *, status: int = 429, body: str = "",
+                 retry_after: float | None = None) -> None:
+        super().__init__(message, status=status, body=body)
+        self.retry_after = retry_after
+
+
+class ContextWindowError(LLMError):
+    """The prompt does not fit the model's context window, even after trimming."""
+
+
+class StructuredOutputError(LLMError):
+    """The model's answer could not be parsed or validated against the schema.
+
+    ``raw`` is the model's last answer as text; ``errors`` describes what was wrong with it.
+    """
+
+    def __init__(self, message: str, *, raw: str, errors: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.errors = errors
+
+
+class ToolError(RememError):
+    """A tool call was invalid or failed; the message is written for the model to read."""
