@@ -7,7 +7,7 @@ test:
 	$(PY) -m pytest -q
 
 lint:
-	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff check src tests benchmarks examples tools
 
 typecheck:
 	$(PY) -m mypy

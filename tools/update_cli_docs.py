@@ -1,0 +1,37 @@
+"""Refresh the ``--help`` blocks of docs/cli.md from the real CLI.
+
+Every ``<!-- help: remem ... -->`` marker is followed by a ```text block; this replaces each
+block with the command's current help (80 columns). Add a marker for a new command by hand,
+then run ``python tools/update_cli_docs.py``; tests/test_cli.py checks the result.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from remem.cli import cli
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+BLOCK = re.compile(r"(<!-- help: (remem[^>]*?) -->\s*```text\n)(.*?)(```)", re.DOTALL)
+
+
+def real_help(command: str) -> str:
+    result = CliRunner().invoke(cli, [*command.split()[1:], "--help"], env={"COLUMNS": "80"},
+                                prog_name="remem")
+    if result.exit_code != 0:
+        raise SystemExit(f"{command} --help failed: {result.output}")
+    return result.output
+
+
+def main() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    updated = BLOCK.sub(lambda m: m.group(1) + real_help(m.group(2)) + m.group(4), text)
+    DOCS.write_text(updated, encoding="utf-8")
+    print(f"{DOCS}: {len(BLOCK.findall(text))} help blocks refreshed")
+
+
+if __name__ == "__main__":
+    main()
