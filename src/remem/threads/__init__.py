@@ -1,0 +1,1 @@
+"""Short-term memory: threads, their history, trimming and running summaries."""
