@@ -17,6 +17,13 @@ from remem.llm.base import (
     as_messages,
 )
 from remem.llm.scripted import Script, ScriptedModel, tool_call
+from remem.llm.structured import (
+    Structured,
+    agenerate,
+    generate,
+    parse_json_answer,
+    schema_instruction,
+)
 
 __all__ = [
     "ChatModel",
@@ -26,10 +33,15 @@ __all__ = [
     "ResponseFormat",
     "Script",
     "ScriptedModel",
+    "Structured",
     "ToolChoice",
     "ToolSpec",
     "Usage",
     "UsageLedger",
+    "agenerate",
     "as_messages",
+    "generate",
+    "parse_json_answer",
+    "schema_instruction",
     "tool_call",
 ]
