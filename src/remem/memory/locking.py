@@ -1,0 +1,74 @@
+"""A short write lock per namespace, built from store batches alone.
+
+Why: a reconciliation writes several records at once (invalidate one, insert another, history
+events), and a conditional put protects one item only. So writers to one namespace take
+turns, and each writer's changes plus the lock's release are one atomic batch.
+
+How: a writer puts a ticket item (with a TTL, so a crashed writer's ticket expires) and, in
+the same batch, lists the tickets of the namespace. Batches are serialisable, so of two
+writers the later batch sees the earlier ticket: a writer holds the lock only when its ticket
+is the only one. Otherwise it removes its ticket and tries again after a random pause.
+Because the reads that validate a plan run in the acquiring batch, they see the state no
+other writer can change until the release.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from remem.errors import ConflictError
+from remem.memory.flow import Flow, Pause, StoreBatch
+from remem.memory.records import locks_namespace
+from remem.messages.types import new_id
+from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
+
+__all__ = ["LockSettings", "acquire", "release_op"]
+
+
+@dataclass(frozen=True, slots=True)
+class LockSettings:
+    """``ttl``: seconds a ticket lives (a crashed writer blocks others at most this long);
+    ``timeout``: seconds to keep trying before :class:`ConflictError`."""
+
+    ttl: float = 10.0
+    timeout: float = 30.0
+
+
+def release_op(namespace: Namespace, token: str) -> DeleteOp:
+    """The delete that releases the lock (put it in the writing batch)."""
+    return DeleteOp(locks_namespace(namespace), token)
+
+
+def acquire(namespace: Namespace, reads: Sequence[Op], settings: LockSettings,
+            clock: Callable[[], float] = time.monotonic) -> Flow[tuple[str, list[Result]]]:
+    """Take the lock of ``namespace``; return the ticket and the results of ``reads``, which
+    run in the acquiring batch (so they see a state no other writer can change now)."""
+    where = locks_namespace(namespace)
+    label = json.dumps(list(namespace), ensure_ascii=False)
+    deadline = clock() + settings.timeout
+    attempt = 0
+    while True:
+        token = new_id("lock")
+        ops: list[Op] = [
+            PutOp(where, token, {"type": "lock", "ns": label}, ttl=settings.ttl, index=False),
+            # exact namespace only: tickets of deeper namespaces share the prefix
+            SearchOp(where, filter={"ns": label}, limit=2, refresh_ttl=False),
+            *reads,
+        ]
+        results = yield StoreBatch(ops)
+        holders = results[1]
+        assert isinstance(holders, list)
+        if [item.key for item in holders] == [token]:
+            return token, results[2:]
+        yield StoreBatch([DeleteOp(where, token)])
+        attempt += 1
+        if clock() > deadline:
+            raise ConflictError(
+                f"could not get a turn to write to namespace {namespace!r} within "
+                f"{settings.timeout:g} s (other writers kept it busy); retry later"
+            )
+        yield Pause(random.uniform(0.0005, 0.003) * min(attempt, 20))

@@ -1,0 +1,287 @@
+"""Memory records as store items: the record value, its hash, and the reserved namespaces.
+
+A memory lives in the store at ``(namespace, memory_id)``. Its value is a JSON object with
+``type = "memory"`` and the fields of :class:`MemoryRecord`. Besides the records, remem keeps
+three kinds of bookkeeping items under the reserved top label ``"_remem"``:
+
+* ``("_remem", "ids")`` / ``<id>``: maps a memory or history event id to its namespace, so
+  ``get(memory_id)`` and ``undo(event_id)`` need only the id;
+* ``("_remem", "history", *namespace)`` / ``<event id>``: history events (see
+  :mod:`remem.memory.history`), written in the same batch as the change they record;
+* ``("_remem", "locks", *namespace)`` / ``<ticket>``: short-lived write tickets
+  (:mod:`remem.memory.locking`).
+
+Invalidated memories stay (``invalid_at`` set); default searches hide them with
+:func:`current_filter`, ``as_of`` searches use :func:`as_of_filter`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from remem.errors import InvalidInputError
+from remem.messages.types import new_id
+from remem.store.types import Item, Namespace, from_timestamp
+
+__all__ = [
+    "HISTORY_LABEL",
+    "IDS_NAMESPACE",
+    "LOCKS_LABEL",
+    "RESERVED_LABEL",
+    "MemoryRecord",
+    "MemoryStatus",
+    "Source",
+    "as_of_filter",
+    "check_user_namespace",
+    "content_hash",
+    "content_text",
+    "current_filter",
+    "history_namespace",
+    "locks_namespace",
+    "new_memory_id",
+    "normalize_text",
+]
+
+RESERVED_LABEL: Final = "_remem"
+IDS_NAMESPACE: Final = (RESERVED_LABEL, "ids")
+HISTORY_LABEL: Final = "history"
+LOCKS_LABEL: Final = "locks"
+
+#: ``current``: valid now; ``invalid``: superseded or soft-deleted (kept for history/as_of)
+MemoryStatus = Literal["current", "invalid"]
+
+
+def new_memory_id() -> str:
+    """A new time-ordered memory id (``mem_...``)."""
+    return new_id("mem")
+
+
+def history_namespace(namespace: Namespace) -> Namespace:
+    """Where the history events of memories under ``namespace`` are kept."""
+    return (RESERVED_LABEL, HISTORY_LABEL, *namespace)
+
+
+def locks_namespace(namespace: Namespace) -> Namespace:
+    """Where write tickets for ``namespace`` are kept."""
+    return (RESERVED_LABEL, LOCKS_LABEL, *namespace)
+
+
+def check_user_namespace(namespace: Namespace) -> Namespace:
+    """Refuse namespaces under the reserved label (they hold remem's bookkeeping)."""
+    if namespace and namespace[0] == RESERVED_LABEL:
+        raise InvalidInputError(
+            f"namespace {namespace!r} starts with {RESERVED_LABEL!r}, which remem reserves for "
+            "its ids, history and locks; use another first label"
+        )
+    return namespace
+
+
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$", re.UNICODE)
+
+
+def normalize_text(text: str) -> str:
+    """Text reduced for exact-duplicate checks: NFKC, case-folded, whitespace collapsed,
+    punctuation at both ends removed ("Alice lives in Berlin." == "alice lives in berlin")."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _EDGE_PUNCT.sub("", _SPACE.sub(" ", folded).strip())
+
+
+def content_text(content: str | Mapping[str, Any]) -> str:
+    """The searchable text of a memory's content (a string as is, an object as JSON)."""
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+def content_hash(schema: str, content: str | Mapping[str, Any]) -> str:
+    """Hash of a memory's schema name and normalised content (sha256 hex, 32 characters).
+
+    Two memories with the same hash say the same thing, whatever kind the model gave them:
+    the second one is a no-op.
+    """
+    if isinstance(content, str):
+        text = normalize_text(content)
+    else:
+        text = json.dumps(_normalized_json(content), ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(f"{schema}\x00{text}".encode()).hexdigest()[:32]
+
+
+def _normalized_json(node: Any) -> Any:
+    if isinstance(node, str):
+        return normalize_text(node)
+    if isinstance(node, Mapping):
+        return {k: _normalized_json(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_normalized_json(v) for v in node]
+    return node
+
+
+def current_filter() -> dict[str, Any]:
+    """Store filter selecting memories valid now."""
+    return {"type": "memory", "status": "current"}
+
+
+def as_of_filter(ts: float) -> dict[str, Any]:
+    """Store filter selecting memories that were valid at epoch time ``ts``."""
+    return {
+        "type": "memory",
+        "valid_at": {"$lte": ts},
+        "$or": [{"invalid_at": None}, {"invalid_at": {"$gt": ts}}],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a memory came from: a thread, the ids of its messages, and the hash of the input
+    it was extracted from (an identical later input is a no-op while the memory is current)."""
+
+    thread_id: str | None = None
+    message_ids: tuple[str, ...] = ()
+    input_hash: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"thread_id": self.thread_id, "message_ids": list(self.message_ids),
+                "input_hash": self.input_hash}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Source:
+        """Read :meth:`to_dict` output (``None`` is an empty source)."""
+        if not data:
+            return cls()
+        return cls(data.get("thread_id"), tuple(data.get("message_ids") or ()),
+                   data.get("input_hash"))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One memory: what it says, since when it is valid, and where it came from.
+
+    ``content`` is text (the default ``Fact`` schema stores its text here) or a JSON object
+    validated by a user schema named ``schema``. ``kind`` is the fact's kind (``"fact"``,
+    ``"preference"``...) or the schema name. ``valid_at`` / ``invalid_at`` are epoch seconds:
+    a memory is current while ``invalid_at`` is ``None``. ``version`` grows by one with every
+    change to the record; ``supersedes`` / ``superseded_by`` link a fact to the one that
+    replaced it.
+    """
+
+    id: str
+    namespace: Namespace
+    content: str | dict[str, Any]
+    kind: str = "fact"
+    schema: str = "Fact"
+    valid_at: float = 0.0
+    invalid_at: float | None = None
+    event_time: float | None = None
+    source: Source = field(default_factory=Source)
+    content_hash: str = ""
+    version: int = 1
+    metadata: dict[str, Any] = field(default_factory=dict)
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.content_hash:
+            object.__setattr__(self, "content_hash", content_hash(self.schema, self.content))
+
+    @property
+    def text(self) -> str:
+        """The searchable text of the content."""
+        return content_text(self.content)
+
+    @property
+    def status(self) -> MemoryStatus:
+        """``"current"`` while valid, else ``"invalid"``."""
+        return "current" if self.invalid_at is None else "invalid"
+
+    def is_valid_at(self, ts: float) -> bool:
+        """Whether the memory was valid at epoch time ``ts``."""
+        return self.valid_at <= ts and (self.invalid_at is None or self.invalid_at > ts)
+
+    def evolve(self, **changes: Any) -> MemoryRecord:
+        """A copy with ``changes``; a new content gets a new hash."""
+        if "content" in changes or "schema" in changes:
+            changes.setdefault("content_hash", "")
+        return replace(self, **changes)
+
+    def to_value(self) -> dict[str, Any]:
+        """The store value (what :meth:`from_item` reads back)."""
+        return {
+            "type": "memory",
+            "id": self.id,
+            "kind": self.kind,
+            "schema": self.schema,
+            "content": self.content,
+            "text": self.text,
+            "status": self.status,
+            "valid_at": self.valid_at,
+            "invalid_at": self.invalid_at,
+            "event_time": self.event_time,
+            "source": self.source.to_dict(),
+            "content_hash": self.content_hash,
+            "version": self.version,
+            "metadata": self.metadata,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+        }
+
+    @classmethod
+    def from_value(cls, namespace: Namespace, value: Mapping[str, Any], *,
+                   created_at: float = 0.0, updated_at: float = 0.0) -> MemoryRecord:
+        """Read a store value written by :meth:`to_value`."""
+        return cls(
+            id=str(value["id"]), namespace=tuple(namespace), content=value["content"],
+            kind=str(value.get("kind", "fact")), schema=str(value.get("schema", "Fact")),
+            valid_at=float(value.get("valid_at") or 0.0), invalid_at=value.get("invalid_at"),
+            event_time=value.get("event_time"), source=Source.from_dict(value.get("source")),
+            content_hash=str(value.get("content_hash") or ""),
+            version=int(value.get("version", 1)), metadata=dict(value.get("metadata") or {}),
+            supersedes=value.get("supersedes"), superseded_by=value.get("superseded_by"),
+            created_at=created_at, updated_at=updated_at,
+        )
+
+    @classmethod
+    def from_item(cls, item: Item) -> MemoryRecord:
+        """The record held by a store item."""
+        return cls.from_value(item.namespace, item.value, created_at=item.created_at.timestamp(),
+                              updated_at=item.updated_at.timestamp())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict for results and exports (ISO 8601 times)."""
+        return {
+            "id": self.id,
+            "namespace": list(self.namespace),
+            "content": self.content,
+            "text": self.text,
+            "kind": self.kind,
+            "schema": self.schema,
+            "status": self.status,
+            "valid_at": _iso(self.valid_at),
+            "invalid_at": _iso(self.invalid_at),
+            "event_time": _iso(self.event_time),
+            "source": self.source.to_dict(),
+            "content_hash": self.content_hash,
+            "version": self.version,
+            "metadata": self.metadata,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+        }
+
+
+def _iso(ts: float | None) -> str | None:
+    return from_timestamp(ts).isoformat() if ts is not None else None
+
+
+def iso_to_ts(text: str | None) -> float | None:
+    """Inverse of the ISO times in :meth:`MemoryRecord.to_dict`."""
+    return datetime.fromisoformat(text).timestamp() if text else None

@@ -1,0 +1,349 @@
+"""MemoryStoreManager: extraction against a store, from conversation to committed changes.
+
+One ``add``:
+
+1. fills the namespace template from the call's config;
+2. reads, in one batch, the exact candidates (same content or same input already remembered),
+   then keyword, then hybrid candidates for queries derived from the conversation (each
+   distinct query searched once). Exact and lexical candidates come first, so an exact-name
+   duplicate is never crowded out by embedding neighbours;
+3. stops there when the input is an exact duplicate: no LLM call, no change;
+4. asks the :class:`~remem.memory.manager.MemoryManager` (one structured call);
+5. takes the namespace's write lock, re-reading the candidates in the same batch. If they
+   changed meanwhile (another writer), the decision is made again on the fresh state;
+   otherwise the plan (:mod:`remem.memory.reconcile`) and its history are written with the
+   lock's release in one atomic batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from remem.errors import ConflictError, InvalidInputError
+from remem.llm.base import ChatModel, Usage
+from remem.memory.flow import Flow, StoreBatch, run_async, run_sync
+from remem.memory.locking import LockSettings
+from remem.memory.manager import (
+    Extraction,
+    Fact,
+    MemoryManager,
+    MemoryUpdate,
+    NewMemory,
+    format_conversation,
+)
+from remem.memory.namespaces import NamespaceTemplate
+from remem.memory.reconcile import Change, ChangeContext, Plan, Skip, plan_changes
+from remem.memory.records import (
+    MemoryRecord,
+    Source,
+    content_hash,
+    current_filter,
+    normalize_text,
+)
+from remem.memory.writer import commit
+from remem.messages.types import Message
+from remem.store.base import BaseStore
+from remem.store.types import GetOp, Item, Namespace, Op, Result, SearchOp
+
+__all__ = ["AddResult", "MemoryStoreManager", "derive_queries", "input_hash"]
+
+
+@dataclass(frozen=True, slots=True)
+class AddResult:
+    """What an ``add`` did and what it cost.
+
+    ``changes``: applied changes (``add``, ``invalidate``...), each with its history event id;
+    ``skipped``: decided changes that were not needed (duplicates); ``usage``: LLM calls and
+    tokens; ``write_attempts``: how many times the write phase ran (> 1 after a conflict);
+    ``rejected``: problems in a model answer that the model then fixed.
+    """
+
+    namespace: Namespace
+    changes: tuple[Change, ...] = ()
+    skipped: tuple[Skip, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    write_attempts: int = 0
+    rejected: tuple[str, ...] = ()
+
+    @property
+    def added(self) -> list[MemoryRecord]:
+        """Memories created by this add."""
+        return [c.memory for c in self.changes if c.op == "add"]
+
+    @property
+    def invalidated(self) -> list[MemoryRecord]:
+        """Memories this add made invalid (superseded or soft-deleted)."""
+        return [c.memory for c in self.changes if c.op == "invalidate"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "namespace": list(self.namespace),
+            "changes": [c.to_dict() for c in self.changes],
+            "skipped": [s.to_dict() for s in self.skipped],
+            "usage": {"llm_calls": self.usage.calls, "input_tokens": self.usage.input_tokens,
+                      "output_tokens": self.usage.output_tokens},
+            "write_attempts": self.write_attempts,
+            "rejected": list(self.rejected),
+        }
+
+
+def derive_queries(messages: Sequence[Message], limit: int) -> list[str]:
+    """Search queries for related memories: the text of each user and assistant message,
+    distinct after normalisation, the most recent ``limit`` ones."""
+    seen: dict[str, str] = {}
+    for message in messages:
+        if message.role not in ("user", "assistant"):
+            continue
+        text = message.text.strip()
+        key = normalize_text(text)
+        if key:
+            seen.pop(key, None)
+            seen[key] = text[:1000]
+    return list(seen.values())[-limit:]
+
+
+def input_hash(messages: Sequence[Message]) -> str:
+    """Hash of a conversation's normalised text (an identical later input is a no-op)."""
+    text = normalize_text(format_conversation(messages))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def as_message_list(messages: Sequence[Message] | Message | str) -> tuple[Message, ...]:
+    """A string becomes one user message; a message or a sequence of them is kept."""
+    if isinstance(messages, str):
+        return (Message.user(messages),)
+    if isinstance(messages, Message):
+        return (messages,)
+    out = tuple(messages)
+    for position, message in enumerate(out):
+        if not isinstance(message, Message):
+            raise InvalidInputError(
+                f"messages[{position}] is a {type(message).__name__}; pass remem Message "
+                "values, OpenAI-style dicts (through remem.Memory) or a string"
+            )
+    return out
+
+
+@dataclass(slots=True)
+class _Read:
+    ops: list[Op]
+    exact_slot: int
+
+
+class MemoryStoreManager:
+    """Extract memories from conversations into a store, reconciled with what it holds.
+
+    ``manager``: a :class:`MemoryManager` (or a chat model, for one with the defaults).
+    ``namespace``: a template such as ``("memories", "{user_id}")`` filled from each call's
+    config. ``search_limit`` results per query and signal, ``max_queries`` queries, at most
+    ``max_candidates`` existing memories shown to the model. ``hard_delete``: deletes remove
+    records instead of invalidating them. ``max_attempts``: write attempts after conflicts
+    before :class:`~remem.errors.ConflictError`.
+    """
+
+    def __init__(self, store: BaseStore, manager: MemoryManager | ChatModel | None = None, *,
+                 namespace: NamespaceTemplate | Sequence[str] = ("memories", "{user_id}"),
+                 search_limit: int = 5, max_queries: int = 4, max_candidates: int = 10,
+                 hard_delete: bool = False, max_attempts: int = 4,
+                 lock: LockSettings | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        for name, value in (("search_limit", search_limit), ("max_queries", max_queries),
+                            ("max_candidates", max_candidates), ("max_attempts", max_attempts)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}")
+        self.store = store
+        self.manager = manager if isinstance(manager, MemoryManager) else MemoryManager(manager)
+        self.template = NamespaceTemplate.of(namespace)
+        self.search_limit = search_limit
+        self.max_queries = max_queries
+        self.max_candidates = max_candidates
+        self.hard_delete = hard_delete
+        self.max_attempts = max_attempts
+        self.lock = lock or LockSettings()
+        self.clock = clock
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _reads(self, namespace: Namespace, messages: Sequence[Message], digest: str) -> _Read:
+        texts = [m.text.strip() for m in messages if m.role == "user" and m.text.strip()]
+        text_hashes = [content_hash(schema.__name__, text) for text in texts
+                       for schema in self.manager.schemas if issubclass(schema, Fact)]
+        current = current_filter()
+        ops: list[Op] = [SearchOp(namespace, filter={
+            **current,
+            "$or": [{"content_hash": {"$in": text_hashes or [""]}},
+                    {"source.input_hash": digest}],
+        }, limit=self.max_candidates)]
+        queries = derive_queries(messages, self.max_queries)
+        keyword = self.store.keyword is not None
+        vector = self.store.index is not None
+        for query in queries:
+            if keyword:
+                ops.append(SearchOp(namespace, filter=current, query=query,
+                                    limit=self.search_limit, mode="keyword"))
+        for query in queries:
+            if vector:
+                ops.append(SearchOp(namespace, filter=current, query=query,
+                                    limit=self.search_limit,
+                                    mode="hybrid" if keyword else "vector"))
+        if not (keyword or vector) or not queries:  # no ranking possible: the newest ones
+            ops.append(SearchOp(namespace, filter=current, limit=self.max_candidates))
+        return _Read(ops, 0)
+
+    def _candidates(self, results: Sequence[Result]) -> list[MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        for result in results:
+            assert isinstance(result, list)
+            for item in result:
+                if len(found) >= self.max_candidates:
+                    break
+                assert isinstance(item, Item)
+                found.setdefault(item.key, MemoryRecord.from_item(item))
+        return list(found.values())
+
+    @staticmethod
+    def _is_exact_duplicate(exact: Sequence[Item], messages: Sequence[Message],
+                            digest: str, schemas: Sequence[str]) -> MemoryRecord | None:
+        records = [MemoryRecord.from_item(item) for item in exact]
+        for record in records:
+            if record.source.input_hash == digest:
+                return record
+        texts = [m.text.strip() for m in messages if m.role == "user" and m.text.strip()]
+        hashes = {record.content_hash: record for record in records}
+        matched = [hashes.get(content_hash(name, text)) for text in texts for name in schemas]
+        hits = [r for r in matched if r is not None]
+        if texts and len(hits) >= len(texts):
+            return hits[0]
+        return None
+
+    # -- the add flow -----------------------------------------------------------------------------
+
+    def namespace_for(self, config: Mapping[str, Any] | None) -> Namespace:
+        """The namespace the template gives for ``config``."""
+        return self.template.fill(config or {})
+
+    def add_flow(self, messages: Sequence[Message] | Message | str,
+                 config: Mapping[str, Any] | None = None, *, namespace: Namespace | None = None,
+                 infer: bool = True, metadata: Mapping[str, Any] | None = None,
+                 actor: str = "user", thread_id: str | None = None,
+                 kind: str = "fact") -> Flow[AddResult]:
+        """The add as a flow (see the module docstring)."""
+        ns = namespace if namespace is not None else self.namespace_for(config)
+        msgs = as_message_list(messages)
+        digest = input_hash(msgs)
+        ctx_source = Source(thread_id=thread_id,
+                            message_ids=tuple(m.id for m in msgs), input_hash=digest)
+        event_time = max((m.created_at for m in msgs), default=None)
+        if not infer:
+            text = "\n".join(m.text.strip() for m in msgs if m.text.strip())
+            if not text:
+                raise InvalidInputError("add(infer=False) got no text to store; pass a "
+                                        "non-empty string or messages with text")
+            extraction = Extraction(inserts=(NewMemory(text, kind, "Fact"),))
+            plan, attempts = yield from self._write(
+                ns, [], extraction, ctx_source, event_time, metadata, actor, None)
+            return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), Usage(), attempts)
+        if not format_conversation(msgs):
+            return AddResult(ns)
+        read = self._reads(ns, msgs, digest)
+        results = yield StoreBatch(read.ops)
+        names = [s.__name__ for s in self.manager.schemas if issubclass(s, Fact)]
+        exact = results[read.exact_slot]
+        assert isinstance(exact, list)
+        duplicate = self._is_exact_duplicate(exact, msgs, digest, names)
+        if duplicate is not None:
+            return AddResult(ns, skipped=(Skip("duplicate input", None, duplicate.id),))
+        usage = Usage()
+        rejected: list[str] = []
+        candidates = self._candidates(results)
+        for attempt in range(1, self.max_attempts + 1):
+            extraction = yield from self.manager.extract_flow(msgs, candidates)
+            usage = usage + extraction.usage
+            rejected += extraction.rejected
+            if extraction.empty:
+                return AddResult(ns, usage=usage, write_attempts=0, rejected=tuple(rejected))
+            try:
+                plan, _ = yield from self._write(ns, candidates, extraction, ctx_source,
+                                                 event_time, metadata, actor, read.ops)
+            except _Stale as stale:
+                candidates = stale.candidates
+                continue
+            except ConflictError:
+                if attempt == self.max_attempts:
+                    raise
+                results = yield StoreBatch(read.ops)
+                candidates = self._candidates(results)
+                continue
+            return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), usage, attempt,
+                             tuple(rejected))
+        raise ConflictError(
+            f"namespace {ns!r} kept changing while memories were extracted "
+            f"({self.max_attempts} attempts); retry the add"
+        )
+
+    def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord], extraction: Extraction,
+               source: Source, event_time: float | None, metadata: Mapping[str, Any] | None,
+               actor: str, recheck: Sequence[Op] | None) -> Flow[tuple[Plan, int]]:
+        """Commit ``extraction`` under the lock. With ``recheck``, the candidate reads run
+        again in the lock's batch; if the candidates changed, :class:`_Stale` carries the
+        fresh ones (the model must decide again)."""
+        contents: list[NewMemory | MemoryUpdate] = [*extraction.inserts, *extraction.updates]
+        hashes = sorted({content_hash(c.schema, c.content) for c in contents}) or [""]
+        targets = [u.id for u in extraction.updates] + list(extraction.deletes)
+        seen = {(r.id, r.version) for r in candidates}
+        reads: list[Op] = [
+            SearchOp(ns, filter={**current_filter(), "content_hash": {"$in": hashes}},
+                     limit=len(hashes) + 10),
+            *(GetOp(ns, target) for target in targets),
+            *(recheck or ()),
+        ]
+        ctx = ChangeContext(now=self.clock(), actor=actor, source=source,
+                            event_time=event_time, metadata=dict(metadata or {}),
+                            reason="extracted from conversation" if recheck is not None
+                            else "stored as given")
+
+        def plan_for(results: list[Result]) -> Plan:
+            dup_items = results[0]
+            assert isinstance(dup_items, list)
+            got = results[1:1 + len(targets)]
+            if recheck is not None:
+                fresh = self._candidates(results[1 + len(targets):])
+                if {(r.id, r.version) for r in fresh} != seen:
+                    raise _Stale(fresh)
+            current = {i.key: MemoryRecord.from_item(i) for i in got if isinstance(i, Item)}
+            dups = [MemoryRecord.from_item(i) for i in dup_items if isinstance(i, Item)]
+            by_hash = {r.content_hash: r for r in dups}
+            return plan_changes(extraction, ns, current, by_hash, ctx,
+                                hard_delete=self.hard_delete)
+
+        plan = yield from commit(ns, reads, plan_for, self.lock)
+        return plan, 1
+
+    def add(self, messages: Sequence[Message] | Message | str,
+            config: Mapping[str, Any] | None = None, **options: Any) -> AddResult:
+        """Extract memories from ``messages`` into the namespace ``config`` selects.
+
+        Options: ``namespace`` (instead of the template), ``infer`` (``False`` stores the text
+        as is), ``metadata``, ``actor``, ``thread_id``, ``kind``.
+        """
+        return run_sync(self.add_flow(messages, config, **options), self.store,
+                        self.manager.model)
+
+    async def aadd(self, messages: Sequence[Message] | Message | str,
+                   config: Mapping[str, Any] | None = None, **options: Any) -> AddResult:
+        """Async :meth:`add`."""
+        return await run_async(self.add_flow(messages, config, **options), self.store,
+                               self.manager.model)
+
+
+class _Stale(Exception):
+    """The candidates changed between the model's decision and the write."""
+
+    def __init__(self, candidates: list[MemoryRecord]) -> None:
+        super().__init__("candidates changed")
+        self.candidates = candidates
