@@ -11,18 +11,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
-import functools
 import hashlib
-import importlib.metadata
 import json
 import os
-import random
-import ssl
 import threading
-import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -30,6 +23,17 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
+from remem._http import (
+    LOOPBACK_HOSTS,
+    Failure,
+    RetryPolicy,
+    check_host_allowed,
+    provider_message,
+    send_sync,
+    snippet,
+    ssl_context,
+    user_agent,
+)
 from remem.embed.base import normalize_rows
 from remem.errors import ConfigError, EmbeddingError, InvalidInputError, UsageError
 
@@ -37,9 +41,7 @@ __all__ = ["DEFAULT_BASE_URL", "OpenAIEmbedder"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-_RETRY_AFTER_CAP = 60.0  # a server asking for longer is better served by failing loudly
 _PROBE_TEXT = "dimension probe"
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _SECRET_HEADER_WORDS = ("key", "auth", "token", "secret")
 
 
@@ -133,9 +135,7 @@ class OpenAIEmbedder:
         self._request_dimensions = request_dimensions
         self._batch_size = batch_size
         self._timeout = timeout
-        self._max_retries = max_retries
-        self._retry_backoff = retry_backoff
-        self._max_backoff = max_backoff
+        self._policy = RetryPolicy(max_retries, retry_backoff, max_backoff)
         self._query_prefix = query_prefix
         self._document_prefix = document_prefix
         self._extra_headers = dict(headers or {})
@@ -322,54 +322,36 @@ class OpenAIEmbedder:
             if self._closed:
                 raise UsageError("this OpenAIEmbedder is closed; create a new one")
             if self._client is None:
-                headers = {"User-Agent": f"remem/{_version()}"}
+                headers = {"User-Agent": user_agent()}
                 if self._api_key:
                     headers["Authorization"] = f"Bearer {self._api_key}"
                 headers.update(self._extra_headers)
                 # proxy environment variables are for remote hosts, not a local Ollama
-                trust_env = self._url.host not in _LOOPBACK_HOSTS
+                trust_env = self._url.host not in LOOPBACK_HOSTS
                 self._client = httpx.Client(headers=headers, timeout=self._timeout,
-                                            trust_env=trust_env, verify=_ssl_context(trust_env))
+                                            trust_env=trust_env, verify=ssl_context(trust_env))
             return self._client
 
     def _post(self, payload: dict[str, Any]) -> Any:
         client = self._get_client()
-        attempt = 0
-        while True:
-            retry_after: float | None = None
+        check_host_allowed(self._url)
+
+        def send() -> httpx.Response:
             with self._lock:
                 self.requests_sent += 1
-            try:
-                response = client.post(self._url, json=payload)
-            except httpx.TimeoutException:
-                failure = f"timed out after {self._timeout}s"
-            except httpx.TransportError as exc:
-                failure = f"connection failed ({type(exc).__name__}: {exc})"
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise self._bad_response(
-                            f"body is not JSON: {_snippet(response.text)}") from exc
-                if status != 429 and status < 500:
-                    raise self._http_error(response)
-                failure = f"HTTP {status}: {_provider_message(response)}"
-                retry_after = _retry_after(response.headers)
-            if attempt >= self._max_retries:
-                raise EmbeddingError(self._scrub(
-                    f"POST {self._url} for {self.model} failed after {attempt + 1} attempt(s); "
-                    f"last error: {failure}"))
-            time.sleep(self._delay(attempt, retry_after))
-            attempt += 1
+            return client.post(self._url, json=payload)
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, _RETRY_AFTER_CAP)
-        # jitter spreads out clients that failed together
-        backoff = min(self._max_backoff, self._retry_backoff * 2.0**attempt)
-        return backoff * random.uniform(0.5, 1.0)
+        result = send_sync(self._policy, self._timeout, send)
+        if isinstance(result, Failure):
+            if not result.retryable and result.response is not None:
+                raise self._http_error(result.response)
+            raise EmbeddingError(self._scrub(
+                f"POST {self._url} for {self.model} failed after {result.attempts} attempt(s); "
+                f"last error: {result.description}"))
+        try:
+            return result.json()
+        except ValueError as exc:
+            raise self._bad_response(f"body is not JSON: {_snippet(result.text)}") from exc
 
     def _http_error(self, response: httpx.Response) -> EmbeddingError:
         status = response.status_code
@@ -397,57 +379,5 @@ def _require(ok: bool, name: str, rule: str, value: object) -> None:
         raise ConfigError(f"OpenAIEmbedder {name} must be {rule}, got {value!r}")
 
 
-def _provider_message(response: httpx.Response) -> str:
-    """The error message from OpenAI's ``{"error": {"message": ...}}`` or its look-alikes."""
-    try:
-        body = response.json()
-    except ValueError:
-        return _snippet(response.text) or response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _snippet(error["message"])
-        for candidate in (error, body.get("message"), body.get("detail")):
-            if isinstance(candidate, str):  # Ollama, vLLM, FastAPI
-                return _snippet(candidate)
-    return _snippet(response.text)
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or date)."""
-    if (ms := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    if (value := headers.get("retry-after")) is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _snippet(text: str, limit: int = 300) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-@functools.cache
-def _ssl_context(trust_env: bool) -> ssl.SSLContext:
-    # loading the CA bundle takes ~20 ms: pay it once per process, not once per embedder
-    return httpx.create_ssl_context(trust_env=trust_env)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("remem")
-    except importlib.metadata.PackageNotFoundError:
-        return "dev"
+_provider_message = provider_message
+_snippet = snippet
