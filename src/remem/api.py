@@ -57,7 +57,8 @@ from remem.store.types import Namespace, SearchMode, validate_namespace
 
 __all__ = ["Memory", "MessagesInput", "to_messages"]
 
-MessagesInput = str | Message | Mapping[str, Any] | Sequence[Message | Mapping[str, Any]]
+MessagesInput = (str | Message | Mapping[str, Any]
+                 | Sequence[str | Message | Mapping[str, Any]])
 """What ``add`` accepts: text, a message, an OpenAI-style dict, or a list of them."""
 
 MEMORY_FIELDS = ("text",)
@@ -65,8 +66,8 @@ MEMORY_FIELDS = ("text",)
 
 
 def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
-    """``messages`` as :class:`Message` values (strings are user messages; dicts are read as
-    OpenAI-style chat messages)."""
+    """``messages`` as :class:`Message` values (strings, alone or in a list, are user
+    messages; dicts are read as OpenAI-style chat messages)."""
     if isinstance(messages, str):
         return (Message.user(messages),)
     if isinstance(messages, Message):
@@ -76,11 +77,11 @@ def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
     out: list[Message] = []
     dicts: list[Mapping[str, Any]] = []
     for position, message in enumerate(messages):
-        if isinstance(message, Message):
+        if isinstance(message, Message | str):
             if dicts:
                 out += _from_dicts(dicts)
                 dicts = []
-            out.append(message)
+            out.append(Message.user(message) if isinstance(message, str) else message)
         elif isinstance(message, Mapping):
             dicts.append(message)
         else:

@@ -1,0 +1,54 @@
+"""Memory formation: extract memories from conversations and keep them right over time.
+
+* :class:`MemoryManager`: one structured LLM call decides inserts, updates and deletes
+  against existing memories shown under small integer aliases.
+* :class:`MemoryStoreManager`: runs that against a store: namespace templates, related
+  memories found by exact, keyword and hybrid search, changes applied in one atomic batch
+  under a per-namespace write lock.
+* :class:`ProfileManager`: one document per namespace and schema, updated by JSON patches.
+* :class:`MemoryRecord` / :class:`HistoryEvent`: what is stored; validity intervals
+  (``valid_at`` / ``invalid_at``), history and undo.
+
+Most users want the facade, :class:`remem.api.Memory`.
+"""
+
+from remem.memory.aliases import IdAliases
+from remem.memory.history import HistoryEvent, HistoryOp
+from remem.memory.locking import LockSettings
+from remem.memory.manager import (
+    DEFAULT_INSTRUCTIONS,
+    Extraction,
+    Fact,
+    MemoryManager,
+    MemoryUpdate,
+    NewMemory,
+)
+from remem.memory.namespaces import NamespaceTemplate
+from remem.memory.operations import ChangeResult, MemoryHit, SearchResult
+from remem.memory.reconcile import Change, Skip
+from remem.memory.records import MemoryRecord, MemoryStatus, Source
+from remem.memory.store_manager import AddResult, MemoryStoreManager
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "AddResult",
+    "Change",
+    "ChangeResult",
+    "Extraction",
+    "Fact",
+    "HistoryEvent",
+    "HistoryOp",
+    "IdAliases",
+    "LockSettings",
+    "MemoryHit",
+    "MemoryManager",
+    "MemoryRecord",
+    "MemoryStatus",
+    "MemoryStoreManager",
+    "MemoryUpdate",
+    "NamespaceTemplate",
+    "NewMemory",
+    "SearchResult",
+    "Skip",
+    "Source",
+]

@@ -114,5 +114,6 @@ def event_ops(event: HistoryEvent) -> list[Op]:
 
 
 def drop_record_ops(record: MemoryRecord) -> list[Op]:
-    """Remove a record for good (its id index entry goes too; history stays)."""
-    return [DeleteOp(record.namespace, record.id), DeleteOp(IDS_NAMESPACE, record.id)]
+    """Remove a record for good. Its id index entry stays, so its history (which keeps the
+    last state) can still be found by the id."""
+    return [DeleteOp(record.namespace, record.id)]
