@@ -23,6 +23,7 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── LLMStatusError                  the provider answered with an HTTP error
     │   │   └── RateLimitError              429 after every retry (carries retry_after)
     │   ├── ContextWindowError              the prompt does not fit the model's window
+    │   ├── LLMResponseError                the provider's answer cannot be read (malformed body)
     │   └── StructuredOutputError           the answer is not valid for the schema (has raw text)
     ├── ToolError                           a tool call failed; its message is meant for the model
     └── StoreError                          the storage layer failed
@@ -43,6 +44,7 @@ __all__ = [
     "InvalidValueError",
     "LLMConnectionError",
     "LLMError",
+    "LLMResponseError",
     "LLMStatusError",
     "MessageFormatError",
     "MigrationError",
@@ -150,6 +152,10 @@ class RateLimitError(LLMStatusError):
 
 class ContextWindowError(LLMError):
     """The prompt does not fit the model's context window, even after trimming."""
+
+
+class LLMResponseError(LLMError):
+    """The provider answered 2xx with a body that cannot be read (not JSON, missing fields)."""
 
 
 class StructuredOutputError(LLMError):
