@@ -51,6 +51,7 @@ from remem.memory.operations import (
 from remem.memory.reconcile import ChangeContext
 from remem.memory.records import MemoryRecord, check_user_namespace
 from remem.memory.store_manager import AddResult, MemoryStoreManager
+from remem.messages import from_openai
 from remem.messages.types import Message
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
@@ -95,28 +96,7 @@ def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
 
 
 def _from_dicts(dicts: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
-    try:
-        from remem.messages import from_openai  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        from_openai = None
-    if from_openai is not None:
-        return tuple(from_openai([dict(d) for d in dicts]))
-    out = []
-    for position, data in enumerate(dicts):
-        role, content = data.get("role"), data.get("content")
-        if role not in ("system", "user", "assistant"):
-            raise MessageFormatError(
-                f"messages[{position}].role must be system, user or assistant, got {role!r}")
-        if isinstance(content, list):
-            content = "\n".join(p.get("text", "") for p in content
-                                if isinstance(p, Mapping) and p.get("type") == "text")
-        if not isinstance(content, str):
-            raise MessageFormatError(
-                f"messages[{position}].content must be a string or a list of text parts")
-        build = {"system": Message.system, "user": Message.user,
-                 "assistant": Message.assistant}[role]
-        out.append(build(content))
-    return tuple(out)
+    return tuple(from_openai([dict(d) for d in dicts]))
 
 
 def scope_namespace(user_id: str | None = None, agent_id: str | None = None,

@@ -25,6 +25,7 @@ from remem.memory.manager import (
 )
 from remem.memory.namespaces import NamespaceTemplate
 from remem.memory.operations import ChangeResult, MemoryHit, SearchResult
+from remem.memory.profiles import PatchOperation, ProfileManager, ProfileResult
 from remem.memory.reconcile import Change, Skip
 from remem.memory.records import MemoryRecord, MemoryStatus, Source
 from remem.memory.store_manager import AddResult, MemoryStoreManager
@@ -48,6 +49,9 @@ __all__ = [
     "MemoryUpdate",
     "NamespaceTemplate",
     "NewMemory",
+    "PatchOperation",
+    "ProfileManager",
+    "ProfileResult",
     "SearchResult",
     "Skip",
     "Source",

@@ -32,7 +32,7 @@ from remem.memory.records import MemoryRecord, Source, new_memory_id
 from remem.store.types import Namespace, Op, PutOp
 
 __all__ = ["Change", "ChangeContext", "Plan", "Skip", "plan_changes", "plan_edit", "plan_undo",
-           "record_put"]
+           "record_put", "write_change"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +117,10 @@ def _event(ctx: ChangeContext, op: HistoryOp, memory_id: str, namespace: Namespa
     )
 
 
-def _write(plan: Plan, ctx: ChangeContext, op: HistoryOp, before: MemoryRecord | None,
-           after: MemoryRecord, *, undoes: str | None = None, reason: str | None = None) -> None:
+def write_change(plan: Plan, ctx: ChangeContext, op: HistoryOp, before: MemoryRecord | None,
+                 after: MemoryRecord, *, undoes: str | None = None,
+                 reason: str | None = None) -> None:
+    """Add to ``plan`` the put of ``after`` (conditional on ``before``) and its event."""
     plan.ops.append(record_put(after, previous=before))
     if before is None:
         plan.ops.append(id_index_op(after.id, after.namespace))
@@ -175,14 +177,14 @@ def plan_changes(extraction: Extraction, namespace: Namespace,
             # the new content is already a current memory: only the old one goes
             closed = old.evolve(invalid_at=ctx.now, superseded_by=duplicate.id,
                                 version=old.version + 1, updated_at=ctx.now)
-            _write(plan, ctx, "invalidate", old, closed)
+            write_change(plan, ctx, "invalidate", old, closed)
             invalidated.add(old.id)
             plan.skipped.append(Skip("duplicate", update.content, duplicate.id))
             continue
         closed = old.evolve(invalid_at=ctx.now, superseded_by=fresh.id, version=old.version + 1,
                             updated_at=ctx.now)
-        _write(plan, ctx, "invalidate", old, closed)
-        _write(plan, ctx, "add", None, fresh)
+        write_change(plan, ctx, "invalidate", old, closed)
+        write_change(plan, ctx, "add", None, fresh)
         invalidated.add(old.id)
         hashes.pop(old.content_hash, None)
         hashes[fresh.content_hash] = fresh
@@ -197,14 +199,14 @@ def plan_changes(extraction: Extraction, namespace: Namespace,
             plan.changes.append(Change("delete", old, event.id))
         else:
             closed = old.evolve(invalid_at=ctx.now, version=old.version + 1, updated_at=ctx.now)
-            _write(plan, ctx, "invalidate", old, closed)
+            write_change(plan, ctx, "invalidate", old, closed)
     for insert in extraction.inserts:
         fresh = new_record(namespace, insert, ctx)
         duplicate = hashes.get(fresh.content_hash)
         if duplicate is not None:
             plan.skipped.append(Skip("duplicate", insert.content, duplicate.id))
             continue
-        _write(plan, ctx, "add", None, fresh)
+        write_change(plan, ctx, "add", None, fresh)
         hashes[fresh.content_hash] = fresh
     return plan
 
@@ -230,7 +232,7 @@ def plan_edit(old: MemoryRecord, ctx: ChangeContext, *, content: Any = None,
     if (new.content_hash, new.kind, new.metadata) == (old.content_hash, old.kind, old.metadata):
         plan.skipped.append(Skip("unchanged", old.content, old.id))
         return plan
-    _write(plan, ctx, "update", old, new)
+    write_change(plan, ctx, "update", old, new)
     return plan
 
 
@@ -253,7 +255,7 @@ def plan_delete(old: MemoryRecord, ctx: ChangeContext, *, hard: bool = False,
         plan.skipped.append(Skip("already invalid", old.content, old.id))
         return plan
     closed = old.evolve(invalid_at=ctx.now, version=old.version + 1, updated_at=ctx.now)
-    _write(plan, ctx, "invalidate", old, closed)
+    write_change(plan, ctx, "invalidate", old, closed)
     return plan
 
 
@@ -308,5 +310,5 @@ def plan_undo(events: Sequence[HistoryEvent], now_state: Mapping[str, MemoryReco
         version = max(target.version, current_version or 0) + 1
         restored = target.evolve(version=version, updated_at=ctx.now,
                                  created_at=target.created_at)
-        _write(plan, ctx, "restore", current, restored, undoes=event.id)
+        write_change(plan, ctx, "restore", current, restored, undoes=event.id)
     return plan
