@@ -1,1 +1,46 @@
-"""Short-term memory: threads, their history, trimming and running summaries."""
+"""Short-term memory: threads, their checkpoints, trimming, running summaries and search.
+
+A thread is one conversation: its messages, stored once, and a checkpoint after every change,
+so it can be resumed, rewound, forked or copied from any earlier point. Long histories are
+trimmed (:func:`trim_messages`) or folded into a running summary (:func:`compact`) for the
+prompt; :class:`ThreadIndex` makes past threads searchable.
+"""
+
+from remem.threads.search import MessageMatch, ThreadHit, ThreadIndex
+from remem.threads.store import ThreadStore
+from remem.threads.summary import (
+    Compaction,
+    SummaryPolicy,
+    acompact,
+    compact,
+    needs_compaction,
+    with_summary,
+)
+from remem.threads.thread import Thread
+from remem.threads.trim import (
+    check_anthropic_sequence,
+    check_openai_sequence,
+    safe_cut,
+    trim_messages,
+)
+from remem.threads.types import Checkpoint, ThreadInfo
+
+__all__ = [
+    "Checkpoint",
+    "Compaction",
+    "MessageMatch",
+    "SummaryPolicy",
+    "Thread",
+    "ThreadHit",
+    "ThreadIndex",
+    "ThreadInfo",
+    "ThreadStore",
+    "acompact",
+    "check_anthropic_sequence",
+    "check_openai_sequence",
+    "compact",
+    "needs_compaction",
+    "safe_cut",
+    "trim_messages",
+    "with_summary",
+]

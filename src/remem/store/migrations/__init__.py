@@ -1,7 +1,8 @@
 """Named, versioned schema migrations, recorded in the ``remem_migrations`` table.
 
-A migration is a name (``m001_items``) and SQL statements. :func:`apply_sqlite` runs the
-missing ones in order inside one ``BEGIN IMMEDIATE`` transaction, so several processes opening
+A migration is a name (``m001_items``) and SQL statements; each component keeps its own list
+with its own letter prefix (``m`` store, ``t`` threads) in the same database. :func:`apply_sqlite`
+runs the missing ones in order inside one ``BEGIN IMMEDIATE`` transaction, so several processes opening
 the same file at once cannot both apply a migration.
 """
 
@@ -31,6 +32,11 @@ _TABLE = (
 )
 
 
+def _family(name: str) -> str:
+    """The letters before a migration's number (``m`` for ``m001_items``)."""
+    return name[: len(name) - len(name.lstrip("abcdefghijklmnopqrstuvwxyz"))]
+
+
 def applied_sqlite(conn: sqlite3.Connection) -> list[str]:
     """Names of the migrations recorded in the database, in order."""
     conn.execute(_TABLE)
@@ -43,10 +49,13 @@ def apply_sqlite(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> l
     ``conn`` must be in autocommit mode (``isolation_level=None``).
     """
     known = {m.name for m in migrations}
+    # several components (store ``m...``, threads ``t...``) keep their lists in one database;
+    # a name is "unknown" only within the families of the list being applied
+    families = {_family(name) for name in known}
     conn.execute("BEGIN IMMEDIATE")
     try:
         done = applied_sqlite(conn)
-        unknown = [name for name in done if name not in known]
+        unknown = [name for name in done if name not in known and _family(name) in families]
         if unknown:
             raise MigrationError(
                 f"the database was migrated by a newer remem (unknown migrations {unknown}); "

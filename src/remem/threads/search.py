@@ -1,0 +1,158 @@
+"""Thread search (episodic recall): find past conversations by keywords and meaning.
+
+Messages are indexed as items of the long-term store, one item per message with text, under
+``(*namespace, owner)`` where the owner is the thread's ``metadata[owner_key]`` (``"_"`` when
+absent). Search then is the store's hybrid search (BM25 over Chinese and English terms, plus
+vectors when the store has an embedder), and hits are grouped by thread.
+
+The index is the store's, not a second database: the store can be the same SQLite file as the
+threads. Indexing happens right after an append commits; a crash in between leaves those
+messages unindexed until :meth:`ThreadIndex.index_thread` is run for the thread (the CLI's
+``remem threads reindex``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from remem.errors import InvalidInputError
+from remem.messages.types import Message
+from remem.store.base import BaseStore
+from remem.store.types import DeleteOp, Namespace, PutOp, SearchMode, validate_namespace
+
+if TYPE_CHECKING:
+    from remem.threads.store import ThreadStore
+
+__all__ = ["MessageMatch", "ThreadHit", "ThreadIndex"]
+
+NO_OWNER = "_"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageMatch:
+    """A message that matched a thread search."""
+
+    message_id: str
+    position: int
+    role: str
+    text: str
+    score: float
+    #: seconds since the epoch
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadHit:
+    """A thread that matched, its best score and its matching messages (best first)."""
+
+    thread_id: str
+    owner: str
+    score: float
+    matches: tuple[MessageMatch, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (CLI ``--json`` output)."""
+        return {"thread_id": self.thread_id, "owner": self.owner, "score": self.score,
+                "matches": [{"message_id": m.message_id, "position": m.position,
+                             "role": m.role, "text": m.text, "score": m.score,
+                             "created_at": m.created_at} for m in self.matches]}
+
+
+class ThreadIndex:
+    """Indexes thread messages in ``store`` and searches them.
+
+    ``owner_key``: the thread metadata field naming whose conversation it is (default
+    ``"user_id"``); searches are usually scoped to one owner. ``roles``: which messages are
+    indexed (tool output and system prompts are left out by default).
+    """
+
+    def __init__(self, store: BaseStore, *, owner_key: str = "user_id",
+                 namespace: Sequence[str] = ("threads",),
+                 roles: Sequence[str] = ("user", "assistant")) -> None:
+        self.store = store
+        self.owner_key = owner_key
+        self.namespace = validate_namespace(list(namespace), what="ThreadIndex namespace")
+        self.roles = frozenset(roles)
+
+    def owner_of(self, metadata: Mapping[str, Any]) -> str:
+        """The owner label for a thread's metadata."""
+        owner = metadata.get(self.owner_key)
+        return str(owner) if owner not in (None, "") else NO_OWNER
+
+    def namespace_for(self, owner: str | None) -> Namespace:
+        """Where an owner's messages are indexed (``None``: every owner's, for searching)."""
+        return self.namespace if owner is None else (*self.namespace, owner)
+
+    def index_messages(self, thread_id: str, metadata: Mapping[str, Any],
+                       messages: Sequence[Message], start: int) -> int:
+        """Index ``messages`` found at positions ``start, start + 1, ...``; return how many
+        were indexed (messages without text or of other roles are skipped)."""
+        namespace = self.namespace_for(self.owner_of(metadata))
+        ops = [
+            PutOp(namespace, f"{thread_id}/{message.id}",
+                  {"text": message.text, "role": message.role, "thread_id": thread_id,
+                   "message_id": message.id, "position": start + offset,
+                   "created_at": message.created_at},
+                  index=("text",), event_at=message.created_at)
+            for offset, message in enumerate(messages)
+            if message.role in self.roles and message.text.strip()
+        ]
+        if ops:
+            self.store.batch(ops)
+        return len(ops)
+
+    def index_thread(self, threads: ThreadStore, thread_id: str) -> int:
+        """(Re)index every message of a thread at its head; return how many were indexed."""
+        info = threads.get(thread_id)
+        self.remove_thread(thread_id)
+        total, page = 0, 500
+        for begin in range(0, info.length, page):
+            chunk = threads.messages(thread_id, checkpoint_id=info.head.id, start=begin,
+                                     stop=begin + page)
+            total += self.index_messages(thread_id, info.metadata, chunk, begin)
+        return total
+
+    def remove_thread(self, thread_id: str) -> int:
+        """Drop a thread's messages from the index; return how many items went."""
+        removed = 0
+        while True:
+            found = self.store.search(self.namespace, filter={"thread_id": thread_id},
+                                      limit=500)
+            if not found:
+                return removed
+            self.store.batch([DeleteOp(item.namespace, item.key) for item in found])
+            removed += len(found)
+
+    def search(self, query: str, *, owner: str | None = None, limit: int = 5,
+               per_thread: int = 3, mode: SearchMode = "auto",
+               exclude: Sequence[str] = ()) -> list[ThreadHit]:
+        """Threads whose messages match ``query`` (keywords and meaning), best first.
+
+        ``owner``: only this owner's threads (``None``: everyone's). ``per_thread``: how many
+        matching messages to return per thread. ``exclude``: thread ids to leave out (e.g.
+        the current conversation).
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError(f"query must be a non-empty string, got {query!r}")
+        if limit < 1 or per_thread < 1:
+            raise InvalidInputError(
+                f"limit and per_thread must be >= 1, got limit={limit}, per_thread={per_thread}")
+        skip = set(exclude)
+        found = self.store.search(self.namespace_for(owner), query=query,
+                                  limit=min(100, limit * per_thread * 4), mode=mode)
+        grouped: dict[str, tuple[str, list[MessageMatch]]] = {}
+        for item in found:
+            value = item.value
+            tid = str(value.get("thread_id", ""))
+            if not tid or tid in skip:
+                continue
+            match = MessageMatch(str(value.get("message_id", "")), int(value.get("position", 0)),
+                                 str(value.get("role", "")), str(value.get("text", "")),
+                                 float(item.score or 0.0), float(value.get("created_at", 0.0)))
+            grouped.setdefault(tid, (item.namespace[-1], []))[1].append(match)
+        hits = [ThreadHit(tid, owner_label, matches[0].score, tuple(matches[:per_thread]))
+                for tid, (owner_label, matches) in grouped.items()]
+        hits.sort(key=lambda hit: -hit.score)
+        return hits[:limit]
