@@ -188,8 +188,10 @@ class Memory:
                 raise ConfigError(f"{missing_model_error()} ({exc})") from None
         return self._llm
 
-    def _namespace(self, user_id: str | None, agent_id: str | None, thread_id: str | None,
-                   namespace: Sequence[str] | None) -> Namespace:
+    def namespace_of(self, user_id: str | None = None, agent_id: str | None = None,
+                     thread_id: str | None = None,
+                     namespace: Sequence[str] | None = None) -> Namespace:
+        """The namespace a scope selects (what ``add`` writes to)."""
         if namespace is not None:
             return check_user_namespace(validate_namespace(namespace))
         if self.template is not None:
@@ -212,7 +214,7 @@ class Memory:
                   thread_id: str | None, namespace: Sequence[str] | None, infer: bool,
                   metadata: Mapping[str, Any] | None, kind: str, actor: str
                   ) -> Flow[AddResult]:
-        ns = self._namespace(user_id, agent_id, thread_id, namespace)
+        ns = self.namespace_of(user_id, agent_id, thread_id, namespace)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
         return self.manager.add_flow(to_messages(messages), namespace=ns, infer=infer,
@@ -226,7 +228,7 @@ class Memory:
         if namespace is None and user_id is None and agent_id is None and thread_id is None:
             prefix: Namespace = ("memories",) if self.template is None else ()
         else:
-            prefix = self._namespace(user_id, agent_id, thread_id, namespace)
+            prefix = self.namespace_of(user_id, agent_id, thread_id, namespace)
         return search_flow(prefix, query, filters=filters, limit=limit, as_of=as_of,
                            include_invalid=include_invalid, mode=mode)
 

@@ -244,10 +244,9 @@ class MemoryStoreManager:
             if not text:
                 raise InvalidInputError("add(infer=False) got no text to store; pass a "
                                         "non-empty string or messages with text")
-            extraction = Extraction(inserts=(NewMemory(text, kind, "Fact"),))
-            plan, attempts = yield from self._write(
-                ns, [], extraction, ctx_source, event_time, metadata, actor, None)
-            return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), Usage(), attempts)
+            return (yield from self.store_flow(ns, [NewMemory(text, kind, "Fact")],
+                                               source=ctx_source, event_time=event_time,
+                                               metadata=metadata, actor=actor))
         if not format_conversation(msgs):
             return AddResult(ns)
         read = self._reads(ns, msgs, digest)
@@ -285,6 +284,17 @@ class MemoryStoreManager:
             f"namespace {ns!r} kept changing while memories were extracted "
             f"({self.max_attempts} attempts); retry the add"
         )
+
+    def store_flow(self, namespace: Namespace, memories: Sequence[NewMemory], *,
+                   source: Source | None = None, event_time: float | None = None,
+                   metadata: Mapping[str, Any] | None = None,
+                   actor: str = "user") -> Flow[AddResult]:
+        """Store ``memories`` as given (no LLM call); exact duplicates of current memories
+        are skipped. One write under the namespace's lock."""
+        extraction = Extraction(inserts=tuple(memories))
+        plan, attempts = yield from self._write(namespace, [], extraction, source or Source(),
+                                                event_time, metadata, actor, None)
+        return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), attempts)
 
     def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord], extraction: Extraction,
                source: Source, event_time: float | None, metadata: Mapping[str, Any] | None,
