@@ -143,7 +143,7 @@ def test_every_compaction_leaves_a_valid_conversation(messages: list[Message],
 
 @pytest.mark.parametrize("chinese", [False, True])
 def test_a_small_window_summarises_a_long_history_in_chunks(chinese: bool) -> None:
-    messages = chat(200, words=100, chinese=chinese)  # roughly 100k estimated tokens
+    messages = chat(200, words=250, chinese=chinese)  # roughly 100k estimated tokens
     history_tokens = count_messages(messages, COUNTER)
     assert history_tokens > 50_000
     policy = SummaryPolicy(trigger_tokens=8000, keep_tokens=500, max_summary_tokens=300)
