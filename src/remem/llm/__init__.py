@@ -4,6 +4,7 @@ Clients for OpenAI-compatible endpoints and Anthropic's Messages API speak HTTP 
 (no vendor SDK); :class:`ScriptedModel` answers from a queue for tests.
 """
 
+from remem.llm.anthropic import AnthropicChatModel
 from remem.llm.base import (
     ChatModel,
     ChatRequest,
@@ -16,6 +17,9 @@ from remem.llm.base import (
     UsageLedger,
     as_messages,
 )
+from remem.llm.config import model_from_env, require_model
+from remem.llm.http_base import HTTPChatModel
+from remem.llm.openai import OpenAIChatModel
 from remem.llm.scripted import Script, ScriptedModel, tool_call
 from remem.llm.structured import (
     Structured,
@@ -26,10 +30,13 @@ from remem.llm.structured import (
 )
 
 __all__ = [
+    "AnthropicChatModel",
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
     "FinishReason",
+    "HTTPChatModel",
+    "OpenAIChatModel",
     "ResponseFormat",
     "Script",
     "ScriptedModel",
@@ -41,7 +48,9 @@ __all__ = [
     "agenerate",
     "as_messages",
     "generate",
+    "model_from_env",
     "parse_json_answer",
+    "require_model",
     "schema_instruction",
     "tool_call",
 ]
