@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tests.pg_fixtures"]  # postgres_dsn, pg_database (PostgreSQL fixtures)
+
 
 class FakeClock:
     """A clock that only moves when told to (seconds since the epoch)."""

@@ -25,6 +25,7 @@ from remem.store import (
     SQLiteStore,
 )
 from remem.store.filters import parse_filter, to_predicate
+from tests.conformance.conftest import property_stores
 from tests.conftest import FakeClock
 
 KEYS = ["a", "b", "c"]
@@ -96,6 +97,7 @@ def all_backends(**kwargs: Any) -> Iterator[list[BaseStore]]:
             InMemoryStore(**kwargs),
             SQLiteStore(":memory:", **kwargs),
             SQLiteStore(Path(tmp) / "p.db", **kwargs),
+            *property_stores(**kwargs),
         ]
         try:
             yield stores

@@ -1,0 +1,757 @@
+"""The PostgreSQL + pgvector store: the same store as SQLite, for many servers and workers.
+
+Design (see ``docs/postgres.md``):
+
+* One psycopg 3 connection pool per store. Connections are checked when taken from the pool
+  and use TCP keepalives, so a restarted server or a pooler that dropped a connection costs a
+  reconnect, not an error. ``prepare_threshold=None`` turns server-side prepared statements
+  off for pgbouncer in transaction mode.
+* A batch is one transaction (READ COMMITTED). It is retried automatically, with the same
+  clock reading, when the failure left nothing committed: a dropped connection before COMMIT,
+  a deadlock or a serialization failure. A read-only batch is also retried when the connection
+  dropped during COMMIT; a writing one then raises :class:`~remem.errors.StoreError` (the
+  outcome is unknown, and replaying it could overwrite a newer write by someone else).
+* Keyword search reads postings (term, item, tf) and computes BM25 in Python, exactly as the
+  other backends do; filters compile to SQL over a jsonb shadow of each value
+  (:func:`remem.store.filters.to_postgres`).
+* Vector search: scopes of at most ``VectorSearch.exact_below`` vectors are scanned exactly
+  (a user's namespace); larger ones walk the HNSW index with pgvector's iterative scan, the
+  namespace range checked during the scan and the filter checked on the candidates, fetching
+  more until the page is full. Final scores are recomputed in float32 NumPy exactly as the
+  other backends compute them, so scores and ties agree across backends.
+* The async API runs the sync code in a worker thread (``asyncio.to_thread``, from
+  :class:`~remem.store.base.BaseStore`), as the other backends do: one code path, one pool.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.errors import ConfigError, IndexConfigError, StoreError
+from remem.retrieval.ranking import Candidate
+from remem.store.base import (
+    UPDATED_AT_TOLERANCE,
+    BaseStore,
+    IndexConfig,
+    KeywordConfig,
+    KeywordHits,
+    Prepared,
+    TTLConfig,
+    literal_prefix,
+    match_namespaces,
+)
+from remem.store.filters import postgres_document
+from remem.store.migrations.postgres import advisory_key, apply_postgres
+from remem.store.postgres.sql import (
+    COLUMNS,
+    VectorSearch,
+    exact_query,
+    items_where,
+    quote_ident,
+    scope_count,
+    scope_where,
+    sql,
+)
+from remem.store.postgres.wire import connect_kwargs, register_vector_type
+from remem.store.sqlite import decode_ns, encode_ns, prefix_range
+from remem.store.types import (
+    DeleteOp,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Namespace,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    from_timestamp,
+)
+from remem.store.vectors import _dot_rows
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    Conn = psycopg.Connection[tuple[Any, ...]]
+
+__all__ = ["PostgresStore"]
+
+logger = logging.getLogger("remem.store.postgres")
+T = TypeVar("T")
+_TIE = 1e-5  # pgvector and NumPy sum float32 in different orders: scores differ by ulps
+_PAGE = 1000
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ConfigError(
+            "a postgresql:// location needs the PostgreSQL extra: pip install 'remem[postgres]' "
+            f"({exc})"
+        ) from None
+    return psycopg, psycopg_pool
+
+
+class PostgresStore(BaseStore):
+    """A store in a PostgreSQL database with pgvector.
+
+    ``dsn``: a libpq connection string or ``postgresql://`` URI. ``schema``: the schema holding
+    the tables (created if missing), so several stores can share a database.
+    ``vector``: HNSW / exact search settings (:class:`VectorSearch`). ``pool_min_size`` /
+    ``pool_max_size``: connections kept / allowed. ``prepare_threshold``: psycopg's (``None``
+    turns prepared statements off, as pgbouncer in transaction mode needs).
+    ``statement_timeout``: seconds any statement may run (``None``: the server's setting).
+    ``connect_timeout``: seconds to wait for a connection (also how long a batch keeps retrying
+    while the server is unreachable). ``retries``: attempts after the first for failures that
+    left nothing committed.
+
+    Construction does no I/O; :meth:`setup` (or the first batch, or ``with``) connects, creates
+    the extension and schema and applies migrations under an advisory lock.
+    """
+
+    def __init__(self, dsn: str, *, schema: str = "remem", index: IndexConfig | None = None,
+                 ttl: TTLConfig | None = None,
+                 keyword: KeywordConfig | Literal[False] | None = None,
+                 vector: VectorSearch | None = None, pool_min_size: int = 1,
+                 pool_max_size: int = 10, prepare_threshold: int | None = 5,
+                 statement_timeout: float | None = 30.0, connect_timeout: float = 10.0,
+                 retries: int = 3, clock: Callable[[], float] | None = None) -> None:
+        if clock is None:
+            super().__init__(index=index, ttl=ttl, keyword=keyword)
+        else:
+            super().__init__(index=index, ttl=ttl, keyword=keyword, clock=clock)
+        if not isinstance(dsn, str) or not dsn:
+            raise ConfigError("PostgresStore needs a DSN such as 'postgresql://user@host/db'")
+        if not 1 <= pool_min_size <= pool_max_size:
+            raise ConfigError(
+                f"pool sizes must satisfy 1 <= pool_min_size <= pool_max_size, got "
+                f"{pool_min_size} and {pool_max_size}"
+            )
+        self.dsn = dsn
+        self.schema = schema
+        self._q = quote_ident(schema)
+        self.vector = vector or VectorSearch()
+        self.pool_min_size = pool_min_size
+        self.pool_max_size = pool_max_size
+        self.prepare_threshold = prepare_threshold
+        self.statement_timeout = statement_timeout
+        self.connect_timeout = connect_timeout
+        self.retries = retries
+        self._pool: ConnectionPool[Any] | None = None
+        self._setup_lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+        self._model_id: int | None = None
+        self._vector_oid: int | None = None
+
+    @classmethod
+    def open(cls, dsn: str, **kwargs: Any) -> PostgresStore:
+        """Construct and :meth:`setup` a store."""
+        store = cls(dsn, **kwargs)
+        store.setup()
+        return store
+
+    def _t(self, name: str) -> str:
+        return f"{self._q}.{name}"
+
+    # -- connections --------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Connect, create the ``vector`` extension and the schema, apply migrations, register
+        the embedding model and tokenizer and build the model's HNSW index if missing.
+        Idempotent, and safe when many processes call it at once (advisory locks)."""
+        if self._ready:
+            return
+        with self._setup_lock:
+            if self._ready:
+                return
+            if self._closed:
+                raise StoreError("this PostgresStore is closed; open a new one")
+            psycopg, psycopg_pool = _import_psycopg()
+            try:
+                with psycopg.connect(self.dsn, **connect_kwargs(self)) as conn:
+                    self._setup_schema(conn)
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL setup failed on {self._where()}: {exc}") from exc
+            self._pool = psycopg_pool.ConnectionPool(
+                self.dsn, min_size=self.pool_min_size, max_size=self.pool_max_size,
+                kwargs=connect_kwargs(self), configure=self._configure, open=False,
+                check=psycopg_pool.ConnectionPool.check_connection,
+                timeout=self.connect_timeout, max_idle=300.0, max_lifetime=1800.0,
+                reconnect_timeout=max(self.connect_timeout, 60.0), name=f"remem:{self.schema}",
+            )
+            try:
+                self._pool.open(wait=False)
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot open a connection pool to {self._where()}: {exc}"
+                                 ) from exc
+            self._ready = True
+        self._start_sweeper()
+
+    def _where(self) -> str:
+        """The server and database, without credentials, for messages."""
+        try:
+            from psycopg.conninfo import conninfo_to_dict
+
+            info = conninfo_to_dict(self.dsn)
+            return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/" \
+                   f"{info.get('dbname', '')} (schema {self.schema})"
+        except Exception:
+            return f"schema {self.schema}"
+
+    def _setup_schema(self, conn: Conn) -> None:
+        with conn.transaction():
+            # CREATE EXTENSION is not safe to race; one global advisory lock serialises it
+            conn.execute(f"SELECT pg_advisory_xact_lock({advisory_key('')})", ("",))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        apply_postgres(conn, self.schema, self._q)
+        row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
+        assert row is not None
+        self._vector_oid = int(row[0])
+        with conn.transaction():
+            conn.execute(sql(f"SELECT pg_advisory_xact_lock({advisory_key(self.schema)})"),
+                         (self.schema,))
+            if self.index is not None:
+                self._model_id = self._register_model(conn, self.index)
+            if self.keyword is not None:
+                self._register_tokenizer(conn, self.keyword)
+        if self.index is not None and self.vector.method == "hnsw":
+            assert self._model_id is not None
+            with conn.transaction():
+                conn.execute(sql(f"SELECT pg_advisory_xact_lock({advisory_key(self.schema)})"),
+                             (self.schema,))
+                conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                conn.execute(sql(self.vector.create_index(self._q, self._model_id,
+                                                          self.index.dims)))
+
+    def _register_model(self, conn: Conn, index: IndexConfig) -> int:
+        used = conn.execute(sql(
+            f"SELECT m.id, m.name, m.dims FROM {self._t('embedding_models')} AS m WHERE EXISTS "
+            f"(SELECT 1 FROM {self._t('vectors')} AS v WHERE v.model_id = m.id)"
+        )).fetchall()
+        for _, name, dims in used:
+            if name != index.model or dims != index.dims:
+                raise IndexConfigError(
+                    f"{self._where()} holds vectors of model {name!r} ({dims} dims); this store "
+                    f"was opened with {index.model!r} ({index.dims} dims). Open it with the same "
+                    "embedder, or export and re-import into a new schema"
+                )
+        conn.execute(sql(
+            f"INSERT INTO {self._t('embedding_models')} (name, dims) VALUES (%s, %s) "
+            "ON CONFLICT (name, dims) DO NOTHING"), (index.model, index.dims))
+        row = conn.execute(sql(
+            f"SELECT id FROM {self._t('embedding_models')} WHERE name = %s AND dims = %s"),
+            (index.model, index.dims)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _register_tokenizer(self, conn: Conn, config: KeywordConfig) -> None:
+        name = config.tokenizer.name
+        row = conn.execute(sql(
+            f"SELECT value FROM {self._t('remem_meta')} WHERE key = 'keyword_tokenizer'"
+        )).fetchone()
+        if row is not None and row[0] != name and conn.execute(sql(
+            f"SELECT 1 FROM {self._t('postings')} LIMIT 1"
+        )).fetchone() is not None:
+            raise IndexConfigError(
+                f"{self._where()} holds keyword terms made by tokenizer {row[0]!r}; this store "
+                f"was opened with {name!r}. Open it with the same tokenizer "
+                "(KeywordConfig(tokenizer=...)), or export and re-import into a new schema"
+            )
+        conn.execute(sql(
+            f"INSERT INTO {self._t('remem_meta')} (key, value) VALUES ('keyword_tokenizer', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (name,))
+
+    def _configure(self, conn: Conn) -> None:
+        assert self._vector_oid is not None
+        register_vector_type(conn, self._vector_oid)
+
+    def close(self) -> None:
+        """Stop the sweeper and close the pool (idempotent)."""
+        self._stop_sweeper()
+        self._closed = True
+        self._ready = False
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def _transact(self, body: Callable[[Conn], T], *, writes: bool) -> T:
+        """Run ``body`` in one transaction, retrying failures that left nothing committed."""
+        psycopg, psycopg_pool = _import_psycopg()
+        errors = psycopg.errors
+        deadline = time.monotonic() + self.connect_timeout
+        attempt = 0
+        while True:
+            if self._pool is None:
+                raise StoreError("this PostgresStore is closed; open a new one")
+            committing = False
+            try:
+                with self._pool.connection() as conn:
+                    with conn.transaction():
+                        if self.statement_timeout is not None:
+                            conn.execute("SELECT set_config('statement_timeout', %s, true)",
+                                         (f"{int(self.statement_timeout * 1000)}ms",))
+                        result = body(conn)
+                        committing = True
+                    return result
+            except (errors.DeadlockDetected, errors.SerializationFailure,
+                    errors.UniqueViolation) as exc:
+                # the server rolled the whole transaction back: replaying it is safe
+                attempt += 1
+                if attempt > self.retries:
+                    raise StoreError(f"PostgreSQL kept aborting this batch ({exc}); "
+                                     "retry later or reduce write contention") from exc
+                time.sleep(0.01 * 2**attempt)
+            except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+                if isinstance(exc, errors.QueryCanceled):
+                    raise StoreError(
+                        f"a statement ran longer than statement_timeout "
+                        f"({self.statement_timeout} s): raise it (PostgresStore("
+                        "statement_timeout=...)) or narrow the search") from exc
+                if committing and writes:
+                    raise StoreError(
+                        f"the connection to {self._where()} dropped while committing a writing "
+                        "batch; whether it was applied is unknown: read the items back before "
+                        f"retrying ({exc})") from exc
+                attempt += 1
+                if attempt > self.retries and time.monotonic() > deadline:
+                    raise StoreError(
+                        f"cannot reach PostgreSQL at {self._where()}: {exc}; check that the "
+                        "server is running and the DSN is right") from exc
+                logger.info("retrying a batch after a connection failure: %s", exc)
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL error on {self._where()}: {exc}") from exc
+
+    # -- batch --------------------------------------------------------------------------------
+
+    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
+
+        def body(conn: Conn) -> list[Result]:
+            refreshes: list[int] = []
+            results: list[Result] = []
+            position = 0
+            while position < len(ops):
+                op = ops[position]
+                if isinstance(op, PutOp) and op.if_updated_at is None:
+                    run = self._put_run(ops, position)
+                    self._put_many(conn, run, prepared)
+                    results.extend([None] * len(run))
+                    position += len(run)
+                    continue
+                results.append(self._run(conn, position, op, prepared, refreshes))
+                position += 1
+            if refreshes:
+                conn.execute(sql(
+                    f"UPDATE {self._t('items')} AS i SET expires_at = %s + i.ttl FROM "
+                    f"(SELECT id FROM {self._t('items')} WHERE id = ANY(%s) AND ttl IS NOT NULL "
+                    "ORDER BY id FOR UPDATE) AS s WHERE i.id = s.id"),
+                    (prepared.now, sorted(set(refreshes))))
+            return results
+
+        return self._transact(body, writes=writes)
+
+    @staticmethod
+    def _put_run(ops: Sequence[Op], start: int) -> list[tuple[int, PutOp]]:
+        """Consecutive unconditional puts from ``start`` with distinct addresses (one
+        ``INSERT ... ON CONFLICT`` cannot touch a row twice)."""
+        run: list[tuple[int, PutOp]] = []
+        seen: set[tuple[Namespace, str]] = set()
+        for position in range(start, len(ops)):
+            op = ops[position]
+            if not isinstance(op, PutOp) or op.if_updated_at is not None:
+                break
+            if (op.namespace, op.key) in seen:
+                break
+            seen.add((op.namespace, op.key))
+            run.append((position, op))
+        return run
+
+    def _run(self, conn: Conn, position: int, op: Op, prepared: Prepared,
+             refreshes: list[int]) -> Result:
+        now = prepared.now
+        if isinstance(op, GetOp):
+            rows = conn.execute(sql(
+                f"SELECT {COLUMNS} FROM {self._t('items')} AS i WHERE i.ns = %s AND i.key = %s "
+                "AND (i.expires_at IS NULL OR i.expires_at > %s)"),
+                (encode_ns(op.namespace), op.key, now)).fetchall()
+            if not rows:
+                return None
+            return self._finish(rows, op.refresh_ttl, now, refreshes)[0]
+        if isinstance(op, PutOp):  # a conditional put
+            row = conn.execute(sql(
+                f"SELECT updated_at FROM {self._t('items')} WHERE ns = %s AND key = %s "
+                "AND (expires_at IS NULL OR expires_at > %s) FOR UPDATE"),
+                (encode_ns(op.namespace), op.key, now)).fetchone()
+            assert op.if_updated_at is not None
+            if row is None or abs(row[0] - op.if_updated_at) > UPDATED_AT_TOLERANCE:
+                return None  # the item changed or went away since it was read
+            self._put_many(conn, [(position, op)], prepared)
+            return None
+        if isinstance(op, DeleteOp):  # postings and vectors go by ON DELETE CASCADE
+            conn.execute(sql(f"DELETE FROM {self._t('items')} WHERE ns = %s AND key = %s"),
+                         (encode_ns(op.namespace), op.key))
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(conn, position, op, prepared, refreshes)
+        assert isinstance(op, ListNamespacesOp)
+        query = f"SELECT DISTINCT ns FROM {self._t('items')} AS i WHERE " \
+                "(i.expires_at IS NULL OR i.expires_at > %s)"
+        params: list[Any] = [now]
+        bounds = prefix_range(literal_prefix(op.prefix))
+        if bounds is not None:
+            query += " AND i.ns >= %s AND i.ns < %s"
+            params.extend(bounds)
+        rows = conn.execute(sql(query), params).fetchall()
+        return match_namespaces((decode_ns(r[0]) for r in rows), op)
+
+    def _finish(self, rows: Sequence[tuple[Any, ...]], refresh_flag: bool | None, now: float,
+                refreshes: list[int]) -> list[Item]:
+        """Rows to items, recording TTL refreshes (the returned expiry is the refreshed one)."""
+        refresh = self._refresh(refresh_flag)
+        out: list[Item] = []
+        for item_id, ns, key, value, created, updated, expires, ttl, event in rows:
+            if refresh and ttl is not None:
+                expires = now + ttl
+                refreshes.append(item_id)
+            out.append(Item(decode_ns(ns), key, json.loads(value), from_timestamp(created),
+                            from_timestamp(updated),
+                            from_timestamp(expires) if expires is not None else None,
+                            from_timestamp(event) if event is not None else None))
+        return out
+
+    def _put_many(self, conn: Conn, run: list[tuple[int, PutOp]], prepared: Prepared) -> None:
+        """Upsert a run of puts in a few statements: items, then their terms and vectors."""
+        now = prepared.now
+        cols: dict[str, list[Any]] = {name: [] for name in (
+            "ns", "key", "value", "doc", "created", "updated", "ttl", "expires", "event",
+            "doc_len", "explicit")}
+        for position, op in run:
+            ttl, expires_at = self._expiry_for(op, now)
+            cols["ns"].append(encode_ns(op.namespace))
+            cols["key"].append(op.key)
+            cols["value"].append(op.value_json)
+            cols["doc"].append(postgres_document(op.value))
+            cols["created"].append(op.created_at if op.created_at is not None else now)
+            cols["updated"].append(op.updated_at if op.updated_at is not None else now)
+            cols["ttl"].append(ttl)
+            cols["expires"].append(expires_at)
+            cols["event"].append(op.event_ts)
+            cols["doc_len"].append(sum(prepared.put_terms.get(position, {}).values()))
+            cols["explicit"].append(op.created_at is not None)
+        rows: list[tuple[Any, ...]] = []
+        for explicit in (False, True):
+            picked = [i for i, flag in enumerate(cols["explicit"]) if flag is explicit]
+            if not picked:
+                continue
+            # an explicit created_at (import, reindex) is kept; otherwise the first write's
+            # stays, unless the old item had expired (then this is a new item)
+            created = ("excluded.created_at" if explicit else
+                       "CASE WHEN it.expires_at IS NOT NULL AND it.expires_at <= %s "
+                       "THEN excluded.created_at ELSE it.created_at END")
+            arrays = [[cols[name][i] for i in picked] for name in (
+                "ns", "key", "value", "doc", "created", "updated", "ttl", "expires", "event",
+                "doc_len")]
+            rows.extend(conn.execute(sql(
+                f"""INSERT INTO {self._t('items')} AS it (ns, key, value, doc, created_at,
+                       updated_at, ttl, expires_at, event_at, doc_len)
+                   SELECT u.ns, u.key, u.value, u.doc::jsonb, u.created, u.updated, u.ttl,
+                          u.expires, u.event, u.doc_len
+                   FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[],
+                               %s::float8[], %s::float8[], %s::float8[], %s::float8[],
+                               %s::int4[]) WITH ORDINALITY
+                        AS u(ns, key, value, doc, created, updated, ttl, expires, event,
+                             doc_len, ord)
+                   ORDER BY u.ord
+                   ON CONFLICT (ns, key) DO UPDATE SET
+                     value = excluded.value, doc = excluded.doc, created_at = {created},
+                     updated_at = excluded.updated_at, ttl = excluded.ttl,
+                     expires_at = excluded.expires_at, event_at = excluded.event_at,
+                     doc_len = excluded.doc_len
+                   RETURNING it.id, (it.xmax = 0) AS inserted, it.ns, it.key"""),
+                [*arrays, *([] if explicit else [now])]).fetchall())
+        ids = {(ns, key): int(item_id) for item_id, _, ns, key in rows}
+        replaced = [int(item_id) for item_id, inserted, _, _ in rows if not inserted]
+        if replaced:
+            conn.execute(sql(f"DELETE FROM {self._t('postings')} WHERE item_id = ANY(%s)"),
+                         (replaced,))
+            conn.execute(sql(f"DELETE FROM {self._t('vectors')} WHERE item_id = ANY(%s)"),
+                         (replaced,))
+        terms: list[str] = []
+        term_items: list[int] = []
+        tfs: list[int] = []
+        vector_rows: list[tuple[Any, ...]] = []
+        for position, op in run:
+            ns = encode_ns(op.namespace)
+            item_id = ids[(ns, op.key)]
+            for term, tf in prepared.put_terms.get(position, {}).items():
+                terms.append(term)
+                term_items.append(item_id)
+                tfs.append(tf)
+            for field_path, vector, digest in prepared.put_vectors.get(position, ()):
+                vector_rows.append((item_id, ns, field_path, self._model_id, vector, digest))
+        if terms:
+            conn.execute(sql(
+                f"INSERT INTO {self._t('postings')} (term, item_id, tf) "
+                "SELECT * FROM unnest(%s::text[], %s::int8[], %s::int4[])"),
+                (terms, term_items, tfs))
+        if vector_rows:
+            with conn.cursor() as cur:
+                cur.executemany(sql(
+                    f"INSERT INTO {self._t('vectors')} (item_id, ns, field, model_id, vec, "
+                    "text_hash) VALUES (%s, %s, %s, %s, %b, %s)"), vector_rows)
+
+    def _holds_vectors(self) -> bool:
+        self.setup()
+        return self._transact(lambda conn: conn.execute(sql(
+            f"SELECT 1 FROM {self._t('vectors')} LIMIT 1")).fetchone() is not None, writes=False)
+
+    def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
+        """Vectors of this model already stored for these document text hashes."""
+        if self._model_id is None:
+            self.setup()
+
+        def body(conn: Conn) -> dict[bytes, npt.NDArray[np.float32]]:
+            with conn.cursor(binary=True) as cur:
+                cur.execute(sql(
+                    f"SELECT DISTINCT ON (text_hash) text_hash, vec FROM {self._t('vectors')} "
+                    "WHERE text_hash = ANY(%s) AND model_id = %s"), (hashes, self._model_id))
+                return {bytes(digest): vec for digest, vec in cur.fetchall()}
+
+        return self._transact(body, writes=False)
+
+    # -- search -------------------------------------------------------------------------------
+
+    def _search(self, conn: Conn, position: int, op: SearchOp, prepared: Prepared,
+                refreshes: list[int]) -> list[SearchItem]:
+        now = prepared.now
+        items = self._t("items")
+        if position not in prepared.signals:  # no query: a newest-first listing
+            leaf = self._is_leaf(conn, op.namespace_prefix)
+            where, params = items_where(op, now, exact_ns=leaf)
+            order = "i.updated_at DESC, i.key" if leaf else "i.updated_at DESC, i.ns, i.key"
+            rows = conn.execute(sql(
+                f"SELECT {COLUMNS} FROM {items} AS i WHERE {where} ORDER BY {order} "
+                "LIMIT %s OFFSET %s"), [*params, op.limit, op.offset]).fetchall()
+            return [SearchItem.from_item(item)
+                    for item in self._finish(rows, op.refresh_ttl, now, refreshes)]
+        where, params = items_where(op, now)
+
+        def vector_hits(query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
+            return self._vector_hits(conn, op, query, depth, where, params)
+
+        def keyword_hits(terms: list[str]) -> KeywordHits:
+            return self._keyword_hits(conn, op, terms, now, where, params)
+
+        def event_times(ids: Sequence[int]) -> dict[int, float]:
+            rows = conn.execute(sql(
+                f"SELECT id, coalesce(event_at, created_at) FROM {items} WHERE id = ANY(%s)"),
+                (list(ids),)).fetchall()
+            return {int(r[0]): float(r[1]) for r in rows}
+
+        def item_vectors(ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+            out: dict[int, npt.NDArray[np.float32]] = {}
+            for item_id, vec in self._vectors_of(conn, list(ids)):
+                out.setdefault(item_id, vec)  # an item with several fields: its first field's
+            return out
+
+        ranked = self._ranked_search(position, op, prepared, keyword_hits=keyword_hits,
+                                     vector_hits=vector_hits, event_times=event_times,
+                                     item_vectors=item_vectors)
+        if not ranked:
+            return []
+        by_id = {row[0]: row for row in conn.execute(sql(
+            f"SELECT {COLUMNS} FROM {items} AS i WHERE i.id = ANY(%s)"),
+            ([r.item_id for r in ranked],)).fetchall()}
+        found = self._finish([by_id[r.item_id] for r in ranked], op.refresh_ttl, now, refreshes)
+        return [SearchItem.from_item(item, r.score, self._details(r))
+                for item, r in zip(found, ranked, strict=True)]
+
+    def _vectors_of(self, conn: Conn, ids: list[int]
+                    ) -> list[tuple[int, npt.NDArray[np.float32]]]:
+        with conn.cursor(binary=True) as cur:
+            cur.execute(sql(
+                f"SELECT item_id, vec FROM {self._t('vectors')} WHERE item_id = ANY(%s) "
+                "AND model_id = %s ORDER BY id"), (ids, self._model_id))
+            return [(int(item_id), vec) for item_id, vec in cur.fetchall()]
+
+    def _vector_hits(self, conn: Conn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
+                     where: str, params: list[Any]) -> list[Candidate]:
+        """The ``depth`` best items: candidates by pgvector distance, then re-scored in
+        float32 NumPy (the other backends' arithmetic) and ordered by (score, namespace, key).
+
+        Candidates are fetched in growing rounds until every item that could tie with or beat
+        the last kept one has been seen (distance within ``_TIE`` of it) or the scope is
+        exhausted, so the page is the exact one whatever pgvector's rounding.
+        """
+        assert self.index is not None
+        bounds = prefix_range(op.namespace_prefix)
+        scope = list(bounds) if bounds is not None else []
+        exact = self.vector.method == "exact"
+        if not exact:
+            limit = self.vector.exact_below + 1
+            row = conn.execute(sql(scope_count(self._q, bounds is not None)),
+                               [self._model_id, *scope, limit]).fetchone()
+            exact = row is not None and int(row[0]) < limit
+        fetch = max(depth * 2, depth + 16) if exact else max(self.vector.ef_search, depth * 4)
+        while True:
+            if exact:
+                rows = conn.execute(sql(exact_query(self._q, where, bounds is not None)),
+                                    [query, self._model_id, *scope, *params, fetch]).fetchall()
+                exhausted = len(rows) < fetch
+                ranked = [(int(r[0]), (decode_ns(r[1]), r[2]), float(r[3])) for r in rows]
+                last = ranked[-1][2] if ranked else np.inf
+            else:
+                ranked, last, exhausted = self._ann_round(conn, query, fetch, scope, where,
+                                                          params)
+            best: dict[int, tuple[tuple[Namespace, str], float]] = {}
+            for item_id, address, distance in ranked:
+                best.setdefault(item_id, (address, distance))
+            order = sorted(best.items(), key=lambda kv: kv[1][1])
+            complete = len(order) >= depth and last > order[depth - 1][1][1] + 2 * _TIE
+            if exhausted or complete:
+                break
+            if not exact and fetch >= self.vector.max_scan_tuples:
+                exact = True  # a filter too selective for the index: scan the scope
+                fetch = max(depth * 2, depth + 16)
+                continue
+            fetch *= 4
+        if not order:
+            return []
+        cut = order[min(depth, len(order)) - 1][1][1] + 2 * _TIE
+        keep = [item_id for item_id, (_, distance) in order if distance <= cut]
+        scores: dict[int, float] = {}
+        pairs = self._vectors_of(conn, keep)
+        if pairs:
+            matrix = np.stack([vec for _, vec in pairs])
+            for (item_id, _), score in zip(pairs, _dot_rows(matrix, query).tolist(),
+                                           strict=True):
+                if score > scores.get(item_id, -np.inf):
+                    scores[item_id] = score
+        out = [(item_id, best[item_id][0], scores[item_id]) for item_id in keep]
+        out.sort(key=lambda c: (-c[2], c[1]))
+        if len(out) <= depth:
+            return out
+        return out[:depth] + [c for c in out[depth:] if c[2] == out[depth - 1][2]]
+
+    def _ann_round(self, conn: Conn, query: npt.NDArray[np.float32], fetch: int,
+                   scope: list[str], where: str, params: list[Any]
+                   ) -> tuple[list[tuple[int, tuple[Namespace, str], float]], float, bool]:
+        """One round of index candidates, kept if their items match: ``(ranked, the largest
+        distance the scan returned, whether the scan ran out)``."""
+        assert self.index is not None
+        conn.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.max_scan_tuples', %s, true)",
+            (str(min(max(self.vector.ef_search, fetch), 1000)),
+             str(max(self.vector.max_scan_tuples, fetch))))
+        with conn.cursor(binary=True) as cur:
+            cur.execute(sql(self.vector.ann_query(self._q, self.index.dims, bool(scope))),
+                        [query, self._model_id, *scope, fetch])
+            rows = cur.fetchall()
+        rows.sort(key=lambda r: r[1])  # relaxed order: sort what the scan returned
+        if not rows:
+            return [], np.inf, True
+        matched = {int(r[0]): (decode_ns(r[1]), r[2]) for r in conn.execute(sql(
+            f"SELECT i.id, i.ns, i.key FROM {self._t('items')} AS i "
+            f"WHERE i.id = ANY(%s) AND {where}"), [[int(r[0]) for r in rows], *params])}
+        ranked = [(int(item_id), matched[int(item_id)], float(d)) for item_id, d in rows
+                  if int(item_id) in matched]
+        return ranked, float(rows[-1][1]), len(rows) < fetch
+
+    def _keyword_hits(self, conn: Conn, op: SearchOp, terms: list[str], now: float,
+                      where: str, params: list[Any]) -> KeywordHits:
+        """Postings of the candidates, and corpus statistics under the prefix (no filter)."""
+        items, postings_t = self._t("items"), self._t("postings")
+        rows = conn.execute(sql(
+            f"SELECT p.item_id, i.ns, i.key, p.term, p.tf, i.doc_len FROM {postings_t} AS p "
+            f"JOIN {items} AS i ON i.id = p.item_id WHERE p.term = ANY(%s) AND {where}"),
+            [terms, *params]).fetchall()
+        decoded: dict[str, Namespace] = {}
+        postings = []
+        for item_id, ns, key, term, tf, length in rows:
+            namespace = decoded.get(ns)
+            if namespace is None:
+                namespace = decoded[ns] = decode_ns(ns)
+            postings.append((int(item_id), (namespace, key), term, int(tf), int(length)))
+        scope, scope_params = scope_where(op, now)
+        if op.filter is not None or op.event_after is not None or op.event_before is not None:
+            doc_freq = {t: int(n) for t, n in conn.execute(sql(
+                f"SELECT p.term, count(*) FROM {postings_t} AS p JOIN {items} AS i "
+                f"ON i.id = p.item_id WHERE p.term = ANY(%s) AND {scope} GROUP BY p.term"),
+                [terms, *scope_params]).fetchall()}
+        else:
+            doc_freq = {}
+            for _, _, term, _, _ in postings:
+                doc_freq[term] = doc_freq.get(term, 0) + 1
+        row = conn.execute(sql(
+            f"SELECT count(*), coalesce(sum(i.doc_len), 0) FROM {items} AS i "
+            f"WHERE i.doc_len > 0 AND {scope}"), scope_params).fetchone()
+        assert row is not None
+        return KeywordHits(postings, doc_freq, int(row[0]), int(row[1]))
+
+    def _is_leaf(self, conn: Conn, prefix: Namespace) -> bool:
+        """Whether no namespace lies strictly below ``prefix`` (one index probe)."""
+        bounds = prefix_range(prefix)
+        if bounds is None:
+            return False
+        return conn.execute(sql(
+            f"SELECT 1 FROM {self._t('items')} WHERE ns > %s AND ns < %s LIMIT 1"),
+            bounds).fetchone() is None
+
+    # -- maintenance --------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Delete expired items (their terms and vectors go with them), in chunks."""
+        self.setup()
+        total = 0
+        now = self.clock()
+        while True:
+            deleted = self._transact(lambda conn: len(conn.execute(sql(
+                f"DELETE FROM {self._t('items')} WHERE id IN (SELECT id FROM "
+                f"{self._t('items')} WHERE expires_at IS NOT NULL AND expires_at <= %s "
+                "LIMIT 5000) RETURNING id"), (now,)).fetchall()), writes=False)
+            total += deleted
+            if deleted < 5000:
+                return total
+
+    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
+        """Live items under the prefix in namespace then key order, read in pages."""
+        self.setup()
+        bounds = prefix_range(tuple(namespace_prefix))
+        after: tuple[str, str] = ("", "")
+        now = self.clock()
+        while True:
+            query = (f"SELECT {COLUMNS} FROM {self._t('items')} AS i WHERE "
+                     "(i.expires_at IS NULL OR i.expires_at > %s) AND (i.ns, i.key) > (%s, %s)")
+            params: list[Any] = [now, *after]
+            if bounds is not None:
+                query += " AND i.ns >= %s AND i.ns < %s"
+                params.extend(bounds)
+            text = sql(query + f" ORDER BY i.ns, i.key LIMIT {_PAGE}")
+            rows = self._transact(lambda conn, text=text, params=params:  # type: ignore[misc]
+                                  conn.execute(text, params).fetchall(), writes=False)
+            if not rows:
+                return
+            yield from self._finish(rows, False, now, [])
+            after = (rows[-1][1], rows[-1][2])
+
+    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
+        self.setup()
+        row = self._transact(lambda conn: conn.execute(sql(
+            f"SELECT ttl FROM {self._t('items')} WHERE ns = %s AND key = %s"),
+            (encode_ns(namespace), key)).fetchone(), writes=False)
+        return None if row is None or row[0] is None else float(row[0])

