@@ -277,25 +277,31 @@ def undo_targets(event: HistoryEvent, change_events: Iterable[HistoryEvent]) -> 
     return out
 
 
+def _state(record: MemoryRecord | None) -> tuple[Any, ...] | None:
+    """What undo compares: content, kind, metadata and validity (not the version number, so
+    undoing two changes in reverse order works)."""
+    if record is None:
+        return None
+    return (record.content_hash, record.kind, record.metadata, record.invalid_at is None)
+
+
 def plan_undo(events: Sequence[HistoryEvent], now_state: Mapping[str, MemoryRecord | None],
               ctx: ChangeContext) -> Plan:
     """Put each event's memory back to the event's ``before``.
 
     ``now_state``: each memory's current record (``None`` when absent). A memory that changed
-    after the event (its version is not the event's ``after`` version) raises
-    :class:`ConflictError`: undo the later change first.
+    after the event (it is not in the state the event left) raises :class:`ConflictError`:
+    undo the later change first.
     """
     plan = Plan()
     for event in events:
         current = now_state.get(event.memory_id)
         after = event.record_after()
         current_version = current.version if current is not None else None
-        after_version = after.version if after is not None else None
-        if current_version != after_version:
+        if _state(current) != _state(after):
             raise ConflictError(
-                f"memory {event.memory_id} changed after event {event.id} (it is at version "
-                f"{current_version}, the event left version {after_version}); undo the later "
-                "events first (see history)"
+                f"memory {event.memory_id} changed after event {event.id} (it is not in the "
+                "state the event left it in); undo the later events first (see history)"
             )
         target = event.record_before()
         if target is None:
