@@ -13,8 +13,8 @@ shuffled indices, delays and dropped connections::
         assert server.requests[0].headers["authorization"] == "Bearer sk-test"
 
 Routes live in a table keyed by method and path (:data:`DEFAULT_ROUTES`); each route is one
-function, so chat completions or Anthropic's ``/v1/messages`` can join without touching the
-embeddings route.
+function. The chat routes (``/v1/chat/completions`` and Anthropic's ``/v1/messages``) live in
+:mod:`remem.testing.chat_server` and answer from :attr:`LoopbackServer.chat`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import numpy.typing as npt
 from remem.embed.base import normalize_rows
 from remem.embed.fake import FakeEmbedder
 from remem.errors import UsageError
+from remem.testing.chat_server import CHAT_ROUTES, ChatQueue, anthropic_error, openai_error
 
 __all__ = [
     "DEFAULT_ROUTES",
@@ -102,12 +103,17 @@ class LoopbackServer:
     ``dims``: length of the vectors it returns (a request's ``dimensions`` can shorten them).
     ``api_key``: when set, requests must carry ``Authorization: Bearer <api_key>``.
     ``models``: when set, other model names get OpenAI's 404 ``model_not_found``.
+    ``port``: 0 picks a free port. Chat answers are scripted on :attr:`chat` (see
+    :mod:`remem.testing.chat_server`).
     """
 
     def __init__(self, *, dims: int = 64, api_key: str | None = None,
                  models: Collection[str] | None = None,
-                 routes: Mapping[tuple[str, str], Route] | None = None) -> None:
+                 routes: Mapping[tuple[str, str], Route] | None = None, port: int = 0) -> None:
         self.dims = dims
+        self.port_requested = port
+        #: scripted answers of the chat routes (OpenAI chat completions, Anthropic messages)
+        self.chat = ChatQueue()
         self.api_key = api_key
         self.models = frozenset(models) if models is not None else None
         self.routes: dict[tuple[str, str], Route] = dict(routes or DEFAULT_ROUTES)
@@ -127,7 +133,7 @@ class LoopbackServer:
         if self._httpd is not None:
             raise UsageError("this LoopbackServer is already running")
         self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        httpd = _HTTPServer(("127.0.0.1", self.port_requested), _Handler)
         httpd.owner = self
         self._httpd = httpd
         # a short poll interval keeps stop() fast
@@ -201,10 +207,11 @@ class LoopbackServer:
         return [r for r in self.requests if r.path.endswith(path)]
 
     def clear(self) -> None:
-        """Forget recorded requests and unused scripted replies."""
+        """Forget recorded requests, unused scripted replies and chat answers."""
         with self._lock:
             self._requests.clear()
             self._script.clear()
+        self.chat.clear()
 
     def vectors_for(self, texts: list[str], dimensions: int | None = None
                     ) -> npt.NDArray[np.float32]:
@@ -235,7 +242,8 @@ class LoopbackServer:
         if scripted.body is not None:
             return scripted.status, headers, _encode(scripted.body)
         if scripted.status >= 400:
-            return scripted.status, headers, _encode(_scripted_error(scripted.status))
+            return scripted.status, headers, _encode(_scripted_error(scripted.status,
+                                                                     request.path))
         status, body = self._route(request)
         if scripted.transform is not None and status < 400:
             try:
@@ -260,12 +268,6 @@ class LoopbackServer:
 
 
 # -- routes -----------------------------------------------------------------------------------
-
-
-def openai_error(status: int, message: str, *, type: str = "invalid_request_error",
-                 code: str | None = None, param: str | None = None) -> tuple[int, Any]:
-    """An OpenAI-style error answer: ``{"error": {"message", "type", "param", "code"}}``."""
-    return status, {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 def check_bearer(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any] | None:
@@ -332,6 +334,7 @@ def embeddings_route(server: LoopbackServer, request: RecordedRequest) -> tuple[
 
 DEFAULT_ROUTES: Mapping[tuple[str, str], Route] = {
     ("POST", "/v1/embeddings"): embeddings_route,
+    **CHAT_ROUTES,
 }
 """Every :class:`LoopbackServer` starts with these routes, keyed by ``(method, path)``."""
 
@@ -366,9 +369,11 @@ _SCRIPTED_ERRORS: dict[int, tuple[str, str, str | None]] = {
 }
 
 
-def _scripted_error(status: int) -> Any:
+def _scripted_error(status: int, path: str = "") -> Any:
     phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
     message, type_, code = _SCRIPTED_ERRORS.get(status, (phrase, "invalid_request_error", None))
+    if path.endswith("/messages"):  # Anthropic's error shape
+        return anthropic_error(status, message)[1]
     return openai_error(status, message, type=type_, code=code)[1]
 
 
