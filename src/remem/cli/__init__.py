@@ -12,6 +12,7 @@ import click
 from remem import __version__
 from remem.cli.common import RememGroup
 from remem.cli.eval import eval_group
+from remem.cli.pg import pg_group
 from remem.cli.store import store_group
 
 __all__ = ["cli", "main"]
@@ -30,6 +31,7 @@ def cli() -> None:
 
 cli.add_command(store_group)
 cli.add_command(eval_group)
+cli.add_command(pg_group)
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ from remem.store import (
     Namespace,
     export_jsonl,
     import_jsonl,
+    is_dsn,
     open_store,
 )
 from remem.store.types import SearchMode
@@ -69,7 +70,8 @@ class StoreSettings:
         """
         if self._store is not None:
             return self._store
-        if not create and self.db != MEMORY_DB and not Path(self.db).exists():
+        if (not create and self.db != MEMORY_DB and not is_dsn(self.db)
+                and not Path(self.db).exists()):
             raise CommandFailed(
                 f"no database at {self.db}; pass --db PATH or set REMEM_DB "
                 "(`remem store put` or `remem store import` create one)"
@@ -89,7 +91,8 @@ class StoreSettings:
 
 pass_settings = click.make_pass_decorator(StoreSettings)
 
-_DB_HELP = "SQLite database file, or ':memory:' for a throwaway one."
+_DB_HELP = ("SQLite database file, ':memory:' for a throwaway one, or a postgresql:// DSN "
+            "(see remem pg).")
 _JSON_HELP = "Machine output: print one JSON document on stdout."
 _EMBEDDER_HELP = (
     "Embedder for search by meaning: 'local' (multilingual-e5-small, offline), 'openai' "

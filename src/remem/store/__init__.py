@@ -57,21 +57,32 @@ __all__ = [
     "TTLConfig",
     "export_jsonl",
     "import_jsonl",
+    "is_dsn",
     "open_store",
     "parse_filter",
 ]
 
 
+def is_dsn(location: str | os.PathLike[str]) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
+    return os.fspath(location).startswith(("postgresql://", "postgres://"))
+
+
 def open_store(location: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> BaseStore:
     """Open a store by location and set it up.
 
-    ``"memory://"`` is the in-memory backend; anything else is a SQLite path (``":memory:"``
-    for a private in-memory database). Keyword arguments go to the backend (``index=``,
-    ``ttl=``...).
+    ``"memory://"`` is the in-memory backend; a ``postgresql://`` (or ``postgres://``) DSN is
+    PostgreSQL with pgvector (the ``postgres`` extra); anything else is a SQLite path
+    (``":memory:"`` for a private in-memory database). Keyword arguments go to the backend
+    (``index=``, ``ttl=``...).
     """
     text = os.fspath(location)
-    store: BaseStore = (
-        InMemoryStore(**kwargs) if text == "memory://" else SQLiteStore(text, **kwargs)
-    )
+    store: BaseStore
+    if is_dsn(text):
+        from remem.store.postgres import PostgresStore  # psycopg loads only for a DSN
+
+        store = PostgresStore(text, **kwargs)
+    else:
+        store = InMemoryStore(**kwargs) if text == "memory://" else SQLiteStore(text, **kwargs)
     store.setup()
     return store

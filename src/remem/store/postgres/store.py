@@ -60,7 +60,6 @@ from remem.store.postgres.sql import (
     scope_where,
     sql,
 )
-from remem.store.postgres.wire import connect_kwargs, register_vector_type
 from remem.store.sqlite import decode_ns, encode_ns, prefix_range
 from remem.store.types import (
     DeleteOp,
@@ -179,6 +178,8 @@ class PostgresStore(BaseStore):
             if self._closed:
                 raise StoreError("this PostgresStore is closed; open a new one")
             psycopg, psycopg_pool = _import_psycopg()
+            from remem.store.postgres.wire import connect_kwargs
+
             try:
                 with psycopg.connect(self.dsn, **connect_kwargs(self)) as conn:
                     self._setup_schema(conn)
@@ -274,6 +275,8 @@ class PostgresStore(BaseStore):
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value"), (name,))
 
     def _configure(self, conn: Conn) -> None:
+        from remem.store.postgres.wire import register_vector_type
+
         assert self._vector_oid is not None
         register_vector_type(conn, self._vector_oid)
 
