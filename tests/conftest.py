@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from remem.testing import block_remote_requests
+
+# no test may reach a real LLM or embedding provider: remem's HTTP clients refuse non-loopback hosts
+block_remote_requests()
+
 pytest_plugins = ["tests.pg_fixtures"]  # postgres_dsn, pg_database (PostgreSQL fixtures)
 
 
