@@ -260,30 +260,41 @@ class MemoryStoreManager:
         usage = Usage()
         rejected: list[str] = []
         candidates = self._candidates(results)
-        for attempt in range(1, self.max_attempts + 1):
+        for attempt in range(1, self.max_attempts):
             extraction = yield from self.manager.extract_flow(msgs, candidates)
             usage = usage + extraction.usage
             rejected += extraction.rejected
             if extraction.empty:
-                return AddResult(ns, usage=usage, write_attempts=0, rejected=tuple(rejected))
+                return AddResult(ns, usage=usage, rejected=tuple(rejected))
             try:
-                plan, _ = yield from self._write(ns, candidates, extraction, ctx_source,
-                                                 event_time, metadata, actor, read.ops)
+                plan = yield from self._write(ns, candidates, extraction, ctx_source,
+                                              event_time, metadata, actor, read.ops)
             except _Stale as stale:
                 candidates = stale.candidates
                 continue
             except ConflictError:
-                if attempt == self.max_attempts:
-                    raise
                 results = yield StoreBatch(read.ops)
                 candidates = self._candidates(results)
                 continue
             return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), usage, attempt,
                              tuple(rejected))
-        raise ConflictError(
-            f"namespace {ns!r} kept changing while memories were extracted "
-            f"({self.max_attempts} attempts); retry the add"
-        )
+        # other writers kept changing related memories: decide while holding the lock, so
+        # this last attempt cannot be overtaken
+        holder = _Decision()
+
+        def decide(fresh: list[Result]) -> Flow[Plan]:
+            extraction = yield from self.manager.extract_flow(msgs, self._candidates(fresh))
+            holder.extraction = extraction
+            duplicates = yield StoreBatch([self._hash_search(ns, extraction)])
+            return self._plan(ns, extraction, [*fresh, *duplicates], ctx=ctx)
+
+        ctx = self._context(ctx_source, event_time, metadata, actor, True)
+        plan = yield from commit(ns, read.ops, decide, self._held_lock())
+        assert holder.extraction is not None
+        usage = usage + holder.extraction.usage
+        rejected += holder.extraction.rejected
+        return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), usage,
+                         self.max_attempts, tuple(rejected))
 
     def store_flow(self, namespace: Namespace, memories: Sequence[NewMemory], *,
                    source: Source | None = None, event_time: float | None = None,
@@ -292,47 +303,69 @@ class MemoryStoreManager:
         """Store ``memories`` as given (no LLM call); exact duplicates of current memories
         are skipped. One write under the namespace's lock."""
         extraction = Extraction(inserts=tuple(memories))
-        plan, attempts = yield from self._write(namespace, [], extraction, source or Source(),
-                                                event_time, metadata, actor, None)
-        return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), attempts)
+        plan = yield from self._write(namespace, [], extraction, source or Source(),
+                                      event_time, metadata, actor, None)
+        return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), 1)
+
+    def _context(self, source: Source, event_time: float | None,
+                 metadata: Mapping[str, Any] | None, actor: str, extracted: bool
+                 ) -> ChangeContext:
+        return ChangeContext(now=self.clock(), actor=actor, source=source,
+                             event_time=event_time, metadata=dict(metadata or {}),
+                             reason="extracted from conversation" if extracted
+                             else "stored as given")
+
+    def _held_lock(self) -> LockSettings:
+        # the model is called while the lock is held: the ticket must outlive that call
+        return LockSettings(ttl=max(self.lock.ttl, 120.0), timeout=self.lock.timeout)
+
+    @staticmethod
+    def _hash_search(ns: Namespace, extraction: Extraction) -> SearchOp:
+        """Current memories with the content of any insert or update (exact duplicates)."""
+        contents: list[NewMemory | MemoryUpdate] = [*extraction.inserts, *extraction.updates]
+        hashes = sorted({content_hash(c.schema, c.content) for c in contents}) or [""]
+        return SearchOp(ns, filter={**current_filter(), "content_hash": {"$in": hashes}},
+                        limit=len(hashes) + 10)
+
+    def _plan(self, ns: Namespace, extraction: Extraction, results: Sequence[Result], *,
+              ctx: ChangeContext) -> Plan:
+        """Plan ``extraction`` against the records of ``results`` (read under the lock): they
+        are its possible targets and the current memories it may duplicate."""
+        records: dict[str, MemoryRecord] = {}
+        for result in results:
+            found = result if isinstance(result, list) else [result]
+            for item in found:
+                if isinstance(item, Item) and item.value.get("type") == "memory":
+                    records.setdefault(item.key, MemoryRecord.from_item(item))
+        current = {k: r for k, r in records.items() if r.invalid_at is None}
+        by_hash = {r.content_hash: r for r in current.values()}
+        return plan_changes(extraction, ns, current, by_hash, ctx, hard_delete=self.hard_delete)
 
     def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord], extraction: Extraction,
                source: Source, event_time: float | None, metadata: Mapping[str, Any] | None,
-               actor: str, recheck: Sequence[Op] | None) -> Flow[tuple[Plan, int]]:
+               actor: str, recheck: Sequence[Op] | None) -> Flow[Plan]:
         """Commit ``extraction`` under the lock. With ``recheck``, the candidate reads run
-        again in the lock's batch; if the candidates changed, :class:`_Stale` carries the
-        fresh ones (the model must decide again)."""
-        contents: list[NewMemory | MemoryUpdate] = [*extraction.inserts, *extraction.updates]
-        hashes = sorted({content_hash(c.schema, c.content) for c in contents}) or [""]
+        again in the lock's batch; if a candidate the model saw changed, or a new related
+        memory appeared, :class:`_Stale` carries the fresh candidates (the model must decide
+        again)."""
         targets = [u.id for u in extraction.updates] + list(extraction.deletes)
         seen = {(r.id, r.version) for r in candidates}
         reads: list[Op] = [
-            SearchOp(ns, filter={**current_filter(), "content_hash": {"$in": hashes}},
-                     limit=len(hashes) + 10),
+            self._hash_search(ns, extraction),
             *(GetOp(ns, target) for target in targets),
             *(recheck or ()),
         ]
-        ctx = ChangeContext(now=self.clock(), actor=actor, source=source,
-                            event_time=event_time, metadata=dict(metadata or {}),
-                            reason="extracted from conversation" if recheck is not None
-                            else "stored as given")
+        ctx = self._context(source, event_time, metadata, actor, recheck is not None)
 
         def plan_for(results: list[Result]) -> Plan:
-            dup_items = results[0]
-            assert isinstance(dup_items, list)
-            got = results[1:1 + len(targets)]
             if recheck is not None:
                 fresh = self._candidates(results[1 + len(targets):])
                 if {(r.id, r.version) for r in fresh} != seen:
                     raise _Stale(fresh)
-            current = {i.key: MemoryRecord.from_item(i) for i in got if isinstance(i, Item)}
-            dups = [MemoryRecord.from_item(i) for i in dup_items if isinstance(i, Item)]
-            by_hash = {r.content_hash: r for r in dups}
-            return plan_changes(extraction, ns, current, by_hash, ctx,
-                                hard_delete=self.hard_delete)
+            return self._plan(ns, extraction, results, ctx=ctx)
 
         plan = yield from commit(ns, reads, plan_for, self.lock)
-        return plan, 1
+        return plan
 
     def add(self, messages: Sequence[Message] | Message | str,
             config: Mapping[str, Any] | None = None, **options: Any) -> AddResult:
@@ -349,6 +382,12 @@ class MemoryStoreManager:
         """Async :meth:`add`."""
         return await run_async(self.add_flow(messages, config, **options), self.store,
                                self.manager.model)
+
+
+class _Decision:
+    """Where the locked last attempt leaves the model's decision."""
+
+    extraction: Extraction | None = None
 
 
 class _Stale(Exception):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 from remem.errors import ConflictError
 from remem.memory.flow import Flow, StoreBatch
@@ -13,19 +13,22 @@ from remem.store.types import GetOp, Item, Namespace, Op, Result
 __all__ = ["commit"]
 
 
-def commit(namespace: Namespace, reads: Sequence[Op], plan_for: Callable[[list[Result]], Plan],
+def commit(namespace: Namespace, reads: Sequence[Op],
+           plan_for: Callable[[list[Result]], Plan | Flow[Plan]],
            lock: LockSettings) -> Flow[Plan]:
     """Take the lock with ``reads`` in the same batch, build the plan from their results, and
     write it together with the lock's release (one atomic batch).
 
-    ``plan_for`` may raise (a conflict it detected); the lock is released and the error goes
-    to the caller. Every conditional write is read back in the writing batch; one that was
+    ``plan_for`` may be a flow itself (it may then call the model while the lock is held),
+    and may raise (a conflict it detected); the lock is released and the error goes to the
+    caller. Every conditional write is read back in the writing batch; one that was
     skipped (another writer got past an expired lock) raises :class:`ConflictError`.
     """
     token, results = yield from acquire(namespace, reads, lock)
     released = False
     try:
-        plan = plan_for(results)
+        planned = plan_for(results)
+        plan = (yield from planned) if isinstance(planned, Generator) else planned
         if not plan.ops:
             return plan
         checks = [GetOp(ns, key) for ns, key, _ in plan.guards]
