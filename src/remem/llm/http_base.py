@@ -11,6 +11,7 @@ whether a rejected request can be sent again in a simpler structured-output mode
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import threading
 import weakref
@@ -111,10 +112,11 @@ class HTTPChatModel:
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(max_concurrency)
         self._client: httpx.Client | None = None
-        # an AsyncClient and a semaphore belong to one event loop: keep one pair per loop
-        self._loops: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]
-        ] = weakref.WeakKeyDictionary()
+        # an AsyncClient and a semaphore belong to one event loop: keep them per loop
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary())
+        self._slots_by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
         self._closed = False
 
     # -- the ChatModel protocol -----------------------------------------------------------------
@@ -154,7 +156,10 @@ class HTTPChatModel:
         flow = self._flow(request)
         payload = next(flow)
         client, slots = self._async_state()
-        async with slots:
+        async with contextlib.AsyncExitStack() as stack:
+            if client is None:  # outside `async with model`: a pool for this call only
+                client = await stack.enter_async_context(self._new_async_client())
+            await stack.enter_async_context(slots)
             while True:
                 result = await send_async(self._policy, self._timeout,
                                           functools.partial(client.post, self._url,
@@ -164,6 +169,7 @@ class HTTPChatModel:
                 except StopIteration as done:
                     response: ChatResponse = done.value
                     return response
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- settings and lifecycle -------------------------------------------------------------
 
@@ -181,17 +187,17 @@ class HTTPChatModel:
         """Close the HTTP connections; the model cannot be used afterwards."""
         with self._lock:
             client, self._client, self._closed = self._client, None, True
-            self._loops.clear()  # their loops close their sockets when they end
         if client is not None:
             client.close()
 
     async def aclose(self) -> None:
-        """Close the HTTP connections, awaiting the current event loop's pool."""
+        """Close the HTTP connections (this event loop's pool too); the model cannot be used
+        afterwards."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            state = self._loops.pop(loop, None)
-        if state is not None:
-            await state[0].aclose()
+            pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.aclose()
         self.close()
 
     def __enter__(self) -> Self:
@@ -202,11 +208,21 @@ class HTTPChatModel:
         self.close()
 
     async def __aenter__(self) -> Self:
+        """Keep one connection pool for this event loop until the block ends (outside such a
+        block each async call opens and closes its own)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if loop not in self._pools:
+                self._pools[loop] = self._new_async_client()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        await self.aclose()
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.aclose()
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}(model={self._model!r}, base_url={self._base_url!r})"
@@ -323,20 +339,22 @@ class HTTPChatModel:
                                             transport=self._transport)
             return self._client
 
-    def _async_state(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+    def _new_async_client(self) -> httpx.AsyncClient:
+        trust_env = self._url.host not in LOOPBACK_HOSTS
+        return httpx.AsyncClient(headers=self._headers(), timeout=self._timeout,
+                                 trust_env=trust_env, verify=ssl_context(trust_env),
+                                 transport=self._async_transport)
+
+    def _async_state(self) -> tuple[httpx.AsyncClient | None, asyncio.Semaphore]:
+        """This loop's pool (``None`` outside ``async with model``) and its slots."""
         loop = asyncio.get_running_loop()
         with self._lock:
             if self._closed:
                 raise UsageError(f"this {type(self).__name__} is closed; create a new one")
-            state = self._loops.get(loop)
-            if state is None:
-                trust_env = self._url.host not in LOOPBACK_HOSTS
-                client = httpx.AsyncClient(headers=self._headers(), timeout=self._timeout,
-                                           trust_env=trust_env, verify=ssl_context(trust_env),
-                                           transport=self._async_transport)
-                state = (client, asyncio.Semaphore(self._max_concurrency))
-                self._loops[loop] = state
-            return state
+            slots = self._slots_by_loop.get(loop)
+            if slots is None:
+                slots = self._slots_by_loop[loop] = asyncio.Semaphore(self._max_concurrency)
+            return self._pools.get(loop), slots
 
 
 def _require(cls: str, ok: bool, name: str, rule: str, value: object) -> None:
