@@ -10,10 +10,12 @@ from __future__ import annotations
 import click
 
 from remem import __version__
+from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
 from remem.cli.eval import eval_group
 from remem.cli.pg import pg_group
 from remem.cli.store import store_group
+from remem.cli.threads import threads_group
 
 __all__ = ["cli", "main"]
 
@@ -32,6 +34,8 @@ def cli() -> None:
 cli.add_command(store_group)
 cli.add_command(eval_group)
 cli.add_command(pg_group)
+cli.add_command(threads_group)
+cli.add_command(chat_command)
 
 
 def main() -> None:

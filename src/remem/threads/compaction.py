@@ -18,12 +18,12 @@ from remem.messages.types import Message
 from remem.threads.summary import SummaryPolicy, compact, needs_compaction, with_summary
 from remem.threads.trim import trim_messages
 from remem.threads.types import Checkpoint, summary_state
-from remem.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
+from remem.tokens import DEFAULT_COUNTER, TokenCounter, count_message
 
 if TYPE_CHECKING:
     from remem.threads.store import ThreadStore
 
-__all__ = ["compact_thread", "prompt_view"]
+__all__ = ["compact_thread", "over", "prompt_view"]
 
 _PAGE = 64
 
@@ -39,6 +39,30 @@ def _leading_system(store: ThreadStore, thread_id: str, checkpoint: Checkpoint) 
         if count < len(head) or len(head) < size:
             return head[:count]
         size *= 4
+
+
+def over(messages: int, tokens: int, max_messages: int | None, max_tokens: int | None) -> bool:
+    """Whether a tail of this size is past one of the budgets."""
+    return ((max_messages is not None and messages > max_messages)
+            or (max_tokens is not None and tokens > max_tokens))
+
+
+class _Memo:
+    """A token counter that remembers the counts of the texts it has seen."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.seen: dict[str, int] = {}
+
+    @property
+    def name(self) -> str:
+        return self.counter.name
+
+    def count(self, text: str) -> int:
+        found = self.seen.get(text)
+        if found is None:
+            found = self.seen[text] = self.counter.count(text)
+        return found
 
 
 def compact_thread(store: ThreadStore, thread_id: str, model: ChatModel,
@@ -76,31 +100,34 @@ def prompt_view(store: ThreadStore, thread_id: str, *, max_tokens: int | None = 
     """System prompt, summary and the uncovered messages, trimmed to the budgets.
 
     Equal to ``trim_messages(with_summary(summary, system + uncovered), ...)`` over the whole
-    history, but reads the tail page by page and stops once a page passes a budget (anything
-    that fits a budget is a suffix of what was read by then).
+    history, but reads the tail page by page, newest first, and stops at the first message
+    past a budget (whatever fits a budget is a suffix of what was read by then).
     """
     for name, value in (("max_tokens", max_tokens), ("max_messages", max_messages)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 0):
             raise InvalidInputError(f"{name} must be a non-negative integer or None, got {value!r}")
-    counter = counter or DEFAULT_COUNTER
     checkpoint = store.checkpoint(thread_id, checkpoint_id)
     system = _leading_system(store, thread_id, checkpoint)
     start = max(len(system), checkpoint.summary_through)
     if max_tokens is None and max_messages is None:
-        recent = store.messages(thread_id, checkpoint_id=checkpoint.id, start=start)
-        return with_summary(checkpoint.summary, [*system, *recent])
-    recent = []
+        rest = store.messages(thread_id, checkpoint_id=checkpoint.id, start=start)
+        return with_summary(checkpoint.summary, [*system, *rest])
+    memo = _Memo(counter or DEFAULT_COUNTER)  # trimming counts the same texts again
+    recent: list[Message] = []
     stop, tokens, page = checkpoint.position, 0, _PAGE
-    while stop > start:
+    while stop > start and not over(len(recent), tokens, max_messages, max_tokens):
         begin = max(start, stop - page)
         chunk = store.messages(thread_id, checkpoint_id=checkpoint.id, start=begin, stop=stop)
-        recent[:0] = chunk
-        tokens += count_messages(chunk, counter)
+        taken = 0
+        # newest first, stopping at the first message past a budget: counting is the cost
+        for message in reversed(chunk):
+            tokens += count_message(message, memo)
+            taken += 1
+            if over(len(recent) + taken, tokens, max_messages, max_tokens):
+                break
+        recent[:0] = chunk[len(chunk) - taken:]
         stop, page = begin, page * 2
-        if (max_messages is not None and len(recent) > max_messages) or (
-                max_tokens is not None and tokens > max_tokens):
-            break
     view = with_summary(checkpoint.summary, [*system, *recent])
     return trim_messages(view, max_tokens=max_tokens, max_messages=max_messages,
-                         counter=counter, keep_system=True)
+                         counter=memo, keep_system=True)

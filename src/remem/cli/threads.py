@@ -1,0 +1,255 @@
+"""``remem threads``: list, show, fork, rewind, delete and search conversation threads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from remem.cli.common import CommandFailed, FilterType, make_embedder
+from remem.cli.render import compact_json, emit_json
+from remem.messages.types import Message
+from remem.store import IndexConfig, KeywordConfig, open_store
+from remem.threads import Checkpoint, ThreadIndex, ThreadInfo, ThreadStore
+
+__all__ = ["open_threads", "threads_group"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DB_HELP = "SQLite database file (the same file as the store). Default: $REMEM_DB, else remem.db."
+
+
+def common_options(command: F) -> F:
+    """``--db`` and ``--json`` on every ``remem threads`` command."""
+    command = click.option("--json", "json_output", is_flag=True,
+                           help="Machine output: print one JSON document on stdout.")(command)
+    return click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
+                        show_envvar=True, help=_DB_HELP)(command)
+
+
+def open_threads(ctx: click.Context, db: str, *, create: bool = False,
+                 index: ThreadIndex | None = None) -> ThreadStore:
+    """The thread store in ``db``, closed when the command ends; a missing file is an error
+    unless ``create``."""
+    if not create and db != ":memory:" and not Path(db).exists():
+        raise CommandFailed(f"no database at {db}; pass --db PATH or set REMEM_DB "
+                            "(`remem chat` creates one)")
+    threads = ThreadStore(db, index=index)
+    threads.setup()
+    ctx.call_on_close(threads.close)
+    return threads
+
+
+def _when(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _line(message: Message) -> str:
+    text = message.text
+    for call in message.tool_calls:
+        text += f"{' ' if text else ''}[calls {call.name}({compact_json(call.arguments, 60)})]"
+    return f"{message.role}: {text}"
+
+
+@click.group(name="threads")
+def threads_group() -> None:
+    """Conversation threads (short-term memory): list, show, fork, rewind, delete, search.
+
+    Threads are written by `remem chat` or by the Python API (remem.threads.ThreadStore)
+    into the same database file as the store.
+    """
+
+
+@threads_group.command(name="ls")
+@click.option("--filter", "filter_", type=FilterType(), metavar="JSON",
+              help='Keep threads whose metadata matches, e.g. \'{"user_id": "u1"}\'.')
+@click.option("--user", metavar="ID", help='Shorthand for --filter \'{"user_id": ID}\'.')
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
+              metavar="N", help="Show at most N threads.")
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="N", help="Skip the first N threads.")
+@common_options
+@click.pass_context
+def ls(ctx: click.Context, filter_: dict[str, Any] | None, user: str | None, limit: int,
+       offset: int, db: str, json_output: bool) -> None:
+    """List threads, most recently changed first."""
+    where = dict(filter_ or {})
+    if user is not None:
+        where["user_id"] = user
+    found = open_threads(ctx, db).list_threads(where or None, limit=limit, offset=offset)
+    if json_output:
+        emit_json([info.to_dict() for info in found])
+        return
+    if not found:
+        click.echo("no threads")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("thread", "messages", "updated", "metadata"):
+        table.add_column(name, overflow="fold" if name == "thread" else "ellipsis",
+                         no_wrap=name != "thread")
+    for info in found:
+        table.add_row(Text(info.thread_id), str(info.length), _when(info.updated_at),
+                      Text(compact_json(dict(info.metadata), 60)))
+    Console(highlight=False).print(table)
+
+
+def _show_info(info: ThreadInfo) -> None:
+    rows = [("thread", info.thread_id), ("messages", str(info.length)),
+            ("head", info.head.id), ("created", _when(info.created_at) + " UTC"),
+            ("updated", _when(info.updated_at) + " UTC"),
+            ("expires", _when(info.expires_at) + " UTC" if info.expires_at else "never"),
+            ("metadata", json.dumps(dict(info.metadata), ensure_ascii=False))]
+    if info.source:
+        rows.append(("from", info.source))
+    if info.head.summary:
+        rows.append(("summary", f"covers messages 0-{info.head.summary_through - 1}"))
+    for label, text in rows:
+        click.echo(f"{label + ':':<10}{text}")
+
+
+def _checkpoint_row(checkpoint: Checkpoint) -> str:
+    source = checkpoint.metadata.get("source", "")
+    return (f"{checkpoint.id}  {_when(checkpoint.created_at)}  {source:<8} "
+            f"messages={checkpoint.position}  parent={checkpoint.parent_id or '-'}")
+
+
+@threads_group.command()
+@click.argument("thread_id", metavar="THREAD")
+@click.option("--checkpoint", metavar="ID", help="Show the thread as it was at checkpoint ID.")
+@click.option("--last", type=click.IntRange(min=0), default=20, show_default=True, metavar="N",
+              help="Show the last N messages (0: all).")
+@click.option("--checkpoints", "list_checkpoints", is_flag=True,
+              help="List the checkpoints (newest first) instead of the messages.")
+@common_options
+@click.pass_context
+def show(ctx: click.Context, thread_id: str, checkpoint: str | None, last: int,
+         list_checkpoints: bool, db: str, json_output: bool) -> None:
+    """Show a thread's record and its messages (or its checkpoints)."""
+    threads = open_threads(ctx, db)
+    info = threads.get(thread_id)
+    if list_checkpoints:
+        checkpoints = threads.checkpoints(thread_id, limit=last or 1_000_000)
+        if json_output:
+            emit_json({"thread": info.to_dict(),
+                       "checkpoints": [cp.to_dict() for cp in checkpoints]})
+            return
+        _show_info(info)
+        click.echo("checkpoints:")
+        for cp in checkpoints:
+            click.echo("  " + _checkpoint_row(cp))
+        return
+    at = threads.checkpoint(thread_id, checkpoint)
+    messages = threads.messages(thread_id, checkpoint_id=at.id, last=last or None)
+    if json_output:
+        emit_json({"thread": info.to_dict(), "checkpoint": at.to_dict(),
+                   "messages": [m.to_dict() for m in messages]})
+        return
+    _show_info(info)
+    if checkpoint is not None:
+        click.echo(f"at:       {at.id} ({at.position} messages)")
+    shown = len(messages)
+    click.echo(f"messages (last {shown} of {at.position}):" if shown < at.position
+               else "messages:")
+    for message in messages:
+        click.echo("  " + _line(message))
+
+
+@threads_group.command()
+@click.argument("thread_ids", metavar="THREAD...", nargs=-1, required=True)
+@common_options
+@click.pass_context
+def rm(ctx: click.Context, thread_ids: tuple[str, ...], db: str, json_output: bool) -> None:
+    """Delete threads (forks made from them keep their messages)."""
+    threads = open_threads(ctx, db)
+    deleted = {thread_id: threads.delete(thread_id) for thread_id in thread_ids}
+    if json_output:
+        emit_json({"deleted": [t for t, done in deleted.items() if done],
+                   "missing": [t for t, done in deleted.items() if not done]})
+        return
+    for thread_id, done in deleted.items():
+        click.echo(f"deleted {thread_id}" if done else f"no thread {thread_id}")
+
+
+@threads_group.command()
+@click.argument("thread_id", metavar="THREAD")
+@click.option("--checkpoint", metavar="ID", help="Fork at checkpoint ID (default: the head).")
+@click.option("--id", "new_id", metavar="ID", help="The new thread's id (default: a new one).")
+@click.option("--copy", is_flag=True,
+              help="Copy the messages instead of sharing them with the source.")
+@common_options
+@click.pass_context
+def fork(ctx: click.Context, thread_id: str, checkpoint: str | None, new_id: str | None,
+         copy: bool, db: str, json_output: bool) -> None:
+    """Start a new thread from THREAD (at its head or an earlier checkpoint)."""
+    threads = open_threads(ctx, db)
+    make = threads.copy if copy else threads.fork
+    made = make(thread_id, checkpoint, new_thread_id=new_id)
+    info = made.info()
+    if json_output:
+        emit_json(info.to_dict())
+        return
+    click.echo(f"{'copied' if copy else 'forked'} {thread_id} into {made.id} "
+               f"({info.length} messages)")
+
+
+@threads_group.command()
+@click.argument("thread_id", metavar="THREAD")
+@click.argument("checkpoint", metavar="CHECKPOINT")
+@common_options
+@click.pass_context
+def rewind(ctx: click.Context, thread_id: str, checkpoint: str, db: str,
+           json_output: bool) -> None:
+    """Move THREAD back to CHECKPOINT (a new head; later checkpoints stay readable)."""
+    head = open_threads(ctx, db).rewind(thread_id, checkpoint)
+    if json_output:
+        emit_json(head.to_dict())
+        return
+    click.echo(f"rewound {thread_id} to {checkpoint}: {head.position} messages "
+               f"(new head {head.id})")
+
+
+@threads_group.command()
+@click.argument("query")
+@click.option("--user", metavar="ID", help="Only this user's threads.")
+@click.option("--limit", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
+              help="Return at most N threads.")
+@click.option("--embedder", type=click.Choice(("none", "local", "openai", "fake")),
+              default="none", show_default=True,
+              help="Embedder for search by meaning (the one the threads were indexed with); "
+                   "none searches keywords only.")
+@common_options
+@click.pass_context
+def search(ctx: click.Context, query: str, user: str | None, limit: int, embedder: str,
+           db: str, json_output: bool) -> None:
+    """Find past threads by keywords (and meaning, with --embedder)."""
+    index = thread_index(ctx, db, embedder)
+    threads = open_threads(ctx, db, index=index)
+    hits = threads.search(query, owner=user, limit=limit)
+    if json_output:
+        emit_json([hit.to_dict() for hit in hits])
+        return
+    if not hits:
+        click.echo("no matching threads")
+        return
+    for hit in hits:
+        click.echo(f"{hit.thread_id}  score={hit.score:.3f}  user={hit.owner}")
+        for match in hit.matches:
+            text = " ".join(match.text.split())
+            click.echo(f"  [{match.position}] {match.role}: "
+                       f"{text if len(text) <= 100 else text[:99] + '…'}")
+
+
+def thread_index(ctx: click.Context, db: str, embedder: str) -> ThreadIndex:
+    """The thread search index in the store of ``db`` (created if needed)."""
+    index = (None if embedder == "none"
+             else IndexConfig(make_embedder(embedder), fields=("text",)))
+    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)))
+    ctx.call_on_close(store.close)
+    return ThreadIndex(store)
