@@ -30,9 +30,9 @@ from typing import IO, Any, Self
 from remem.embed.base import Embedder
 from remem.errors import ConfigError, InvalidInputError, MessageFormatError
 from remem.llm.base import ChatModel
+from remem.llm.config import require_model
 from remem.memory.flow import Flow, run_async, run_sync
 from remem.memory.history import HistoryEvent
-from remem.memory.llm_seam import missing_model_error
 from remem.memory.locking import LockSettings
 from remem.memory.manager import MemoryManager
 from remem.memory.namespaces import NamespaceTemplate
@@ -179,13 +179,13 @@ class Memory:
     def _model(self) -> ChatModel:
         if self._llm is None:
             try:
-                from remem.llm.config import require_model  # type: ignore[import-not-found,unused-ignore]
-            except ImportError:
-                raise missing_model_error() from None
-            try:
                 self._llm = require_model()
             except ConfigError as exc:
-                raise ConfigError(f"{missing_model_error()} ({exc})") from None
+                raise ConfigError(
+                    f"add(infer=True) extracts memories with a chat model: {exc}. Or pass "
+                    "llm=... to Memory.open, or add(..., infer=False) (CLI: --no-infer) to "
+                    "store the text as is"
+                ) from None
         return self._llm
 
     def namespace_of(self, user_id: str | None = None, agent_id: str | None = None,

@@ -13,6 +13,7 @@ from remem import __version__
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
 from remem.cli.eval import eval_group
+from remem.cli.memory import MEMORY_COMMANDS
 from remem.cli.pg import pg_group
 from remem.cli.store import store_group
 from remem.cli.threads import threads_group
@@ -36,6 +37,8 @@ cli.add_command(eval_group)
 cli.add_command(pg_group)
 cli.add_command(threads_group)
 cli.add_command(chat_command)
+for _command in MEMORY_COMMANDS:  # remem add / search / history / undo / export / import
+    cli.add_command(_command)
 
 
 def main() -> None:
