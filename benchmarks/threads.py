@@ -43,8 +43,8 @@ from remem.messages import Message
 from remem.threads import ThreadStore
 
 TARGETS_MS = {"append": 5.0, "last 50": 10.0, "fork": 50.0}
-WORDS = ("plan the trip to Lisbon next spring with a stop in Porto for the wine and "
-         "我们下个月去北京看长城 then back home by train").split()
+WORDS = ["plan", "the", "trip", "to", "Lisbon", "next", "spring", "with", "a", "stop", "in",
+         "Porto", "for", "wine", "我们下个月去北京看长城", "then", "back", "home", "by", "train"]
 
 
 def text(rng: random.Random, words: int) -> str:

@@ -39,7 +39,7 @@ from remem.errors import (
 from remem.messages.types import Message, new_id
 from remem.store.filters import parse_filter, to_sqlite
 from remem.store.migrations import apply_sqlite
-from remem.store.types import NOT_PROVIDED, NotProvided, validate_value
+from remem.store.types import NOT_PROVIDED, NotProvided, SearchMode, validate_value
 from remem.threads import schema as sql
 from remem.threads._aio import in_thread
 from remem.threads.types import Checkpoint, ThreadInfo
@@ -620,14 +620,15 @@ class ThreadStore:
         return self.thread(tid)
 
     def search(self, query: str, *, owner: str | None = None, limit: int = 5,
-               per_thread: int = 3, exclude: Sequence[str] = ()) -> list[ThreadHit]:
+               per_thread: int = 3, exclude: Sequence[str] = (),
+               mode: SearchMode = "auto") -> list[ThreadHit]:
         """Past threads matching ``query`` by keywords and meaning (see
         :meth:`ThreadIndex.search`); threads deleted or expired since are left out."""
         if self.index is None:
             raise UsageError("thread search needs an index: open the ThreadStore with "
                              "index=ThreadIndex(store) (a long-term store to index into)")
         hits = self.index.search(query, owner=owner, limit=limit + 5, per_thread=per_thread,
-                                 exclude=exclude)
+                                 exclude=exclude, mode=mode)
         return [hit for hit in hits if self.exists(hit.thread_id)][:limit]
 
     # -- summaries and prompt views (see remem.threads.compaction) ----------------------------
