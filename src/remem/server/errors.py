@@ -1,0 +1,193 @@
+"""How failures become HTTP answers: remem's error tree mapped to status codes, validation
+errors naming the field, a request body limit, and a catch-all that never shows a traceback.
+
+Every error answer is an :class:`~remem.server.schemas.ErrorBody`::
+
+    {"error": "invalid_input", "message": "...", "field": "body.namespace.0", "details": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from remem.errors import (
+    ConfigError,
+    ConflictError,
+    EmbeddingError,
+    IndexConfigError,
+    InvalidInputError,
+    LLMError,
+    NotFoundError,
+    RememError,
+    StoreError,
+    UsageError,
+)
+from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["ERROR_STATUS", "BodyLimitMiddleware", "error_response", "install_error_handlers"]
+
+logger = logging.getLogger("remem.server")
+
+#: remem errors -> (status, error kind); the first matching class wins
+ERROR_STATUS: Sequence[tuple[type[Exception], int, str]] = (
+    (InvalidInputError, 422, "invalid_input"),
+    (NotFoundError, 404, "not_found"),
+    (ConflictError, 409, "conflict"),
+    (UsageError, 400, "unsupported"),
+    (IndexConfigError, 409, "index_config"),
+    (ConfigError, 400, "not_configured"),
+    (LLMError, 502, "llm_failed"),
+    (EmbeddingError, 502, "embedding_failed"),
+    (StoreError, 503, "store_unavailable"),
+    (RememError, 400, "error"),
+)
+
+
+def error_response(status: int, error: str, message: str, *, field: str | None = None,
+                   details: list[dict[str, Any]] | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    """An error answer in the shape every route documents."""
+    return JSONResponse({"error": error, "message": message, "field": field,
+                         "details": details or []}, status_code=status, headers=headers)
+
+
+def _loc(loc: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    details: list[dict[str, Any]] = []
+    for err in exc.errors():
+        loc = list(err.get("loc", ()))
+        if err.get("type") == "json_invalid":
+            return error_response(400, "invalid_json",
+                                  f"the request body is not valid JSON: {err.get('msg', '')} "
+                                  f"(at position {loc[-1] if loc else '?'})", field="body")
+        # drop pydantic's union branch names ("str", "list[...]") from the path
+        loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p in {
+            "str", "constrained-str", "int", "float", "bool", "dict[str,any]"}))]
+        details.append({"field": _loc(loc), "message": str(err.get("msg", "invalid"))})
+    first = details[0] if details else {"field": None, "message": "invalid request"}
+    more = f" (and {len(details) - 1} more problems)" if len(details) > 1 else ""
+    return error_response(422, "validation_error",
+                          f"{first['field']}: {first['message']}{more}",
+                          field=first["field"], details=details)
+
+
+def _remem(request: Request, exc: Exception) -> JSONResponse:
+    for cls, status, kind in ERROR_STATUS:
+        if isinstance(exc, cls):
+            if status >= 500:
+                logger.warning("%s %s failed: %s", request.method, request.url.path, exc)
+            return error_response(status, kind, str(exc))
+    raise AssertionError("RememError is in ERROR_STATUS")  # pragma: no cover
+
+
+def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    kind = {401: "unauthorized", 403: "forbidden", 404: "not_found",
+            405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, kind, str(exc.detail),
+                          headers=dict(exc.headers) if exc.headers else None)
+
+
+def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, RecursionError):
+        return error_response(400, "invalid_json", "the request body is nested too deeply",
+                              field="body")
+    if isinstance(exc, ValueError):  # a library refusing a value we let through
+        return error_response(422, "invalid_input", str(exc))
+    incident = uuid.uuid4().hex[:12]
+    logger.error("unexpected error %s on %s %s", incident, request.method, request.url.path,
+                 exc_info=exc)
+    return error_response(500, "internal",
+                          f"internal error {incident}; the server log has the details")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(RememError, _remem)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+def _too_large_message(limit: int) -> str:
+    return (f"the request body exceeds the server's limit of {limit} bytes "
+            "(remem serve --max-body-bytes)")
+
+
+class _TooLarge(StarletteHTTPException):
+    """Raised from ``receive`` when a streamed body passes the limit (FastAPI re-raises
+    HTTP exceptions from body reading, so the handler answers 413)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, _too_large_message(limit))
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over ``limit`` bytes with a 413, whether or not they declare a
+    Content-Length (chunked bodies are counted as they arrive)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Check the declared length, then count the streamed bytes."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = self.limit + 1
+                if declared > self.limit:
+                    await self._reject(send)
+                    return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge(self.limit)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        body = json.dumps({
+            "error": "too_large", "field": "body", "details": [],
+            "message": _too_large_message(self.limit),
+        }).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,105 @@
+"""``/v1/store``: the raw long-term store of the caller's tenant (items, search, namespaces)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from remem.errors import NotFoundError
+from remem.server.auth import Reader, Writer, server_state
+from remem.server.schemas import (
+    MAX_NAMESPACE_DEPTH,
+    ErrorBody,
+    ItemOut,
+    Key,
+    Label,
+    NamespaceList,
+    OkOut,
+    PutItemBody,
+    SearchResultsOut,
+    StoreSearchBody,
+)
+from remem.store.types import NOT_PROVIDED, SearchItem
+
+__all__ = ["ERRORS", "router"]
+
+#: the error answers every route may give (documented for clients and schema checks)
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text} for code, text in (
+        (400, "bad request (invalid JSON, an unsupported option)"),
+        (401, "missing or invalid API key"),
+        (403, "read-only key used for a write"),
+        (404, "not found"),
+        (409, "conflict (a concurrent change)"),
+        (413, "request body too large"),
+        (422, "invalid input; `field` names it"),
+    )
+}
+
+router = APIRouter(prefix="/v1/store", tags=["store"], responses=ERRORS)
+
+NamespaceQuery = Annotated[list[Label], Query(min_length=1, max_length=MAX_NAMESPACE_DEPTH,
+                                              description="the namespace, one label per "
+                                                          "repetition")]
+
+
+def _item(item: Any) -> dict[str, Any]:
+    data: dict[str, Any] = item.to_dict()
+    return data
+
+
+@router.put("/items", response_model=OkOut, summary="Insert or replace an item")
+def put_item(body: PutItemBody, who: Writer, request: Request) -> dict[str, Any]:
+    """Store ``value`` at ``namespace`` / ``key`` (replacing what is there)."""
+    store = server_state(request).store_for(who)
+    store.put(tuple(body.namespace), body.key, body.value,
+              ttl=body.ttl if body.ttl is not None else NOT_PROVIDED,
+              index=body.index, event_at=body.event_at)
+    return {"ok": True}
+
+
+@router.get("/items", response_model=ItemOut, summary="Read an item")
+def get_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who: Reader,
+             request: Request) -> dict[str, Any]:
+    """The item at ``namespace`` / ``key`` (404 if absent or expired)."""
+    item = server_state(request).store_for(who).get(tuple(namespace), key)
+    if item is None:
+        raise NotFoundError(f"no item with key {key!r} in namespace {list(namespace)!r}")
+    return _item(item)
+
+
+@router.delete("/items", response_model=OkOut, summary="Delete an item")
+def delete_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who: Writer,
+                request: Request) -> dict[str, Any]:
+    """Delete the item (deleting a missing item is not an error)."""
+    server_state(request).store_for(who).delete(tuple(namespace), key)
+    return {"ok": True}
+
+
+@router.post("/search", response_model=SearchResultsOut, summary="Search items")
+def search_items(body: StoreSearchBody, who: Reader, request: Request) -> dict[str, Any]:
+    """Items under ``namespace_prefix`` matching ``filter``, ranked by ``query`` when given."""
+    found: list[SearchItem] = server_state(request).store_for(who).search(
+        tuple(body.namespace_prefix), query=body.query, filter=body.filter, limit=body.limit,
+        offset=body.offset, mode=body.mode, event_after=body.event_after,
+        event_before=body.event_before)
+    return {"items": [_item(item) for item in found]}
+
+
+@router.get("/namespaces", response_model=NamespaceList, summary="List namespaces")
+def list_namespaces(
+    who: Reader, request: Request,
+    prefix: Annotated[list[Label] | None, Query(max_length=MAX_NAMESPACE_DEPTH)] = None,
+    suffix: Annotated[list[Label] | None, Query(max_length=MAX_NAMESPACE_DEPTH)] = None,
+    max_depth: Annotated[int | None, Query(ge=1, le=MAX_NAMESPACE_DEPTH)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
+) -> dict[str, Any]:
+    """Distinct namespaces (``*`` in ``prefix``/``suffix`` matches any one label)."""
+    found = server_state(request).store_for(who).list_namespaces(
+        prefix=tuple(prefix) if prefix else None, suffix=tuple(suffix) if suffix else None,
+        max_depth=max_depth, limit=limit, offset=offset)
+    return {"namespaces": [list(ns) for ns in found]}
+
+

@@ -1,0 +1,207 @@
+"""Request and response bodies of the HTTP API (pydantic models; they are the OpenAPI schema).
+
+The constraints here mirror the store's own rules (:mod:`remem.store.types`), so a request
+that breaks one is refused by validation with a 422 naming the field, before any I/O. Rules
+the schema cannot state (``"*"`` as a label, integers beyond 64 bits...) are still enforced by
+the library and answered with a 422 as well.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+__all__ = [
+    "AddMemoryBody",
+    "ChangeResultOut",
+    "ErrorBody",
+    "ErrorDetail",
+    "ItemOut",
+    "Key",
+    "Label",
+    "NamespaceList",
+    "NamespacePath",
+    "PutItemBody",
+    "SearchItemOut",
+    "SearchMemoryBody",
+    "StoreSearchBody",
+    "UpdateMemoryBody",
+]
+
+#: fewer than the store's 64 so the server's tenant prefix always fits
+MAX_NAMESPACE_DEPTH = 60
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=256,
+                                         pattern=r"^[^\x00-\x1f\x7f]+$")]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=1024,
+                                       pattern=r"^[^\x00-\x1f\x7f]+$")]
+NamespacePath = Annotated[list[Label], Field(min_length=1, max_length=MAX_NAMESPACE_DEPTH)]
+NamespacePrefix = Annotated[list[Label], Field(max_length=MAX_NAMESPACE_DEPTH)]
+ScopeId = Annotated[str, StringConstraints(min_length=1, max_length=256,
+                                           pattern=r"^[^\x00-\x1f\x7f]+$")]
+Query = Annotated[str, StringConstraints(max_length=10_000)]
+Limit = Annotated[int, Field(ge=1, le=1000)]
+Offset = Annotated[int, Field(ge=0, le=100_000)]
+Timestamp = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799)]
+MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
+                                            pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(BaseModel):
+    """One problem: where (``field``, a dotted path such as ``body.namespace.0``) and what."""
+
+    field: str | None = None
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer: ``error`` is a machine-readable kind, ``message`` says what is
+    wrong and how to fix it, ``field`` names the offending field when there is one."""
+
+    error: str
+    message: str
+    field: str | None = None
+    details: list[ErrorDetail] = Field(default_factory=list)
+
+
+# -- store --------------------------------------------------------------------------------------
+
+
+class PutItemBody(_Body):
+    """Insert or replace one item."""
+
+    namespace: NamespacePath
+    key: Key
+    value: dict[str, Any]
+    ttl: Annotated[float, Field(gt=0, le=10**10)] | None = Field(
+        None, description="seconds until the item expires; null: never")
+    index: Literal[False] | Annotated[list[Label], Field(min_length=1, max_length=32)] | None = \
+        Field(None, description="null: the store's indexed fields; false: not searchable by "
+                                "query; a list of dotted paths: those fields")
+    event_at: Timestamp | None = Field(None, description="when it happened (epoch seconds)")
+
+
+class StoreSearchBody(_Body):
+    """Search items under a namespace prefix (see the store's ``search``)."""
+
+    namespace_prefix: NamespacePrefix = Field(default_factory=list)
+    query: Query | None = None
+    filter: dict[str, Any] | None = None
+    limit: Limit = 10
+    offset: Offset = 0
+    mode: Literal["auto", "hybrid", "keyword", "vector"] = "auto"
+    event_after: Timestamp | None = None
+    event_before: Timestamp | None = None
+
+
+class ItemOut(BaseModel):
+    """A stored item (times are ISO 8601, UTC)."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+    event_at: datetime | None = None
+
+
+class SignalOut(BaseModel):
+    """How one ranking signal scored a result."""
+
+    rank: int
+    score: float
+
+
+class SearchItemOut(ItemOut):
+    """A search result: an item, its score (null without a query) and per-signal scores."""
+
+    score: float | None = None
+    details: dict[str, SignalOut] = Field(default_factory=dict)
+
+
+class SearchResultsOut(BaseModel):
+    """Items of a store search, best first."""
+
+    items: list[SearchItemOut]
+
+
+class NamespaceList(BaseModel):
+    """Distinct namespaces, sorted."""
+
+    namespaces: list[list[str]]
+
+
+class OkOut(BaseModel):
+    """A write was applied."""
+
+    ok: bool = True
+
+
+# -- memories -----------------------------------------------------------------------------------
+
+
+class ChatMessageIn(BaseModel):
+    """An OpenAI-style chat message."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: Annotated[str, StringConstraints(max_length=200_000)] | list[dict[str, Any]] | None \
+        = None
+
+
+class _Scope(_Body):
+    user_id: ScopeId | None = None
+    agent_id: ScopeId | None = None
+    thread_id: ScopeId | None = None
+    namespace: NamespacePath | None = None
+
+
+class AddMemoryBody(_Scope):
+    """Remember what ``messages`` say (text, or OpenAI-style chat messages)."""
+
+    messages: Annotated[str, StringConstraints(min_length=1, max_length=200_000)] | Annotated[
+        list[ChatMessageIn], Field(min_length=1, max_length=500)]
+    infer: bool = Field(True, description="extract memories with the server's LLM; false "
+                                          "stores the text as is")
+    metadata: dict[str, Any] | None = None
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "fact"
+
+
+class SearchMemoryBody(_Scope):
+    """Search current memories of a scope."""
+
+    query: Query | None = None
+    filters: dict[str, Any] | None = None
+    limit: Limit = 10
+    as_of: Timestamp | None = None
+    include_invalid: bool = False
+    mode: Literal["auto", "hybrid", "keyword", "vector"] = "auto"
+
+
+class UpdateMemoryBody(_Body):
+    """Correct a memory in place."""
+
+    content: Annotated[str, StringConstraints(min_length=1, max_length=200_000)] | dict[
+        str, Any] | None = None
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    metadata: dict[str, Any] | None = None
+    version: Annotated[int, Field(ge=1, le=2**53)] | None = None
+    reason: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+
+class ChangeResultOut(BaseModel):
+    """What a write changed (and what it skipped), with its LLM cost."""
+
+    model_config = ConfigDict(extra="allow")
+
+    changes: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    usage: dict[str, int]

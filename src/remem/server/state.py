@@ -1,0 +1,125 @@
+"""What a running server holds: its settings, its store, its keys, and one scoped view of the
+store (and one :class:`~remem.api.Memory`) per tenant."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from remem.embed.base import Embedder
+from remem.errors import ConfigError
+from remem.llm.base import ChatModel
+from remem.server.keys import KeyStore, tenant_prefix
+from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
+from remem.store.scoped import ScopedStore
+
+if TYPE_CHECKING:
+    from remem.api import Memory
+
+__all__ = ["LOCAL_TENANT", "Principal", "ServerConfig", "ServerState"]
+
+#: the tenant of every request in ``--no-auth`` mode
+LOCAL_TENANT = "local"
+#: the fields memories are searched by (the facade's); raw items may choose their own per put
+INDEXED_FIELDS = ("text",)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Settings of one server.
+
+    ``db``: a SQLite path (``":memory:"`` for a throwaway one) or a ``postgresql://`` DSN.
+    ``auth``: ``False`` serves every request as the tenant ``"local"`` without a key (only on
+    loopback; :func:`remem.cli.serve` enforces it). ``max_body_bytes``: larger request bodies
+    get a 413. ``embedder``: vectors for hybrid search (``None``: keyword search only).
+    ``llm``: the chat model for ``infer=true`` adds (``None``: such adds get a 400).
+    ``key_cache_seconds``: how long a verified key is trusted before it is read again.
+    ``mcp``: serve MCP at ``/mcp``. ``host``: the address served on (on loopback, ``/mcp``
+    also checks Host and Origin headers against DNS rebinding).
+    """
+
+    db: str = "memory.db"
+    auth: bool = True
+    max_body_bytes: int = 1 << 20
+    embedder: Embedder | None = None
+    llm: ChatModel | None = None
+    key_cache_seconds: float = 1.0
+    mcp: bool = True
+    host: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
+            raise ConfigError(
+                f"max_body_bytes must be an integer >= 1024, got {self.max_body_bytes!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who makes a request: the key's tenant, and whether it may write."""
+
+    tenant: str
+    read_only: bool = False
+    key_id: str | None = None
+
+
+def open_server_store(config: ServerConfig) -> BaseStore:
+    """The server's store: memories' ``text`` field indexed for keywords and vectors."""
+    index = IndexConfig(config.embedder, fields=INDEXED_FIELDS) if config.embedder else None
+    return open_store(os.fspath(config.db), index=index,
+                      keyword=KeywordConfig(fields=INDEXED_FIELDS))
+
+
+@dataclass
+class ServerState:
+    """The store, the key store and per-tenant views; built by :func:`ServerState.open`."""
+
+    config: ServerConfig
+    store: BaseStore
+    keys: KeyStore
+    owns_store: bool = True
+    _scoped: dict[str, ScopedStore] = field(default_factory=dict)
+    _memories: dict[str, Memory] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @classmethod
+    def open(cls, config: ServerConfig, store: BaseStore | None = None) -> ServerState:
+        """Open the configured store (or use ``store``, which the caller keeps owning)."""
+        owns = store is None
+        base = open_server_store(config) if store is None else store
+        return cls(config, base, KeyStore(base, cache_seconds=config.key_cache_seconds),
+                   owns_store=owns)
+
+    def store_for(self, principal: Principal) -> ScopedStore:
+        """The store as ``principal``'s tenant sees it."""
+        scoped = self._scoped.get(principal.tenant)
+        if scoped is None:
+            with self._lock:
+                scoped = self._scoped.setdefault(
+                    principal.tenant, ScopedStore(self.store, tenant_prefix(principal.tenant)))
+        return scoped
+
+    def memory_for(self, principal: Principal) -> Memory:
+        """The :class:`~remem.api.Memory` facade over the tenant's scoped store."""
+        memory = self._memories.get(principal.tenant)
+        if memory is None:
+            from remem.api import Memory
+
+            with self._lock:
+                memory = self._memories.get(principal.tenant)
+                if memory is None:
+                    memory = Memory(self.store_for(principal), llm=self.config.llm)
+                    self._memories[principal.tenant] = memory
+        return memory
+
+    def close(self) -> None:
+        """Close the store if the server opened it."""
+        if self.owns_store:
+            self.store.close()
+
+    def describe(self) -> dict[str, Any]:
+        """What readiness reports about the configuration (no secrets)."""
+        return {"backend": type(self.store).__name__, "auth": self.config.auth,
+                "vector_search": self.config.embedder is not None,
+                "llm": self.config.llm is not None}

@@ -1,0 +1,145 @@
+"""A store seen through a namespace prefix: the tenancy seam of the server.
+
+:class:`ScopedStore` wraps any :class:`~remem.store.BaseStore`. Every operation it executes is
+rewritten so its namespace lies under a fixed ``prefix`` (``("tenants", "acme")`` say), and
+every result has that prefix stripped again. Because store operations are values and every
+layer above the store (the store routes, the :class:`~remem.api.Memory` facade, its locks and
+history) reaches storage only through ``batch``, wrapping the store once makes all of them
+confined to the prefix by construction: no namespace a caller can write names anything
+outside it, and nothing outside it is ever returned.
+
+>>> from remem.store import open_store
+>>> base = open_store(":memory:")
+>>> acme = ScopedStore(base, ("tenants", "acme"))
+>>> acme.put(("notes",), "n1", {"text": "hi"})
+>>> base.get(("tenants", "acme", "notes"), "n1").value
+{'text': 'hi'}
+>>> acme.list_namespaces()
+[('notes',)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from remem.errors import InvalidInputError
+from remem.store.base import BaseStore, Prepared, match_namespaces
+from remem.store.types import (
+    DeleteOp,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Namespace,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    validate_namespace,
+)
+
+__all__ = ["ScopedStore"]
+
+#: list_namespaces with a suffix is answered from every namespace under the prefix
+_ALL = 2**31
+
+
+class ScopedStore(BaseStore):
+    """``inner`` confined to the namespaces under ``prefix``; see the module docstring.
+
+    The wrapper shares the inner store's index, keyword and TTL configuration (embedding
+    happens once, in the inner store's ``batch``). ``close()`` does not close the inner store:
+    many scoped views usually share one store, and its owner closes it.
+    """
+
+    def __init__(self, inner: BaseStore, prefix: Sequence[str]) -> None:
+        super().__init__(index=inner.index, ttl=inner.ttl,
+                         keyword=inner.keyword if inner.keyword is not None else False,
+                         clock=inner.clock)
+        self.inner = inner
+        self.prefix: Namespace = validate_namespace(tuple(prefix), what="prefix")
+        self.capabilities = inner.capabilities  # type: ignore[misc]
+
+    # -- rewriting --------------------------------------------------------------------------
+
+    def _inside(self, namespace: Namespace, *, wildcard: bool = False) -> Namespace:
+        return validate_namespace(self.prefix + namespace, allow_wildcard=wildcard)
+
+    def _strip(self, namespace: Namespace) -> Namespace:
+        n = len(self.prefix)
+        if namespace[:n] != self.prefix:  # a backend bug; never hand out another scope's data
+            raise AssertionError(f"store returned a namespace outside the scope {self.prefix}")
+        return namespace[n:]
+
+    def _rewrite(self, op: Op) -> Op:
+        if isinstance(op, GetOp | PutOp | DeleteOp):
+            return dataclasses.replace(op, namespace=self._inside(op.namespace))
+        if isinstance(op, SearchOp):
+            return dataclasses.replace(op, namespace_prefix=self._inside(op.namespace_prefix))
+        prefix = self._inside(op.prefix or (), wildcard=True)
+        if op.suffix is not None:
+            # a suffix could otherwise match labels of the scope prefix itself: fetch every
+            # namespace under the prefix and match the stripped ones here
+            return ListNamespacesOp(prefix, op.suffix, None, _ALL, 0)
+        depth = None if op.max_depth is None else op.max_depth + len(self.prefix)
+        return ListNamespacesOp(prefix, None, depth, op.limit, op.offset)
+
+    def _unwrap(self, op: Op, result: Result) -> Result:
+        if isinstance(result, Item):
+            return self._strip_item(result)
+        if isinstance(op, SearchOp):
+            assert isinstance(result, list)
+            return [self._strip_item(r) for r in result]  # type: ignore[arg-type]
+        if isinstance(op, ListNamespacesOp):
+            assert isinstance(result, list)
+            stripped = [self._strip(ns) for ns in result]  # type: ignore[arg-type]
+            if op.suffix is not None:
+                return match_namespaces([ns for ns in stripped if ns], op)
+            return stripped
+        return result
+
+    def _strip_item(self, item: Item) -> Any:
+        return dataclasses.replace(item, namespace=self._strip(item.namespace))
+
+    # -- the store protocol -------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` on the inner store with every namespace under the prefix."""
+        op_list = list(ops)
+        for position, op in enumerate(op_list):
+            if not isinstance(op, GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp):
+                raise InvalidInputError(
+                    f"batch operation {position} is a {type(op).__name__}; expected GetOp, "
+                    "PutOp, DeleteOp, SearchOp or ListNamespacesOp"
+                )
+        results = self.inner.batch([self._rewrite(op) for op in op_list])
+        return [self._unwrap(op, r) for op, r in zip(op_list, results, strict=True)]
+
+    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        raise AssertionError("ScopedStore.batch delegates to the inner store")  # pragma: no cover
+
+    def setup(self) -> None:
+        """Set up the inner store (idempotent)."""
+        self.inner.setup()
+
+    def close(self) -> None:
+        """Nothing to release: the inner store belongs to whoever opened it."""
+
+    def sweep(self) -> int:
+        """Sweep expired items of the whole inner store (TTL is not per scope)."""
+        return self.inner.sweep()
+
+    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
+        """Every live item under ``namespace_prefix`` inside the scope."""
+        inside = self._inside(validate_namespace(tuple(namespace_prefix), allow_empty=True,
+                                                 what="namespace_prefix"))
+        for item in self.inner.iter_items(inside):
+            yield self._strip_item(item)
+
+    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
+        return self.inner.ttl_of(self._inside(namespace), key)
+
+    def _holds_vectors(self) -> bool:
+        return self.inner._holds_vectors()
+
