@@ -15,6 +15,7 @@ from remem.cli.common import RememGroup
 from remem.cli.eval import eval_group
 from remem.cli.memory import MEMORY_COMMANDS
 from remem.cli.pg import pg_group
+from remem.cli.serve import SERVICE_COMMANDS
 from remem.cli.store import store_group
 from remem.cli.threads import threads_group
 
@@ -38,6 +39,8 @@ cli.add_command(pg_group)
 cli.add_command(threads_group)
 cli.add_command(chat_command)
 for _command in MEMORY_COMMANDS:  # remem add / search / history / undo / export / import
+    cli.add_command(_command)
+for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp
     cli.add_command(_command)
 
 

@@ -1,0 +1,212 @@
+"""``remem serve``, ``remem keys`` and ``remem mcp``: remem as a service.
+
+These commands need the ``server`` extra (FastAPI, uvicorn, mcp), imported only when they run.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from datetime import UTC, datetime
+
+import click
+
+from remem.cli.common import CommandFailed, make_embedder
+from remem.embed.base import Embedder
+
+__all__ = ["SERVICE_COMMANDS", "keys_group", "mcp_command", "serve_command"]
+
+EMBEDDERS = ("fake", "local", "openai", "none")
+_DB_HELP = "SQLite file or postgresql:// DSN the server keeps memories and keys in."
+
+
+def _server_extra() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import mcp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise CommandFailed(
+            f"this command needs the server extra ({exc.name} is missing): "
+            "pip install 'remem[server]'") from None
+
+
+def _embedder(name: str) -> Embedder | None:
+    return None if name == "none" else make_embedder(name)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("serve")
+@click.option("--db", metavar="PATH|DSN", envvar="REMEM_DB", default="memory.db",
+              show_default=True, help=_DB_HELP)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--no-auth", is_flag=True,
+              help="Serve without API keys, every request as tenant 'local' (loopback only).")
+@click.option("--max-body-bytes", type=click.IntRange(min=1024), default=1 << 20,
+              show_default=True, help="Larger request bodies are refused with 413.")
+@click.option("--embedder", type=click.Choice(EMBEDDERS), default="local", show_default=True,
+              help="Vectors for hybrid search ('none': keyword search only).")
+@click.option("--no-mcp", is_flag=True, help="Do not serve MCP at /mcp.")
+@click.option("--graceful-timeout", type=click.FloatRange(min=0), default=30.0,
+              show_default=True, metavar="SECONDS",
+              help="On SIGTERM/SIGINT, wait this long for in-flight requests.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
+                  embedder: str, no_mcp: bool, graceful_timeout: float, log_level: str) -> None:
+    """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
+
+    Every request needs an API key ('remem keys create --tenant T') and sees only its
+    tenant's data. --no-auth is for local use and refuses any non-loopback --host. An LLM
+    for infer=true adds comes from the REMEM_LLM_* variables.
+    """
+    _server_extra()
+    if no_auth and not is_loopback(host):
+        raise click.BadParameter(
+            f"--no-auth serves everyone as one tenant, so it binds to loopback only; got "
+            f"--host {host} (use 127.0.0.1, or create keys and drop --no-auth)",
+            param_hint="'--no-auth'")
+    import uvicorn
+
+    from remem.llm.config import model_from_env
+    from remem.server import ServerConfig, create_app
+
+    config = ServerConfig(db=db, auth=not no_auth, max_body_bytes=max_body_bytes,
+                          embedder=_embedder(embedder), llm=model_from_env(),
+                          mcp=not no_mcp, host=host)
+    app = create_app(config)
+    click.echo(f"remem serving {db} on http://{host}:{port} "
+               f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
+               f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level=log_level,
+                timeout_graceful_shutdown=graceful_timeout, access_log=False)
+
+
+@click.group("keys")
+@click.option("--db", metavar="PATH|DSN", envvar="REMEM_DB", default="memory.db",
+              show_default=True, help=_DB_HELP)
+@click.pass_context
+def keys_group(ctx: click.Context, db: str) -> None:
+    """Create, list and revoke the server's API keys (stored hashed in --db)."""
+    ctx.obj = db
+
+
+def _key_store(ctx: click.Context) -> object:
+    from remem.server.keys import KeyStore
+    from remem.store import open_store
+
+    db = str(ctx.obj)
+    store = open_store(db)
+    ctx.call_on_close(store.close)
+    return KeyStore(store)
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@keys_group.command("create")
+@click.option("--tenant", required=True, help="The tenant every request of this key acts for.")
+@click.option("--read-only", is_flag=True, help="The key may read and search, not write.")
+@click.option("--name", default="", help="A note to tell keys apart.")
+@click.option("--json", "json_output", is_flag=True, help="Print JSON.")
+@click.pass_context
+def keys_create(ctx: click.Context, tenant: str, read_only: bool, name: str,
+                json_output: bool) -> None:
+    """Create a key and print it once (only its hash is stored)."""
+    from remem.server.keys import KeyStore
+
+    keys = _key_store(ctx)
+    assert isinstance(keys, KeyStore)
+    token, info = keys.create(tenant, read_only=read_only, name=name)
+    if json_output:
+        click.echo(json.dumps({"api_key": token, **info.to_dict()}))
+    else:
+        click.echo(token)
+        click.echo(f"key id {info.key_id} for tenant {info.tenant}"
+                   f"{' (read-only)' if read_only else ''}; it is not shown again", err=True)
+
+
+@keys_group.command("list")
+@click.option("--tenant", default=None, help="Only this tenant's keys.")
+@click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
+@click.option("--json", "json_output", is_flag=True, help="Print JSON lines.")
+@click.pass_context
+def keys_list(ctx: click.Context, tenant: str | None, include_revoked: bool,
+              json_output: bool) -> None:
+    """List keys (ids, tenants, flags; never the secrets)."""
+    from remem.server.keys import KeyStore
+
+    keys = _key_store(ctx)
+    assert isinstance(keys, KeyStore)
+    for info in keys.list(tenant=tenant, include_revoked=include_revoked):
+        if json_output:
+            click.echo(json.dumps(info.to_dict()))
+        else:
+            flags = ",".join(f for f, on in (("read-only", info.read_only),
+                                             ("revoked", not info.active)) if on) or "-"
+            click.echo(f"{info.key_id}  {info.tenant}  {flags}  {_when(info.created_at)}  "
+                       f"{info.name}")
+
+
+@keys_group.command("revoke")
+@click.argument("key_id")
+@click.pass_context
+def keys_revoke(ctx: click.Context, key_id: str) -> None:
+    """Revoke a key by its id (servers stop accepting it within a second)."""
+    from remem.server.keys import KeyStore
+
+    keys = _key_store(ctx)
+    assert isinstance(keys, KeyStore)
+    info = keys.revoke(key_id)
+    click.echo(f"revoked {info.key_id} (tenant {info.tenant})", err=True)
+
+
+@click.command("mcp")
+@click.option("--db", metavar="PATH|DSN", envvar="REMEM_DB", default="memory.db",
+              show_default=True, help=_DB_HELP)
+@click.option("--tenant", default=None,
+              help="Act for this tenant (default: 'local', the tenant of serve --no-auth).")
+@click.option("--api-key", envvar="REMEM_API_KEY", default=None,
+              help="Act for this key's tenant (and honour --read-only keys).")
+@click.option("--embedder", type=click.Choice(EMBEDDERS), default="local", show_default=True)
+def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str) -> None:
+    """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
+    _server_extra()
+    import anyio
+
+    from remem.llm.config import model_from_env
+    from remem.server.keys import check_tenant
+    from remem.server.mcp import serve_stdio
+    from remem.server.state import LOCAL_TENANT, Principal, ServerConfig, ServerState
+
+    if tenant is not None and api_key is not None:
+        raise click.UsageError("pass --tenant or --api-key, not both")
+    state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
+                                          llm=model_from_env(), mcp=False))
+    try:
+        if api_key is not None:
+            key = state.keys.verify(api_key)
+            if key is None:
+                raise CommandFailed("--api-key is not a valid, unrevoked key of this database")
+            principal = Principal(key.tenant, key.read_only, key.key_id)
+        else:
+            principal = Principal(check_tenant(tenant or LOCAL_TENANT))
+        anyio.run(serve_stdio, state, principal)
+    finally:
+        state.close()
+
+
+
+#: the commands this module adds to ``remem``
+SERVICE_COMMANDS = (serve_command, keys_group, mcp_command)
