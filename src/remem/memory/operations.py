@@ -232,7 +232,7 @@ def update_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *,
     namespace = yield from locate_flow(memory_id)
     memory_id = memory_id.strip()
 
-    def plan_for(results: list[Any]) -> Plan:
+    def plan_for(results: list[Any], head: int) -> Plan:
         item = results[0]
         if not isinstance(item, Item):
             raise NotFoundError(f"memory {memory_id!r} was deleted for good")
@@ -255,7 +255,7 @@ def delete_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *, hard:
     namespace = yield from locate_flow(memory_id)
     memory_id = memory_id.strip()
 
-    def plan_for(results: list[Any]) -> Plan:
+    def plan_for(results: list[Any], head: int) -> Plan:
         item = results[0]
         if not isinstance(item, Item):
             raise NotFoundError(f"memory {memory_id!r} was already deleted for good")
@@ -282,7 +282,7 @@ def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[Cha
     memory_ids = [e.memory_id for e in events]
     reads: list[Op] = [GetOp(namespace, memory_id) for memory_id in memory_ids]
 
-    def plan_for(results: list[Any]) -> Plan:
+    def plan_for(results: list[Any], head: int) -> Plan:
         state = {memory_id: (MemoryRecord.from_item(r) if isinstance(r, Item) else None)
                  for memory_id, r in zip(memory_ids, results, strict=True)}
         return plan_undo(events, state, ctx)

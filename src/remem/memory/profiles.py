@@ -24,7 +24,7 @@ from remem.llm.base import ChatModel, Usage
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_async, run_sync
 from remem.memory.jsonpatch import PatchError, apply_patch
 from remem.memory.locking import LockSettings
-from remem.memory.manager import format_conversation
+from remem.memory.manager import FixedSchemaModel, format_conversation
 from remem.memory.namespaces import NamespaceTemplate
 from remem.memory.reconcile import Change, ChangeContext, Plan, plan_edit, write_change
 from remem.memory.records import MemoryRecord, Source
@@ -54,7 +54,7 @@ class PatchOperation(BaseModel):
     from_: str | None = Field(default=None, alias="from")
 
 
-class ProfilePatch(BaseModel):
+class ProfilePatch(FixedSchemaModel):
     """The model's answer: patch operations (empty: no change)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -200,7 +200,7 @@ class ProfileManager:
             return ProfileResult(new, record, tuple(plan.changes), patches, usage)
         raise ConflictError(f"the profile in {ns!r} kept changing; retry the update")
 
-    def _plan(self, results: list[Any], *, key: str, namespace: Namespace,
+    def _plan(self, results: list[Any], head: int, *, key: str, namespace: Namespace,
               content: dict[str, Any], seen: int | None, ctx: ChangeContext) -> Plan:
         current = results[0]
         record = MemoryRecord.from_item(current) if isinstance(current, Item) else None

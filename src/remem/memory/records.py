@@ -9,7 +9,9 @@ three kinds of bookkeeping items under the reserved top label ``"_remem"``:
 * ``("_remem", "history", *namespace)`` / ``<event id>``: history events (see
   :mod:`remem.memory.history`), written in the same batch as the change they record;
 * ``("_remem", "locks", *namespace)`` / ``<ticket>``: short-lived write tickets
-  (:mod:`remem.memory.locking`).
+  (:mod:`remem.memory.locking`);
+* ``("_remem", "heads")`` / ``<namespace as JSON>``: a counter of the commits that changed a
+  namespace, so a writer can tell cheaply whether anything changed since it read.
 
 Invalidated memories stay (``invalid_at`` set); default searches hide them with
 :func:`current_filter`, ``as_of`` searches use :func:`as_of_filter`.
@@ -31,6 +33,7 @@ from remem.messages.types import new_id
 from remem.store.types import Item, Namespace, from_timestamp
 
 __all__ = [
+    "HEADS_NAMESPACE",
     "HISTORY_LABEL",
     "IDS_NAMESPACE",
     "LOCKS_LABEL",
@@ -51,6 +54,7 @@ __all__ = [
 
 RESERVED_LABEL: Final = "_remem"
 IDS_NAMESPACE: Final = (RESERVED_LABEL, "ids")
+HEADS_NAMESPACE: Final = (RESERVED_LABEL, "heads")
 HISTORY_LABEL: Final = "history"
 LOCKS_LABEL: Final = "locks"
 

@@ -44,7 +44,7 @@ from remem.memory.records import (
     current_filter,
     normalize_text,
 )
-from remem.memory.writer import commit
+from remem.memory.writer import commit, head_of, head_op
 from remem.messages.types import Message
 from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, Namespace, Op, Result, SearchOp
@@ -250,7 +250,8 @@ class MemoryStoreManager:
         if not format_conversation(msgs):
             return AddResult(ns)
         read = self._reads(ns, msgs, digest)
-        results = yield StoreBatch(read.ops)
+        results = yield StoreBatch([*read.ops, head_op(ns)])
+        head = head_of(results.pop())
         names = [s.__name__ for s in self.manager.schemas if issubclass(s, Fact)]
         exact = results[read.exact_slot]
         assert isinstance(exact, list)
@@ -268,12 +269,13 @@ class MemoryStoreManager:
                 return AddResult(ns, usage=usage, rejected=tuple(rejected))
             try:
                 plan = yield from self._write(ns, candidates, extraction, ctx_source,
-                                              event_time, metadata, actor, read.ops)
+                                              event_time, metadata, actor, (read.ops, head))
             except _Stale as stale:
-                candidates = stale.candidates
+                candidates, head = stale.candidates, stale.head
                 continue
             except ConflictError:
-                results = yield StoreBatch(read.ops)
+                results = yield StoreBatch([*read.ops, head_op(ns)])
+                head = head_of(results.pop())
                 candidates = self._candidates(results)
                 continue
             return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), usage, attempt,
@@ -282,7 +284,7 @@ class MemoryStoreManager:
         # this last attempt cannot be overtaken
         holder = _Decision()
 
-        def decide(fresh: list[Result]) -> Flow[Plan]:
+        def decide(fresh: list[Result], head: int) -> Flow[Plan]:
             extraction = yield from self.manager.extract_flow(msgs, self._candidates(fresh))
             holder.extraction = extraction
             duplicates = yield StoreBatch([self._hash_search(ns, extraction)])
@@ -343,25 +345,29 @@ class MemoryStoreManager:
 
     def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord], extraction: Extraction,
                source: Source, event_time: float | None, metadata: Mapping[str, Any] | None,
-               actor: str, recheck: Sequence[Op] | None) -> Flow[Plan]:
-        """Commit ``extraction`` under the lock. With ``recheck``, the candidate reads run
-        again in the lock's batch; if a candidate the model saw changed, or a new related
-        memory appeared, :class:`_Stale` carries the fresh candidates (the model must decide
-        again)."""
+               actor: str, recheck: tuple[Sequence[Op], int] | None) -> Flow[Plan]:
+        """Commit ``extraction`` under the lock.
+
+        ``recheck``: the candidate reads and the namespace counter seen when the model was
+        asked. If the namespace changed since (the counter moved), the candidate reads run
+        again under the lock; if a candidate the model saw changed, or a new related memory
+        appeared, :class:`_Stale` carries the fresh candidates (the model must decide again).
+        """
         targets = [u.id for u in extraction.updates] + list(extraction.deletes)
         seen = {(r.id, r.version) for r in candidates}
         reads: list[Op] = [
             self._hash_search(ns, extraction),
             *(GetOp(ns, target) for target in targets),
-            *(recheck or ()),
         ]
         ctx = self._context(source, event_time, metadata, actor, recheck is not None)
 
-        def plan_for(results: list[Result]) -> Plan:
-            if recheck is not None:
-                fresh = self._candidates(results[1 + len(targets):])
+        def plan_for(results: list[Result], head: int) -> Flow[Plan]:
+            if recheck is not None and head != recheck[1]:
+                again = yield StoreBatch(recheck[0])
+                fresh = self._candidates(again)
                 if {(r.id, r.version) for r in fresh} != seen:
-                    raise _Stale(fresh)
+                    raise _Stale(fresh, head)
+                results = [*results, *again]
             return self._plan(ns, extraction, results, ctx=ctx)
 
         plan = yield from commit(ns, reads, plan_for, self.lock)
@@ -393,6 +399,7 @@ class _Decision:
 class _Stale(Exception):
     """The candidates changed between the model's decision and the write."""
 
-    def __init__(self, candidates: list[MemoryRecord]) -> None:
+    def __init__(self, candidates: list[MemoryRecord], head: int) -> None:
         super().__init__("candidates changed")
         self.candidates = candidates
+        self.head = head

@@ -2,37 +2,59 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator, Sequence
 
 from remem.errors import ConflictError
 from remem.memory.flow import Flow, StoreBatch
 from remem.memory.locking import LockSettings, acquire, release_op
 from remem.memory.reconcile import Plan
-from remem.store.types import GetOp, Item, Namespace, Op, Result
+from remem.memory.records import HEADS_NAMESPACE
+from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result
 
-__all__ = ["commit"]
+__all__ = ["commit", "head_of", "head_op"]
+
+
+def head_key(namespace: Namespace) -> str:
+    """The key of a namespace's change counter."""
+    return json.dumps(list(namespace), ensure_ascii=False)
+
+
+def head_op(namespace: Namespace) -> GetOp:
+    """Read the change counter of ``namespace`` (see :func:`head_of`)."""
+    return GetOp(HEADS_NAMESPACE, head_key(namespace))
+
+
+def head_of(result: Result) -> int:
+    """The counter read by :func:`head_op`: how many commits changed the namespace."""
+    return int(result.value.get("n", 0)) if isinstance(result, Item) else 0
 
 
 def commit(namespace: Namespace, reads: Sequence[Op],
-           plan_for: Callable[[list[Result]], Plan | Flow[Plan]],
+           plan_for: Callable[[list[Result], int], Plan | Flow[Plan]],
            lock: LockSettings) -> Flow[Plan]:
     """Take the lock with ``reads`` in the same batch, build the plan from their results, and
     write it together with the lock's release (one atomic batch).
 
-    ``plan_for`` may be a flow itself (it may then call the model while the lock is held),
+    ``plan_for`` gets the reads' results and the namespace's change counter (every commit
+    that writes adds one, in the same batch: a reader that saw the same counter saw the same
+    namespace). It may be a flow itself (it may then call the model while the lock is held),
     and may raise (a conflict it detected); the lock is released and the error goes to the
     caller. Every conditional write is read back in the writing batch; one that was
     skipped (another writer got past an expired lock) raises :class:`ConflictError`.
     """
-    token, results = yield from acquire(namespace, reads, lock)
+    token, results = yield from acquire(namespace, [*reads, head_op(namespace)], lock)
     released = False
     try:
-        planned = plan_for(results)
+        head = head_of(results[-1])
+        planned = plan_for(results[:-1], head)
         plan = (yield from planned) if isinstance(planned, Generator) else planned
         if not plan.ops:
             return plan
         checks = [GetOp(ns, key) for ns, key, _ in plan.guards]
-        written = yield StoreBatch([*plan.ops, release_op(namespace, token), *checks])
+        bump = PutOp(HEADS_NAMESPACE, head_key(namespace), {"type": "head", "n": head + 1},
+                     index=False)
+        written = yield StoreBatch([*plan.ops, bump, release_op(namespace, token), *checks])
         released = True
         found = written[len(written) - len(checks):] if checks else []
         for (ns, key, version), item in zip(plan.guards, found, strict=True):
