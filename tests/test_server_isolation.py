@@ -1,0 +1,259 @@
+"""Tenant isolation, route by route: a key for tenant B can never read, list, search, update,
+delete or detect tenant A's data. The tenant comes from the key alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from remem.embed import FakeEmbedder
+from remem.server import ServerConfig, create_app
+
+NS = ["shared", "notes"]
+
+
+@dataclass
+class World:
+    client: TestClient
+    a: dict[str, str]
+    b: dict[str, str]
+    memory_id: str
+    event_id: str
+
+    def a_state(self) -> Any:
+        """Everything tenant A can see, to compare before and after B's attempt."""
+        c = self.client
+        return (c.get("/v1/store/items", params={"namespace": NS, "key": "k"},
+                      headers=self.a).json(),
+                c.post("/v1/store/search", json={}, headers=self.a).json(),
+                c.get(f"/v1/memories/{self.memory_id}", headers=self.a).json(),
+                c.get(f"/v1/memories/{self.memory_id}/history", headers=self.a).json())
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder(), mcp=False,
+                                  key_cache_seconds=0))
+    with TestClient(app) as client:
+        keys = app.state.remem.keys
+        a = {"Authorization": f"Bearer {keys.create('alpha')[0]}"}
+        b = {"Authorization": f"Bearer {keys.create('beta')[0]}"}
+        r = client.put("/v1/store/items", headers=a, json={
+            "namespace": NS, "key": "k", "value": {"text": "alpha secret tea"}})
+        assert r.status_code == 200
+        r = client.post("/v1/memories", headers=a, json={
+            "messages": "alpha likes oolong tea", "user_id": "u1", "infer": False})
+        assert r.status_code == 200, r.text
+        change = r.json()["changes"][0]
+        yield World(client, a, b, change["memory"]["id"], change["event_id"])
+
+
+def _not_found_like_missing(world: World, method: str, path: str, real_id: str,
+                            **kwargs: Any) -> None:
+    """B gets the same answer for A's id as for an id that exists nowhere."""
+    c = world.client
+    fake_id = real_id[:-4] + ("0000" if not real_id.endswith("0000") else "1111")
+    got = c.request(method, path.format(id=real_id), headers=world.b, **kwargs)
+    missing = c.request(method, path.format(id=fake_id), headers=world.b, **kwargs)
+    assert got.status_code == missing.status_code == 404
+    assert got.json()["message"].replace(real_id, "ID") == \
+        missing.json()["message"].replace(fake_id, "ID")
+
+
+def _store_get(w: World) -> None:
+    r = w.client.get("/v1/store/items", params={"namespace": NS, "key": "k"}, headers=w.b)
+    assert r.status_code == 404
+    r2 = w.client.get("/v1/store/items", params={"namespace": NS, "key": "nope"}, headers=w.b)
+    assert r.json()["message"].replace("'k'", "K") == r2.json()["message"].replace("'nope'", "K")
+
+
+def _store_get_spelled_prefix(w: World) -> None:
+    # naming A's full namespace only reaches B's own tenants/beta/tenants/alpha/...
+    r = w.client.get("/v1/store/items", headers=w.b,
+                     params={"namespace": ["tenants", "alpha", *NS], "key": "k"})
+    assert r.status_code == 404
+
+
+def _store_search(w: World) -> None:
+    for body in ({}, {"query": "alpha secret"}, {"namespace_prefix": NS},
+                 {"filter": {"text": "alpha secret tea"}},
+                 {"namespace_prefix": ["tenants", "alpha"]}):
+        r = w.client.post("/v1/store/search", json=body, headers=w.b)
+        assert r.status_code == 200 and r.json() == {"items": []}, body
+
+
+def _store_namespaces(w: World) -> None:
+    for params in ({}, {"prefix": ["shared"]}, {"prefix": ["*"]}, {"suffix": ["notes"]},
+                   {"suffix": ["alpha", "shared", "notes"]}, {"max_depth": 1}):
+        r = w.client.get("/v1/store/namespaces", params=params, headers=w.b)
+        assert r.status_code == 200 and r.json() == {"namespaces": []}, params
+
+
+def _store_put(w: World) -> None:
+    r = w.client.put("/v1/store/items", headers=w.b, json={
+        "namespace": NS, "key": "k", "value": {"text": "beta overwrite"}})
+    assert r.status_code == 200
+    mine = w.client.get("/v1/store/items", params={"namespace": NS, "key": "k"}, headers=w.b)
+    assert mine.json()["value"] == {"text": "beta overwrite"}
+    w.client.delete("/v1/store/items", params={"namespace": NS, "key": "k"}, headers=w.b)
+
+
+def _store_delete(w: World) -> None:
+    r = w.client.delete("/v1/store/items", params={"namespace": NS, "key": "k"}, headers=w.b)
+    assert r.status_code == 200  # deleting a missing item is not an error: nothing to detect
+
+
+def _memory_search(w: World) -> None:
+    for body in ({"query": "oolong", "user_id": "u1"}, {"query": "oolong"}, {},
+                 {"namespace": ["memories", "user", "u1"]}, {"include_invalid": True}):
+        r = w.client.post("/v1/memories/search", json=body, headers=w.b)
+        assert r.status_code == 200 and r.json()["hits"] == [], body
+
+
+def _memory_get(w: World) -> None:
+    _not_found_like_missing(w, "GET", "/v1/memories/{id}", w.memory_id)
+
+
+def _memory_update(w: World) -> None:
+    _not_found_like_missing(w, "PATCH", "/v1/memories/{id}", w.memory_id,
+                            json={"content": "beta was here"})
+
+
+def _memory_delete(w: World) -> None:
+    _not_found_like_missing(w, "DELETE", "/v1/memories/{id}", w.memory_id)
+    _not_found_like_missing(w, "DELETE", "/v1/memories/{id}?hard=true", w.memory_id)
+
+
+def _memory_history(w: World) -> None:
+    _not_found_like_missing(w, "GET", "/v1/memories/{id}/history", w.memory_id)
+
+
+def _memory_undo(w: World) -> None:
+    _not_found_like_missing(w, "POST", "/v1/events/{id}/undo", w.event_id)
+
+
+def _memory_add_same_scope(w: World) -> None:
+    r = w.client.post("/v1/memories", headers=w.b, json={
+        "messages": "alpha likes oolong tea", "user_id": "u1", "infer": False})
+    assert r.status_code == 200
+    # an exact duplicate in A would be skipped; in B it is a new memory with a new id
+    added = r.json()["changes"]
+    assert len(added) == 1 and added[0]["memory"]["id"] != w.memory_id
+    gone = w.client.delete(f"/v1/memories/{added[0]['memory']['id']}?hard=true", headers=w.b)
+    assert gone.status_code == 200
+
+
+def _tenant_header_ignored(w: World) -> None:
+    for name in ("X-Tenant", "X-Remem-Tenant", "Tenant"):
+        r = w.client.post("/v1/store/search", json={"namespace_prefix": NS},
+                          headers={**w.b, name: "alpha"})
+        assert r.json() == {"items": []}
+
+
+def _tenant_body_field_refused(w: World) -> None:
+    r = w.client.post("/v1/store/search", json={"tenant": "alpha"}, headers=w.b)
+    assert r.status_code == 422 and r.json()["field"] == "body.tenant"
+
+
+def _metrics_reveal_no_tenant(w: World) -> None:
+    text = w.client.get("/metrics").text
+    assert "alpha" not in text and "tenant" not in text
+
+
+MATRIX: dict[str, Callable[[World], None]] = {
+    "store/items GET": _store_get,
+    "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
+    "store/items PUT": _store_put,
+    "store/items DELETE": _store_delete,
+    "store/search POST": _store_search,
+    "store/namespaces GET": _store_namespaces,
+    "memories POST (add)": _memory_add_same_scope,
+    "memories/search POST": _memory_search,
+    "memories/{id} GET": _memory_get,
+    "memories/{id} PATCH": _memory_update,
+    "memories/{id} DELETE": _memory_delete,
+    "memories/{id}/history GET": _memory_history,
+    "events/{id}/undo POST": _memory_undo,
+    "tenant header": _tenant_header_ignored,
+    "tenant body field": _tenant_body_field_refused,
+    "metrics": _metrics_reveal_no_tenant,
+}
+
+
+@pytest.mark.parametrize("case", list(MATRIX))
+def test_tenant_b_cannot_reach_tenant_a(world: World, case: str) -> None:
+    before = world.a_state()
+    MATRIX[case](world)
+    assert world.a_state() == before  # nothing of A's changed
+    assert before[0]["value"] == {"text": "alpha secret tea"}
+
+
+def test_every_v1_route_is_in_the_matrix(world: World) -> None:
+    paths = set(world.client.get("/openapi.json").json()["paths"])
+    covered = {"/v1/store/items", "/v1/store/search", "/v1/store/namespaces", "/v1/memories",
+               "/v1/memories/search", "/v1/memories/{memory_id}",
+               "/v1/memories/{memory_id}/history", "/v1/events/{event_id}/undo"}
+    assert {p for p in paths if p.startswith("/v1/")} == covered
+
+
+# -- keys: missing, bad, revoked, read-only ----------------------------------------------------
+
+WRITES = [("PUT", "/v1/store/items", {"json": {"namespace": ["n"], "key": "k", "value": {}}}),
+          ("DELETE", "/v1/store/items", {"params": {"namespace": ["n"], "key": "k"}}),
+          ("POST", "/v1/memories", {"json": {"messages": "x", "user_id": "u", "infer": False}}),
+          ("PATCH", "/v1/memories/mem_x", {"json": {"content": "y"}}),
+          ("DELETE", "/v1/memories/mem_x", {}),
+          ("POST", "/v1/events/evt_x/undo", {})]
+READS = [("GET", "/v1/store/items", {"params": {"namespace": ["n"], "key": "k"}}),
+         ("POST", "/v1/store/search", {"json": {}}),
+         ("GET", "/v1/store/namespaces", {}),
+         ("POST", "/v1/memories/search", {"json": {}}),
+         ("GET", "/v1/memories/mem_x", {}),
+         ("GET", "/v1/memories/mem_x/history", {})]
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs"), WRITES + READS)
+def test_requests_without_a_valid_key_get_401(world: World, method: str, path: str,
+                                              kwargs: dict[str, Any]) -> None:
+    keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
+    token, info = keys.create("gamma")
+    keys.revoke(info.key_id)
+    for headers in ({}, {"Authorization": "Bearer nope"}, {"X-API-Key": "rk_x"},
+                    {"Authorization": f"Bearer {token}"},
+                    {"Authorization": f"Bearer {token[:-1]}A"}):
+        r = world.client.request(method, path, headers=headers, **kwargs)
+        assert r.status_code == 401, (headers, r.text)
+        assert r.json()["error"] == "unauthorized"
+        assert r.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs"), WRITES)
+def test_read_only_keys_cannot_write(world: World, method: str, path: str,
+                                     kwargs: dict[str, Any]) -> None:
+    keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
+    ro = {"X-API-Key": keys.create("alpha", read_only=True)[0]}
+    before = world.a_state()
+    r = world.client.request(method, path, headers=ro, **kwargs)
+    assert r.status_code == 403 and "read-only" in r.json()["message"]
+    assert world.a_state() == before
+
+
+def test_read_only_key_reads_its_tenant(world: World) -> None:
+    keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
+    ro = {"X-API-Key": keys.create("alpha", read_only=True)[0]}
+    r = world.client.get("/v1/store/items", params={"namespace": NS, "key": "k"}, headers=ro)
+    assert r.status_code == 200 and r.json()["value"] == {"text": "alpha secret tea"}
+
+
+def test_keys_are_stored_hashed(world: World) -> None:
+    state = world.client.app.state.remem  # type: ignore[attr-defined]
+    token, info = state.keys.create("delta")
+    from remem.server.keys import KEYS_NAMESPACE
+
+    stored = state.store.get(KEYS_NAMESPACE, info.key_id).value
+    assert token not in str(stored) and token.split("_")[-1] not in str(stored)
+    assert len(stored["sha256"]) == 64
