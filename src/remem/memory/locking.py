@@ -5,9 +5,11 @@ events), and a conditional put protects one item only. So writers to one namespa
 turns, and each writer's changes plus the lock's release are one atomic batch.
 
 How: a writer puts a ticket item (with a TTL, so a crashed writer's ticket expires) and, in
-the same batch, lists the tickets of the namespace. Batches are serialisable, so of two
-writers the later batch sees the earlier ticket: a writer holds the lock only when its ticket
-is the only one. Otherwise it removes its ticket and tries again after a random pause.
+the same batch, lists the tickets of the namespace. Acquiring batches of one namespace are
+serialised (SQLite's write transactions and the in-memory store's lock do it; on a backend
+running batches at READ COMMITTED, a put to one shared "gate" row at the start of the batch
+queues them), so of two writers the later batch sees the earlier ticket: a writer holds the
+lock only when its ticket is the only one. Otherwise it removes its ticket and tries again after a random pause.
 Because the reads that validate a plan run in the acquiring batch, they see the state no
 other writer can change until the release.
 """
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from remem.errors import ConflictError
 from remem.memory.flow import Flow, Pause, StoreBatch
-from remem.memory.records import locks_namespace
+from remem.memory.records import GATES_NAMESPACE, locks_namespace
 from remem.messages.types import new_id
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
 
@@ -54,16 +56,20 @@ def acquire(namespace: Namespace, reads: Sequence[Op], settings: LockSettings,
     while True:
         token = new_id("lock")
         ops: list[Op] = [
+            # every acquiring batch of this namespace writes this one row first: on a backend
+            # whose batches run at READ COMMITTED, its row lock queues them, so each sees the
+            # tickets of those before it (SQLite and the in-memory store serialise anyway)
+            PutOp(GATES_NAMESPACE, label, {"type": "gate"}, index=False),
             PutOp(where, token, {"type": "lock", "ns": label}, ttl=settings.ttl, index=False),
             # exact namespace only: tickets of deeper namespaces share the prefix
             SearchOp(where, filter={"ns": label}, limit=2, refresh_ttl=False),
             *reads,
         ]
         results = yield StoreBatch(ops)
-        holders = results[1]
+        holders = results[2]
         assert isinstance(holders, list)
         if [item.key for item in holders] == [token]:
-            return token, results[2:]
+            return token, results[3:]
         yield StoreBatch([DeleteOp(where, token)])
         attempt += 1
         if clock() > deadline:

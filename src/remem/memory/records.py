@@ -33,6 +33,7 @@ from remem.messages.types import new_id
 from remem.store.types import Item, Namespace, from_timestamp
 
 __all__ = [
+    "GATES_NAMESPACE",
     "HEADS_NAMESPACE",
     "HISTORY_LABEL",
     "IDS_NAMESPACE",
@@ -55,6 +56,7 @@ __all__ = [
 RESERVED_LABEL: Final = "_remem"
 IDS_NAMESPACE: Final = (RESERVED_LABEL, "ids")
 HEADS_NAMESPACE: Final = (RESERVED_LABEL, "heads")
+GATES_NAMESPACE: Final = (RESERVED_LABEL, "gates")
 HISTORY_LABEL: Final = "history"
 LOCKS_LABEL: Final = "locks"
 
