@@ -1,9 +1,10 @@
 """Named, versioned schema migrations, recorded in the ``remem_migrations`` table.
 
-A migration is a name (``m001_items``) and SQL statements; each component keeps its own list
-with its own letter prefix (``m`` store, ``t`` threads) in the same database. :func:`apply_sqlite`
-runs the missing ones in order inside one ``BEGIN IMMEDIATE`` transaction, so several processes opening
-the same file at once cannot both apply a migration.
+A migration is a name (``m001_items``) and SQL statements; each component keeps its own
+list with its own letter prefix (``m`` store, ``t`` threads) in the same database.
+:func:`apply_sqlite` runs the missing ones in order inside one ``BEGIN IMMEDIATE``
+transaction, so several processes opening the same file at once cannot both apply a
+migration.
 """
 
 from __future__ import annotations
