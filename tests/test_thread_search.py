@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from remem.embed import FakeEmbedder
+from remem.embed import FakeEmbedder, OpenAIEmbedder
 from remem.embed.local import LocalEmbedder
 from remem.errors import InvalidInputError, UsageError
 from remem.messages import Message
 from remem.store import IndexConfig, KeywordConfig, SQLiteStore
+from remem.testing import LoopbackServer
 from remem.threads import ThreadIndex, ThreadStore
 
 CONVERSATIONS = {
@@ -121,3 +122,26 @@ def test_paraphrases_find_the_thread_with_the_local_model(
         local_threads: ThreadStore, query: str, expected: str) -> None:
     hits = local_threads.search(query, owner="u1", limit=3)
     assert hits[0].thread_id == expected, [(h.thread_id, h.score) for h in hits]
+
+
+def test_an_index_failure_does_not_fail_the_append(tmp_path: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """The append is committed before indexing: an embedding service failure is logged, the
+    messages are kept, and re-indexing the thread repairs the index afterwards."""
+    with LoopbackServer(dims=16) as server, OpenAIEmbedder(
+            "text-embedding-test", base_url=server.url, api_key="sk-x", dims=16,
+            max_retries=0) as embedder:
+        path = tmp_path / "memory.db"
+        store = SQLiteStore(path, index=IndexConfig(embedder, fields=("text",)),
+                            keyword=KeywordConfig(fields=("text",)))
+        with store, ThreadStore(path, index=ThreadIndex(store)) as threads:
+            chat = threads.create("t", metadata={"user_id": "u"})
+            server.enqueue(status=500, body={"error": {"message": "down", "type": "server"}})
+            with caplog.at_level("WARNING", logger="remem.threads"):
+                head = chat.append(Message.user("remember the blue umbrella"))
+            assert head.position == 1 and chat.messages()[0].text == "remember the blue umbrella"
+            assert "not indexed for search" in caplog.text and "index_thread" in caplog.text
+            assert threads.search("umbrella", mode="keyword") == []
+            assert threads.index is not None
+            assert threads.index.index_thread(threads, "t") == 1
+            assert threads.search("umbrella", mode="keyword")[0].thread_id == "t"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remem.errors import InvalidInputError
+from remem.errors import InvalidInputError, LLMError
 from remem.llm import ChatRequest, ScriptedModel, Usage
 from remem.messages import Message
 from remem.threads import SummaryPolicy, Thread, ThreadStore, trim_messages, with_summary
@@ -188,3 +188,18 @@ def test_usage_of_summaries_is_counted_per_operation() -> None:
         chat.compact(model, SummaryPolicy(trigger_tokens=200, keep_tokens=50))
     assert set(model.usage.by_operation()) == {"summarize"}
     assert model.usage.snapshot() != Usage()
+
+
+def test_a_failed_auto_compaction_keeps_the_append(caplog: pytest.LogCaptureFixture) -> None:
+    model = ScriptedModel([LLMError("provider down")], default=summarise)
+    policy = SummaryPolicy(trigger_tokens=150, keep_tokens=60)
+    with ThreadStore(summarizer=model, policy=policy) as threads:
+        chat = threads.create()
+        with caplog.at_level("WARNING", logger="remem.threads"):
+            for n in range(4):
+                chat.append(turn(n))
+        assert "automatic compaction failed (provider down)" in caplog.text
+        assert chat.info().length == 8  # every append was kept
+        head = chat.checkpoint()
+        assert head.summary is not None  # a later append compacted
+        assert head.metadata["source"] == "compact"

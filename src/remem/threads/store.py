@@ -17,6 +17,7 @@ worker thread.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -33,6 +34,7 @@ from remem.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
+    RememError,
     StoreError,
     UsageError,
 )
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["ThreadStore"]
 
 MAX_ID_LENGTH = 256
+logger = logging.getLogger("remem.threads")
 TTL = float | timedelta | None
 
 
@@ -513,15 +516,31 @@ class ThreadStore:
 
     def _after_append(self, thread_id: str, metadata: Mapping[str, Any],
                       items: Sequence[Message], start: int) -> Checkpoint | None:
-        """Index the new messages and compact if due; the new head if compaction ran."""
+        """Index the new messages and compact if due; the new head if compaction ran.
+
+        The append has committed by now, so a failure here must not look like a failed append
+        (a retry would store the messages twice): it is logged as a warning on the
+        ``remem.threads`` logger and repaired later (the next append compacts again;
+        :meth:`ThreadIndex.index_thread` re-indexes a thread).
+        """
         if not items:
             return None
         if self.index is not None:
-            self.index.index_messages(thread_id, metadata, items, start)
+            try:
+                self.index.index_messages(thread_id, metadata, items, start)
+            except RememError as exc:
+                logger.warning("thread %r: %d new message(s) stored but not indexed for "
+                               "search (%s); run ThreadIndex.index_thread to repair",
+                               thread_id, len(items), exc)
         if self.summarizer is not None and self.policy is not None:
             from remem.threads.compaction import compact_thread
 
-            return compact_thread(self, thread_id, self.summarizer, self.policy, force=False)
+            try:
+                return compact_thread(self, thread_id, self.summarizer, self.policy,
+                                      force=False)
+            except RememError as exc:
+                logger.warning("thread %r: messages stored, automatic compaction failed (%s); "
+                               "the next append tries again", thread_id, exc)
         return None
 
     def messages(self, thread_id: str, *, checkpoint_id: str | None = None, start: int = 0,
