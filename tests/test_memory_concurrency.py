@@ -3,14 +3,17 @@ sharing a store, and with processes sharing a SQLite file."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from remem.api import Memory
+from remem.embed import FakeEmbedder
 from remem.llm import ChatRequest, ScriptedModel
 from remem.memory import MemoryRecord
 from remem.store import BaseStore
@@ -55,8 +58,31 @@ def synced_model(barrier: Any) -> ScriptedModel:
     return ScriptedModel(default=answer)
 
 
-def test_threads_adding_distinct_facts_lose_none(tmp_path: Path) -> None:
-    store = make_store("file", tmp_path)
+@pytest.fixture(params=["file", "postgres"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
+    """A store several threads share: a SQLite file, or PostgreSQL (batches at READ
+    COMMITTED, so the write lock's gate row is what queues writers)."""
+    if request.param == "file":
+        store = make_store("file", tmp_path)
+    else:
+        from remem.store import IndexConfig, KeywordConfig
+        from remem.store.postgres import PostgresStore
+
+        dsn = request.getfixturevalue("pg_database")
+        schema = f"mem_{next(_schemas)}"
+        store = PostgresStore(dsn, schema=schema, pool_max_size=8,
+                              index=IndexConfig(FakeEmbedder(), fields=("text",)),
+                              keyword=KeywordConfig(fields=("text",)))
+        store.setup()
+    yield store
+    store.close()
+
+
+_schemas = itertools.count()
+
+
+def test_threads_adding_distinct_facts_lose_none(shared_store: BaseStore) -> None:
+    store = shared_store
     barrier = threading.Barrier(6)
     errors: list[BaseException] = []
 
@@ -79,8 +105,8 @@ def test_threads_adding_distinct_facts_lose_none(tmp_path: Path) -> None:
                            for n in range(6) for i in range(3))
 
 
-def test_threads_moving_city_at_once_supersede_in_a_chain(tmp_path: Path) -> None:
-    store = make_store("file", tmp_path)
+def test_threads_moving_city_at_once_supersede_in_a_chain(shared_store: BaseStore) -> None:
+    store = shared_store
     Memory(store, llm=ScriptedModel(default=rule_answer)).add("I live in Berlin",
                                                               user_id="alice")
     writers = 3
@@ -104,8 +130,6 @@ def test_threads_moving_city_at_once_supersede_in_a_chain(tmp_path: Path) -> Non
 
 
 def process_writer(path: str, city: str, barrier: Any) -> None:
-    from tests.memory_support import FIELDS  # noqa: F401 - importable in the child
-
     store = make_store("file", Path(path).parent)
     mem = Memory(store, llm=synced_model(barrier))
     mem.add(f"I moved to {city}", user_id="alice")
