@@ -88,8 +88,11 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     click.echo(f"remem serving {db} on http://{host}:{port} "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level,
-                timeout_graceful_shutdown=graceful_timeout, access_log=False)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level,
+                    timeout_graceful_shutdown=graceful_timeout, access_log=False)
+    finally:
+        app.state.remem.close()
 
 
 @click.group("keys")

@@ -35,7 +35,9 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
 
     ``config``: the server settings (default: ``ServerConfig()``, ``memory.db`` with auth).
     ``store``: serve this already-open store instead of opening ``config.db`` (the caller
-    keeps owning it). The store is opened when the app is built and closed at shutdown.
+    keeps owning it). The store is opened when the app is built; close it with
+    ``app.state.remem.close()`` once the app stops serving (``remem serve`` does). In-process
+    harnesses may run the lifespan several times, so it does not close the store.
     """
     config = config or ServerConfig()
     state = ServerState.open(config, store)
@@ -48,14 +50,11 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        try:
-            if mcp_app is not None:
-                async with mcp_app.router.lifespan_context(mcp_app):
-                    yield
-            else:
+        if mcp_app is not None:  # the MCP session manager runs for the server's lifetime
+            async with mcp_app.router.lifespan_context(mcp_app):
                 yield
-        finally:
-            state.close()
+        else:
+            yield
 
     app = FastAPI(
         title="remem", version=__version__, lifespan=lifespan,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 __all__ = [
     "AddMemoryBody",
@@ -50,7 +50,8 @@ MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: JSON false is not the number 0, "1" is not 1 (an integer still counts as a float)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ErrorDetail(BaseModel):
@@ -85,6 +86,14 @@ class PutItemBody(_Body):
         Field(None, description="null: the store's indexed fields; false: not searchable by "
                                 "query; a list of dotted paths: those fields")
     event_at: Timestamp | None = Field(None, description="when it happened (epoch seconds)")
+
+    @field_validator("index", mode="before")
+    @classmethod
+    def _index_is_false_or_paths(cls, value: Any) -> Any:
+        # Literal[False] alone would also take 0 (0 == False)
+        if value is not None and not isinstance(value, bool | list):
+            raise ValueError("index must be null, false or a list of dotted field paths")
+        return value
 
 
 class StoreSearchBody(_Body):
