@@ -43,17 +43,27 @@ class Fact(BaseModel):
     ('Prose with a {brace} first, then {"a": 4}', {"a": 4}),
     ('Items: [1, 2] and object {"a": 5}', {"a": 5}),  # objects are preferred over arrays
     ('{"name": "北京"}', {"name": "北京"}),
+    ('{"a": [1, 2,],}', {"a": [1, 2]}),  # trailing commas
+    ("Here: {'a': True, 'b': None} done", {"a": True, "b": None}),  # a Python-style dict
 ])
 def test_parse_json_answer_tolerates_wrapping(text: str, expected: object) -> None:
     assert parse_json_answer(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "no json here", "<think>{\"a\": 1}</think>", "{broken"])
+@pytest.mark.parametrize("text", ["", "no json here", "<think>{\"a\": 1}</think>", "{broken",
+                                  "{'a': __import__('os')}"])
 def test_parse_json_answer_raises_with_raw(text: str) -> None:
     with pytest.raises(StructuredOutputError) as info:
         parse_json_answer(text)
     assert info.value.raw == text
     assert "no JSON" in info.value.errors
+
+
+def test_an_empty_answer_says_so() -> None:
+    with pytest.raises(StructuredOutputError, match="empty once its reasoning block"):
+        parse_json_answer("<think>long thoughts</think>")
+    with pytest.raises(StructuredOutputError, match="max_tokens"):
+        parse_json_answer("   ")
 
 
 @given(value=st.dictionaries(st.text(max_size=8), st.one_of(
@@ -127,6 +137,32 @@ def test_generate_missing_field_error_names_field() -> None:
     assert "score" in info.value.errors
     assert "Field required" in info.value.errors
     assert len(model.requests) == 1
+
+
+class Entities(BaseModel):
+    entities: list[str]
+
+
+@pytest.mark.parametrize(("answer", "schema", "expected"), [
+    ({"Fact": {"subject": "tea", "score": 1}}, Fact, Fact(subject="tea", score=1)),
+    ({"properties": {"subject": "tea", "score": 2}, "required": ["subject"]}, Fact,
+     Fact(subject="tea", score=2)),
+    (["Ada", "Berlin"], Entities, Entities(entities=["Ada", "Berlin"])),
+])
+def test_common_wrappings_are_unwrapped_before_retrying(
+        answer: object, schema: type[BaseModel], expected: BaseModel) -> None:
+    model = ScriptedModel([answer])
+    result = generate(model, "x", schema)
+    assert result.value == expected
+    assert result.attempts == 1
+
+
+def test_schema_echo_is_named_in_the_retry() -> None:
+    echo = {"type": "object", "title": "Fact", "properties": {
+        "subject": {"type": "string"}, "score": {"type": "integer"}}}
+    model = ScriptedModel([echo, {"subject": "tea", "score": 5}])
+    assert generate(model, "x", Fact).attempts == 2
+    assert "repeats the JSON schema" in model.requests[1].messages[-1].text
 
 
 def test_generate_uses_tool_call_arguments_when_text_is_empty() -> None:

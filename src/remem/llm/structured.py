@@ -22,6 +22,7 @@ The flow is written once, as a generator that yields requests and receives respo
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Generator, Sequence
@@ -70,7 +71,9 @@ def parse_json_answer(text: str) -> Any:
 
     Drops ``<think>…</think>`` (also ``<thinking>``/``<reasoning>``) blocks, then tries, in
     order: the whole text, the contents of each Markdown code fence, and the first JSON object
-    or array that decodes from inside the text (prose before or after it is ignored).
+    or array that decodes from inside the text (prose before or after it is ignored). Last, it
+    forgives trailing commas and Python-style literals (``{'a': True}``), which small local
+    models emit; the caller validates whatever comes out.
 
     Raises :class:`~remem.errors.StructuredOutputError` (with ``raw=text``) when no JSON is found.
 
@@ -93,11 +96,42 @@ def parse_json_answer(text: str) -> Any:
     found = _first_embedded_json(cleaned)
     if found is not None:
         return found
+    start, end = cleaned.find("{"), cleaned.rfind("}")
+    if start != -1 and end > start:
+        candidates.append(cleaned[start:end + 1])
+    for candidate in candidates:
+        repaired = _lenient(candidate)
+        if repaired is not None:
+            return repaired
+    if not cleaned:
+        raise StructuredOutputError(
+            "the model's answer is empty" + (" once its reasoning block is removed" if
+                                             text.strip() else "")
+            + "; raise max_tokens (reasoning models spend tokens thinking) or check the server",
+            raw=text, errors="no JSON value found: the answer is empty")
     snippet = cleaned[:200] + ("…" if len(cleaned) > 200 else "")
     raise StructuredOutputError(
         f"the model's answer contains no JSON object (answer starts: {snippet!r}); ask for JSON "
         "only, or use a model/server that supports JSON output",
         raw=text, errors="no JSON value found in the answer")
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _lenient(candidate: str) -> Any | None:
+    """``candidate`` read with trailing commas dropped, or as Python literals; else ``None``."""
+    if not candidate or candidate[0] not in "{[" or len(candidate) > 200_000:
+        return None
+    try:
+        return json.loads(_TRAILING_COMMA.sub(r"\1", candidate))
+    except ValueError:
+        pass
+    try:  # literal_eval evaluates literals only: no names, calls or attribute access
+        value = ast.literal_eval(candidate)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) else None
 
 
 def _first_embedded_json(text: str) -> Any | None:
@@ -117,8 +151,46 @@ def _first_embedded_json(text: str) -> Any | None:
 def schema_instruction(response_format: ResponseFormat) -> str:
     """The system instruction describing ``response_format`` for models that cannot enforce it."""
     schema = json.dumps(response_format.schema, ensure_ascii=False, separators=(",", ":"))
-    return (f"Answer with a single JSON object named {response_format.name} that is valid "
-            f"against this JSON schema, and nothing else (no prose, no code fences):\n{schema}")
+    # "fill in the values" because small models in JSON mode tend to echo the schema back
+    return ("Answer with a single JSON object that conforms to the JSON schema below: fill in "
+            "the values, do not repeat the schema, and write nothing else (no prose, no code "
+            f"fences).\n{schema}")
+
+
+def _reshaped(value: Any, schema: type[pydantic.BaseModel]) -> list[Any]:
+    """Shapes models often wrap the right answer in, each worth one more validation:
+    ``{"Person": {...}}`` or ``{"properties": {...}}``, and a bare list for a one-field model."""
+    out: list[Any] = []
+    if isinstance(value, dict):
+        if len(value) == 1:
+            inner = next(iter(value.values()))
+            if isinstance(inner, dict):
+                out.append(inner)
+        if isinstance(value.get("properties"), dict):
+            out.append(value["properties"])
+    elif isinstance(value, list):
+        required = [name for name, f in schema.model_fields.items() if f.is_required()]
+        names = required or list(schema.model_fields)
+        if len(names) == 1:
+            out.append({names[0]: value})
+    return out
+
+
+def _validate(value: Any, schema: type[T]) -> T:
+    try:
+        return schema.model_validate(value)
+    except pydantic.ValidationError as first:
+        for candidate in _reshaped(value, schema):
+            try:
+                return schema.model_validate(candidate)
+            except pydantic.ValidationError:
+                continue
+        raise first
+
+
+def _echoes_schema(value: Any) -> bool:
+    return isinstance(value, dict) and ("$defs" in value or (
+        value.get("type") == "object" and isinstance(value.get("properties"), dict)))
 
 
 def _format_errors(error: pydantic.ValidationError) -> str:
@@ -172,11 +244,15 @@ def _flow(messages: Sequence[Message] | str, schema: type[T], *, instructions: s
         usage = usage + response.usage
         raw = _answer_text(response)
         try:
-            value = schema.model_validate(parse_json_answer(raw))
+            parsed = parse_json_answer(raw)
+            value = _validate(parsed, schema)
         except StructuredOutputError as exc:
             errors = exc.errors
         except pydantic.ValidationError as exc:
             errors = _format_errors(exc)
+            if _echoes_schema(parsed):
+                errors += ("\n(the answer repeats the JSON schema itself: answer with an object "
+                           "holding the actual values instead)")
         else:
             return Structured(value=value, raw=raw, usage=usage, attempts=attempt)
         if response.finish_reason == "length":
