@@ -260,7 +260,7 @@ def test_with_summary_places_the_summary_after_the_system_prompt() -> None:
     check_anthropic_sequence(view)
     assert with_summary("S", messages[1:])[0].role == "system"
     with pytest.raises(InvalidInputError, match="role"):
-        with_summary("S", messages, role="assistant")
+        with_summary("S", messages, role="assistant")  # type: ignore[arg-type]
 
 
 def test_bad_input_is_named() -> None:

@@ -83,6 +83,22 @@ def test_trimmed_sequences_are_valid_and_within_budget(
         assert too_many or too_long
 
 
+@settings(max_examples=150, deadline=None)
+@given(conversations(), st.integers(0, 300))
+def test_openai_only_inputs_stay_valid(messages: list[Message], max_tokens: int) -> None:
+    # OpenAI accepts a history that opens with an assistant turn; drop the first user turn(s)
+    head = sum(1 for m in messages if m.role == "system")
+    first_assistant = next((i for i in range(head, len(messages))
+                            if messages[i].role == "assistant"), None)
+    if first_assistant is not None:
+        messages = messages[:head] + messages[first_assistant:]
+    check_openai_sequence(messages)
+    out = trim_messages(messages, max_tokens=max_tokens, counter=COUNTER)
+    check_openai_sequence(out)
+    if len(out) < len(messages):  # something was cut: the rest opens with a user turn
+        check_anthropic_sequence(out)
+
+
 @settings(max_examples=200, deadline=None)
 @given(conversations(), st.data())
 def test_safe_cut_never_orphans_a_tool_result(messages: list[Message], data: st.DataObject) -> None:

@@ -22,6 +22,7 @@ import json
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from remem.errors import ContextWindowError, InvalidInputError, LLMError
 from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
@@ -118,7 +119,7 @@ class Compaction:
 
 
 def with_summary(summary: str | None, messages: Sequence[Message], *,
-                 role: str = "system") -> list[Message]:
+                 role: Literal["system", "user"] = "system") -> list[Message]:
     """The prompt view: leading system message(s), the summary, then the other messages.
 
     The summary travels as a ``system`` message right after the system prompt (valid for
