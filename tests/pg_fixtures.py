@@ -40,14 +40,14 @@ def _require_driver() -> Any:
     return psycopg
 
 
-def _start_local() -> Any:
+def _start_local(settings: dict[str, str] | None = None) -> Any:
     """Start a server in a new directory outside pytest's temporary tree: pytest resets the
     permissions of that tree and deletes old runs, which would pull the data directory from
     under a server running as another user (or from another, concurrent pytest run)."""
     from remem.store.postgres.local import LocalPostgres
 
     directory = Path(tempfile.mkdtemp(prefix="remem-pg-"))
-    server = LocalPostgres(directory, settings=FAST)
+    server = LocalPostgres(directory, settings=FAST if settings is None else settings)
 
     def stop() -> None:
         try:
@@ -86,11 +86,24 @@ def postgres_dsn() -> Iterator[str]:
 
 
 def _with_database(dsn: str, name: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    """``dsn`` pointing at database ``name``, as a ``postgresql://`` URI (what users pass)."""
+    from urllib.parse import quote, urlencode
 
-    params = conninfo_to_dict(dsn)
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
     params["dbname"] = name
-    return make_conninfo("", **params)
+    user = quote(params.pop("user", ""), safe="")
+    password = params.pop("password", None)
+    auth = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+    host = params.pop("host", "")
+    if host.startswith("/"):  # a socket directory goes in the query string
+        params["host"] = host
+        host = ""
+    port = params.pop("port", "")
+    netloc = auth + host + (f":{port}" if port else "")
+    query = urlencode({k: v for k, v in params.items() if k != "dbname"})
+    return f"postgresql://{netloc}/{quote(name)}" + (f"?{query}" if query else "")
 
 
 @pytest.fixture(scope="module")
@@ -115,12 +128,13 @@ def pg_database(postgres_dsn: str, request: pytest.FixtureRequest) -> Iterator[s
 @pytest.fixture
 def local_postgres_factory() -> Iterator[Callable[[], Any]]:
     """Start private embedded servers (for tests that stop or restart them); all are stopped
-    and deleted at the end of the test."""
+    and deleted at the end of the test. Commits are synchronous (a crash-like stop keeps them);
+    only fsync is off (the operating system survives the test)."""
     _require_driver()
     started: list[Any] = []
 
     def start() -> Any:
-        server = _start_local()
+        server = _start_local({"fsync": "off"})
         started.append(server)
         return server
 

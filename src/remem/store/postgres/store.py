@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -125,7 +126,7 @@ class PostgresStore(BaseStore):
                  vector: VectorSearch | None = None, pool_min_size: int = 1,
                  pool_max_size: int = 10, prepare_threshold: int | None = 5,
                  statement_timeout: float | None = 30.0, connect_timeout: float = 10.0,
-                 retries: int = 3, clock: Callable[[], float] | None = None) -> None:
+                 retries: int = 8, clock: Callable[[], float] | None = None) -> None:
         if clock is None:
             super().__init__(index=index, ttl=ttl, keyword=keyword)
         else:
@@ -315,7 +316,8 @@ class PostgresStore(BaseStore):
                 if attempt > self.retries:
                     raise StoreError(f"PostgreSQL kept aborting this batch ({exc}); "
                                      "retry later or reduce write contention") from exc
-                time.sleep(0.01 * 2**attempt)
+                # jitter, so the transactions that collided do not collide again
+                time.sleep(random.uniform(0.005, 0.02 * 2 ** min(attempt, 5)))
             except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
                 if isinstance(exc, errors.QueryCanceled):
                     raise StoreError(
@@ -436,7 +438,10 @@ class PostgresStore(BaseStore):
         return out
 
     def _put_many(self, conn: Conn, run: list[tuple[int, PutOp]], prepared: Prepared) -> None:
-        """Upsert a run of puts in a few statements: items, then their terms and vectors."""
+        """Upsert a run of puts in a few statements: items, then their terms and vectors.
+
+        The run's rows are written (and so locked) in (namespace, key) order, whatever the
+        order of the ops: two batches putting the same keys cannot deadlock on each other."""
         now = prepared.now
         cols: dict[str, list[Any]] = {name: [] for name in (
             "ns", "key", "value", "doc", "created", "updated", "ttl", "expires", "event",
@@ -474,10 +479,10 @@ class PostgresStore(BaseStore):
                           u.expires, u.event, u.doc_len
                    FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[],
                                %s::float8[], %s::float8[], %s::float8[], %s::float8[],
-                               %s::int4[]) WITH ORDINALITY
+                               %s::int4[])
                         AS u(ns, key, value, doc, created, updated, ttl, expires, event,
-                             doc_len, ord)
-                   ORDER BY u.ord
+                             doc_len)
+                   ORDER BY u.ns, u.key
                    ON CONFLICT (ns, key) DO UPDATE SET
                      value = excluded.value, doc = excluded.doc, created_at = {created},
                      updated_at = excluded.updated_at, ttl = excluded.ttl,
