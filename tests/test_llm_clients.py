@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -451,3 +453,27 @@ def test_endpoint_urls(server: LoopbackServer) -> None:
     assert AnthropicChatModel("c", api_key="k").url == "https://api.anthropic.com/v1/messages"
     assert AnthropicChatModel("c", base_url=server.url).url == f"{server.url}/messages"
     assert "az-key" not in repr(azure)
+
+
+@pytest.mark.slow
+def test_standalone_server_answers_both_providers() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "remem.testing", "--port", str(port), "--answer", "first",
+         "--default", "always"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # printed once the server listens
+        assert f"REMEM_LLM_BASE_URL=http://127.0.0.1:{port}/v1" in line
+        url = f"http://127.0.0.1:{port}/v1"
+        with OpenAIChatModel("any", base_url=url, api_key="") as gpt, \
+                AnthropicChatModel("any", base_url=url, api_key="") as claude:
+            assert gpt.complete(ask()).text == "first"
+            assert claude.complete(ask()).text == "always"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()

@@ -17,7 +17,7 @@ and usage), or a function of the :class:`ChatCall` returning one of those. HTTP-
 
 Run it on its own for demos (``remem chat`` against a fake provider)::
 
-    python -m remem.testing.chat_server --port 8765 --default "I am a loopback model."
+    python -m remem.testing --port 8765 --default "I am a loopback model."
 """
 
 from __future__ import annotations
@@ -328,7 +328,7 @@ def main(argv: Iterable[str] | None = None) -> None:
     from remem.testing.openai_server import LoopbackServer
 
     parser = argparse.ArgumentParser(
-        prog="python -m remem.testing.chat_server",
+        prog="python -m remem.testing",
         description="A loopback OpenAI/Anthropic chat server answering with scripted text.")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--default", default="This is the remem loopback model.",
@@ -340,11 +340,9 @@ def main(argv: Iterable[str] | None = None) -> None:
     server.chat.add(*args.answer)
     server.chat.default = args.default
     with server:
-        print(f"OpenAI-compatible: REMEM_LLM_BASE_URL={server.url} REMEM_LLM_PROVIDER=openai")
-        print(f"Anthropic:         REMEM_LLM_BASE_URL={server.url} REMEM_LLM_PROVIDER=anthropic")
+        for provider in ("openai", "anthropic"):
+            print(f"REMEM_LLM_PROVIDER={provider} REMEM_LLM_BASE_URL={server.url} "
+                  "REMEM_LLM_MODEL=any", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
 
-
-if __name__ == "__main__":
-    main()
