@@ -1,0 +1,126 @@
+"""The MCP server through the official MCP client: stdio (``remem mcp`` as a child process)
+and streamable HTTP (``/mcp`` of a real server on loopback), tools scoped by key or tenant."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from remem.embed import FakeEmbedder
+from remem.server import ServerConfig, create_app
+from remem.server.testing import ThreadedServer
+
+TOOLS = {"add_memory", "search_memories", "update_memory", "delete_memory", "list_namespaces"}
+
+
+def _payload(result: Any) -> Any:
+    assert not result.is_error, result
+    return json.loads(result.content[0].text)
+
+
+async def _script(client: Client) -> dict[str, Any]:
+    """Add, search, update, list and delete through the tools; what each returned."""
+    names = {tool.name for tool in (await client.list_tools()).tools}
+    added = _payload(await client.call_tool(
+        "add_memory", {"text": "Alice drinks green tea", "user_id": "alice"}))
+    memory_id = added["changes"][0]["memory"]["id"]
+    found = _payload(await client.call_tool("search_memories",
+                                            {"query": "green tea", "user_id": "alice"}))
+    updated = _payload(await client.call_tool(
+        "update_memory", {"memory_id": memory_id, "text": "Alice drinks oolong tea"}))
+    namespaces = _payload(await client.call_tool("list_namespaces", {"prefix": ["memories"]}))
+    deleted = _payload(await client.call_tool("delete_memory", {"memory_id": memory_id}))
+    after = _payload(await client.call_tool("search_memories",
+                                            {"query": "tea", "user_id": "alice"}))
+    missing = await client.call_tool("update_memory", {"memory_id": "mem_nope", "text": "x"})
+    return {"tools": names, "found": [m["text"] for m in found["memories"]],
+            "found_id": found["memories"][0]["id"] == memory_id,
+            "updated": updated["changes"][0]["memory"]["text"],
+            "namespaces": namespaces["namespaces"], "deleted": deleted["changes"][0]["op"],
+            "after": after["memories"], "missing": (missing.is_error,
+                                                    missing.content[0].text)}
+
+
+def _check(observed: dict[str, Any]) -> None:
+    assert observed["tools"] == TOOLS
+    assert observed["found"] == ["Alice drinks green tea"] and observed["found_id"]
+    assert observed["updated"] == "Alice drinks oolong tea"
+    assert observed["namespaces"] == [["memories", "user", "alice"]]
+    assert observed["deleted"] == "invalidate" and observed["after"] == []
+    is_error, text = observed["missing"]
+    assert is_error and "NotFoundError" in text and "mem_nope" in text
+
+
+@pytest.mark.slow
+def test_stdio_transport(tmp_path: Path) -> None:
+    db = tmp_path / "mcp.db"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "remem", "mcp", "--db", str(db), "--embedder", "fake", "--tenant", "acme"])
+
+    async def run() -> dict[str, Any]:
+        async with Client(params) as client:
+            return await asyncio.wait_for(_script(client), 60)
+
+    _check(asyncio.run(run()))
+    # the tools wrote under the tenant's prefix of the database
+    from remem.store import open_store
+
+    with open_store(db) as store:
+        assert store.list_namespaces(prefix=("tenants", "acme", "memories"), max_depth=3) == [
+            ("tenants", "acme", "memories")]
+        assert store.list_namespaces(prefix=("memories",)) == []
+
+
+@contextlib.asynccontextmanager
+async def _http_client(url: str, token: str) -> AsyncIterator[Client]:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+            Client(streamable_http_client(url + "/mcp", http_client=http)) as client:
+        yield client
+
+
+def test_streamable_http_transport_scoped_by_key() -> None:
+    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder()))
+    keys = app.state.remem.keys
+    alpha, beta = keys.create("alpha")[0], keys.create("beta")[0]
+    reader = keys.create("alpha", read_only=True)[0]
+
+    async def run(url: str) -> tuple[dict[str, Any], Any, Any, Any]:
+        async with _http_client(url, alpha) as client:
+            observed = await _script(client)
+            _payload(await client.call_tool("add_memory", {"text": "alpha secret",
+                                                           "user_id": "alice"}))
+        async with _http_client(url, beta) as client:
+            other = _payload(await client.call_tool("search_memories",
+                                                    {"query": "alpha secret",
+                                                     "user_id": "alice"}))
+            spaces = _payload(await client.call_tool("list_namespaces", {}))
+        async with _http_client(url, reader) as client:
+            refused = await client.call_tool("add_memory", {"text": "x", "user_id": "alice"})
+            readable = _payload(await client.call_tool("search_memories",
+                                                       {"query": "alpha secret",
+                                                        "user_id": "alice"}))
+        return observed, (other, spaces), refused, readable
+
+    with ThreadedServer(app) as server:
+        observed, (other, spaces), refused, readable = asyncio.run(run(server.url))
+        unauthenticated = httpx.post(server.url + "/mcp", json={"jsonrpc": "2.0", "id": 1,
+                                                                "method": "tools/list"})
+    app.state.remem.close()
+    _check(observed)
+    assert other == {"memories": []} and spaces == {"namespaces": []}
+    assert refused.is_error and "read-only" in refused.content[0].text
+    assert [m["text"] for m in readable["memories"]] == ["alpha secret"]
+    assert unauthenticated.status_code == 401
+    assert unauthenticated.json()["error"] == "unauthorized"
