@@ -1,0 +1,171 @@
+"""The HTTP API's contract: validation names the field, bodies are size-limited, invalid
+JSON is a 400, no traceback ever leaks, and health, readiness, metrics and docs answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from remem.embed import FakeEmbedder
+from remem.server import ServerConfig, create_app
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder(), mcp=False,
+                                  max_body_bytes=4096))
+    token = app.state.remem.keys.create("acme")[0]
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as c:
+        yield c
+    app.state.remem.close()
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "field", "words"), [
+    ("PUT", "/v1/store/items", {"json": {"namespace": [], "key": "k", "value": {}}},
+     "body.namespace", "at least 1"),
+    ("PUT", "/v1/store/items", {"json": {"namespace": ["a", "b\x00"], "key": "k", "value": {}}},
+     "body.namespace.1", "pattern"),
+    ("PUT", "/v1/store/items", {"json": {"namespace": ["a"], "key": "", "value": {}}},
+     "body.key", "at least 1"),
+    ("PUT", "/v1/store/items", {"json": {"namespace": ["a"], "key": "k", "value": [1]}},
+     "body.value", "dictionary"),
+    ("PUT", "/v1/store/items", {"json": {"namespace": ["a"], "key": "k", "value": {},
+                                         "ttl": -1}}, "body.ttl", "greater than 0"),
+    ("PUT", "/v1/store/items", {"json": {"namespace": ["a"], "key": "k", "value": {},
+                                         "index": 0}}, "body.index", "dotted field paths"),
+    ("PUT", "/v1/store/items", {"json": {"namespace": ["a"], "key": "k"}},
+     "body.value", "required"),
+    ("POST", "/v1/store/search", {"json": {"limit": 0}}, "body.limit", "greater than"),
+    ("POST", "/v1/store/search", {"json": {"mode": "psychic"}}, "body.mode", "auto"),
+    ("POST", "/v1/store/search", {"json": {"limit": "10"}}, "body.limit", "integer"),
+    ("POST", "/v1/store/search", {"json": {"tenant": "x"}}, "body.tenant", "not permitted"),
+    ("GET", "/v1/store/items", {"params": {"key": "k"}}, "query.namespace", "required"),
+    ("GET", "/v1/store/namespaces", {"params": {"max_depth": "deep"}}, "query.max_depth",
+     "integer"),
+    ("POST", "/v1/memories", {"json": {"user_id": "u"}}, "body.messages", "required"),
+    ("POST", "/v1/memories/search", {"json": {"as_of": "yesterday"}}, "body.as_of", "number"),
+    ("DELETE", "/v1/memories/m1", {"params": {"version": 0}}, "query.version", "greater"),
+])
+def test_validation_errors_name_the_field(client: TestClient, method: str, path: str,
+                                          kwargs: dict[str, Any], field: str,
+                                          words: str) -> None:
+    r = client.request(method, path, **kwargs)
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["error"] == "validation_error" and body["field"] == field
+    assert words in body["message"] and body["message"].startswith(field)
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ({"filter": {"$nope": 1}}, "unknown logical operator '$nope'"),
+    ({"filter": {"n": {"$gt": [1]}}}, "$gt"),
+    ({"namespace_prefix": ["*"]}, "'*'"),
+    ({"query": "x", "mode": "keyword", "offset": 90, "limit": 20}, None),
+])
+def test_library_rules_are_422_with_the_library_message(client: TestClient, body: Any,
+                                                        fragment: str | None) -> None:
+    r = client.post("/v1/store/search", json=body)
+    if fragment is None:  # a valid request
+        assert r.status_code == 200
+        return
+    assert r.status_code == 422 and r.json()["error"] == "invalid_input"
+    assert fragment in r.json()["message"]
+
+
+def test_value_rules_from_the_store(client: TestClient) -> None:
+    r = client.put("/v1/store/items", json={"namespace": ["a"], "key": "k",
+                                            "value": {"n": 2**70}})
+    assert r.status_code == 422 and "64-bit" in r.json()["message"]
+
+
+def test_invalid_json_is_400(client: TestClient) -> None:
+    r = client.post("/v1/store/search", content=b'{"limit": ',
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["error"] == "invalid_json" and r.json()["field"] == "body"
+
+
+def test_deeply_nested_json_is_4xx_not_500(client: TestClient) -> None:
+    depth = 2000  # fits the 4 KiB limit, deeper than the JSON parser's recursion allows
+    r = client.put("/v1/store/items", content=(b'{"namespace":["a"],"key":"k","value":'
+                                               + b'{"a":' * depth + b"1" + b"}" * depth + b"}"),
+                   headers={"Content-Type": "application/json"})
+    assert 400 <= r.status_code < 500 and "traceback" not in r.text.lower()
+
+
+def test_oversized_bodies_get_413_declared_or_streamed(client: TestClient) -> None:
+    big = {"namespace": ["a"], "key": "k", "value": {"text": "x" * 5000}}
+    r = client.put("/v1/store/items", json=big)
+    assert r.status_code == 413 and r.json()["error"] == "too_large"
+    assert "4096 bytes" in r.json()["message"] and "--max-body-bytes" in r.json()["message"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"namespace": ["a"], "key": "k", "value": {"text": "'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"}}'
+
+    r = client.put("/v1/store/items", content=chunks(),
+                   headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"] == "too_large"
+    assert client.get("/v1/store/items", params={"namespace": ["a"], "key": "k"}
+                      ).status_code == 404
+
+
+def test_unknown_routes_and_methods_are_json_4xx(client: TestClient) -> None:
+    assert client.get("/v1/nope").status_code == 404
+    r = client.post("/v1/store/namespaces")
+    assert r.status_code == 405 and r.json()["error"] == "method_not_allowed"
+
+
+def test_no_llm_means_infer_false(client: TestClient) -> None:
+    r = client.post("/v1/memories", json={"messages": "I like tea", "user_id": "u"})
+    assert r.status_code == 400 and "infer" in r.json()["message"]
+    r = client.post("/v1/memories", json={"messages": [{"role": "user", "content": "tea"}],
+                                          "user_id": "u", "infer": False})
+    assert r.status_code == 200 and r.json()["changes"][0]["memory"]["text"] == "tea"
+
+
+def test_unexpected_errors_are_500_without_a_traceback() -> None:
+    app = create_app(ServerConfig(db=":memory:", mcp=False, auth=False))
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("secret internals")
+
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/boom")
+    app.state.remem.close()
+    assert r.status_code == 500 and r.json()["error"] == "internal"
+    assert "secret" not in r.text and "Traceback" not in r.text
+
+
+def test_health_readiness_metrics_and_docs(client: TestClient) -> None:
+    assert client.get("/healthz", headers={"Authorization": ""}).json() == {"status": "ok"}
+    ready = client.get("/readyz").json()
+    assert ready["status"] == "ready" and ready["backend"] == "SQLiteStore"
+    assert ready["vector_search"] is True and ready["llm"] is False
+    client.post("/v1/store/search", json={})
+    text = client.get("/metrics").text
+    assert 'remem_http_requests_total{method="POST",route="/v1/store/search",status="200"}' \
+        in text
+    assert 'remem_http_request_duration_seconds_bucket{method="POST",' \
+           'route="/v1/store/search",le="+Inf"}' in text
+    assert "# TYPE remem_http_requests_in_flight gauge" in text
+    schema = client.get("/openapi.json").json()
+    assert schema["info"]["title"] == "remem" and "/v1/memories/search" in schema["paths"]
+    assert set(schema["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
+    assert "swagger" in client.get("/docs").text.lower()
+
+
+def test_no_auth_mode_serves_the_local_tenant() -> None:
+    app = create_app(ServerConfig(db=":memory:", mcp=False, auth=False))
+    with TestClient(app) as c:
+        assert c.put("/v1/store/items", json={"namespace": ["n"], "key": "k",
+                                              "value": {}}).status_code == 200
+    store = app.state.remem.store
+    assert store.get(("tenants", "local", "n"), "k") is not None
+    app.state.remem.close()
