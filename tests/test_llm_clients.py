@@ -477,3 +477,27 @@ def test_standalone_server_answers_both_providers() -> None:
         process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _raw_completion(arguments: str) -> dict[str, Any]:
+    return {"id": "x", "object": "chat.completion", "model": "local", "choices": [{
+        "index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None, "tool_calls": [{
+                "id": "c1", "type": "function",
+                "function": {"name": "get_weather", "arguments": arguments}}]}}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 5}}
+
+
+@pytest.mark.parametrize("arguments", ['{"city": "Paris",}', "```json\n{\"city\": \"Paris\"}\n```",
+                                       "{'city': 'Paris'}"])
+def test_sloppy_tool_arguments_from_local_models_are_read(
+        arguments: str, server: LoopbackServer, make: Make) -> None:
+    server.enqueue(200, body=_raw_completion(arguments))
+    [call] = make("openai").complete(ask(tools=(WEATHER,))).message.tool_calls
+    assert call.arguments == {"city": "Paris"}
+
+
+def test_unreadable_tool_arguments_name_the_field(server: LoopbackServer, make: Make) -> None:
+    server.enqueue(200, body=_raw_completion("city=Paris"))
+    with pytest.raises(LLMResponseError, match=r"tool_calls\[0\]\.function\.arguments"):
+        make("openai").complete(ask(tools=(WEATHER,)))

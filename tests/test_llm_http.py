@@ -19,6 +19,7 @@ from remem._http import (
     send_async,
     send_sync,
 )
+from remem.embed.openai import OpenAIEmbedder
 from remem.errors import UsageError
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -121,3 +122,12 @@ def test_remote_guard_is_on_in_this_suite_and_lets_loopback_through() -> None:
         check_host_allowed(httpx.URL("https://api.openai.com/v1"))
     finally:
         block_remote_requests(True)
+
+
+def test_the_embedder_honours_the_guard_too() -> None:
+    embedder = OpenAIEmbedder("text-embedding-3-small", base_url="https://api.openai.com/v1",
+                              api_key="sk-never-sent", max_retries=0)
+    with pytest.raises(UsageError, match="blocked"):
+        embedder.embed_documents(["hello"])
+    assert embedder.requests_sent == 0
+    embedder.close()

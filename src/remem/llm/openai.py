@@ -14,6 +14,7 @@ remembers the mode that worked.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -22,10 +23,10 @@ from typing import Any, Literal
 import httpx
 
 from remem._http import Failure
-from remem.errors import ConfigError
+from remem.errors import ConfigError, StructuredOutputError
 from remem.llm.base import ChatRequest, ChatResponse, FinishReason, ResponseFormat, Usage
 from remem.llm.http_base import HTTPChatModel, endpoint
-from remem.llm.structured import _with_instruction, schema_instruction
+from remem.llm.structured import _with_instruction, parse_json_answer, schema_instruction
 from remem.messages.convert_openai import from_openai_message, to_openai
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel", "StructuredMode"]
@@ -158,8 +159,10 @@ class OpenAIChatModel(HTTPChatModel):
         if not isinstance(raw_message, dict):
             raise TypeError("choices[0].message is not an object")
         # some servers omit the role, or send an empty tool_calls list
-        message = from_openai_message({**raw_message, "role": "assistant"},
-                                      "choices[0].message")
+        raw_message = {**raw_message, "role": "assistant"}
+        if isinstance(raw_message.get("tool_calls"), list):
+            raw_message["tool_calls"] = [_repair_arguments(c) for c in raw_message["tool_calls"]]
+        message = from_openai_message(raw_message, "choices[0].message")
         finish = _FINISH.get(str(choice.get("finish_reason")), "other")
         if message.tool_calls and finish == "stop":  # Ollama answers tool calls with "stop"
             finish = "tool_calls"
@@ -171,6 +174,29 @@ class OpenAIChatModel(HTTPChatModel):
         return ChatResponse(message=message, usage=usage, model=str(body.get("model")
                                                                       or self._model),
                             finish_reason=finish, raw=body)
+
+
+def _repair_arguments(call: Any) -> Any:
+    """Local models write tool arguments with fences, trailing commas or Python literals; read
+    them tolerantly (what still cannot be read fails with the field named)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return call
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str) or not arguments.strip():
+        return call
+    try:
+        json.loads(arguments)
+        return call
+    except ValueError:
+        pass
+    try:
+        value = parse_json_answer(arguments)
+    except StructuredOutputError:
+        return call
+    if not isinstance(value, dict):
+        return call
+    return {**call, "function": {**function, "arguments": value}}
 
 
 def _json_schema_format(fmt: ResponseFormat) -> dict[str, Any]:
