@@ -206,3 +206,25 @@ def test_async_twins_behave_like_the_sync_methods(clock: FakeClock) -> None:
                                           clock=clock)))
     assert sync == async_
     assert sync[1] == ["invalidate", "add"] and sync[-1] == "invalid"
+
+
+def test_in_place_edits_keep_what_was_said_for_as_of(mem: Memory, clock: FakeClock,
+                                                     tmp_path: Path) -> None:
+    record = mem.add("Works at Acme", user_id="alice", infer=False).added[0]
+    said_at = clock.now
+    clock.advance(100)
+    mem.update(record.id, "Works at Initech")
+    assert mem.get(record.id).valid_at == clock.now
+    then = mem.search(user_id="alice", as_of=said_at)
+    assert [(h.memory.id, h.memory.text) for h in then] == [(record.id, "Works at Acme")]
+    assert [h.memory.text for h in mem.search(user_id="alice")] == ["Works at Initech"]
+    assert [h.memory.text for h in mem.search(user_id="alice", include_invalid=True)] == [
+        "Works at Initech"]  # the archived version is not a second memory
+    path = tmp_path / "m.jsonl"
+    mem.export(path)
+    copy = Memory(make_store("memory"))
+    copy.import_(path)
+    assert [h.memory.text for h in copy.search(user_id="alice", as_of=said_at)] == [
+        "Works at Acme"]
+    mem.delete(record.id, hard=True)
+    assert mem.search(user_id="alice", as_of=said_at).hits == ()

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from remem.memory.records import IDS_NAMESPACE, MemoryRecord, history_namespace
+from remem.memory.records import IDS_NAMESPACE, MemoryRecord, history_namespace, version_key
 from remem.messages.types import new_id
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, from_timestamp
 
@@ -114,6 +114,8 @@ def event_ops(event: HistoryEvent) -> list[Op]:
 
 
 def drop_record_ops(record: MemoryRecord) -> list[Op]:
-    """Remove a record for good. Its id index entry stays, so its history (which keeps the
-    last state) can still be found by the id."""
-    return [DeleteOp(record.namespace, record.id)]
+    """Remove a record for good, with its archived versions. Its id index entry stays, so
+    its history (which keeps the last state) can still be found by the id."""
+    return [DeleteOp(record.namespace, record.id),
+            *(DeleteOp(record.namespace, version_key(record.id, v))
+              for v in range(1, record.version))]

@@ -9,9 +9,9 @@ the same batch, lists the tickets of the namespace. Acquiring batches of one nam
 serialised (SQLite's write transactions and the in-memory store's lock do it; on a backend
 running batches at READ COMMITTED, a put to one shared "gate" row at the start of the batch
 queues them), so of two writers the later batch sees the earlier ticket: a writer holds the
-lock only when its ticket is the only one. Otherwise it removes its ticket and tries again after a random pause.
-Because the reads that validate a plan run in the acquiring batch, they see the state no
-other writer can change until the release.
+lock only when its ticket is the only one. Otherwise it removes its ticket and tries again
+after a random pause. Because the reads that validate a plan run in the acquiring batch,
+they see a state no other writer can change until the release.
 """
 
 from __future__ import annotations

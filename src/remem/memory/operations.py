@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from remem.errors import ImportFormatError, InvalidInputError, NotFoundError
+from remem.errors import ConflictError, ImportFormatError, InvalidInputError, NotFoundError
 from remem.llm.base import Usage
 from remem.memory.flow import Flow, StoreBatch
 from remem.memory.history import HistoryEvent, event_ops, id_index_op
@@ -23,7 +23,6 @@ from remem.memory.reconcile import (
     plan_delete,
     plan_edit,
     plan_undo,
-    record_put,
     undo_targets,
 )
 from remem.memory.records import (
@@ -41,6 +40,7 @@ from remem.store.types import (
     Item,
     Namespace,
     Op,
+    PutOp,
     SearchItem,
     SearchMode,
     SearchOp,
@@ -232,7 +232,7 @@ def update_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *,
     namespace = yield from locate_flow(memory_id)
     memory_id = memory_id.strip()
 
-    def plan_for(results: list[Any], head: int) -> Plan:
+    def plan_for(results: list[Any], head: int) -> Flow[Plan]:
         item = results[0]
         if not isinstance(item, Item):
             raise NotFoundError(f"memory {memory_id!r} was deleted for good")
@@ -242,8 +242,11 @@ def update_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *,
                 f"memory {memory_id!r} is no longer current (invalidated); add a new memory, "
                 "or undo the invalidation first"
             )
-        return plan_edit(record, ctx, content=content, kind=kind, metadata=metadata,
+        plan = plan_edit(record, ctx, content=content, kind=kind, metadata=metadata,
                          expected_version=version)
+        edited = [c.memory for c in plan.changes]
+        yield from _refuse_duplicates(namespace, edited, {memory_id})
+        return plan
 
     plan = yield from commit(namespace, [GetOp(namespace, memory_id)], plan_for, lock)
     return ChangeResult.of(plan)
@@ -282,26 +285,47 @@ def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[Cha
     memory_ids = [e.memory_id for e in events]
     reads: list[Op] = [GetOp(namespace, memory_id) for memory_id in memory_ids]
 
-    def plan_for(results: list[Any], head: int) -> Plan:
+    def plan_for(results: list[Any], head: int) -> Flow[Plan]:
         state = {memory_id: (MemoryRecord.from_item(r) if isinstance(r, Item) else None)
                  for memory_id, r in zip(memory_ids, results, strict=True)}
-        return plan_undo(events, state, ctx)
+        plan = plan_undo(events, state, ctx)
+        restored = [c.memory for c in plan.changes if c.op == "restore"]
+        yield from _refuse_duplicates(namespace, restored, set(memory_ids))
+        return plan
 
     plan = yield from commit(namespace, reads, plan_for, lock)
     return ChangeResult.of(plan)
+
+
+def _refuse_duplicates(namespace: Namespace, records: Sequence[MemoryRecord],
+                       ignore: set[str]) -> Flow[None]:
+    """Raise if a record about to be current says what another current memory says (read
+    under the write lock, so the answer holds until the write)."""
+    current = [r for r in records if r.invalid_at is None]
+    if not current:
+        return
+    found = yield StoreBatch([SearchOp(namespace, filter={
+        **current_filter(), "content_hash": {"$in": sorted({r.content_hash for r in current})},
+    }, limit=len(current) + 10)])
+    for item in found[0]:
+        if item.key not in ignore:
+            raise ConflictError(
+                f"memory {item.key} already says {item.value.get('text')!r}; a second current "
+                f"copy is not allowed: delete {item.key} first, or delete this memory instead"
+            )
 
 
 # -- export / import --------------------------------------------------------------------------
 
 
 def export_lines(store: BaseStore, namespace_prefix: Namespace = ()) -> Iterator[str]:
-    """JSONL lines: every memory record (``{"memory": ...}``) then every history event
-    (``{"event": ...}``) under ``namespace_prefix``."""
+    """JSONL lines: every memory record and archived version (``{"memory": ..., "key":
+    ...}``) then every history event (``{"event": ...}``) under ``namespace_prefix``."""
     for item in store.iter_items(namespace_prefix):
-        if item.value.get("type") == "memory":
+        if item.value.get("type") in ("memory", "memory_version"):
             value = dict(item.value)
             yield json.dumps({"memory": value, "namespace": list(item.namespace),
-                              "created_at": item.created_at.timestamp(),
+                              "key": item.key, "created_at": item.created_at.timestamp(),
                               "updated_at": item.updated_at.timestamp()},
                              ensure_ascii=False)
     for item in store.iter_items(history_namespace(namespace_prefix)):
@@ -325,8 +349,12 @@ def import_lines(store: BaseStore, lines: Iterable[str], *, batch_size: int = 50
             if "memory" in data:
                 ns = tuple(data["namespace"])
                 record = MemoryRecord.from_value(ns, data["memory"])
-                put = record_put(record)
-                pending += [_with_times(put, data), id_index_op(record.id, ns)]
+                key = str(data.get("key") or record.id)
+                pending.append(PutOp(ns, key, data["memory"], event_at=record.event_time,
+                                     created_at=data.get("created_at"),
+                                     updated_at=data.get("updated_at")))
+                if key == record.id:
+                    pending.append(id_index_op(record.id, ns))
             elif "event" in data:
                 pending += event_ops(HistoryEvent.from_value(data["event"]))
             else:
@@ -343,13 +371,6 @@ def import_lines(store: BaseStore, lines: Iterable[str], *, batch_size: int = 50
     if pending:
         store.batch(pending)
     return count
-
-
-def _with_times(put: Any, data: Mapping[str, Any]) -> Any:
-    from remem.store.types import PutOp
-
-    return PutOp(put.namespace, put.key, put.value, event_at=put.event_at,
-                 created_at=data.get("created_at"), updated_at=data.get("updated_at"))
 
 
 def namespaces_of(values: Sequence[Mapping[str, Any]]) -> list[Namespace]:

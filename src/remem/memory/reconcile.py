@@ -28,7 +28,7 @@ from remem.memory.history import (
     new_event_id,
 )
 from remem.memory.manager import Extraction, MemoryUpdate, NewMemory
-from remem.memory.records import MemoryRecord, Source, new_memory_id
+from remem.memory.records import MemoryRecord, Source, new_memory_id, version_key
 from remem.store.types import Namespace, Op, PutOp
 
 __all__ = ["Change", "ChangeContext", "Plan", "Skip", "plan_changes", "plan_edit", "plan_undo",
@@ -94,6 +94,15 @@ class Plan:
         self.guards += other.guards
 
 
+def version_put(record: MemoryRecord) -> PutOp:
+    """The put that archives ``record`` as its version ``record.version`` (``type`` is
+    ``"memory_version"``: only ``as_of`` searches see it)."""
+    value = record.to_value()
+    value["type"] = "memory_version"
+    return PutOp(record.namespace, version_key(record.id, record.version), value,
+                 event_at=record.event_time)
+
+
 def record_put(record: MemoryRecord, *, previous: MemoryRecord | None = None) -> PutOp:
     """The put of a record; conditional on ``previous``'s ``updated_at`` when given."""
     event_at = record.event_time
@@ -120,7 +129,16 @@ def _event(ctx: ChangeContext, op: HistoryOp, memory_id: str, namespace: Namespa
 def write_change(plan: Plan, ctx: ChangeContext, op: HistoryOp, before: MemoryRecord | None,
                  after: MemoryRecord, *, undoes: str | None = None,
                  reason: str | None = None) -> None:
-    """Add to ``plan`` the put of ``after`` (conditional on ``before``) and its event."""
+    """Add to ``plan`` the put of ``after`` (conditional on ``before``) and its event.
+
+    When a current memory's content changes in place, its previous state is kept as a
+    version item (valid until now), so ``as_of`` searches still see what was said then; the
+    new content is valid from now.
+    """
+    if (before is not None and before.invalid_at is None and after.invalid_at is None
+            and before.content_hash != after.content_hash):
+        after = after.evolve(valid_at=ctx.now)
+        plan.ops.append(version_put(before.evolve(invalid_at=ctx.now)))
     plan.ops.append(record_put(after, previous=before))
     if before is None:
         plan.ops.append(id_index_op(after.id, after.namespace))

@@ -51,6 +51,7 @@ __all__ = [
     "locks_namespace",
     "new_memory_id",
     "normalize_text",
+    "version_key",
 ]
 
 RESERVED_LABEL: Final = "_remem"
@@ -67,6 +68,11 @@ MemoryStatus = Literal["current", "invalid"]
 def new_memory_id() -> str:
     """A new time-ordered memory id (``mem_...``)."""
     return new_id("mem")
+
+
+def version_key(memory_id: str, version: int) -> str:
+    """The key of an archived version of a memory edited in place."""
+    return f"{memory_id}@v{version}"
 
 
 def history_namespace(namespace: Namespace) -> Namespace:
@@ -136,9 +142,10 @@ def current_filter() -> dict[str, Any]:
 
 
 def as_of_filter(ts: float) -> dict[str, Any]:
-    """Store filter selecting memories that were valid at epoch time ``ts``."""
+    """Store filter selecting memories that were valid at epoch time ``ts`` (including the
+    archived versions of memories edited in place since)."""
     return {
-        "type": "memory",
+        "type": {"$in": ["memory", "memory_version"]},
         "valid_at": {"$lte": ts},
         "$or": [{"invalid_at": None}, {"invalid_at": {"$gt": ts}}],
     }
