@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -202,3 +202,27 @@ def test_agenerate_matches_generate() -> None:
         sync_result.value, sync_result.attempts, sync_result.raw)
     assert [[m.text for m in r.messages] for r in async_model.requests] == [
         [m.text for m in r.messages] for r in sync_model.requests]
+
+
+@settings(max_examples=60)
+@given(subject=st.text(max_size=20), score=st.integers(-10**9, 10**9),
+       before=st.sampled_from(["", "Sure!\n", "<think>{draft}</think>", "```json\n"]),
+       after=st.sampled_from(["", "\nDone.", "\n```"]))
+def test_generate_returns_any_valid_value_however_wrapped(subject: str, score: int, before: str,
+                                                          after: str) -> None:
+    text = before + json.dumps({"subject": subject, "score": score}, ensure_ascii=False) + after
+    result = generate(ScriptedModel([text]), "x", Fact)
+    assert result.value == Fact(subject=subject, score=score)
+    assert result.attempts == 1
+
+
+@settings(max_examples=40)
+@given(answers=st.lists(st.text(alphabet=st.characters(blacklist_characters="{["), max_size=40),
+                        min_size=3, max_size=3),
+       retries=st.integers(0, 2))
+def test_generate_without_json_always_fails_typed(answers: list[str], retries: int) -> None:
+    model = ScriptedModel(answers)
+    with pytest.raises(StructuredOutputError) as info:
+        generate(model, "x", Fact, max_retries=retries)
+    assert len(model.requests) == retries + 1
+    assert info.value.raw == answers[retries]
