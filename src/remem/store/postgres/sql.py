@@ -76,7 +76,7 @@ class VectorSearch:
     m: int = 16
     ef_construction: int = 64
     ef_search: int = 64
-    exact_below: int = 10_000
+    exact_below: int = 5_000
     max_scan_tuples: int = 50_000
 
     def __post_init__(self) -> None:

@@ -54,13 +54,12 @@ from remem.store.migrations.postgres import advisory_key, apply_postgres
 from remem.store.postgres.sql import (
     COLUMNS,
     VectorSearch,
-    exact_query,
     items_where,
     quote_ident,
-    scope_count,
     scope_where,
     sql,
 )
+from remem.store.postgres.vector_search import VectorScope, vector_hits, vectors_of
 from remem.store.sqlite import decode_ns, encode_ns, prefix_range
 from remem.store.types import (
     DeleteOp,
@@ -75,7 +74,6 @@ from remem.store.types import (
     SearchOp,
     from_timestamp,
 )
-from remem.store.vectors import _dot_rows
 
 if TYPE_CHECKING:
     import psycopg
@@ -87,7 +85,6 @@ __all__ = ["PostgresStore"]
 
 logger = logging.getLogger("remem.store.postgres")
 T = TypeVar("T")
-_TIE = 1e-5  # pgvector and NumPy sum float32 in different orders: scores differ by ulps
 _PAGE = 1000
 
 
@@ -154,6 +151,8 @@ class PostgresStore(BaseStore):
         self._closed = False
         self._model_id: int | None = None
         self._vector_oid: int | None = None
+        #: namespace prefixes recently found too large for exact search -> when
+        self._large_scopes: dict[tuple[str, ...], float] = {}
 
     @classmethod
     def open(cls, dsn: str, **kwargs: Any) -> PostgresStore:
@@ -589,96 +588,14 @@ class PostgresStore(BaseStore):
 
     def _vectors_of(self, conn: Conn, ids: list[int]
                     ) -> list[tuple[int, npt.NDArray[np.float32]]]:
-        with conn.cursor(binary=True) as cur:
-            cur.execute(sql(
-                f"SELECT item_id, vec FROM {self._t('vectors')} WHERE item_id = ANY(%s) "
-                "AND model_id = %s ORDER BY id"), (ids, self._model_id))
-            return [(int(item_id), vec) for item_id, vec in cur.fetchall()]
+        return vectors_of(conn, self._q, self._model_id, ids)
 
     def _vector_hits(self, conn: Conn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
                      where: str, params: list[Any]) -> list[Candidate]:
-        """The ``depth`` best items: candidates by pgvector distance, then re-scored in
-        float32 NumPy (the other backends' arithmetic) and ordered by (score, namespace, key).
-
-        Candidates are fetched in growing rounds until every item that could tie with or beat
-        the last kept one has been seen (distance within ``_TIE`` of it) or the scope is
-        exhausted, so the page is the exact one whatever pgvector's rounding.
-        """
-        assert self.index is not None
-        bounds = prefix_range(op.namespace_prefix)
-        scope = list(bounds) if bounds is not None else []
-        exact = self.vector.method == "exact"
-        if not exact:
-            limit = self.vector.exact_below + 1
-            row = conn.execute(sql(scope_count(self._q, bounds is not None)),
-                               [self._model_id, *scope, limit]).fetchone()
-            exact = row is not None and int(row[0]) < limit
-        fetch = max(depth * 2, depth + 16) if exact else max(self.vector.ef_search, depth * 4)
-        while True:
-            if exact:
-                rows = conn.execute(sql(exact_query(self._q, where, bounds is not None)),
-                                    [query, self._model_id, *scope, *params, fetch]).fetchall()
-                exhausted = len(rows) < fetch
-                ranked = [(int(r[0]), (decode_ns(r[1]), r[2]), float(r[3])) for r in rows]
-                last = ranked[-1][2] if ranked else np.inf
-            else:
-                ranked, last, exhausted = self._ann_round(conn, query, fetch, scope, where,
-                                                          params)
-            best: dict[int, tuple[tuple[Namespace, str], float]] = {}
-            for item_id, address, distance in ranked:
-                best.setdefault(item_id, (address, distance))
-            order = sorted(best.items(), key=lambda kv: kv[1][1])
-            complete = len(order) >= depth and last > order[depth - 1][1][1] + 2 * _TIE
-            if exhausted or complete:
-                break
-            if not exact and fetch >= self.vector.max_scan_tuples:
-                exact = True  # a filter too selective for the index: scan the scope
-                fetch = max(depth * 2, depth + 16)
-                continue
-            fetch *= 4
-        if not order:
-            return []
-        cut = order[min(depth, len(order)) - 1][1][1] + 2 * _TIE
-        keep = [item_id for item_id, (_, distance) in order if distance <= cut]
-        scores: dict[int, float] = {}
-        pairs = self._vectors_of(conn, keep)
-        if pairs:
-            matrix = np.stack([vec for _, vec in pairs])
-            for (item_id, _), score in zip(pairs, _dot_rows(matrix, query).tolist(),
-                                           strict=True):
-                if score > scores.get(item_id, -np.inf):
-                    scores[item_id] = score
-        out = [(item_id, best[item_id][0], scores[item_id]) for item_id in keep]
-        out.sort(key=lambda c: (-c[2], c[1]))
-        if len(out) <= depth:
-            return out
-        return out[:depth] + [c for c in out[depth:] if c[2] == out[depth - 1][2]]
-
-    def _ann_round(self, conn: Conn, query: npt.NDArray[np.float32], fetch: int,
-                   scope: list[str], where: str, params: list[Any]
-                   ) -> tuple[list[tuple[int, tuple[Namespace, str], float]], float, bool]:
-        """One round of index candidates, kept if their items match: ``(ranked, the largest
-        distance the scan returned, whether the scan ran out)``."""
-        assert self.index is not None
-        conn.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.max_scan_tuples', %s, true)",
-            (str(min(max(self.vector.ef_search, fetch), 1000)),
-             str(max(self.vector.max_scan_tuples, fetch))))
-        with conn.cursor(binary=True) as cur:
-            cur.execute(sql(self.vector.ann_query(self._q, self.index.dims, bool(scope))),
-                        [query, self._model_id, *scope, fetch])
-            rows = cur.fetchall()
-        rows.sort(key=lambda r: r[1])  # relaxed order: sort what the scan returned
-        if not rows:
-            return [], np.inf, True
-        matched = {int(r[0]): (decode_ns(r[1]), r[2]) for r in conn.execute(sql(
-            f"SELECT i.id, i.ns, i.key FROM {self._t('items')} AS i "
-            f"WHERE i.id = ANY(%s) AND {where}"), [[int(r[0]) for r in rows], *params])}
-        ranked = [(int(item_id), matched[int(item_id)], float(d)) for item_id, d in rows
-                  if int(item_id) in matched]
-        return ranked, float(rows[-1][1]), len(rows) < fetch
+        assert self.index is not None and self._model_id is not None
+        return vector_hits(conn, VectorScope(self._q, self._model_id, self.index.dims,
+                                             self.vector, self._large_scopes),
+                           op, query, depth, where, params)
 
     def _keyword_hits(self, conn: Conn, op: SearchOp, terms: list[str], now: float,
                       where: str, params: list[Any]) -> KeywordHits:
