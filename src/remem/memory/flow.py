@@ -19,7 +19,7 @@ from remem.errors import UsageError
 from remem.llm.base import ChatModel
 from remem.messages.types import Message
 from remem.store.base import BaseStore
-from remem.store.types import Op, Result
+from remem.store.types import Op
 
 __all__ = ["Effect", "Flow", "Pause", "StoreBatch", "StructuredCall", "run_async", "run_sync"]
 
@@ -126,8 +126,3 @@ async def run_async(flow: Flow[T], store: BaseStore | None = None,
         except Exception as exc:
             error = exc
 
-
-def results_of(value: Any) -> list[Result]:
-    """Narrow a batch result received by a flow."""
-    assert isinstance(value, list)
-    return value
