@@ -501,3 +501,15 @@ def test_unreadable_tool_arguments_name_the_field(server: LoopbackServer, make: 
     server.enqueue(200, body=_raw_completion("city=Paris"))
     with pytest.raises(LLMResponseError, match=r"tool_calls\[0\]\.function\.arguments"):
         make("openai").complete(ask(tools=(WEATHER,)))
+
+
+def test_sync_call_inside_an_event_loop_fails_with_the_fix(server: LoopbackServer,
+                                                           make: Make) -> None:
+    model = make("openai")
+
+    async def wrong() -> None:
+        model.complete(ask())
+
+    with pytest.raises(UsageError, match=r"await model\.acomplete"):
+        asyncio.run(wrong())
+    assert server.requests == []

@@ -138,6 +138,11 @@ class HTTPChatModel:
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         """Send ``request`` and return the answer (retrying transient failures)."""
+        if _loop_running():
+            raise UsageError(
+                f"{type(self).__name__}.complete() was called inside a running event loop, "
+                "where it would block every other task; use `await model.acomplete(...)` "
+                "(or remem.llm.agenerate) there")
         flow = self._flow(request)
         payload = next(flow)
         client = self._sync_client()
@@ -355,6 +360,14 @@ class HTTPChatModel:
             if slots is None:
                 slots = self._slots_by_loop[loop] = asyncio.Semaphore(self._max_concurrency)
             return self._pools.get(loop), slots
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _require(cls: str, ok: bool, name: str, rule: str, value: object) -> None:
