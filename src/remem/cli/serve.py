@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 from datetime import UTC, datetime
+from typing import Any
 
 import click
 
 from remem.cli.common import CommandFailed, make_embedder
 from remem.embed.base import Embedder
 
-__all__ = ["SERVICE_COMMANDS", "keys_group", "mcp_command", "serve_command"]
+__all__ = ["SERVICE_COMMANDS", "app_from_env", "keys_group", "mcp_command", "serve_command"]
 
 EMBEDDERS = ("fake", "local", "openai", "none")
 _DB_HELP = "SQLite file or postgresql:// DSN the server keeps memories and keys in."
@@ -60,10 +62,13 @@ def is_loopback(host: str) -> bool:
 @click.option("--graceful-timeout", type=click.FloatRange(min=0), default=30.0,
               show_default=True, metavar="SECONDS",
               help="On SIGTERM/SIGINT, wait this long for in-flight requests.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Server processes sharing the port and the database.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
-                  embedder: str, no_mcp: bool, graceful_timeout: float, log_level: str) -> None:
+                  embedder: str, no_mcp: bool, graceful_timeout: float, workers: int,
+                  log_level: str) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -78,21 +83,42 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
             param_hint="'--no-auth'")
     import uvicorn
 
-    from remem.llm.config import model_from_env
-    from remem.server import ServerConfig, create_app
-
-    config = ServerConfig(db=db, auth=not no_auth, max_body_bytes=max_body_bytes,
-                          embedder=_embedder(embedder), llm=model_from_env(),
-                          mcp=not no_mcp, host=host)
-    app = create_app(config)
-    click.echo(f"remem serving {db} on http://{host}:{port} "
+    settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
+                "embedder": embedder, "mcp": not no_mcp, "host": host}
+    click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
+    if workers > 1:  # each worker process builds its app from the settings in the environment
+        os.environ[_SETTINGS_VAR] = json.dumps(settings)
+        uvicorn.run("remem.cli.serve:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_level=log_level,
+                    timeout_graceful_shutdown=graceful_timeout, access_log=False)
+        return
+    app = _build_app(settings)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level,
                     timeout_graceful_shutdown=graceful_timeout, access_log=False)
     finally:
         app.state.remem.close()
+
+
+_SETTINGS_VAR = "REMEM_SERVE_SETTINGS"
+
+
+def _build_app(settings: dict[str, Any]) -> Any:
+    from remem.llm.config import model_from_env
+    from remem.server import ServerConfig, create_app
+
+    config = ServerConfig(db=settings["db"], auth=settings["auth"],
+                          max_body_bytes=settings["max_body_bytes"],
+                          embedder=_embedder(settings["embedder"]), llm=model_from_env(),
+                          mcp=settings["mcp"], host=settings["host"])
+    return create_app(config)
+
+
+def app_from_env() -> Any:
+    """The app of one ``remem serve --workers N`` worker (settings from the environment)."""
+    return _build_app(json.loads(os.environ[_SETTINGS_VAR]))
 
 
 @click.group("keys")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import JSONResponse
 
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
@@ -34,7 +35,7 @@ def _actor(who: Principal) -> str:
 
 
 @router.post("/memories", summary="Add memories")
-def add_memories(body: AddMemoryBody, who: Writer, request: Request) -> dict[str, Any]:
+def add_memories(body: AddMemoryBody, who: Writer, request: Request) -> JSONResponse:
     """Remember what ``messages`` say: extracted by the server's LLM (``infer``), or stored
     as is (``infer: false``)."""
     state = server_state(request)
@@ -48,27 +49,24 @@ def add_memories(body: AddMemoryBody, who: Writer, request: Request) -> dict[str
         messages, user_id=body.user_id, agent_id=body.agent_id, thread_id=body.thread_id,
         namespace=tuple(body.namespace) if body.namespace else None, infer=body.infer,
         metadata=body.metadata, kind=body.kind, actor=_actor(who))
-    data: dict[str, Any] = result.to_dict()
-    return data
+    return JSONResponse(result.to_dict())
 
 
 @router.post("/memories/search", summary="Search memories")
-def search_memories(body: SearchMemoryBody, who: Reader, request: Request) -> dict[str, Any]:
+def search_memories(body: SearchMemoryBody, who: Reader, request: Request) -> JSONResponse:
     """Current memories of the scope, best first for ``query`` (newest first without)."""
     result = server_state(request).memory_for(who).search(
         body.query, user_id=body.user_id, agent_id=body.agent_id, thread_id=body.thread_id,
         namespace=tuple(body.namespace) if body.namespace else None, filters=body.filters,
         limit=body.limit, as_of=body.as_of, include_invalid=body.include_invalid,
         mode=body.mode)
-    data: dict[str, Any] = result.to_dict()
-    return data
+    return JSONResponse(result.to_dict())
 
 
 @router.get("/memories/{memory_id}", summary="Read a memory")
-def get_memory(memory_id: IdPath, who: Reader, request: Request) -> dict[str, Any]:
+def get_memory(memory_id: IdPath, who: Reader, request: Request) -> JSONResponse:
     """The memory with this id (404 if none)."""
-    data: dict[str, Any] = server_state(request).memory_for(who).get(memory_id).to_dict()
-    return data
+    return JSONResponse(server_state(request).memory_for(who).get(memory_id).to_dict())
 
 
 @router.patch("/memories/{memory_id}", response_model=ChangeResultOut,
@@ -98,10 +96,10 @@ def delete_memory(memory_id: IdPath, who: Writer, request: Request,
 
 
 @router.get("/memories/{memory_id}/history", summary="History of a memory")
-def memory_history(memory_id: IdPath, who: Reader, request: Request) -> dict[str, Any]:
+def memory_history(memory_id: IdPath, who: Reader, request: Request) -> JSONResponse:
     """Every change of the memory, oldest first."""
     events = server_state(request).memory_for(who).history(memory_id)
-    return {"events": [event.to_dict() for event in events]}
+    return JSONResponse({"events": [event.to_dict() for event in events]})
 
 
 @router.post("/events/{event_id}/undo", response_model=ChangeResultOut,

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from remem.errors import InvalidInputError
 from remem.store.base import BaseStore, Prepared, match_namespaces
 from remem.store.types import (
+    MAX_DEPTH,
     DeleteOp,
     GetOp,
     Item,
@@ -40,6 +41,18 @@ from remem.store.types import (
 )
 
 __all__ = ["ScopedStore"]
+
+_O = TypeVar("_O", GetOp, PutOp, DeleteOp, SearchOp)
+
+
+def _with(op: _O, name: str, namespace: Namespace) -> _O:
+    """A copy of a validated op with another namespace, without validating it all again
+    (``dataclasses.replace`` would re-run ``__post_init__``: a JSON round trip per put)."""
+    new = object.__new__(type(op))
+    for slot in type(op).__slots__:
+        object.__setattr__(new, slot, getattr(op, slot))
+    object.__setattr__(new, name, namespace)
+    return new
 
 #: list_namespaces with a suffix is answered from every namespace under the prefix
 _ALL = 2**31
@@ -64,7 +77,12 @@ class ScopedStore(BaseStore):
     # -- rewriting --------------------------------------------------------------------------
 
     def _inside(self, namespace: Namespace, *, wildcard: bool = False) -> Namespace:
-        return validate_namespace(self.prefix + namespace, allow_wildcard=wildcard)
+        # the labels were validated when the op was built, the prefix in __init__: only the
+        # depth limit can still be broken by joining them
+        joined = self.prefix + namespace
+        if len(joined) > MAX_DEPTH:
+            return validate_namespace(joined, allow_wildcard=wildcard)  # raises, naming it
+        return joined
 
     def _strip(self, namespace: Namespace) -> Namespace:
         n = len(self.prefix)
@@ -74,9 +92,9 @@ class ScopedStore(BaseStore):
 
     def _rewrite(self, op: Op) -> Op:
         if isinstance(op, GetOp | PutOp | DeleteOp):
-            return dataclasses.replace(op, namespace=self._inside(op.namespace))
+            return _with(op, "namespace", self._inside(op.namespace))
         if isinstance(op, SearchOp):
-            return dataclasses.replace(op, namespace_prefix=self._inside(op.namespace_prefix))
+            return _with(op, "namespace_prefix", self._inside(op.namespace_prefix))
         prefix = self._inside(op.prefix or (), wildcard=True)
         if op.suffix is not None:
             # a suffix could otherwise match labels of the scope prefix itself: fetch every

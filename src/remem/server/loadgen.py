@@ -1,0 +1,170 @@
+"""A bounded load generator for a running remem server (loopback only), shared by
+``benchmarks/load.py`` and the test suite.
+
+``clients`` concurrent tasks each loop until ``duration`` seconds pass or ``max_requests``
+are sent: with probability ``write_ratio`` an add (``POST /v1/memories``, ``infer: false``,
+a unique text), otherwise a search of the client's own user. Every add answered 200 is an
+*acknowledged write*; :func:`verify_writes` later reads each one back by id. Requests that
+fail (the server was killed, say) are counted, never retried: a write whose answer never
+arrived may or may not be stored, and neither outcome is a loss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+
+__all__ = ["LoadReport", "percentile", "run_load", "verify_writes"]
+
+WORDS = ("tea", "coffee", "paris", "berlin", "music", "running", "python", "garden", "train",
+         "cinema", "piano", "hiking", "sushi", "novel", "chess", "bicycle")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank) of ``values``; NaN when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+@dataclass
+class LoadReport:
+    """What a load run did: latencies (seconds) per kind, acknowledged writes, failures, and
+    requests that were in flight when ``on_tick`` fired its event (e.g. a SIGTERM)."""
+
+    clients: int
+    seconds: float = 0.0
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"add": [], "search": []})
+    acknowledged: list[tuple[str, str, str]] = field(default_factory=list)  # (id, user, text)
+    errors: dict[str, int] = field(default_factory=dict)
+    in_flight_at_event: int = 0
+    completed_after_event: int = 0
+
+    @property
+    def requests(self) -> int:
+        """Requests answered with a 2xx."""
+        return sum(len(v) for v in self.latencies.values())
+
+    @property
+    def throughput(self) -> float:
+        """Answered requests per second."""
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready summary (latencies in milliseconds)."""
+        out: dict[str, Any] = {"clients": self.clients, "seconds": round(self.seconds, 3),
+                               "requests": self.requests,
+                               "throughput_rps": round(self.throughput, 1),
+                               "acknowledged_writes": len(self.acknowledged),
+                               "errors": dict(self.errors)}
+        for kind, values in self.latencies.items():
+            out[kind] = {"count": len(values),
+                         "p50_ms": round(percentile(values, 50) * 1000, 2),
+                         "p95_ms": round(percentile(values, 95) * 1000, 2),
+                         "p99_ms": round(percentile(values, 99) * 1000, 2)}
+        return out
+
+
+def _loopback(url: str) -> None:
+    host = urlparse(url).hostname or ""
+    if host not in ("127.0.0.1", "localhost", "::1") and not host.startswith("127."):
+        raise ValueError(f"the load generator only targets loopback addresses, got {url}")
+
+
+async def run_load(url: str, token: str | None, *, clients: int = 32, duration: float = 10.0,
+                   write_ratio: float = 0.3, max_requests: int = 1_000_000,
+                   event_at: float | None = None, event: Callable[[], None] | None = None,
+                   seed: int = 0) -> LoadReport:
+    """Drive ``clients`` concurrent clients against ``url``; see the module docstring.
+
+    ``event`` is called once, ``event_at`` seconds into the run (a kill or SIGTERM);
+    requests in flight at that moment are counted, and those answered afterwards too.
+    """
+    _loopback(url)
+    report = LoadReport(clients)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    deadline = time.monotonic() + duration
+    budget = [max_requests]
+    in_flight: set[int] = set()
+    marked: set[int] = set()
+    counter = [0]
+
+    def fail(kind: str) -> None:
+        report.errors[kind] = report.errors.get(kind, 0) + 1
+
+    async def one_client(number: int, http: httpx.AsyncClient) -> None:
+        rng = random.Random(seed * 1000 + number)
+        user = f"user{number}"
+        while time.monotonic() < deadline and budget[0] > 0:
+            budget[0] -= 1
+            counter[0] += 1
+            ticket = counter[0]
+            write = rng.random() < write_ratio
+            text = f"{user} likes {rng.choice(WORDS)} #{ticket}"
+            in_flight.add(ticket)
+            start = time.perf_counter()
+            try:
+                if write:
+                    r = await http.post("/v1/memories", json={
+                        "messages": text, "user_id": user, "infer": False})
+                else:
+                    r = await http.post("/v1/memories/search", json={
+                        "query": rng.choice(WORDS), "user_id": user, "limit": 5})
+            except httpx.HTTPError as exc:
+                fail(type(exc).__name__)
+                await asyncio.sleep(0.05)  # the server is down: do not spin
+                continue
+            finally:
+                in_flight.discard(ticket)
+            elapsed = time.perf_counter() - start
+            if r.status_code != 200:
+                fail(f"http_{r.status_code}")
+                continue
+            if ticket in marked:
+                report.completed_after_event += 1
+            kind = "add" if write else "search"
+            report.latencies[kind].append(elapsed)
+            if write:
+                memory = r.json()["changes"][0]["memory"]
+                report.acknowledged.append((memory["id"], user, text))
+
+    async def fire() -> None:
+        assert event_at is not None and event is not None
+        await asyncio.sleep(event_at)
+        marked.update(in_flight)
+        report.in_flight_at_event = len(marked)
+        await asyncio.to_thread(event)
+
+    started = time.monotonic()
+    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
+                                 timeout=30.0) as http:
+        tasks = [asyncio.create_task(one_client(i, http)) for i in range(clients)]
+        if event is not None:
+            tasks.append(asyncio.create_task(fire()))
+        await asyncio.gather(*tasks)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def verify_writes(url: str, token: str | None,
+                  acknowledged: list[tuple[str, str, str]]) -> list[str]:
+    """Ids of acknowledged writes that cannot be read back with their text (should be none)."""
+    _loopback(url)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    lost: list[str] = []
+    with httpx.Client(base_url=url, headers=headers, timeout=30.0) as http:
+        for memory_id, _, text in acknowledged:
+            r = http.get(f"/v1/memories/{memory_id}")
+            if r.status_code != 200 or r.json()["text"] != text:
+                lost.append(memory_id)
+    return lost
