@@ -145,3 +145,17 @@ def test_an_index_failure_does_not_fail_the_append(tmp_path: Path,
             assert threads.index is not None
             assert threads.index.index_thread(threads, "t") == 1
             assert threads.search("umbrella", mode="keyword")[0].thread_id == "t"
+
+
+def test_search_with_threads_and_index_in_postgres(pg_database: str) -> None:
+    from remem.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_database, schema="thread_search",
+                          keyword=KeywordConfig(fields=("text",)))
+    with store, ThreadStore(pg_database, schema="thread_search",
+                            index=ThreadIndex(store)) as threads:
+        fill(threads)
+        assert threads.search("hotel in Alfama", owner="u1")[0].thread_id == "trip"
+        assert threads.search("烤鸭怎么做", owner="u1")[0].thread_id == "food"
+        threads.delete("trip")
+        assert threads.search("Alfama hotel", mode="keyword") == []

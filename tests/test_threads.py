@@ -1,11 +1,14 @@
-"""Thread storage on real SQLite (in memory and a file): checkpoints, time travel, forks, TTL."""
+"""Thread storage on real databases (SQLite in memory and in a file, PostgreSQL): checkpoints,
+time travel, forks, TTL."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,11 +22,21 @@ from remem.threads import Thread, ThreadStore
 from remem.threads.schema import THREAD_MIGRATIONS, Segment, segments
 from tests.conftest import FakeClock
 
+_schemas = itertools.count()
 
-@pytest.fixture(params=["memory", "file"])
+
+def open_threads(kind: str, tmp_path: Path, request: pytest.FixtureRequest,
+                 **kwargs: Any) -> ThreadStore:
+    """A fresh thread store: SQLite in memory, a SQLite file, or a new PostgreSQL schema."""
+    if kind == "postgres":
+        dsn = request.getfixturevalue("pg_database")
+        return ThreadStore(dsn, schema=f"threads{next(_schemas)}", **kwargs)
+    return ThreadStore(":memory:" if kind == "memory" else tmp_path / "threads.db", **kwargs)
+
+
+@pytest.fixture(params=["memory", "file", "postgres"])
 def threads(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadStore]:
-    path = ":memory:" if request.param == "memory" else str(tmp_path / "threads.db")
-    with ThreadStore(path) as store:
+    with open_threads(request.param, tmp_path, request) as store:
         yield store
 
 
@@ -169,8 +182,10 @@ def test_list_by_metadata(threads: ThreadStore, clock: FakeClock) -> None:
     assert made[0].info().metadata == {"user_id": "u1", "n": 0, "archived": True}
 
 
-def test_ttl_expires_renews_and_sweeps(tmp_path: Path, clock: FakeClock) -> None:
-    with ThreadStore(tmp_path / "t.db", ttl=60, clock=clock) as threads:
+@pytest.mark.parametrize("kind", ["file", "postgres"])
+def test_ttl_expires_renews_and_sweeps(kind: str, tmp_path: Path, clock: FakeClock,
+                                       request: pytest.FixtureRequest) -> None:
+    with open_threads(kind, tmp_path, request, ttl=60, clock=clock) as threads:
         short = threads.create("short")
         forever = threads.create("forever", ttl=None)
         assert short.info().expires_at == clock.now + 60
@@ -301,3 +316,17 @@ def test_any_history_matches_a_list_model(ops: list[tuple[str, int, int]]) -> No
                 assert texts(got) == expected
                 tail = threads.messages(thread_id, checkpoint_id=checkpoint_id, last=2)
                 assert texts(tail) == expected[-2:]
+
+
+def test_same_schema_as_the_postgres_store(pg_database: str) -> None:
+    from remem.store.postgres import PostgresStore
+
+    schema = f"shared{next(_schemas)}"
+    with PostgresStore(pg_database, schema=schema) as store, \
+            ThreadStore(pg_database, schema=schema) as threads:
+        store.put(("u1",), "k", {"text": "tea"})
+        threads.create("t").append(turn(0))
+    with ThreadStore(pg_database, schema=schema) as threads, \
+            PostgresStore(pg_database, schema=schema) as store:
+        assert texts(threads.thread("t").messages()) == ["q0", "a0"]
+        assert store.get(("u1",), "k") is not None

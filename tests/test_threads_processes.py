@@ -27,8 +27,8 @@ _APPENDER = """
 import sys
 from remem.messages import Message
 from remem.threads import ThreadStore
-path, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with ThreadStore(path) as threads:
+path, tag, count, schema = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+with ThreadStore(path, schema=schema) as threads:
     for i in range(count):
         threads.append("shared", [Message.user(f"{tag}-{i}"), Message.assistant(f"{tag}-{i}!")])
 print("done", flush=True)
@@ -36,11 +36,15 @@ print("done", flush=True)
 
 
 @pytest.mark.slow
-def test_processes_appending_to_one_thread_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "procs.db"
-    with ThreadStore(path) as threads:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_processes_appending_to_one_thread_lose_nothing(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    path = (str(tmp_path / "procs.db") if kind == "sqlite"
+            else request.getfixturevalue("pg_database"))
+    schema = f"procs_{os.getpid()}"
+    with ThreadStore(path, schema=schema) as threads:
         threads.create("shared")
-    procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), tag, "150"],
+    procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, path, tag, "150", schema],
                               env=_child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
              for tag in ("a", "b", "c")]
@@ -48,7 +52,7 @@ def test_processes_appending_to_one_thread_lose_nothing(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         assert out.strip() == "done"
-    with ThreadStore(path) as threads:
+    with ThreadStore(path, schema=schema) as threads:
         messages = threads.messages("shared")
         assert len(messages) == 900
         texts = [m.text for m in messages]

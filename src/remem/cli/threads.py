@@ -16,14 +16,15 @@ from rich.text import Text
 from remem.cli.common import CommandFailed, FilterType, make_embedder
 from remem.cli.render import compact_json, emit_json
 from remem.messages.types import Message
-from remem.store import IndexConfig, KeywordConfig, open_store
+from remem.store import IndexConfig, KeywordConfig, is_dsn, open_store
 from remem.threads import Checkpoint, ThreadIndex, ThreadInfo, ThreadStore
 
 __all__ = ["open_threads", "threads_group"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_DB_HELP = "SQLite database file (the same file as the store). Default: $REMEM_DB, else remem.db."
+_DB_HELP = ("SQLite database file (the same file as the store) or a postgresql:// DSN. "
+            "Default: $REMEM_DB, else remem.db.")
 
 
 def common_options(command: F) -> F:
@@ -38,7 +39,7 @@ def open_threads(ctx: click.Context, db: str, *, create: bool = False,
                  index: ThreadIndex | None = None) -> ThreadStore:
     """The thread store in ``db``, closed when the command ends; a missing file is an error
     unless ``create``."""
-    if not create and db != ":memory:" and not Path(db).exists():
+    if not create and db != ":memory:" and not is_dsn(db) and not Path(db).exists():
         raise CommandFailed(f"no database at {db}; pass --db PATH or set REMEM_DB "
                             "(`remem chat` creates one)")
     threads = ThreadStore(db, index=index)

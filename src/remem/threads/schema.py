@@ -15,8 +15,9 @@ Storage model (why appends, tail reads and forks stay fast at any length):
   ``copy`` duplicates the messages instead.
 * States are shared rows: a checkpoint that does not change the state points at its parent's.
 
-The SQL below uses ``?`` placeholders (SQLite); a PostgreSQL dialect needs the same statements
-with ``%s`` and ``GENERATED`` ids. Everything here is free of I/O.
+The statements below are shared by both dialects: they use ``?`` placeholders, which the
+PostgreSQL backend turns into ``%s`` (its connections' ``search_path`` names the schema). Each
+dialect has its own migrations. Everything here is free of I/O.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from remem.store.migrations import Migration
 
-__all__ = ["THREAD_MIGRATIONS", "Segment", "segments"]
+__all__ = ["THREAD_MIGRATIONS", "THREAD_MIGRATIONS_POSTGRES", "Segment", "segments"]
 
 THREAD_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -83,6 +84,63 @@ THREAD_MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 
+#: the same tables in PostgreSQL (``{s}``: the quoted schema); identity ids are never reused
+THREAD_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
+    Migration(
+        "t001_threads",
+        (
+            # metadata: the JSON text as written; metadata_doc: the jsonb shadow filters read
+            """CREATE TABLE {s}.threads (
+                id text PRIMARY KEY,
+                metadata text NOT NULL,
+                metadata_doc jsonb NOT NULL,
+                head text NOT NULL,
+                source text,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                ttl double precision,
+                expires_at double precision
+            )""",
+            "CREATE INDEX threads_updated ON {s}.threads (updated_at DESC)",
+            "CREATE INDEX threads_expires ON {s}.threads (expires_at) "
+            "WHERE expires_at IS NOT NULL",
+            """CREATE TABLE {s}.thread_branches (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                thread_id text,
+                base_id bigint,
+                base_position bigint NOT NULL,
+                length bigint NOT NULL
+            )""",
+            "CREATE INDEX thread_branches_thread ON {s}.thread_branches (thread_id)",
+            "CREATE INDEX thread_branches_base ON {s}.thread_branches (base_id)",
+            """CREATE TABLE {s}.thread_messages (
+                branch_id bigint NOT NULL,
+                position bigint NOT NULL,
+                id text NOT NULL,
+                data text NOT NULL,
+                PRIMARY KEY (branch_id, position)
+            )""",
+            """CREATE TABLE {s}.thread_states (
+                id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                data text NOT NULL
+            )""",
+            """CREATE TABLE {s}.thread_checkpoints (
+                seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                thread_id text NOT NULL,
+                parent_id text,
+                branch_id bigint NOT NULL,
+                position bigint NOT NULL,
+                state_id bigint NOT NULL,
+                metadata text NOT NULL,
+                created_at double precision NOT NULL
+            )""",
+            "CREATE INDEX thread_checkpoints_thread ON {s}.thread_checkpoints (thread_id, seq)",
+            "CREATE INDEX thread_checkpoints_state ON {s}.thread_checkpoints (state_id)",
+        ),
+    ),
+)
+
 ALIVE = "(t.expires_at IS NULL OR t.expires_at > ?)"
 
 #: the thread, its head checkpoint, the head's branch and state, in one row
@@ -114,7 +172,7 @@ SELECT_MESSAGES = (
 )
 COPY_MESSAGES = (
     "INSERT INTO thread_messages (branch_id, position, id, data) "
-    "SELECT ?, position, id, data FROM thread_messages "
+    "SELECT CAST(? AS bigint), position, id, data FROM thread_messages "
     "WHERE branch_id = ? AND position >= ? AND position < ?"
 )
 #: branches nobody owns and nobody builds on: their messages can go

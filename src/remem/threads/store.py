@@ -20,13 +20,9 @@ import json
 import logging
 import math
 import os
-import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -39,11 +35,11 @@ from remem.errors import (
     UsageError,
 )
 from remem.messages.types import Message, new_id
-from remem.store.filters import parse_filter, to_sqlite
-from remem.store.migrations import apply_sqlite
+from remem.store import is_dsn
 from remem.store.types import NOT_PROVIDED, NotProvided, SearchMode, validate_value
 from remem.threads import schema as sql
 from remem.threads._aio import in_thread
+from remem.threads.backends import Backend, PostgresBackend, SQLiteBackend, Tx
 from remem.threads.types import Checkpoint, ThreadInfo
 from remem.tokens import TokenCounter
 
@@ -120,7 +116,7 @@ class ThreadStore:
                  summarizer: ChatModel | None = None, policy: SummaryPolicy | None = None,
                  index: ThreadIndex | None = None,
                  durability: Literal["normal", "full"] = "normal", busy_timeout: float = 30.0,
-                 clock: Callable[[], float] = time.time) -> None:
+                 schema: str = "remem", clock: Callable[[], float] = time.time) -> None:
         if durability not in ("normal", "full"):
             raise InvalidInputError(
                 f"durability must be 'normal' or 'full', got {durability!r}")
@@ -128,21 +124,15 @@ class ThreadStore:
             raise InvalidInputError(
                 "policy= is set but summarizer= is not: auto-compaction needs a chat model "
                 "(summarizer=ChatModel) as well as the SummaryPolicy")
-        self.path = str(path)
-        self.in_memory = self.path == ":memory:"
+        self.path = os.fspath(path)
+        self.backend: Backend = (
+            PostgresBackend(self.path, schema=schema) if is_dsn(self.path)
+            else SQLiteBackend(self.path, durability=durability, busy_timeout=busy_timeout))
         self.default_ttl = _ttl_seconds(ttl, "ThreadStore ttl")
         self.summarizer = summarizer
         self.policy = policy
         self.index = index
-        self.durability = durability
-        self.busy_timeout = busy_timeout
         self.clock = clock
-        self._setup_lock = threading.Lock()
-        self._ready = False
-        self._closed = False
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._memory_lock = threading.RLock()
         # a branch's base never changes and ids are never reused, so this cache cannot go stale
         self._bases: dict[int, tuple[int | None, int]] = {}
 
@@ -153,73 +143,23 @@ class ThreadStore:
         store.setup()
         return store
 
-    # -- connections and transactions ---------------------------------------------------------
+    # -- backend ------------------------------------------------------------------------------
 
-    def _new_connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StoreError("this ThreadStore is closed; open a new one")
-        if not self.in_memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if not self.in_memory:
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
-        self._connections.append(conn)
-        return conn
+    def _transaction(self, write: bool) -> Any:
+        """One transaction of the backend (a context manager yielding a ``Tx``)."""
+        return self.backend.transaction(write)
 
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            if self.in_memory:
-                with self._memory_lock:
-                    if not self._connections:
-                        self._new_connection()
-                    yield self._connections[0]
-                return
-            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-            if conn is None:
-                conn = self._new_connection()
-                self._local.conn = conn
-            yield conn
-        except sqlite3.Error as exc:
-            hint = ("; another writer held the lock longer than busy_timeout "
-                    f"({self.busy_timeout:g} s): raise it" if "locked" in str(exc) else "")
-            raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
-
-    @contextmanager
-    def _transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
-        """One transaction: ``BEGIN IMMEDIATE`` for writes (take the write lock up front, so
-        concurrent writers queue instead of failing to upgrade), a snapshot for reads."""
-        self.setup()
-        with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+    def _sql(self, text: str) -> str:
+        """``text`` in the backend's placeholder style (for queries mixed with a filter)."""
+        return text if self.backend.dialect == "sqlite" else text.replace("?", "%s")
 
     def setup(self) -> None:
         """Open the database and apply missing thread migrations (idempotent)."""
-        if self._ready:
-            return
-        with self._setup_lock:
-            if self._ready:
-                return
-            with self._connection() as conn:
-                apply_sqlite(conn, sql.THREAD_MIGRATIONS)
-            self._ready = True
+        self.backend.setup()
 
     def close(self) -> None:
         """Close every connection; the store cannot be used afterwards."""
-        self._closed = True
-        for conn in self._connections:
-            conn.close()
-        self._connections.clear()
-        self._local = threading.local()
+        self.backend.close()
 
     def __enter__(self) -> Self:
         self.setup()
@@ -239,9 +179,15 @@ class ThreadStore:
 
     # -- reading helpers ----------------------------------------------------------------------
 
-    def _head(self, conn: sqlite3.Connection, thread_id: str) -> ThreadInfo:
-        row = conn.execute(sql.SELECT_HEAD + "WHERE t.id = ? AND " + sql.ALIVE,
-                           (thread_id, self.clock())).fetchone()
+    def _head(self, tx: Tx, thread_id: str, *, lock: bool = False) -> ThreadInfo:
+        """The thread with its head; ``lock`` (writes) locks its row until the commit."""
+        if lock and self.backend.lock_head:
+            # lock the row alone first: a locking join would be re-checked against the new
+            # row version with the other tables' old rows, and miss a head committed meanwhile
+            tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.backend.lock_head,
+                       (thread_id,))
+        row = tx.execute(sql.SELECT_HEAD + "WHERE t.id = ? AND " + sql.ALIVE,
+                         (thread_id, self.clock())).fetchone()
         if row is None:
             raise NotFoundError(
                 f"thread {thread_id!r} does not exist (or its TTL expired); list threads with "
@@ -257,23 +203,23 @@ class ThreadStore:
         return ThreadInfo(tid, json.loads(meta), checkpoint, created, updated, source, ttl,
                           expires)
 
-    def _find_checkpoint(self, conn: sqlite3.Connection, thread_id: str,
+    def _find_checkpoint(self, tx: Tx, thread_id: str,
                          checkpoint_id: str | None) -> Checkpoint:
-        head = self._head(conn, thread_id).head
+        head = self._head(tx, thread_id).head
         if checkpoint_id is None or checkpoint_id == head.id:
             return head
-        row = conn.execute(sql.SELECT_CHECKPOINT + "WHERE c.id = ?", (checkpoint_id,)).fetchone()
+        row = tx.execute(sql.SELECT_CHECKPOINT + "WHERE c.id = ?", (checkpoint_id,)).fetchone()
         if row is None or row[1] != thread_id:
             raise NotFoundError(
                 f"checkpoint {checkpoint_id!r} is not a checkpoint of thread {thread_id!r}; "
                 "list them with checkpoints() or `remem threads show --checkpoints`")
         return _checkpoint(row)
 
-    def _base_of(self, conn: sqlite3.Connection) -> Callable[[int], tuple[int | None, int]]:
+    def _base_of(self, tx: Tx) -> Callable[[int], tuple[int | None, int]]:
         def lookup(branch: int) -> tuple[int | None, int]:
             found = self._bases.get(branch)
             if found is None:
-                row = conn.execute("SELECT base_id, base_position FROM thread_branches "
+                row = tx.execute("SELECT base_id, base_position FROM thread_branches "
                                    "WHERE id = ?", (branch,)).fetchone()
                 if row is None:
                     raise StoreError(f"thread branch {branch} is missing from {self.path}")
@@ -281,56 +227,52 @@ class ThreadStore:
             return found
         return lookup
 
-    def _load(self, conn: sqlite3.Connection, checkpoint: Checkpoint, start: int,
+    def _load(self, tx: Tx, checkpoint: Checkpoint, start: int,
               stop: int) -> list[Message]:
         out: list[Message] = []
-        for seg in sql.segments(self._base_of(conn), checkpoint.branch, start, stop):
-            rows = conn.execute(sql.SELECT_MESSAGES, (seg.branch, seg.start, seg.stop))
+        for seg in sql.segments(self._base_of(tx), checkpoint.branch, start, stop):
+            rows = tx.execute(sql.SELECT_MESSAGES, (seg.branch, seg.start, seg.stop))
             out.extend(Message.model_validate_json(row[0]) for row in rows)
         return out
 
     # -- writing helpers ----------------------------------------------------------------------
 
-    def _new_state(self, conn: sqlite3.Connection, state: Mapping[str, Any]) -> int:
-        cursor = conn.execute("INSERT INTO thread_states (data) VALUES (?)",
-                              (_dumps(validate_value(state)),))
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+    def _new_state(self, tx: Tx, state: Mapping[str, Any]) -> int:
+        return tx.insert("INSERT INTO thread_states (data) VALUES (?)",
+                         (_dumps(validate_value(state)),))
 
-    def _save(self, conn: sqlite3.Connection, info: ThreadInfo, *, parent: Checkpoint,
+    def _save(self, tx: Tx, info: ThreadInfo, *, parent: Checkpoint,
               messages: Sequence[Message] = (), state: Mapping[str, Any] | None = None,
               metadata: Mapping[str, Any]) -> Checkpoint:
         """Write a new head checkpoint built on ``parent``: its messages plus ``messages``."""
         now = self.clock()
         branch, position = parent.branch, parent.position
         if messages:
-            owner, length = conn.execute(
+            owner, length = tx.execute(
                 "SELECT thread_id, length FROM thread_branches WHERE id = ?", (branch,)
             ).fetchone()
             if owner != info.thread_id or length != position:
                 # the parent is not the end of a branch this thread owns: start a new one on it
-                cursor = conn.execute(sql.INSERT_BRANCH,
-                                      (info.thread_id, branch, position, position))
-                assert cursor.lastrowid is not None
-                branch = cursor.lastrowid
-            conn.executemany(sql.INSERT_MESSAGE, [
+                branch = tx.insert(sql.INSERT_BRANCH,
+                                   (info.thread_id, branch, position, position))
+            tx.executemany(sql.INSERT_MESSAGE, [
                 (branch, position + offset, m.id, m.model_dump_json())
                 for offset, m in enumerate(messages)])
             position += len(messages)
-            conn.execute("UPDATE thread_branches SET length = ? WHERE id = ?", (position, branch))
-        state_id = parent.state_id if state is None else self._new_state(conn, state)
+            tx.execute("UPDATE thread_branches SET length = ? WHERE id = ?", (position, branch))
+        state_id = parent.state_id if state is None else self._new_state(tx, state)
         cid = new_id("ckpt")
         meta = validate_value(metadata)
-        conn.execute(sql.INSERT_CHECKPOINT, (cid, info.thread_id, parent.id, branch, position,
+        tx.execute(sql.INSERT_CHECKPOINT, (cid, info.thread_id, parent.id, branch, position,
                                              state_id, _dumps(meta), now))
         expires = now + info.ttl if info.ttl is not None else None
-        conn.execute("UPDATE threads SET head = ?, updated_at = ?, expires_at = ? WHERE id = ?",
+        tx.execute("UPDATE threads SET head = ?, updated_at = ?, expires_at = ? WHERE id = ?",
                      (cid, now, expires, info.thread_id))
         new_state = parent.state if state is None else dict(state)
         return Checkpoint(cid, info.thread_id, parent.id, position, new_state, meta, now,
                           branch=branch, state_id=state_id)
 
-    def _insert_thread(self, conn: sqlite3.Connection, thread_id: str | None,
+    def _insert_thread(self, tx: Tx, thread_id: str | None,
                        metadata: Mapping[str, Any] | None, ttl: TTL | NotProvided, *,
                        base: Checkpoint | None, copy: bool, source: str | None,
                        state_id: int | None, parent_id: str | None,
@@ -340,54 +282,55 @@ class ThreadStore:
         seconds = self.default_ttl if ttl is NOT_PROVIDED else _ttl_seconds(ttl)
         now = self.clock()
         # a thread of this id that expired but was not swept yet gives way to the new one
-        expired = conn.execute("SELECT 1 FROM threads WHERE id = ? AND expires_at <= ?",
+        expired = tx.execute("SELECT 1 FROM threads WHERE id = ? AND expires_at <= ?",
                                (tid, now)).fetchone()
         if expired:
-            self._delete_rows(conn, tid)
-        elif conn.execute("SELECT 1 FROM threads WHERE id = ?", (tid,)).fetchone():
+            self._delete_rows(tx, tid)
+        elif tx.execute("SELECT 1 FROM threads WHERE id = ?", (tid,)).fetchone():
             raise ConflictError(f"thread {tid!r} already exists; pick another thread_id or "
                                 "open it with ThreadStore.thread()")
         position = 0 if base is None else base.position
         if base is None or copy:
-            cursor = conn.execute(sql.INSERT_BRANCH, (tid, None, 0, position))
+            branch = tx.insert(sql.INSERT_BRANCH, (tid, None, 0, position))
         else:
-            cursor = conn.execute(sql.INSERT_BRANCH, (tid, base.branch, position, position))
-        assert cursor.lastrowid is not None
-        branch = cursor.lastrowid
+            branch = tx.insert(sql.INSERT_BRANCH, (tid, base.branch, position, position))
         if base is not None and copy:
-            for seg in sql.segments(self._base_of(conn), base.branch, 0, position):
-                conn.execute(sql.COPY_MESSAGES, (branch, seg.branch, seg.start, seg.stop))
+            for seg in sql.segments(self._base_of(tx), base.branch, 0, position):
+                tx.execute(sql.COPY_MESSAGES, (branch, seg.branch, seg.start, seg.stop))
         if state_id is None:
-            state_id = self._new_state(conn, {})
+            state_id = self._new_state(tx, {})
         cid = new_id("ckpt")
-        conn.execute(sql.INSERT_CHECKPOINT, (cid, tid, parent_id, branch, position, state_id,
+        tx.execute(sql.INSERT_CHECKPOINT, (cid, tid, parent_id, branch, position, state_id,
                                              _dumps(validate_value(checkpoint_meta)), now))
-        conn.execute(
-            "INSERT INTO threads (id, metadata, head, source, created_at, updated_at, ttl, "
-            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (tid, _dumps(meta), cid, source, now, now, seconds,
-             now + seconds if seconds is not None else None))
+        columns = self.backend.metadata_columns(_dumps(meta), meta)
+        names = "".join(f", {name}" for name, _, _ in columns)
+        marks = "".join(f", {mark}" for _, mark, _ in columns)
+        tx.execute(
+            f"INSERT INTO threads (id, head, source, created_at, updated_at, ttl, expires_at"
+            f"{names}) VALUES (?, ?, ?, ?, ?, ?, ?{marks})",
+            (tid, cid, source, now, now, seconds, now + seconds if seconds is not None else None,
+             *(value for _, _, value in columns)))
         return tid
 
-    def _delete_rows(self, conn: sqlite3.Connection, thread_id: str) -> None:
+    def _delete_rows(self, tx: Tx, thread_id: str) -> None:
         """Delete a thread, then every branch and state nothing refers to any more (a fork's
         shared history stays until the fork goes too)."""
-        states = [r[0] for r in conn.execute(
+        states = [r[0] for r in tx.execute(
             "SELECT DISTINCT state_id FROM thread_checkpoints WHERE thread_id = ?", (thread_id,))]
-        conn.execute("DELETE FROM thread_checkpoints WHERE thread_id = ?", (thread_id,))
-        conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
-        conn.execute("UPDATE thread_branches SET thread_id = NULL WHERE thread_id = ?",
+        tx.execute("DELETE FROM thread_checkpoints WHERE thread_id = ?", (thread_id,))
+        tx.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+        tx.execute("UPDATE thread_branches SET thread_id = NULL WHERE thread_id = ?",
                      (thread_id,))
         while True:
-            orphans = [r[0] for r in conn.execute(sql.ORPHAN_BRANCHES)]
+            orphans = [r[0] for r in tx.execute(sql.ORPHAN_BRANCHES)]
             if not orphans:
                 break
             for branch in orphans:
-                conn.execute("DELETE FROM thread_messages WHERE branch_id = ?", (branch,))
-                conn.execute("DELETE FROM thread_branches WHERE id = ?", (branch,))
+                tx.execute("DELETE FROM thread_messages WHERE branch_id = ?", (branch,))
+                tx.execute("DELETE FROM thread_branches WHERE id = ?", (branch,))
                 self._bases.pop(branch, None)
         for state_id in states:
-            conn.execute("DELETE FROM thread_states WHERE id = ? AND NOT EXISTS (SELECT 1 FROM "
+            tx.execute("DELETE FROM thread_states WHERE id = ? AND NOT EXISTS (SELECT 1 FROM "
                          "thread_checkpoints WHERE state_id = ?)", (state_id, state_id))
 
     # -- public API: threads ------------------------------------------------------------------
@@ -402,13 +345,13 @@ class ThreadStore:
         store's default. Raises :class:`~remem.errors.ConflictError` if the id is taken.
         """
         items = _as_messages(messages)
-        with self._transaction(write=True) as conn:
-            tid = self._insert_thread(conn, thread_id, metadata, ttl, base=None, copy=False,
+        with self._transaction(write=True) as tx:
+            tid = self._insert_thread(tx, thread_id, metadata, ttl, base=None, copy=False,
                                       source=None, state_id=None, parent_id=None,
                                       checkpoint_meta={"source": "create"})
-            info = self._head(conn, tid)
+            info = self._head(tx, tid)
             if items:
-                self._save(conn, info, parent=info.head, messages=items,
+                self._save(tx, info, parent=info.head, messages=items,
                            metadata={"source": "append", "added": len(items)})
         self._after_append(tid, info.metadata, items, 0)
         return self.thread(tid)
@@ -424,8 +367,8 @@ class ThreadStore:
         """The thread's record; raises :class:`~remem.errors.NotFoundError` if it does not
         exist or expired."""
         _check_thread_id(thread_id)
-        with self._transaction(write=False) as conn:
-            return self._head(conn, thread_id)
+        with self._transaction(write=False) as tx:
+            return self._head(tx, thread_id)
 
     def exists(self, thread_id: str) -> bool:
         """Whether the thread exists (and has not expired)."""
@@ -443,22 +386,23 @@ class ThreadStore:
         if limit < 0 or offset < 0:
             raise InvalidInputError(
                 f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
-        where, params = to_sqlite(parse_filter(filter), column="t.metadata")
-        with self._transaction(write=False) as conn:
-            rows = conn.execute(
-                sql.SELECT_HEAD + f"WHERE {sql.ALIVE} AND {where} "
-                "ORDER BY t.updated_at DESC, t.id LIMIT ? OFFSET ?",
-                (self.clock(), *params, limit, offset)).fetchall()
+        where, params = self.backend.metadata_filter(filter)
+        query = (self._sql(sql.SELECT_HEAD + f"WHERE {sql.ALIVE} AND ") + where
+                 + self._sql(" ORDER BY t.updated_at DESC, t.id LIMIT ? OFFSET ?"))
+        with self._transaction(write=False) as tx:
+            rows = tx.execute(query, (self.clock(), *params, limit, offset),
+                              translated=True).fetchall()
         return [self._info(row) for row in rows]
 
     def delete(self, thread_id: str) -> bool:
         """Delete a thread and its checkpoints; return whether it existed. Forks made from it
         keep their messages."""
         _check_thread_id(thread_id)
-        with self._transaction(write=True) as conn:
-            found = conn.execute("SELECT 1 FROM threads WHERE id = ?", (thread_id,)).fetchone()
+        with self._transaction(write=True) as tx:
+            found = tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.backend.lock_head,
+                               (thread_id,)).fetchone()
             if found:
-                self._delete_rows(conn, thread_id)
+                self._delete_rows(tx, thread_id)
         if found and self.index is not None:
             self.index.remove_thread(thread_id)
         return bool(found)
@@ -467,20 +411,23 @@ class ThreadStore:
                      merge: bool = True) -> ThreadInfo:
         """Update the thread's metadata (merged into the old one unless ``merge=False``)."""
         _check_thread_id(thread_id)
-        with self._transaction(write=True) as conn:
-            info = self._head(conn, thread_id)
+        with self._transaction(write=True) as tx:
+            info = self._head(tx, thread_id, lock=True)
             meta = validate_value({**info.metadata, **metadata} if merge else metadata)
-            conn.execute("UPDATE threads SET metadata = ? WHERE id = ?", (_dumps(meta), thread_id))
-            return self._head(conn, thread_id)
+            columns = self.backend.metadata_columns(_dumps(meta), meta)
+            sets = ", ".join(f"{name} = {mark}" for name, mark, _ in columns)
+            tx.execute(f"UPDATE threads SET {sets} WHERE id = ?",
+                       (*(value for _, _, value in columns), thread_id))
+            return self._head(tx, thread_id)
 
     def sweep(self) -> int:
         """Delete expired threads now; return how many. Reads never see expired threads
         anyway; sweeping reclaims their space."""
-        with self._transaction(write=True) as conn:
-            expired = [r[0] for r in conn.execute(
+        with self._transaction(write=True) as tx:
+            expired = [r[0] for r in tx.execute(
                 "SELECT id FROM threads WHERE expires_at <= ?", (self.clock(),))]
             for thread_id in expired:
-                self._delete_rows(conn, thread_id)
+                self._delete_rows(tx, thread_id)
         if self.index is not None:
             for thread_id in expired:
                 self.index.remove_thread(thread_id)
@@ -502,13 +449,13 @@ class ThreadStore:
         items = _as_messages(messages)
         if not items:
             raise InvalidInputError("append needs at least one message, got none")
-        with self._transaction(write=True) as conn:
-            info = self._head(conn, thread_id)
+        with self._transaction(write=True) as tx:
+            info = self._head(tx, thread_id, lock=True)
             if expected_head is not None and expected_head != info.head.id:
                 raise ConflictError(
                     f"thread {thread_id!r} moved on: its head is {info.head.id!r}, not "
                     f"{expected_head!r}; read it again and retry")
-            checkpoint = self._save(conn, info, parent=info.head, messages=items,
+            checkpoint = self._save(tx, info, parent=info.head, messages=items,
                                     metadata={"source": "append", "added": len(items),
                                               **(metadata or {})})
         return self._after_append(thread_id, info.metadata, items,
@@ -550,28 +497,28 @@ class ThreadStore:
         _check_thread_id(thread_id)
         if last is not None and last < 0:
             raise InvalidInputError(f"last must be >= 0, got {last}")
-        with self._transaction(write=False) as conn:
-            checkpoint = self._find_checkpoint(conn, thread_id, checkpoint_id)
+        with self._transaction(write=False) as tx:
+            checkpoint = self._find_checkpoint(tx, thread_id, checkpoint_id)
             if last is not None:
                 begin, end = max(0, checkpoint.position - last), checkpoint.position
             else:
                 begin, end, _ = slice(start, stop).indices(checkpoint.position)
-            return self._load(conn, checkpoint, begin, end) if begin < end else []
+            return self._load(tx, checkpoint, begin, end) if begin < end else []
 
     def checkpoint(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint:
         """A checkpoint of the thread (its head when ``checkpoint_id`` is ``None``)."""
         _check_thread_id(thread_id)
-        with self._transaction(write=False) as conn:
-            return self._find_checkpoint(conn, thread_id, checkpoint_id)
+        with self._transaction(write=False) as tx:
+            return self._find_checkpoint(tx, thread_id, checkpoint_id)
 
     def checkpoints(self, thread_id: str, *, limit: int = 100,
                     offset: int = 0) -> list[Checkpoint]:
         """The thread's checkpoints, newest first (a fork's start from its source thread's
         checkpoint, which is its first checkpoint's parent)."""
         _check_thread_id(thread_id)
-        with self._transaction(write=False) as conn:
-            self._head(conn, thread_id)
-            rows = conn.execute(sql.SELECT_CHECKPOINT + "WHERE c.thread_id = ? "
+        with self._transaction(write=False) as tx:
+            self._head(tx, thread_id)
+            rows = tx.execute(sql.SELECT_CHECKPOINT + "WHERE c.thread_id = ? "
                                 "ORDER BY c.seq DESC LIMIT ? OFFSET ?",
                                 (thread_id, limit, offset)).fetchall()
         return [_checkpoint(row) for row in rows]
@@ -582,14 +529,14 @@ class ThreadStore:
         """Save a new head checkpoint with the same messages and a new state (merged into the
         head's unless ``merge=False``). ``expected_head`` as in :meth:`append`."""
         _check_thread_id(thread_id)
-        with self._transaction(write=True) as conn:
-            info = self._head(conn, thread_id)
+        with self._transaction(write=True) as tx:
+            info = self._head(tx, thread_id, lock=True)
             if expected_head is not None and expected_head != info.head.id:
                 raise ConflictError(
                     f"thread {thread_id!r} moved on: its head is {info.head.id!r}, not "
                     f"{expected_head!r}; read it again and retry")
             new = {**info.head.state, **state} if merge else dict(state)
-            return self._save(conn, info, parent=info.head, state=new,
+            return self._save(tx, info, parent=info.head, state=new,
                               metadata={"source": "update", **(metadata or {})})
 
     def rewind(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
@@ -597,10 +544,10 @@ class ThreadStore:
         of ``checkpoint_id`` (its parent). Later checkpoints stay listed and readable; the next
         append branches off from here."""
         _check_thread_id(thread_id)
-        with self._transaction(write=True) as conn:
-            info = self._head(conn, thread_id)
-            target = self._find_checkpoint(conn, thread_id, checkpoint_id)
-            return self._save(conn, info, parent=target,
+        with self._transaction(write=True) as tx:
+            info = self._head(tx, thread_id, lock=True)
+            target = self._find_checkpoint(tx, thread_id, checkpoint_id)
+            return self._save(tx, info, parent=target,
                               metadata={"source": "rewind", "from": info.head.id})
 
     def fork(self, thread_id: str, checkpoint_id: str | None = None, *,
@@ -623,13 +570,13 @@ class ThreadStore:
                 metadata: Mapping[str, Any] | None, ttl: TTL | NotProvided,
                 *, copy: bool) -> Thread:
         kind = "copy" if copy else "fork"
-        with self._transaction(write=True) as conn:
-            info = self._head(conn, thread_id)
-            base = self._find_checkpoint(conn, thread_id, checkpoint_id)
+        with self._transaction(write=True) as tx:
+            info = self._head(tx, thread_id)
+            base = self._find_checkpoint(tx, thread_id, checkpoint_id)
             if ttl is NOT_PROVIDED:
                 ttl = info.ttl
             tid = self._insert_thread(
-                conn, new_thread_id, {**info.metadata, **(metadata or {})}, ttl, base=base,
+                tx, new_thread_id, {**info.metadata, **(metadata or {})}, ttl, base=base,
                 copy=copy, source=base.id, state_id=base.state_id,
                 parent_id=None if copy else base.id,
                 checkpoint_meta={"source": kind, "from_thread": thread_id,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from remem.errors import MigrationError
-from remem.store.migrations import Migration
+from remem.store.migrations import Migration, _family
 
 if TYPE_CHECKING:  # psycopg is an optional dependency
     import psycopg
@@ -113,11 +113,12 @@ def apply_postgres(conn: psycopg.Connection[tuple[object, ...]], schema: str, qs
     advisory lock, so concurrent callers serialise and a failure leaves nothing half-done.
     """
     known = {m.name for m in migrations}
+    families = {_family(name) for name in known}  # store "m...", threads "t..." share a schema
     with conn.transaction():
         conn.execute(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})", (schema,))
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {qschema}")
         done = applied_postgres(conn, qschema)
-        unknown = [name for name in done if name not in known]
+        unknown = [name for name in done if name not in known and _family(name) in families]
         if unknown:
             raise MigrationError(
                 f"schema {schema!r} was migrated by a newer remem (unknown migrations "

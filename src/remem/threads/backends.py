@@ -1,0 +1,309 @@
+"""Where thread rows live: SQLite (a file or ``":memory:"``) or PostgreSQL, behind one seam.
+
+:class:`~remem.threads.store.ThreadStore` holds all the logic and speaks to a backend only
+through :meth:`Backend.transaction`, which yields a :class:`Tx`: ``execute`` (SQL written with
+``?`` placeholders, translated for the dialect), ``executemany`` and ``insert`` (returns the new
+row's id). The SQL and the migrations of both dialects live in :mod:`remem.threads.schema`.
+
+* SQLite: each OS thread gets its own connection (``":memory:"``: one, behind a lock); writes
+  take the write lock up front (``BEGIN IMMEDIATE``); WAL; ``durability`` as in the store.
+* PostgreSQL (the ``postgres`` extra): a psycopg pool; every connection's ``search_path`` is
+  the store's schema (``remem`` by default, shared with a ``PostgresStore``); writes lock the
+  thread's row (``FOR UPDATE``), so appends to one thread queue and others run in parallel.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from remem.errors import ConflictError, StoreError
+from remem.store.filters import parse_filter, postgres_document, to_postgres, to_sqlite
+from remem.store.migrations import apply_sqlite
+from remem.threads import schema as sql
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["Backend", "PostgresBackend", "SQLiteBackend", "Tx"]
+
+
+class Cursor(Protocol):
+    """What both drivers' cursors offer."""
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Tx(Protocol):
+    """One open transaction."""
+
+    def execute(self, query: str, params: Sequence[Any] = (), *,
+                translated: bool = False) -> Cursor:
+        """Run ``query`` (``?`` placeholders unless ``translated``)."""
+        ...
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``query`` once per row."""
+        ...
+
+    def insert(self, query: str, params: Sequence[Any]) -> int:
+        """Run an INSERT into a table with an ``id`` key and return the new id."""
+        ...
+
+
+class Backend(Protocol):
+    """A database holding threads."""
+
+    #: ``"sqlite"`` or ``"postgres"``
+    dialect: str
+    #: appended to a one-row select of a thread, in a write, to lock the row ("": the
+    #: transaction already excludes other writers)
+    lock_head: str
+
+    def setup(self) -> None:
+        """Connect and apply the thread migrations (idempotent)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+    def transaction(self, write: bool) -> Any:
+        """A context manager yielding a :class:`Tx`; commits on success."""
+        ...
+
+    def metadata_filter(self, filter: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+        """The filter as SQL over the thread alias ``t``, in this dialect's placeholders."""
+        ...
+
+    def metadata_columns(self, metadata_json: str,
+                         metadata: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+        """``(column, placeholder, value)`` of the columns that store a thread's metadata."""
+        ...
+
+
+class _SQLiteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] = (), *,
+                translated: bool = False) -> Cursor:
+        return self.conn.execute(query, params)
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(query, rows)
+
+    def insert(self, query: str, params: Sequence[Any]) -> int:
+        row_id = self.conn.execute(query, params).lastrowid
+        assert row_id is not None
+        return row_id
+
+
+class SQLiteBackend:
+    """Threads in a SQLite file or ``":memory:"``."""
+
+    dialect = "sqlite"
+    lock_head = ""  # BEGIN IMMEDIATE already holds the database's write lock
+
+    def __init__(self, path: str | os.PathLike[str], *,
+                 durability: Literal["normal", "full"] = "normal",
+                 busy_timeout: float = 30.0) -> None:
+        self.path = str(path)
+        self.in_memory = self.path == ":memory:"
+        self.durability = durability
+        self.busy_timeout = busy_timeout
+        self._setup_lock = threading.Lock()
+        self._ready = False
+        self._closed = False
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._memory_lock = threading.RLock()
+
+    def _new_connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError("this ThreadStore is closed; open a new one")
+        if not self.in_memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        if not self.in_memory:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
+        self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        try:
+            if self.in_memory:
+                with self._memory_lock:
+                    if not self._connections:
+                        self._new_connection()
+                    yield self._connections[0]
+                return
+            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._new_connection()
+                self._local.conn = conn
+            yield conn
+        except sqlite3.Error as exc:
+            hint = ("; another writer held the lock longer than busy_timeout "
+                    f"({self.busy_timeout:g} s): raise it" if "locked" in str(exc) else "")
+            raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
+
+    def setup(self) -> None:
+        if self._ready:
+            return
+        with self._setup_lock:
+            if self._ready:
+                return
+            with self._connection() as conn:
+                apply_sqlite(conn, sql.THREAD_MIGRATIONS)
+            self._ready = True
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Tx]:
+        # writes take the write lock up front, so concurrent writers queue on busy_timeout
+        # instead of failing to upgrade a read lock; reads get a consistent snapshot
+        self.setup()
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield _SQLiteTx(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._closed = True
+        for conn in self._connections:
+            conn.close()
+        self._connections.clear()
+        self._local = threading.local()
+
+    def metadata_filter(self, filter: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+        return to_sqlite(parse_filter(filter), column="t.metadata")
+
+    def metadata_columns(self, metadata_json: str,
+                         metadata: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+        return [("metadata", "?", metadata_json)]
+
+
+class _PostgresTx:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] = (), *,
+                translated: bool = False) -> Cursor:
+        cursor: Cursor = self.conn.execute(query if translated else query.replace("?", "%s"),
+                                           params)
+        return cursor
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(query.replace("?", "%s"), rows)
+
+    def insert(self, query: str, params: Sequence[Any]) -> int:
+        row = self.execute(query + " RETURNING id", params).fetchone()
+        return int(row[0])
+
+
+class PostgresBackend:
+    """Threads in a PostgreSQL schema (the ``postgres`` extra)."""
+
+    dialect = "postgres"
+    lock_head = " FOR UPDATE"
+
+    def __init__(self, dsn: str, *, schema: str = "remem", pool_min_size: int = 1,
+                 pool_max_size: int = 10, connect_timeout: float = 10.0) -> None:
+        from remem.store.postgres.sql import quote_ident
+
+        self.dsn = dsn
+        self.schema = schema
+        self._q = quote_ident(schema)
+        self.pool_min_size = pool_min_size
+        self.pool_max_size = pool_max_size
+        self.connect_timeout = connect_timeout
+        self._pool: ConnectionPool[Any] | None = None
+        self._setup_lock = threading.Lock()
+        self._closed = False
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        return {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
+                "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+                "keepalives_count": 3, "application_name": "remem-threads"}
+
+    def _configure(self, conn: Any) -> None:
+        conn.execute(f"SET search_path TO {self._q}")
+
+    def setup(self) -> None:
+        if self._pool is not None:
+            return
+        with self._setup_lock:
+            if self._pool is not None:
+                return
+            if self._closed:
+                raise StoreError("this ThreadStore is closed; open a new one")
+            try:
+                import psycopg
+                import psycopg_pool
+            except ImportError as exc:
+                from remem.errors import ConfigError
+
+                raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
+                                  f"pip install 'remem[postgres]' ({exc})") from None
+            from remem.store.migrations.postgres import apply_postgres
+
+            try:
+                with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
+                    apply_postgres(conn, self.schema, self._q, sql.THREAD_MIGRATIONS_POSTGRES)
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL setup failed (schema {self.schema}): {exc}"
+                                 ) from exc
+            pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+                self.dsn, min_size=self.pool_min_size, max_size=self.pool_max_size,
+                kwargs=self._connect_kwargs(), configure=self._configure, open=False,
+                check=psycopg_pool.ConnectionPool.check_connection,
+                timeout=self.connect_timeout, name=f"remem-threads:{self.schema}")
+            pool.open(wait=False)
+            self._pool = pool
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[Tx]:
+        import psycopg
+
+        self.setup()
+        assert self._pool is not None
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield _PostgresTx(conn)
+        except psycopg.errors.UniqueViolation as exc:
+            raise ConflictError(f"a concurrent write created the same row first: "
+                                f"{exc.diag.message_detail or exc}; retry") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL error (schema {self.schema}): {exc}") from exc
+
+    def close(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def metadata_filter(self, filter: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+        return to_postgres(parse_filter(filter), column="t.metadata_doc")
+
+    def metadata_columns(self, metadata_json: str,
+                         metadata: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+        return [("metadata", "?", metadata_json),
+                ("metadata_doc", "CAST(? AS jsonb)", postgres_document(metadata))]
