@@ -1,14 +1,14 @@
-"""Thread storage on SQLite (a file, or ``":memory:"`` for in-memory threads).
+"""Thread storage: SQLite (a file, or ``":memory:"``) or PostgreSQL (a ``postgresql://`` DSN).
 
 :class:`ThreadStore` keeps every thread's messages and checkpoints (see
-:mod:`remem.threads.schema` for the storage model). It can live in the same file as the
-long-term store (``memory.db``): both apply their own named migrations to one database.
+:mod:`remem.threads.schema` for the storage model) and holds all the logic; the database is
+behind :mod:`remem.threads.backends`. It can live in the same SQLite file or PostgreSQL
+schema as the long-term store: both apply their own named migrations to one database.
 
-Concurrency and durability follow the store: each OS thread gets its own connection to a file,
-``":memory:"`` has one connection behind a lock, every write is one ``BEGIN IMMEDIATE``
-transaction (so two processes appending to one thread queue on the write lock and get
-distinct positions), and with WAL a committed append survives a killed process
-(``durability="full"`` also survives power loss, at an fsync per commit).
+Concurrency and durability follow the store: every write is one transaction that excludes
+other writers to the same thread (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the thread's row
+lock), so processes appending to one thread get distinct positions, and a committed append
+survives a killed process.
 
 Every ``a``-prefixed method is the async twin of the method without the prefix, run in a
 worker thread.
@@ -100,14 +100,17 @@ def _checkpoint(row: Sequence[Any]) -> Checkpoint:
 
 
 class ThreadStore:
-    """Threads in one SQLite database: create, append, read, list, fork, copy, rewind, delete.
+    """Threads in one database: create, append, read, list, fork, copy, rewind, delete.
 
-    ``path``: a file (shared with a :class:`~remem.store.SQLiteStore` if you like) or
-    ``":memory:"``. ``ttl``: default time to live of new threads in seconds (renewed by every
-    change; ``None``: threads never expire). ``summarizer`` and ``policy``: when both are set,
-    an append that takes a thread past ``policy.trigger_tokens`` compacts it (see
-    :meth:`compact`). ``index``: a :class:`~remem.threads.search.ThreadIndex` that makes
-    appended messages searchable across threads.
+    ``path``: a SQLite file (shared with a :class:`~remem.store.SQLiteStore` if you like),
+    ``":memory:"``, or a ``postgresql://`` DSN (the ``postgres`` extra; tables in ``schema``,
+    by default the one :class:`~remem.store.postgres.PostgresStore` uses). ``durability``
+    and ``busy_timeout`` are SQLite's, as in the store. ``ttl``: default time to live of new
+    threads in seconds (renewed by every change; ``None``: threads never expire).
+    ``summarizer`` and ``policy``: when both are set, an append that takes a thread past
+    ``policy.trigger_tokens`` compacts it (see :meth:`compact`). ``index``: a
+    :class:`~remem.threads.search.ThreadIndex` that makes appended messages searchable
+    across threads.
 
     Construction does no I/O; the first call (or :meth:`setup`, or ``with``) opens the database.
     """
