@@ -122,7 +122,7 @@ def test_tool_calls_stay_with_their_results() -> None:
     assert "Result of flights" not in model.requests[0].messages[1].text
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(conversations(), st.integers(0, 300))
 def test_every_compaction_leaves_a_valid_conversation(messages: list[Message],
                                                       keep: int) -> None:
@@ -275,3 +275,27 @@ def test_bad_input_is_named() -> None:
     view = with_summary("S", chat(2))
     with pytest.raises(InvalidInputError, match=r"messages\[1\] is a summary message"):
         compact(ScriptedModel(), view, summary="S", force=True)
+
+
+def test_a_summary_too_big_for_the_window_is_folded_in_as_text() -> None:
+    # a summary written for a large model, now compacted with a 2,000-token one
+    big_summary = "The user plans trips; " * 300  # ~1,500 tokens
+    model = ScriptedModel(default=numbered_summary, context_window=2000)
+    policy = SummaryPolicy(trigger_tokens=500, keep_tokens=100, max_summary_tokens=300)
+    result = compact(model, chat(20), summary=big_summary, policy=policy)
+    fits(model, 2000)
+    prompts = [request.messages[1].text for request in model.requests]
+    # the old summary travels as conversation text, split across the first requests
+    assert "(none yet)" in prompts[0]
+    assert "Summary of the conversation before this part: The user plans trips;" in prompts[0]
+    assert sum(p.count("trips;") for p in prompts) == 300  # split at spaces, nothing lost
+    assert result.summary.startswith("summary after call")
+
+
+def test_a_model_whose_answers_never_fit_stops_with_a_clear_error() -> None:
+    model = ScriptedModel(default="far too long " * 600, context_window=2000)  # ignores the cap
+    policy = SummaryPolicy(trigger_tokens=500, keep_tokens=100, max_summary_tokens=300)
+    with pytest.raises(ContextWindowError, match="summaries the model writes"):
+        compact(model, chat(40), policy=policy)
+    assert len(model.requests) <= 3
+    fits(model, 2000)

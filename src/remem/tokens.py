@@ -60,9 +60,17 @@ class TokenCounter(Protocol):
 
 _CJK = ("\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
         "\U00020000-\U0002fa1f")
+# CJK and full-width punctuation: one token each, matched inside CJK runs for speed
+_CJK_PUNCT = "\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+_DROP_CJK_PUNCT = {code: None for low, high in ((0x3001, 0x303F), (0xFF01, 0xFF0F),
+                                                (0xFF1A, 0xFF20), (0xFF3B, 0xFF40),
+                                                (0xFF5B, 0xFF65))
+                   for code in range(low, high + 1)}
 # one alternative per kind of run; the order matters (CJK before words, \w includes CJK)
 _PIECES = re.compile(
-    rf"(?P<cjk>[{_CJK}])"
+    # short ASCII words joined by single spaces: one token each, matched as one run for speed
+    r"(?P<short>[A-Za-z]{1,9}(?![A-Za-z])(?: [A-Za-z]{1,9}(?![A-Za-z]))*)"
+    rf"|(?P<cjk>[{_CJK}{_CJK_PUNCT}]+)"
     rf"|(?P<word>[^\W\d_{_CJK}]+)"
     r"|(?P<number>\d+)"
     r"|(?P<newline>\s*\n\s*)"
@@ -106,8 +114,11 @@ class EstimateCounter:
         total = 0.0
         for match in _PIECES.finditer(text):
             kind, piece = match.lastgroup, match.group()
-            if kind == "cjk":
-                total += self.cjk_per_char
+            if kind == "short":
+                total += piece.count(" ") + 1
+            elif kind == "cjk":
+                chars = len(piece.translate(_DROP_CJK_PUNCT))
+                total += chars * self.cjk_per_char + (len(piece) - chars)
             elif kind == "word":
                 if piece.isascii():
                     total += math.ceil(len(piece) / 9)

@@ -44,6 +44,8 @@ __all__ = [
 SUMMARY_METADATA_KEY = "remem_summary"
 #: below this many tokens of room for conversation text, a chunk is not worth a call
 MIN_CHUNK_TOKENS = 64
+#: transcript lines longer than this are cut into pieces first (a huge tool result)
+LINE_CHARS = 2000
 
 _SYSTEM_PROMPT = """\
 You keep the running summary of a conversation between a user and an AI assistant, so the \
@@ -184,13 +186,20 @@ def _split_to_fit(text: str, budget: int, counter: TokenCounter) -> tuple[str, s
     line break when one is near), and the rest."""
     if budget < 1 or counter.count(text[:1]) > budget:
         raise ContextWindowError(f"cannot fit any text in {budget} tokens")
-    low, high = 1, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
+    # grow the prefix until it overflows (so counts stay near the answer's size, not the
+    # text's), then bisect: ``low`` always fits, ``high`` is the first length known not to
+    low, high = 1, min(len(text), max(16, 4 * budget))
+    while counter.count(text[:high]) <= budget:
+        low = high
+        if high == len(text):
+            break
+        high = min(len(text), 2 * high)
+    while high - low > 1:
+        middle = (low + high) // 2
         if counter.count(text[:middle]) <= budget:
             low = middle
         else:
-            high = middle - 1
+            high = middle
     cut = low
     if cut < len(text):
         for separator in ("\n", "。", ". ", "\uff0c", ", ", " "):
@@ -201,15 +210,27 @@ def _split_to_fit(text: str, budget: int, counter: TokenCounter) -> tuple[str, s
     return text[:cut], text[cut:]
 
 
+def _pieces(line: str, size: int = LINE_CHARS) -> list[str]:
+    """``line`` cut into pieces of at most ``size`` characters, at a line break or space when
+    one is near, so no single count or split ever runs over a huge tool result."""
+    pieces = []
+    while len(line) > size:
+        cut = max(line.rfind("\n", size - size // 5, size), line.rfind(" ", size - size // 5, size))
+        cut = cut + 1 if cut > 0 else size
+        pieces.append(line[:cut])
+        line = "(continued) " + line[cut:]
+    return [*pieces, line]
+
+
 def _next_chunk(queue: deque[str], frame: Callable[[str], ChatRequest], limit: int | None,
-                counter: TokenCounter) -> ChatRequest:
+                counter: TokenCounter, base: int) -> ChatRequest:
     """The next request: as many transcript lines from ``queue`` as fit ``limit`` tokens of
-    prompt (a line too big for any chunk is split); consumed lines leave the queue."""
+    prompt, ``base`` of which the prompt takes without any (a line too big for the room is
+    split); consumed lines leave the queue."""
     if limit is None:
         everything = "\n".join(queue)
         queue.clear()
         return frame(everything)
-    base = count_messages(frame("").messages, counter)
     room = limit - base
     if room < MIN_CHUNK_TOKENS:
         raise ContextWindowError(
@@ -279,7 +300,7 @@ def _compaction(messages: Sequence[Message], summary: str | None, policy: Summar
                                    words=policy.max_summary_tokens * 3 // 4)
     if policy.instructions:
         system += "\n" + policy.instructions
-    queue = deque(_render(history[:cut]))
+    queue = deque(piece for line in _render(history[:cut]) for piece in _pieces(line))
     running, usage, calls = previous, Usage(), 0
 
     def frame(transcript: str) -> ChatRequest:
@@ -289,8 +310,26 @@ def _compaction(messages: Sequence[Message], summary: str | None, policy: Summar
         return ChatRequest((Message.system(system), Message.user(prompt)),
                            operation="summarize", max_tokens=policy.max_summary_tokens)
 
+    # a summary too big to sit next to a chunk (a previous one written for a larger window, or
+    # answers longer than asked) is folded in as conversation text instead; the call bound
+    # stops a model whose every answer overflows the window from looping for ever
+    max_calls = 16 + 2 * sum(policy.counter.count(line) + 1 for line in queue) // MIN_CHUNK_TOKENS
+    folded = False
     while queue:
-        response = yield _next_chunk(queue, frame, limit, policy.counter)
+        base = count_messages(frame("").messages, policy.counter)
+        if limit is not None and running and limit - base < MIN_CHUNK_TOKENS:
+            if folded or calls >= max_calls:
+                raise ContextWindowError(
+                    f"the summaries the model writes ({policy.counter.count(running)} tokens) "
+                    f"leave no room in the {window}-token window; lower "
+                    "SummaryPolicy.max_summary_tokens or use a model with a larger window")
+            queue.extendleft(reversed(_pieces(
+                f"Summary of the conversation before this part: {running}")))
+            running, folded = "", True
+            base = count_messages(frame("").messages, policy.counter)
+        else:
+            folded = False
+        response = yield _next_chunk(queue, frame, limit, policy.counter, base)
         usage, calls = usage + response.usage, calls + 1
         running = response.text.strip()
         if not running:
