@@ -162,9 +162,9 @@ class HTTPChatModel:
         payload = next(flow)
         client, slots = self._async_state()
         async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(slots)
             if client is None:  # outside `async with model`: a pool for this call only
                 client = await stack.enter_async_context(self._new_async_client())
-            await stack.enter_async_context(slots)
             while True:
                 result = await send_async(self._policy, self._timeout,
                                           functools.partial(client.post, self._url,
