@@ -3,6 +3,8 @@
     python benchmarks/threads.py                      # 10,000 messages, about a minute
     python benchmarks/threads.py --messages 2000 --quick
     python benchmarks/threads.py --out benchmarks/results/threads.json --durability full
+    python benchmarks/threads.py --backend postgres    # a local embedded PostgreSQL
+    python benchmarks/threads.py --backend postgres --dsn postgresql://user@host/db
 
 Targets (issue 7): with a 10,000-message thread, append p95 <= 5 ms, loading the last 50
 messages p95 <= 10 ms, forking at any checkpoint p95 <= 50 ms.
@@ -71,10 +73,10 @@ def stats(times: tuple[list[float], list[float]]) -> dict[str, float]:
             "cpu_p95_ms": float(np.percentile(cpu, 95))}
 
 
-def run(opts: argparse.Namespace, path: Path) -> dict[str, Any]:
+def run(opts: argparse.Namespace, path: str, schema: str) -> dict[str, Any]:
     rng = random.Random(7)
     results: dict[str, Any] = {}
-    with ThreadStore(path, durability=opts.durability) as threads:
+    with ThreadStore(path, durability=opts.durability, schema=schema) as threads:
         chat = threads.create(metadata={"user_id": "bench"},
                               messages=[Message.system("You are a helpful assistant.")])
         start = time.perf_counter()
@@ -107,7 +109,7 @@ def run(opts: argparse.Namespace, path: Path) -> dict[str, Any]:
         # appends last: they grow the thread past the size the reads were measured at
         results["append"] = stats(timed(
             lambda: chat.append(Message.user(text(rng, 25))), repeat))
-    results["file_mb"] = path.stat().st_size / 1e6
+    results["file_mb"] = Path(path).stat().st_size / 1e6 if Path(path).exists() else 0.0
     return results
 
 
@@ -126,7 +128,7 @@ def table(results: dict[str, Any]) -> str:
     build = results["build"]
     lines.append(f"built {build['messages']} messages in {build['seconds']:.1f} s "
                  f"({build['messages_per_s']:.0f} messages/s, one append per turn); "
-                 f"file {results['file_mb']:.1f} MB")
+                 + (f"file {results['file_mb']:.1f} MB" if results["file_mb"] else "PostgreSQL"))
     lines.append(f"load average (1 min) before/after: {results['load_before']:.2f} / "
                  f"{results['load_after']:.2f} on {os.cpu_count()} CPUs (wall-clock "
                  "percentiles include time spent waiting for a CPU; 'cpu' does not)")
@@ -138,7 +140,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=500, help="calls per metric")
     parser.add_argument("--quick", action="store_true", help="--repeat 100")
-    parser.add_argument("--durability", choices=("normal", "full"), default="normal")
+    parser.add_argument("--durability", choices=("normal", "full"), default="normal",
+                        help="SQLite only")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--dsn", default=None,
+                        help="PostgreSQL to use (default: start an embedded one)")
     parser.add_argument("--tmpdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write JSON here")
     opts = parser.parse_args(argv)
@@ -146,12 +152,24 @@ def main(argv: list[str] | None = None) -> None:
         opts.repeat = 100
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(dir=opts.tmpdir) as tmp:
-        results = run(opts, Path(tmp) / "threads.db")
+        if opts.backend == "sqlite":
+            results = run(opts, str(Path(tmp) / "threads.db"), "remem")
+        elif opts.dsn:
+            results = run(opts, opts.dsn, f"bench_threads_{os.getpid()}")
+        else:
+            from remem.store.postgres.local import LocalPostgres
+
+            server = LocalPostgres(Path(tmp) / "pg")
+            try:
+                results = run(opts, server.start(), "remem")
+            finally:
+                server.stop()
     results["load_before"], results["load_after"] = load_before, os.getloadavg()[0]
     print(table(results))
     if opts.out is not None:
         doc = {"benchmark": "threads", "settings": {"messages": opts.messages,
                                                     "repeat": opts.repeat,
+                                                    "backend": opts.backend,
                                                     "durability": opts.durability},
                "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                            "cpus": os.cpu_count(), "sqlite": sqlite3.sqlite_version},

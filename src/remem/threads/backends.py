@@ -9,7 +9,8 @@ row's id). The SQL and the migrations of both dialects live in :mod:`remem.threa
   take the write lock up front (``BEGIN IMMEDIATE``); WAL; ``durability`` as in the store.
 * PostgreSQL (the ``postgres`` extra): a psycopg pool; every connection's ``search_path`` is
   the store's schema (``remem`` by default, shared with a ``PostgresStore``); writes lock the
-  thread's row (``FOR UPDATE``), so appends to one thread queue and others run in parallel.
+  thread's row (``FOR UPDATE``), so appends to one thread queue and others run in parallel;
+  reads run in one repeatable-read snapshot.
 """
 
 from __future__ import annotations
@@ -286,8 +287,20 @@ class PostgresBackend:
         self.setup()
         assert self._pool is not None
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield _PostgresTx(conn)
+            with self._pool.connection() as conn:
+                if write:
+                    with conn.transaction():
+                        yield _PostgresTx(conn)
+                else:
+                    # one snapshot for the whole read, as on SQLite: a thread deleted meanwhile
+                    # is read whole or not at all (the same two round trips as a plain BEGIN)
+                    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    try:
+                        yield _PostgresTx(conn)
+                    except BaseException:
+                        conn.execute("ROLLBACK")
+                        raise
+                    conn.execute("COMMIT")
         except psycopg.errors.UniqueViolation as exc:
             raise ConflictError(f"a concurrent write created the same row first: "
                                 f"{exc.diag.message_detail or exc}; retry") from exc
