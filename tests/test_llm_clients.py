@@ -513,3 +513,13 @@ def test_sync_call_inside_an_event_loop_fails_with_the_fix(server: LoopbackServe
     with pytest.raises(UsageError, match=r"await model\.acomplete"):
         asyncio.run(wrong())
     assert server.requests == []
+
+
+def test_exhausted_quota_is_not_retried(server: LoopbackServer, make: Make) -> None:
+    server.enqueue(429, body={"error": {"message": "You exceeded your current quota.",
+                                        "type": "insufficient_quota",
+                                        "code": "insufficient_quota"}})
+    with pytest.raises(LLMStatusError, match="quota or credit is used up") as info:
+        make("openai").complete(ask())
+    assert not isinstance(info.value, RateLimitError)
+    assert len(server.requests) == 1

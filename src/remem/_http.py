@@ -135,7 +135,7 @@ def retry_flow(policy: RetryPolicy, timeout: float | None
             if 200 <= status < 300:
                 return outcome
             response = outcome
-            if status != 429 and status < 500:
+            if (status != 429 and status < 500) or _quota_exhausted(outcome):
                 return Failure(attempt + 1, f"HTTP {status}: {provider_message(outcome)}",
                                outcome, retryable=False)
             description = f"HTTP {status}: {provider_message(outcome)}"
@@ -145,6 +145,11 @@ def retry_flow(policy: RetryPolicy, timeout: float | None
                            timed_out=timed_out)
         yield Sleep(policy.delay(attempt, hint))
         attempt += 1
+
+
+def _quota_exhausted(response: httpx.Response) -> bool:
+    # OpenAI answers 429 "insufficient_quota" when billing runs out: waiting does not help
+    return response.status_code == 429 and "insufficient_quota" in response.text
 
 
 def send_sync(policy: RetryPolicy, timeout: float | None, send: Callable[[], httpx.Response],

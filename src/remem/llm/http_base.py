@@ -52,7 +52,7 @@ _SECRET_HEADER_WORDS = ("key", "auth", "token", "secret")
 # how providers say a prompt is too long (OpenAI, Anthropic, vLLM, llama.cpp, Ollama)
 _CONTEXT_MARKERS = ("context_length_exceeded", "context length", "maximum context",
                     "prompt is too long", "too many tokens", "exceeds the context",
-                    "context window", "n_ctx")
+                    "context window", "context size", "n_ctx")
 
 _Flow = Generator[dict[str, Any], "httpx.Response | Failure", ChatResponse]
 
@@ -306,6 +306,10 @@ class HTTPChatModel:
         status = response.status_code
         body = self._scrub(snippet(response.text, 2000))
         message = f"{where} failed with {failure.description}"
+        if status == 429 and not failure.retryable:  # quota exhausted, not a rate limit
+            return LLMStatusError(self._scrub(
+                f"{message}; the account's quota or credit is used up: check the provider's "
+                "billing page (retrying will not help)"), status=status, body=body)
         if status == 429:
             return RateLimitError(self._scrub(
                 f"{message} (after {failure.attempts} attempt(s)); lower max_concurrency or "
