@@ -1,7 +1,10 @@
 """Chat models: one protocol (:class:`ChatModel`) over plain request and response values.
 
-Clients for OpenAI-compatible endpoints and Anthropic's Messages API speak HTTP through httpx
-(no vendor SDK); :class:`ScriptedModel` answers from a queue for tests.
+Clients for OpenAI-compatible endpoints (:class:`OpenAIChatModel`) and Anthropic's Messages API
+(:class:`AnthropicChatModel`) speak HTTP through httpx (no vendor SDK); :func:`model_from_env`
+builds one from ``REMEM_LLM_*`` variables; :class:`ScriptedModel` answers from a queue for tests.
+:func:`generate` / :func:`agenerate` ask any of them for output valid against a pydantic model.
+See docs/llm.md.
 """
 
 from remem.llm.anthropic import AnthropicChatModel
