@@ -5,6 +5,7 @@ Run from the repository root (needs the ``bench`` extra for the LangGraph peers)
     python benchmarks/store.py --quick                      # 2000 items, smoke run (< 1 min)
     python benchmarks/store.py --sizes 10000 100000 --out benchmarks/results/store.json
     python benchmarks/store.py --sizes 10000 --backends remem-sqlite,langgraph-sqlite
+    python benchmarks/store.py --backend postgres --sizes 10000 100000   # PostgreSQL
 
 Every backend gets the same workload: N items over 100 namespaces, 384-d vectors precomputed
 once and served by an O(1) lookup embedder (so embedding time is excluded), the same queries
@@ -531,7 +532,16 @@ def report(results: dict[str, dict[str, dict[str, Any]]], backends: list[str]) -
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if "postgres" in args and args[args.index("postgres") - 1] == "--backend":
+        from store_postgres import main as postgres_main  # benchmarks/store_postgres.py
+
+        postgres_main(args)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
+                        help="postgres: remem's and LangGraph's PostgresStore "
+                             "(benchmarks/store_postgres.py)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")

@@ -114,15 +114,17 @@ class VectorSearch:
             f"WHERE model_id = {int(model_id)}"
         )
 
-    def ann_query(self, qschema: str, dims: int, scoped: bool) -> str:
-        """Nearest vector rows by the index: ``(item_id, distance)``. Parameters: query,
-        model id, [low, high,] limit. The namespace range is checked during the index scan
-        (pgvector's iterative scan keeps going until the limit is met)."""
+    def ann_query(self, qschema: str, dims: int, scoped: bool, *, with_vec: bool = False
+                  ) -> str:
+        """Nearest vector rows by the index: ``(item_id, [vec,] distance)``. Parameters:
+        query, model id, [low, high,] limit. The namespace range is checked during the index
+        scan (pgvector's iterative scan keeps going until the limit is met)."""
         cast = self.cast(dims)
         scope = " AND v.ns >= %s AND v.ns < %s" if scoped else ""
+        vec = "v.vec, " if with_vec else ""
         return (
-            f"SELECT v.item_id, v.vec::{cast} <#> %s::{cast} AS d FROM {qschema}.vectors AS v "
-            f"WHERE v.model_id = %s{scope} ORDER BY d LIMIT %s"
+            f"SELECT v.item_id, {vec}v.vec::{cast} <#> %s::{cast} AS d FROM {qschema}.vectors "
+            f"AS v WHERE v.model_id = %s{scope} ORDER BY d LIMIT %s"
         )
 
 

@@ -108,7 +108,9 @@ class PostgresStore(BaseStore):
     ``vector``: HNSW / exact search settings (:class:`VectorSearch`). ``pool_min_size`` /
     ``pool_max_size``: connections kept / allowed. ``prepare_threshold``: psycopg's (``None``
     turns prepared statements off, as pgbouncer in transaction mode needs).
-    ``statement_timeout``: seconds any statement may run (``None``: the server's setting).
+    ``statement_timeout``: seconds any statement may run (``None``: the server's setting); set
+    once per connection, or in every transaction when ``prepare_threshold`` is ``None``
+    (pooler mode).
     ``connect_timeout``: seconds to wait for a connection (also how long a batch keeps retrying
     while the server is unreachable). ``retries``: attempts after the first for failures that
     left nothing committed.
@@ -151,8 +153,8 @@ class PostgresStore(BaseStore):
         self._closed = False
         self._model_id: int | None = None
         self._vector_oid: int | None = None
-        #: namespace prefixes recently found too large for exact search -> when
-        self._large_scopes: dict[tuple[str, ...], float] = {}
+        #: namespace prefix -> (too large for exact search?, when counted)
+        self._scope_sizes: dict[tuple[str, ...], tuple[bool, float]] = {}
 
     @classmethod
     def open(cls, dsn: str, **kwargs: Any) -> PostgresStore:
@@ -279,6 +281,14 @@ class PostgresStore(BaseStore):
 
         assert self._vector_oid is not None
         register_vector_type(conn, self._vector_oid)
+        if self.statement_timeout is not None and self.prepare_threshold is not None:
+            # a direct connection keeps its session: set the timeout once, not per batch
+            conn.execute("SELECT set_config('statement_timeout', %s, false)",
+                         (self._timeout_setting(),))
+
+    def _timeout_setting(self) -> str:
+        assert self.statement_timeout is not None
+        return f"{max(1, int(self.statement_timeout * 1000))}ms"
 
     def close(self) -> None:
         """Stop the sweeper and close the pool (idempotent)."""
@@ -302,9 +312,11 @@ class PostgresStore(BaseStore):
             try:
                 with self._pool.connection() as conn:
                     with conn.transaction():
-                        if self.statement_timeout is not None:
+                        if self.statement_timeout is not None and self.prepare_threshold is None:
+                            # behind a transaction pooler a session setting would not stick
+                            # to our next transaction: set it in every transaction
                             conn.execute("SELECT set_config('statement_timeout', %s, true)",
-                                         (f"{int(self.statement_timeout * 1000)}ms",))
+                                         (self._timeout_setting(),))
                         result = body(conn)
                         committing = True
                     return result
@@ -594,7 +606,7 @@ class PostgresStore(BaseStore):
                      where: str, params: list[Any]) -> list[Candidate]:
         assert self.index is not None and self._model_id is not None
         return vector_hits(conn, VectorScope(self._q, self._model_id, self.index.dims,
-                                             self.vector, self._large_scopes),
+                                             self.vector, self._scope_sizes),
                            op, query, depth, where, params)
 
     def _keyword_hits(self, conn: Conn, op: SearchOp, terms: list[str], now: float,

@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["VectorScope", "vector_hits", "vectors_of"]
 
 _TIE = 1e-5  # pgvector and NumPy sum float32 in different orders: scores differ by ulps
-_LARGE_TTL = 30.0  # seconds a "too large for exact search" verdict is trusted
+# seconds a scope's size verdict is trusted: a scope that grew past exact_below meanwhile is
+# still searched exactly (correct, a little slower) until the next count
+_SIZE_TTL = 30.0
 Mode = Literal["exact", "ann", "join"]
 Ranked = list[tuple[int, tuple[Namespace, str], float]]
 
@@ -56,8 +58,8 @@ class VectorScope:
     model_id: int
     dims: int
     settings: VectorSearch
-    #: prefix -> monotonic time it was last found larger than ``exact_below``
-    large: dict[Namespace, float] = field(default_factory=dict)
+    #: prefix -> (whether it held more than ``exact_below`` vectors, monotonic time counted)
+    sizes: dict[Namespace, tuple[bool, float]] = field(default_factory=dict)
 
 
 def vectors_of(conn: Conn, qschema: str, model_id: int | None, ids: list[int]
@@ -76,25 +78,24 @@ def _mode(conn: Conn, scope: VectorScope, prefix: Namespace, bounds: list[str]) 
         return "exact"
     if settings.exact_below == 0:
         return "ann"
-    seen = scope.large.get(prefix)
-    if seen is not None and time.monotonic() - seen < _LARGE_TTL:
-        return "ann"
-    limit = settings.exact_below + 1
-    row = conn.execute(sql(scope_count(scope.qschema, bool(bounds))),
-                       [scope.model_id, *bounds, limit]).fetchone()
-    if row is not None and int(row[0]) < limit:
-        return "exact"
-    if len(scope.large) > 10_000:
-        scope.large.clear()
-    scope.large[prefix] = time.monotonic()
-    return "ann"
+    seen = scope.sizes.get(prefix)
+    now = time.monotonic()
+    if seen is None or now - seen[1] > _SIZE_TTL:
+        limit = settings.exact_below + 1
+        row = conn.execute(sql(scope_count(scope.qschema, bool(bounds))),
+                           [scope.model_id, *bounds, limit]).fetchone()
+        if len(scope.sizes) > 10_000:
+            scope.sizes.clear()
+        seen = scope.sizes[prefix] = (row is None or int(row[0]) >= limit, now)
+    return "ann" if seen[0] else "exact"
 
 
 def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[np.float32],
-                fetch: int, bounds: list[str], where: str, params: list[Any]
+                fetch: int, bounds: list[str], where: str, params: list[Any],
+                vectors: dict[int, list[npt.NDArray[np.float32]]]
                 ) -> tuple[Ranked, float, bool]:
     """One round: ``(matching candidates by distance, the largest distance read, whether the
-    scope ran out)``."""
+    scope ran out)``; the vectors of matching rows are added to ``vectors``."""
     q = scope.qschema
     if mode == "join":
         rows = conn.execute(sql(exact_query(q, where, bool(bounds))),
@@ -110,21 +111,24 @@ def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[n
             "set_config('hnsw.max_scan_tuples', %s, true)",
             (str(min(max(settings.ef_search, fetch), 1000)),
              str(max(settings.max_scan_tuples, fetch))))
-        text = settings.ann_query(q, scope.dims, bool(bounds))
+        inner = settings.ann_query(q, scope.dims, bool(bounds), with_vec=True)
     else:  # not the indexed expression: the planner reads the scope through (model_id, ns)
-        text = (f"SELECT v.item_id, v.vec <#> %s AS d FROM {q}.vectors AS v "
-                f"WHERE v.model_id = %s{in_scope} ORDER BY d LIMIT %s")
+        inner = (f"SELECT v.item_id, v.vec, v.vec <#> %s AS d FROM {q}.vectors AS v "
+                 f"WHERE v.model_id = %s{in_scope} ORDER BY d LIMIT %s")
+    # MATERIALIZED: the nearest rows are found first, as a plain index or range scan; the
+    # item check (alive, filter) then runs on them alone, in the same round trip
+    text = (f"WITH c AS MATERIALIZED ({inner}) SELECT c.item_id, c.d, c.vec, i.ns, i.key, "
+            f"coalesce(({where}), false) FROM c LEFT JOIN {q}.items AS i ON i.id = c.item_id")
     with conn.cursor(binary=True) as cur:
-        cur.execute(sql(text), [query, scope.model_id, *bounds, fetch])
+        cur.execute(sql(text), [query, scope.model_id, *bounds, fetch, *params])
         rows = cur.fetchall()
     if not rows:
         return [], np.inf, True
     rows.sort(key=lambda r: r[1])  # relaxed order: sort what the scan returned
-    matched = {int(r[0]): (decode_ns(r[1]), r[2]) for r in conn.execute(sql(
-        f"SELECT i.id, i.ns, i.key FROM {q}.items AS i WHERE i.id = ANY(%s) AND {where}"),
-        [list({int(r[0]) for r in rows}), *params])}
-    ranked = [(int(item_id), matched[int(item_id)], float(d)) for item_id, d in rows
-              if int(item_id) in matched]
+    for item_id, _, vec, _, _, ok in rows:
+        if ok:
+            vectors.setdefault(int(item_id), []).append(vec)
+    ranked = [(int(r[0]), (decode_ns(r[3]), r[4]), float(r[1])) for r in rows if r[5]]
     return ranked, float(rows[-1][1]), len(rows) < fetch
 
 
@@ -138,9 +142,11 @@ def vector_hits(conn: Conn, scope: VectorScope, op: SearchOp, query: npt.NDArray
     mode = _mode(conn, scope, op.namespace_prefix, bounds)
     small = max(depth * 2, depth + 16)
     fetch = small if mode == "exact" else max(settings.ef_search, depth * 4)
+    vectors: dict[int, list[npt.NDArray[np.float32]]] = {}
     while True:
+        vectors.clear()
         ranked, last, exhausted = _candidates(conn, scope, mode, query, fetch, bounds, where,
-                                              params)
+                                              params, vectors)
         best: dict[int, tuple[tuple[Namespace, str], float]] = {}
         for item_id, address, distance in ranked:
             best.setdefault(item_id, (address, distance))  # an item's best field comes first
@@ -160,7 +166,8 @@ def vector_hits(conn: Conn, scope: VectorScope, op: SearchOp, query: npt.NDArray
     cut = order[min(depth, len(order)) - 1][1][1] + 2 * _TIE
     keep = [item_id for item_id, (_, distance) in order if distance <= cut]
     scores: dict[int, float] = {}
-    pairs = vectors_of(conn, scope.qschema, scope.model_id, keep)
+    pairs = ([(i, vec) for i in keep for vec in vectors[i]] if mode != "join"
+             else vectors_of(conn, scope.qschema, scope.model_id, keep))
     if pairs:
         matrix = np.stack([vec for _, vec in pairs])
         for (item_id, _), score in zip(pairs, _dot_rows(matrix, query).tolist(), strict=True):
