@@ -230,6 +230,10 @@ def test_errors_name_the_problem(threads: ThreadStore) -> None:
     assert chat.info().length == 4  # the refused append wrote nothing
     with pytest.raises(InvalidInputError, match="value must be a JSON object"):
         threads.create(metadata=["x"])  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="limit must be an integer >= 0, got -1"):
+        chat.checkpoints(limit=-1)
+    with pytest.raises(InvalidInputError, match="offset must be an integer >= 0"):
+        threads.list_threads(offset=-5)
 
 
 def test_same_file_as_the_store(tmp_path: Path) -> None:

@@ -66,6 +66,12 @@ def _check_thread_id(thread_id: Any, what: str = "thread_id") -> str:
     return thread_id
 
 
+def _check_page(limit: Any, offset: Any) -> None:
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
+
+
 def _ttl_seconds(ttl: TTL, what: str = "ttl") -> float | None:
     if ttl is None:
         return None
@@ -386,9 +392,7 @@ class ThreadStore:
         """Live threads whose metadata matches ``filter`` (the store's filter language, e.g.
         ``{"user_id": "u1"}`` or ``{"topic": {"$in": ["a", "b"]}}``), most recently changed
         first."""
-        if limit < 0 or offset < 0:
-            raise InvalidInputError(
-                f"limit and offset must be >= 0, got limit={limit}, offset={offset}")
+        _check_page(limit, offset)
         where, params = self.backend.metadata_filter(filter)
         query = (self._sql(sql.SELECT_HEAD + f"WHERE {sql.ALIVE} AND ") + where
                  + self._sql(" ORDER BY t.updated_at DESC, t.id LIMIT ? OFFSET ?"))
@@ -519,6 +523,7 @@ class ThreadStore:
         """The thread's checkpoints, newest first (a fork's start from its source thread's
         checkpoint, which is its first checkpoint's parent)."""
         _check_thread_id(thread_id)
+        _check_page(limit, offset)
         with self._transaction(write=False) as tx:
             self._head(tx, thread_id)
             rows = tx.execute(sql.SELECT_CHECKPOINT + "WHERE c.thread_id = ? "
