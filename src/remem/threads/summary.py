@@ -313,7 +313,8 @@ def _compaction(messages: Sequence[Message], summary: str | None, policy: Summar
     # a summary too big to sit next to a chunk (a previous one written for a larger window, or
     # answers longer than asked) is folded in as conversation text instead; the call bound
     # stops a model whose every answer overflows the window from looping for ever
-    max_calls = 16 + 2 * sum(policy.counter.count(line) + 1 for line in queue) // MIN_CHUNK_TOKENS
+    max_calls = 0 if limit is None else (
+        16 + 2 * sum(policy.counter.count(line) + 1 for line in queue) // MIN_CHUNK_TOKENS)
     folded = False
     while queue:
         base = count_messages(frame("").messages, policy.counter)
