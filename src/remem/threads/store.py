@@ -206,11 +206,11 @@ class ThreadStore:
     @staticmethod
     def _info(row: Sequence[Any]) -> ThreadInfo:
         (tid, meta, head, source, created, updated, ttl, expires, parent, branch, position,
-         state_id, state, cmeta, ccreated) = row[:15]
+         state_id, state, cmeta, ccreated, owner, length) = row
         checkpoint = Checkpoint(head, tid, parent, position, json.loads(state),
                                 json.loads(cmeta), ccreated, branch=branch, state_id=state_id)
         return ThreadInfo(tid, json.loads(meta), checkpoint, created, updated, source, ttl,
-                          expires)
+                          expires, head_branch=(owner, length))
 
     def _find_checkpoint(self, tx: Tx, thread_id: str,
                          checkpoint_id: str | None) -> Checkpoint:
@@ -257,7 +257,8 @@ class ThreadStore:
         now = self.clock()
         branch, position = parent.branch, parent.position
         if messages:
-            owner, length = tx.execute(
+            # the head's branch came with the thread's row (read under the write lock)
+            owner, length = info.head_branch if parent.id == info.head.id else tx.execute(
                 "SELECT thread_id, length FROM thread_branches WHERE id = ?", (branch,)
             ).fetchone()
             if owner != info.thread_id or length != position:

@@ -79,6 +79,8 @@ class ThreadInfo:
     source: str | None = None
     ttl: float | None = None
     expires_at: float | None = None
+    #: storage detail: the owner and length of the head's branch when this was read
+    head_branch: tuple[str | None, int] = field(default=(None, 0), repr=False, compare=False)
 
     @property
     def length(self) -> int:
