@@ -282,44 +282,57 @@ def test_any_history_matches_a_list_model(ops: list[tuple[str, int, int]]) -> No
     """Appends, rewinds, forks, copies and deletes in any order: every live checkpoint of every
     thread reads exactly the messages a copy-everything model says it has."""
     with ThreadStore() as threads:
-        first = threads.create()
-        model: dict[str, dict[str, list[str]]] = {first.id: {first.checkpoint().id: []}}
-        current = first.id
-        counter = 0
-        for kind, pick, size in ops:
-            live = sorted(model)
-            if not live:
-                break
-            current = current if current in model else live[0]
-            head = threads.checkpoint(current)
-            history = model[current][head.id]
-            if kind == "append":
-                new = [f"m{counter + i}" for i in range(size)]
-                counter += size
-                cp = threads.append(current, [Message.user(t) for t in new])
-                model[current][cp.id] = history + new
-            elif kind == "rewind":
-                ids = sorted(model[current])
-                target = ids[pick % len(ids)]
-                cp = threads.rewind(current, target)
-                model[current][cp.id] = model[current][target]
-            elif kind in ("fork", "copy"):
-                ids = sorted(model[current])
-                target = ids[pick % len(ids)]
-                make = threads.fork if kind == "fork" else threads.copy
-                made = make(current, target)
-                model[made.id] = {made.checkpoint().id: model[current][target]}
-            elif kind == "switch":
-                current = live[pick % len(live)]
-            elif kind == "delete" and len(live) > 1:
-                threads.delete(current)
-                del model[current]
-        for thread_id, checkpoints in model.items():
-            for checkpoint_id, expected in checkpoints.items():
-                got = threads.messages(thread_id, checkpoint_id=checkpoint_id)
-                assert texts(got) == expected
-                tail = threads.messages(thread_id, checkpoint_id=checkpoint_id, last=2)
-                assert texts(tail) == expected[-2:]
+        check_against_model(threads, ops)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(OPS)
+def test_any_history_matches_a_list_model_on_postgres(pg_database: str,
+                                                     ops: list[tuple[str, int, int]]) -> None:
+    with ThreadStore(pg_database, schema=f"model{next(_schemas)}") as threads:
+        check_against_model(threads, ops)
+
+
+def check_against_model(threads: ThreadStore, ops: list[tuple[str, int, int]]) -> None:
+    """Run ``ops`` on ``threads`` and on plain lists, then compare every checkpoint."""
+    first = threads.create()
+    model: dict[str, dict[str, list[str]]] = {first.id: {first.checkpoint().id: []}}
+    current = first.id
+    counter = 0
+    for kind, pick, size in ops:
+        live = sorted(model)
+        if not live:
+            break
+        current = current if current in model else live[0]
+        head = threads.checkpoint(current)
+        history = model[current][head.id]
+        if kind == "append":
+            new = [f"m{counter + i}" for i in range(size)]
+            counter += size
+            cp = threads.append(current, [Message.user(t) for t in new])
+            model[current][cp.id] = history + new
+        elif kind == "rewind":
+            ids = sorted(model[current])
+            target = ids[pick % len(ids)]
+            cp = threads.rewind(current, target)
+            model[current][cp.id] = model[current][target]
+        elif kind in ("fork", "copy"):
+            ids = sorted(model[current])
+            target = ids[pick % len(ids)]
+            make = threads.fork if kind == "fork" else threads.copy
+            made = make(current, target)
+            model[made.id] = {made.checkpoint().id: model[current][target]}
+        elif kind == "switch":
+            current = live[pick % len(live)]
+        elif kind == "delete" and len(live) > 1:
+            threads.delete(current)
+            del model[current]
+    for thread_id, checkpoints in model.items():
+        for checkpoint_id, expected in checkpoints.items():
+            got = threads.messages(thread_id, checkpoint_id=checkpoint_id)
+            assert texts(got) == expected
+            tail = threads.messages(thread_id, checkpoint_id=checkpoint_id, last=2)
+            assert texts(tail) == expected[-2:]
 
 
 def test_same_schema_as_the_postgres_store(pg_database: str) -> None:
