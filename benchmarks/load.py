@@ -79,9 +79,9 @@ def kill9(db: str, opts: argparse.Namespace) -> dict[str, Any]:
                                       event_at=opts.duration / 2, event=crash_and_restart))
         lost = verify_writes(server.url, token, report.acknowledged)
     finally:
-        server.kill()
+        server.close()
         for proc in restarted:
-            proc.kill()
+            proc.close()
     return {**report.summary(), "lost_writes": len(lost),
             "down_seconds": round(timings.get("down_seconds", float("nan")), 2)}
 
@@ -96,7 +96,7 @@ def sigterm(db: str, opts: argparse.Namespace) -> dict[str, Any]:
             write_ratio=opts.write_ratio, event_at=min(opts.duration, 6.0) / 2,
             event=lambda: codes.append(server.stop())))
     finally:
-        server.kill()
+        server.close()
     with ServerProcess(serve_args(db)) as again:
         lost = verify_writes(again.url, token, report.acknowledged)
     return {**report.summary(), "lost_writes": len(lost), "exit_code": codes[0] if codes else None,

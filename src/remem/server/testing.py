@@ -64,7 +64,8 @@ class ServerProcess:
     """``remem serve`` in a child process on a free port (a context manager).
 
     ``args`` are extra CLI arguments (``--db`` is required among them). ``stop()`` sends
-    SIGTERM (graceful), ``kill()`` SIGKILL; leaving the block kills whatever still runs.
+    SIGTERM (graceful), ``kill()`` SIGKILL; ``close()`` (or leaving the block) kills whatever
+    still runs and releases the log.
     """
 
     def __init__(self, args: Sequence[str], *, port: int | None = None,
@@ -117,7 +118,11 @@ class ServerProcess:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def close(self) -> None:
+        """Kill the process if it still runs and release its log file."""
         self.kill()
         self._log.close()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

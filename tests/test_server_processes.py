@@ -1,0 +1,186 @@
+"""`remem serve` as real processes: two servers on one database behave as one, no
+acknowledged write is lost to kill -9, SIGTERM drains in-flight requests, --no-auth stays on
+loopback. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from remem.cli import cli
+from remem.server.keys import KeyStore
+from remem.server.loadgen import run_load, verify_writes
+from remem.server.testing import ServerProcess
+from remem.store import open_store
+
+pytestmark = pytest.mark.slow
+
+SERVE = ["--embedder", "fake", "--no-mcp", "--graceful-timeout", "20"]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh database location: a SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "served.db")
+    else:
+        yield request.getfixturevalue("pg_database")
+
+
+def _key(db: str, tenant: str = "acme", **kwargs: bool) -> tuple[str, str]:
+    with open_store(db) as store:
+        token, info = KeyStore(store).create(tenant, **kwargs)
+    return token, info.key_id
+
+
+def _h(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_two_servers_on_one_database_behave_as_one(database: str) -> None:
+    token, key_id = _key(database)
+    other, _ = _key(database, "beta")
+    with ServerProcess(["--db", database, *SERVE]) as one, \
+            ServerProcess(["--db", database, *SERVE]) as two:
+        # a write through one server is read through the other, for the same tenant only
+        r = httpx.post(one.url + "/v1/memories", headers=_h(token),
+                       json={"messages": "likes jasmine tea", "user_id": "u", "infer": False})
+        memory_id = r.json()["changes"][0]["memory"]["id"]
+        got = httpx.get(f"{two.url}/v1/memories/{memory_id}", headers=_h(token))
+        assert got.status_code == 200 and got.json()["text"] == "likes jasmine tea"
+        assert httpx.get(f"{two.url}/v1/memories/{memory_id}",
+                         headers=_h(other)).status_code == 404
+        # the same text added through both at once is one memory: the namespace lock and
+        # the exact-duplicate check work across processes
+        def add(url: str) -> list[str]:
+            r = httpx.post(url + "/v1/memories", headers=_h(token), timeout=30,
+                           json={"messages": "owns a red bicycle", "user_id": "u",
+                                 "infer": False})
+            assert r.status_code == 200, r.text
+            return [c["op"] for c in r.json()["changes"]]
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            ops = list(pool.map(add, [one.url, two.url] * 4))
+        assert sum(o == ["add"] for o in ops) == 1 and ops.count([]) == 7
+        hits = httpx.post(two.url + "/v1/memories/search", headers=_h(token),
+                          json={"query": "bicycle", "user_id": "u"}).json()["hits"]
+        texts = [h["memory"]["text"] for h in hits]
+        assert texts[0] == "owns a red bicycle" and texts.count("owns a red bicycle") == 1
+        # a key revoked with the CLI stops working on both within the key cache time
+        result = CliRunner().invoke(cli, ["keys", "--db", database, "revoke", key_id])
+        assert result.exit_code == 0, result.output
+        for server in (one, two):
+            for _ in range(60):
+                status = httpx.post(server.url + "/v1/memories/search", headers=_h(token),
+                                    json={}).status_code
+                if status == 401:
+                    break
+                asyncio.run(asyncio.sleep(0.1))
+            assert status == 401
+
+
+def test_kill_9_mid_load_loses_no_acknowledged_write(database: str) -> None:
+    token, _ = _key(database)
+    server = ServerProcess(["--db", database, *SERVE]).start()
+    restarted: list[ServerProcess] = []
+
+    def crash() -> None:
+        server.kill()
+        restarted.append(ServerProcess(["--db", database, *SERVE], port=server.port).start())
+
+    try:
+        report = asyncio.run(run_load(server.url, token, clients=16, duration=4.0,
+                                      write_ratio=0.5, event_at=2.0, event=crash))
+        assert restarted, "the server was not restarted"
+        assert len(report.acknowledged) > 10 and report.errors  # some requests hit the crash
+        assert verify_writes(server.url, token, report.acknowledged) == []
+    finally:
+        server.close()
+        for proc in restarted:
+            proc.close()
+
+
+def test_sigterm_drains_in_flight_requests(tmp_path: Path) -> None:
+    """Requests the server is handling when SIGTERM arrives (their bodies still streaming
+    in) are answered; new connections are refused; the data stays."""
+    db = str(tmp_path / "drain.db")
+    token, _ = _key(db)
+    server = ServerProcess(["--db", db, *SERVE]).start()
+
+    async def upload(http: httpx.AsyncClient, n: int) -> int:
+        async def body() -> AsyncIterator[bytes]:
+            yield b'{"namespace": ["drain"], "key": "k%d", "value": {"text": "' % n
+            for _ in range(10):
+                await asyncio.sleep(0.15)
+                yield b"x" * 100
+            yield b'"}}'
+
+        r = await http.put("/v1/store/items", content=body(),
+                           headers={"Content-Type": "application/json"})
+        return r.status_code
+
+    async def run() -> tuple[list[int], int, int]:
+        async with httpx.AsyncClient(base_url=server.url, headers=_h(token),
+                                     timeout=30) as http:
+            uploads = [asyncio.create_task(upload(http, n)) for n in range(8)]
+            await asyncio.sleep(0.5)  # every upload is being read by the server now
+            stopping = asyncio.create_task(asyncio.to_thread(server.stop))
+            await asyncio.sleep(0.3)
+            async with httpx.AsyncClient() as fresh:
+                try:  # a new connection while draining is refused
+                    refused = (await fresh.get(server.url + "/healthz")).status_code
+                except httpx.HTTPError:
+                    refused = -1
+            statuses = await asyncio.gather(*uploads)
+            return statuses, await stopping, refused
+
+    try:
+        statuses, code, refused = asyncio.run(run())
+    finally:
+        server.close()
+    assert statuses == [200] * 8
+    assert refused == -1
+    assert code in (0, -15)  # uvicorn shuts down gracefully, then re-raises the signal
+    with open_store(db) as store:
+        assert len(store.search(("tenants", "acme", "drain"), limit=20)) == 8
+
+
+def test_no_auth_binds_only_to_loopback(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "remem", "serve", "--no-auth", "--host",
+                             "0.0.0.0", "--db", str(tmp_path / "x.db")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "loopback" in result.stderr
+    with ServerProcess(["--db", str(tmp_path / "x.db"), "--no-auth", *SERVE]) as server:
+        r = httpx.put(server.url + "/v1/store/items",
+                      json={"namespace": ["n"], "key": "k", "value": {"v": 1}})
+        assert r.status_code == 200
+
+
+def test_keys_cli_round_trip(tmp_path: Path) -> None:
+    db = str(tmp_path / "keys.db")
+    run: Callable[..., object] = CliRunner().invoke
+    created = run(cli, ["keys", "--db", db, "create", "--tenant", "acme", "--read-only",
+                        "--name", "ci", "--json"])
+    assert created.exit_code == 0, created.output  # type: ignore[attr-defined]
+    import json
+
+    info = json.loads(created.output)  # type: ignore[attr-defined]
+    assert info["api_key"].startswith("rk_") and info["read_only"] is True
+    listed = run(cli, ["keys", "--db", db, "list"])
+    assert info["key_id"] in listed.output and "read-only" in listed.output  # type: ignore
+    assert info["api_key"] not in listed.output  # type: ignore[attr-defined]
+    assert run(cli, ["keys", "--db", db, "revoke", info["key_id"]]).exit_code == 0  # type: ignore
+    assert run(cli, ["keys", "--db", db, "list"]).output == ""  # type: ignore[attr-defined]
+    assert "revoked" in run(cli, ["keys", "--db", db, "list", "--all"]).output  # type: ignore
+    bad = run(cli, ["keys", "--db", db, "create", "--tenant", "a b"])
+    assert bad.exit_code == 2 and "tenant" in bad.output  # type: ignore[attr-defined]
+    missing = run(cli, ["keys", "--db", db, "revoke", "0123456789ab"])
+    assert missing.exit_code == 1 and "no API key" in missing.output  # type: ignore
