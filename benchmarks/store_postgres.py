@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -287,6 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         opts.sizes, opts.queries, opts.puts = [2000], 50, 500
     server = None
     dsn = opts.dsn
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the server
     if dsn is None:
         from remem.store.postgres.local import LocalPostgres
 
@@ -313,6 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if server is not None:
             server.stop()
+            shutil.rmtree(server.directory, ignore_errors=True)
     if opts.out:
         opts.out.parent.mkdir(parents=True, exist_ok=True)
         doc = {"config": {"dims": DIMS, "namespaces": NAMESPACES, "k": K, "m": opts.m,

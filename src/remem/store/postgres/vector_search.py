@@ -111,16 +111,16 @@ def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[n
             "set_config('hnsw.max_scan_tuples', %s, true)",
             (str(min(max(settings.ef_search, fetch), 1000)),
              str(max(settings.max_scan_tuples, fetch))))
-        inner = settings.ann_query(q, scope.dims, bool(bounds), with_vec=True)
+        inner = settings.ann_query(q, scope.dims, scope.model_id, bool(bounds), with_vec=True)
     else:  # not the indexed expression: the planner reads the scope through (model_id, ns)
         inner = (f"SELECT v.item_id, v.vec, v.vec <#> %s AS d FROM {q}.vectors AS v "
-                 f"WHERE v.model_id = %s{in_scope} ORDER BY d LIMIT %s")
+                 f"WHERE v.model_id = {int(scope.model_id)}{in_scope} ORDER BY d LIMIT %s")
     # MATERIALIZED: the nearest rows are found first, as a plain index or range scan; the
     # item check (alive, filter) then runs on them alone, in the same round trip
     text = (f"WITH c AS MATERIALIZED ({inner}) SELECT c.item_id, c.d, c.vec, i.ns, i.key, "
             f"coalesce(({where}), false) FROM c LEFT JOIN {q}.items AS i ON i.id = c.item_id")
     with conn.cursor(binary=True) as cur:
-        cur.execute(sql(text), [query, scope.model_id, *bounds, fetch, *params])
+        cur.execute(sql(text), [query, *bounds, fetch, *params])
         rows = cur.fetchall()
     if not rows:
         return [], np.inf, True
