@@ -99,7 +99,8 @@ def sigterm(db: str, opts: argparse.Namespace) -> dict[str, Any]:
         server.close()
     with ServerProcess(serve_args(db)) as again:
         lost = verify_writes(again.url, token, report.acknowledged)
-    return {**report.summary(), "lost_writes": len(lost), "exit_code": codes[0] if codes else None,
+    return {**report.summary(), "lost_writes": len(lost),
+            "exit_code": codes[0] if codes else None,
             "in_flight_at_sigterm": report.in_flight_at_event,
             "answered_after_sigterm": report.completed_after_event}
 
@@ -188,8 +189,8 @@ def main() -> None:
     WORKERS[0] = opts.workers
     results = {name: run_backend(name, opts) for name in opts.backends.split(",")}
     print(table(results))
-    payload = {"targets": TARGETS, "clients": opts.clients, "workers": opts.workers, "duration": opts.duration,
-               "write_ratio": opts.write_ratio, "results": results}
+    payload = {"targets": TARGETS, "clients": opts.clients, "workers": opts.workers,
+               "duration": opts.duration, "write_ratio": opts.write_ratio, "results": results}
     if opts.out:
         opts.out.parent.mkdir(parents=True, exist_ok=True)
         opts.out.write_text(json.dumps(payload, indent=2) + "\n")

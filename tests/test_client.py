@@ -93,7 +93,7 @@ def test_async_methods(served: tuple[str, str, str]) -> None:
             await client.aundo(history[-1].id)
             await client.adelete(memory_id, hard=True)
             gone = await client.asearch("Acme", user_id="async", include_invalid=True)
-            return [got.text, found[0].memory.id == memory_id and "yes" or "no",
+            return [got.text, (found[0].memory.id == memory_id and "yes") or "no",
                     str(len(history)), str(len(gone))]
 
     assert asyncio.run(run()) == ["Works at Acme Corp", "yes", "2", "0"]
@@ -107,7 +107,7 @@ def test_server_errors_are_remem_errors(served: tuple[str, str, str]) -> None:
         memory_id = client.add("coffee", user_id="err", infer=False).added[0].id
         with pytest.raises(ConflictError):
             client.update(memory_id, "tea", version=7)
-        with pytest.raises(InvalidInputError, match="body.limit"):
+        with pytest.raises(InvalidInputError, match=r"body\.limit"):
             client.search("x", user_id="err", limit=0)
         with pytest.raises(InvalidInputError, match="filter"):
             client.search("x", user_id="err", filters={"$nope": 1})

@@ -37,7 +37,7 @@ def base(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
 def test_writes_land_under_the_prefix_and_read_back_without_it(base: BaseStore) -> None:
     a = ScopedStore(base, A)
     a.put(("notes",), "n1", {"text": "green tea"})
-    assert base.get(A + ("notes",), "n1") is not None
+    assert base.get((*A, "notes"), "n1") is not None
     assert base.get(("notes",), "n1") is None
     item = a.get(("notes",), "n1")
     assert item is not None and item.namespace == ("notes",)

@@ -59,7 +59,7 @@ def is_loopback(host: str) -> bool:
 @click.option("--embedder", type=click.Choice(EMBEDDERS), default="local", show_default=True,
               help="Vectors for hybrid search ('none': keyword search only).")
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP at /mcp.")
-@click.option("--graceful-timeout", type=click.FloatRange(min=0), default=30.0,
+@click.option("--graceful-timeout", type=click.IntRange(min=0), default=30,
               show_default=True, metavar="SECONDS",
               help="On SIGTERM/SIGINT, wait this long for in-flight requests.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
@@ -67,7 +67,7 @@ def is_loopback(host: str) -> bool:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
-                  embedder: str, no_mcp: bool, graceful_timeout: float, workers: int,
+                  embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
                   log_level: str) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 

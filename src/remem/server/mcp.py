@@ -10,7 +10,7 @@ come back to the model as tool errors with remem's message (which names the fiel
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio

@@ -60,11 +60,11 @@ class Metrics:
             ]
             for (method, route), hist in sorted(self._hist.items()):
                 labels = f'method="{method}",route="{_esc(route)}"'
-                running = 0.0
-                for bound, count in zip(BUCKETS, hist, strict=False):
-                    running += count
+                running = 0
+                for bound, in_bucket in zip(BUCKETS, hist, strict=False):
+                    running += int(in_bucket)
                     lines.append(f'remem_http_request_duration_seconds_bucket{{{labels},'
-                                 f'le="{bound}"}} {int(running)}')
+                                 f'le="{bound}"}} {running}')
                 lines.append(f'remem_http_request_duration_seconds_bucket{{{labels},le="+Inf"}} '
                              f"{int(hist[-1])}")
                 lines.append(f"remem_http_request_duration_seconds_sum{{{labels}}} {hist[-2]}")

@@ -78,7 +78,7 @@ class ServerProcess:
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
         # a file, not a pipe: a full pipe would block a chatty server
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
 
     def log(self) -> str:
         """What the server wrote to stderr so far."""

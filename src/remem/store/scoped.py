@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from remem.errors import InvalidInputError
 from remem.store.base import BaseStore, Prepared, match_namespaces
@@ -36,6 +36,7 @@ from remem.store.types import (
     Op,
     PutOp,
     Result,
+    SearchItem,
     SearchOp,
     validate_namespace,
 )
@@ -43,6 +44,7 @@ from remem.store.types import (
 __all__ = ["ScopedStore"]
 
 _O = TypeVar("_O", GetOp, PutOp, DeleteOp, SearchOp)
+_I = TypeVar("_I", bound=Item)
 
 
 def _with(op: _O, name: str, namespace: Namespace) -> _O:
@@ -91,7 +93,11 @@ class ScopedStore(BaseStore):
         return namespace[n:]
 
     def _rewrite(self, op: Op) -> Op:
-        if isinstance(op, GetOp | PutOp | DeleteOp):
+        if isinstance(op, GetOp):
+            return _with(op, "namespace", self._inside(op.namespace))
+        if isinstance(op, PutOp):
+            return _with(op, "namespace", self._inside(op.namespace))
+        if isinstance(op, DeleteOp):
             return _with(op, "namespace", self._inside(op.namespace))
         if isinstance(op, SearchOp):
             return _with(op, "namespace_prefix", self._inside(op.namespace_prefix))
@@ -108,7 +114,7 @@ class ScopedStore(BaseStore):
             return self._strip_item(result)
         if isinstance(op, SearchOp):
             assert isinstance(result, list)
-            return [self._strip_item(r) for r in result]  # type: ignore[arg-type]
+            return [self._strip_item(r) for r in result if isinstance(r, SearchItem)]
         if isinstance(op, ListNamespacesOp):
             assert isinstance(result, list)
             stripped = [self._strip(ns) for ns in result]  # type: ignore[arg-type]
@@ -117,7 +123,7 @@ class ScopedStore(BaseStore):
             return stripped
         return result
 
-    def _strip_item(self, item: Item) -> Any:
+    def _strip_item(self, item: _I) -> _I:
         return dataclasses.replace(item, namespace=self._strip(item.namespace))
 
     # -- the store protocol -------------------------------------------------------------------
