@@ -19,7 +19,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
-from remem.errors import RememError, UnsupportedError
+from remem.errors import InvalidInputError, RememError, UnsupportedError
+from remem.memory.records import RESERVED_LABEL
 from remem.server.auth import authenticate
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.state import Principal, ServerState
@@ -111,11 +112,15 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
     @server.tool()
     async def list_namespaces(prefix: list[str] | None = None, limit: int = 100,
                               ctx: Context | None = None) -> dict[str, Any]:
-        """Namespaces that hold data (``*`` in ``prefix`` matches any one label)."""
+        """Namespaces that hold memories (``*`` in ``prefix`` matches any one label)."""
         def call(who: Principal) -> dict[str, Any]:
+            if not 1 <= limit <= 1000:
+                raise InvalidInputError(f"limit must be between 1 and 1000, got {limit}")
+            # remem's bookkeeping (ids, history, locks) is not the agent's business
             found = state.store_for(who).list_namespaces(
-                prefix=tuple(prefix) if prefix else None, limit=limit)
-            return {"namespaces": [list(ns) for ns in found]}
+                prefix=tuple(prefix) if prefix else None, limit=limit + 1000)
+            shown = [list(ns) for ns in found if ns[0] != RESERVED_LABEL]
+            return {"namespaces": shown[:limit]}
         return await run(ctx, False, call)  # type: ignore[no-any-return]
 
     return server
