@@ -14,7 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remem.errors import ConflictError, InvalidInputError, MigrationError, NotFoundError
+from remem.errors import (
+    ConflictError,
+    InvalidInputError,
+    MigrationError,
+    NotFoundError,
+    StoreError,
+)
 from remem.messages import Message
 from remem.store import SQLiteStore
 from remem.store.migrations import Migration, apply_sqlite
@@ -347,3 +353,13 @@ def test_same_schema_as_the_postgres_store(pg_database: str) -> None:
             PostgresStore(pg_database, schema=schema) as store:
         assert texts(threads.thread("t").messages()) == ["q0", "a0"]
         assert store.get(("u1",), "k") is not None
+
+
+def test_open_and_closed(tmp_path: Path) -> None:
+    threads = ThreadStore.open(tmp_path / "t.db")
+    threads.create("t")
+    threads.close()
+    with pytest.raises(StoreError, match="closed"):
+        threads.get("t")
+    with ThreadStore(tmp_path / "t.db") as again:
+        assert again.exists("t")
