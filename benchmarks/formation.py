@@ -221,13 +221,25 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[index]
 
 
+class StepModel(ScriptedModel):
+    """A scripted model answering for the step being run (see :func:`scripted_answer`)."""
+
+    def __init__(self) -> None:
+        super().__init__(default=lambda request: self.step_answer(request))
+        self.step: Step | None = None
+
+    def step_answer(self, request: ChatRequest) -> Answer:
+        assert self.step is not None
+        return scripted_answer(self.step)(request)
+
+
 def run_scenario(mem: Memory, timed: TimedModel, user: str, *,
-                 scripted: ScriptedModel | None) -> tuple[list[AddRow], list[str]]:
+                 scripted: StepModel | None) -> tuple[list[AddRow], list[str]]:
     rows: list[AddRow] = []
     problems: list[str] = []
     for step in SCENARIO:
         if scripted is not None:
-            scripted.add(scripted_answer(step))
+            scripted.step = step
         llm_before = timed.seconds
         start = time.perf_counter()
         try:
@@ -240,11 +252,8 @@ def run_scenario(mem: Memory, timed: TimedModel, user: str, *,
                      result.usage.output_tokens, total * 1000,
                      (timed.seconds - llm_before) * 1000,
                      [c.op for c in result.changes], int(step.llm))
-        if scripted is not None:
-            if row.llm_calls != row.expected_calls:
-                row.problems.append(f"{row.llm_calls} LLM calls, expected {row.expected_calls}")
-            if not step.llm and scripted.pending:  # the unused answer must not leak
-                scripted._queue.clear()  # noqa: SLF001 - benchmark bookkeeping
+        if scripted is not None and row.llm_calls != row.expected_calls:
+            row.problems.append(f"{row.llm_calls} LLM calls, expected {row.expected_calls}")
         problems += [f"{step.text!r}: {p}" for p in row.problems]
         rows.append(row)
     return rows, problems
@@ -274,7 +283,7 @@ def check_state(mem: Memory, user: str) -> tuple[list[str], list[str]]:
 
 def scripted_run(label: str, embedder: Embedder, repeat: int, background: int,
                  workdir: Path) -> Run:
-    scripted = ScriptedModel()
+    scripted = StepModel()
     timed = TimedModel(scripted)
     path = workdir / f"{label}.db"
     rows: list[AddRow] = []
