@@ -88,7 +88,7 @@ EXPECTED_HISTORY = {  # fact -> its events, oldest first
     "Lives in Porto": ["add"],
 }
 #: keyword checks for a real model (it words facts its own way)
-REAL_CHECKS = {
+REAL_CHECKS: dict[str, Callable[[list[str]], bool]] = {
     "current mentions Porto": lambda cur: any("porto" in t for t in cur),
     "Lisbon no longer current": lambda cur: not any("lisbon" in t for t in cur),
     "current job is developer": lambda cur: any("developer" in t for t in cur),
