@@ -3,6 +3,9 @@ delete or detect tenant A's data. The tenant comes from the key alone."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +26,7 @@ class World:
     b: dict[str, str]
     memory_id: str
     event_id: str
+    checkpoint_id: str
 
     def a_state(self) -> Any:
         """Everything tenant A can see, to compare before and after B's attempt."""
@@ -31,13 +35,16 @@ class World:
                       headers=self.a).json(),
                 c.post("/v1/store/search", json={}, headers=self.a).json(),
                 c.get(f"/v1/memories/{self.memory_id}", headers=self.a).json(),
-                c.get(f"/v1/memories/{self.memory_id}/history", headers=self.a).json())
+                c.get(f"/v1/memories/{self.memory_id}/history", headers=self.a).json(),
+                c.get("/v1/threads/t1/messages", headers=self.a).json(),
+                c.get("/v1/threads/t1/checkpoints", headers=self.a).json())
 
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder(), mcp=False,
-                                  key_cache_seconds=0))
+    directory = tempfile.mkdtemp(prefix="remem-isolation-")
+    app = create_app(ServerConfig(db=os.path.join(directory, "iso.db"), embedder=FakeEmbedder(),
+                                  mcp=False, key_cache_seconds=0))
     with TestClient(app) as client:
         keys = app.state.remem.keys
         a = {"Authorization": f"Bearer {keys.create('alpha')[0]}"}
@@ -49,7 +56,14 @@ def world() -> Iterator[World]:
             "messages": "alpha likes oolong tea", "user_id": "u1", "infer": False})
         assert r.status_code == 200, r.text
         change = r.json()["changes"][0]
-        yield World(client, a, b, change["memory"]["id"], change["event_id"])
+        r = client.post("/v1/threads", headers=a, json={
+            "thread_id": "t1", "metadata": {"user_id": "u1"},
+            "messages": [{"role": "user", "content": "alpha thread secret"}]})
+        assert r.status_code == 200, r.text
+        yield World(client, a, b, change["memory"]["id"], change["event_id"],
+                    r.json()["head"]["id"])
+    app.state.remem.close()
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def _not_found_like_missing(world: World, method: str, path: str, real_id: str,
@@ -147,6 +161,49 @@ def _memory_add_same_scope(w: World) -> None:
     assert gone.status_code == 200
 
 
+def _thread_reads(w: World) -> None:
+    for path in ("/v1/threads/{id}", "/v1/threads/{id}/messages",
+                 "/v1/threads/{id}/checkpoints"):
+        _not_found_like_missing(w, "GET", path, "t1")
+
+
+def _thread_list(w: World) -> None:
+    for body in ({}, {"filter": {"user_id": "u1"}}, {"filter": {"_remem_tenant": "alpha"}}):
+        r = w.client.post("/v1/threads/list", json=body, headers=w.b)
+        assert r.status_code == 200 and r.json() == {"threads": []}, body
+
+
+def _thread_writes(w: World) -> None:
+    c = w.client
+    r = c.post("/v1/threads/t1/messages", headers=w.b,
+               json={"messages": [{"role": "user", "content": "beta"}]})
+    assert r.status_code == 404
+    assert c.delete("/v1/threads/t1", headers=w.b).json() == {"deleted": False}
+    r = c.post("/v1/threads/t1/fork", headers=w.b, json={})
+    assert r.status_code == 404
+    r = c.post("/v1/threads/t1/rewind", headers=w.b, json={"checkpoint_id": w.checkpoint_id})
+    assert r.status_code == 404
+
+
+def _thread_same_id_and_foreign_checkpoint(w: World) -> None:
+    c = w.client
+    r = c.post("/v1/threads", headers=w.b, json={"thread_id": "t1"})
+    assert r.status_code == 200 and r.json()["head"]["position"] == 0  # B's own, empty
+    r = c.post("/v1/threads/t1/rewind", headers=w.b, json={"checkpoint_id": w.checkpoint_id})
+    assert 400 <= r.status_code < 500 and "alpha" not in r.text
+    r = c.post("/v1/threads/t1/fork", headers=w.b, json={"checkpoint_id": w.checkpoint_id})
+    assert 400 <= r.status_code < 500 and "alpha" not in r.text
+    r = c.get("/v1/threads/t1/messages", headers=w.b,
+              params={"checkpoint_id": w.checkpoint_id})
+    assert 400 <= r.status_code < 500 and "secret" not in r.text
+    assert c.delete("/v1/threads/t1", headers=w.b).json() == {"deleted": True}
+
+
+def _thread_reserved_metadata(w: World) -> None:
+    r = w.client.post("/v1/threads", headers=w.b, json={"metadata": {"_remem_tenant": "alpha"}})
+    assert r.status_code == 422 and "reserved" in r.json()["message"]
+
+
 def _tenant_header_ignored(w: World) -> None:
     for name in ("X-Tenant", "X-Remem-Tenant", "Tenant"):
         r = w.client.post("/v1/store/search", json={"namespace_prefix": NS},
@@ -178,6 +235,12 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "memories/{id} DELETE": _memory_delete,
     "memories/{id}/history GET": _memory_history,
     "events/{id}/undo POST": _memory_undo,
+    "threads/{id} GET, messages GET, checkpoints GET": _thread_reads,
+    "threads/list POST": _thread_list,
+    "threads/{id} messages POST, DELETE, fork, rewind": _thread_writes,
+    "threads POST (A's id) + rewind/fork/read at A's checkpoint": (
+        _thread_same_id_and_foreign_checkpoint),
+    "threads POST (reserved metadata)": _thread_reserved_metadata,
     "tenant header": _tenant_header_ignored,
     "tenant body field": _tenant_body_field_refused,
     "metrics": _metrics_reveal_no_tenant,
@@ -196,7 +259,10 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
     paths = set(world.client.get("/openapi.json").json()["paths"])
     covered = {"/v1/store/items", "/v1/store/search", "/v1/store/namespaces", "/v1/memories",
                "/v1/memories/search", "/v1/memories/{memory_id}",
-               "/v1/memories/{memory_id}/history", "/v1/events/{event_id}/undo"}
+               "/v1/memories/{memory_id}/history", "/v1/events/{event_id}/undo",
+               "/v1/threads", "/v1/threads/list", "/v1/threads/{thread_id}",
+               "/v1/threads/{thread_id}/messages", "/v1/threads/{thread_id}/checkpoints",
+               "/v1/threads/{thread_id}/rewind", "/v1/threads/{thread_id}/fork"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 
@@ -207,13 +273,23 @@ WRITES = [("PUT", "/v1/store/items", {"json": {"namespace": ["n"], "key": "k", "
           ("POST", "/v1/memories", {"json": {"messages": "x", "user_id": "u", "infer": False}}),
           ("PATCH", "/v1/memories/mem_x", {"json": {"content": "y"}}),
           ("DELETE", "/v1/memories/mem_x", {}),
-          ("POST", "/v1/events/evt_x/undo", {})]
+          ("POST", "/v1/events/evt_x/undo", {}),
+          ("POST", "/v1/threads", {"json": {}}),
+          ("POST", "/v1/threads/t/messages", {"json": {"messages": [{"role": "user",
+                                                                      "content": "x"}]}}),
+          ("DELETE", "/v1/threads/t", {}),
+          ("POST", "/v1/threads/t/fork", {"json": {}}),
+          ("POST", "/v1/threads/t/rewind", {"json": {"checkpoint_id": "c"}})]
 READS = [("GET", "/v1/store/items", {"params": {"namespace": ["n"], "key": "k"}}),
          ("POST", "/v1/store/search", {"json": {}}),
          ("GET", "/v1/store/namespaces", {}),
          ("POST", "/v1/memories/search", {"json": {}}),
          ("GET", "/v1/memories/mem_x", {}),
-         ("GET", "/v1/memories/mem_x/history", {})]
+         ("GET", "/v1/memories/mem_x/history", {}),
+         ("POST", "/v1/threads/list", {"json": {}}),
+         ("GET", "/v1/threads/t", {}),
+         ("GET", "/v1/threads/t/messages", {}),
+         ("GET", "/v1/threads/t/checkpoints", {})]
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs"), WRITES + READS)

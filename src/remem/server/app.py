@@ -4,6 +4,7 @@ Routes (all JSON; see ``/docs`` on a running server):
 
 * ``/v1/store/...``: items, search and namespaces of the raw store;
 * ``/v1/memories/...`` and ``/v1/events/{id}/undo``: the ``Memory`` facade;
+* ``/v1/threads/...``: conversations, their messages and checkpoints;
 * ``/healthz`` (the process answers), ``/readyz`` (the database answers), ``/metrics``
   (Prometheus text);
 * ``/mcp``: the MCP server over streamable HTTP (see :mod:`remem.server.mcp`).
@@ -20,7 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from remem import __version__
-from remem.server import routes_memory, routes_store
+from remem.server import routes_memory, routes_store, routes_threads
 from remem.server.errors import BodyLimitMiddleware, error_response, install_error_handlers
 from remem.server.keys import KEYS_NAMESPACE
 from remem.server.metrics import Metrics, MetricsMiddleware
@@ -66,6 +67,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     install_error_handlers(app)
     app.include_router(routes_store.router)
     app.include_router(routes_memory.router)
+    app.include_router(routes_threads.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")
     def healthz() -> dict[str, str]:

@@ -17,6 +17,7 @@ from remem.store.scoped import ScopedStore
 
 if TYPE_CHECKING:
     from remem.api import Memory
+    from remem.threads import ThreadStore
 
 __all__ = ["LOCAL_TENANT", "Principal", "ServerConfig", "ServerState"]
 
@@ -81,6 +82,7 @@ class ServerState:
     owns_store: bool = True
     _scoped: dict[str, ScopedStore] = field(default_factory=dict)
     _memories: dict[str, Memory] = field(default_factory=dict)
+    _threads: ThreadStore | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
@@ -113,8 +115,20 @@ class ServerState:
                     self._memories[principal.tenant] = memory
         return memory
 
+    def threads(self) -> ThreadStore:
+        """The thread store on the server's database (opened on first use)."""
+        if self._threads is None:
+            from remem.threads import ThreadStore
+
+            with self._lock:
+                if self._threads is None:
+                    self._threads = ThreadStore.open(os.fspath(self.config.db))
+        return self._threads
+
     def close(self) -> None:
-        """Close the store if the server opened it."""
+        """Close the thread store, and the store if the server opened it."""
+        if self._threads is not None:
+            self._threads.close()
         if self.owns_store:
             self.store.close()
 
