@@ -147,7 +147,8 @@ class Memory:
         self.clock = clock
         self._owns_store = owns_store
         self.manager = MemoryStoreManager(
-            store, manager or MemoryManager(self._llm), namespace=("memories", "{scope}"),
+            store, manager or MemoryManager(self._llm),
+            namespace=self.template or ("memories", "user", "{user_id}"),
             hard_delete=hard_delete, lock=self.lock, clock=clock,
         )
 
