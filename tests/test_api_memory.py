@@ -228,3 +228,16 @@ def test_in_place_edits_keep_what_was_said_for_as_of(mem: Memory, clock: FakeClo
         "Works at Acme"]
     mem.delete(record.id, hard=True)
     assert mem.search(user_id="alice", as_of=said_at).hits == ()
+
+
+def test_a_store_default_ttl_never_expires_history(clock: FakeClock) -> None:
+    from remem.store import IndexConfig, InMemoryStore, KeywordConfig, TTLConfig
+
+    store = InMemoryStore(index=IndexConfig(FakeEmbedder(16), fields=("text",)),
+                          keyword=KeywordConfig(fields=("text",)),
+                          ttl=TTLConfig(default_ttl=60), clock=clock)
+    mem = Memory(store, clock=clock)
+    record = mem.add("Short-lived note", user_id="u", infer=False).added[0]
+    clock.advance(3600)
+    assert mem.search(user_id="u").hits == ()  # the memory itself follows the store's TTL
+    assert [e.op for e in mem.history(record.id)] == ["add"]  # its history stays

@@ -102,13 +102,15 @@ class HistoryEvent:
 def id_index_op(object_id: str, namespace: Namespace) -> PutOp:
     """The put that lets a memory or event be found by its id alone."""
     return PutOp(IDS_NAMESPACE, object_id, {"type": "id", "namespace": list(namespace)},
-                 index=False)
+                 index=False, ttl=None)
 
 
 def event_ops(event: HistoryEvent) -> list[Op]:
     """The writes that record ``event`` (the event and its id index entry)."""
     return [
-        PutOp(history_namespace(event.namespace), event.id, event.to_value(), index=False),
+        # bookkeeping never expires, whatever the store's default TTL
+        PutOp(history_namespace(event.namespace), event.id, event.to_value(), index=False,
+              ttl=None),
         id_index_op(event.id, event.namespace),
     ]
 

@@ -59,7 +59,7 @@ def acquire(namespace: Namespace, reads: Sequence[Op], settings: LockSettings,
             # every acquiring batch of this namespace writes this one row first: on a backend
             # whose batches run at READ COMMITTED, its row lock queues them, so each sees the
             # tickets of those before it (SQLite and the in-memory store serialise anyway)
-            PutOp(GATES_NAMESPACE, label, {"type": "gate"}, index=False),
+            PutOp(GATES_NAMESPACE, label, {"type": "gate"}, index=False, ttl=None),
             PutOp(where, token, {"type": "lock", "ns": label}, ttl=settings.ttl, index=False),
             # exact namespace only: tickets of deeper namespaces share the prefix
             SearchOp(where, filter={"ns": label}, limit=2, refresh_ttl=False),

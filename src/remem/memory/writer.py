@@ -53,7 +53,7 @@ def commit(namespace: Namespace, reads: Sequence[Op],
             return plan
         checks = [GetOp(ns, key) for ns, key, _ in plan.guards]
         bump = PutOp(HEADS_NAMESPACE, head_key(namespace), {"type": "head", "n": head + 1},
-                     index=False)
+                     index=False, ttl=None)
         written = yield StoreBatch([*plan.ops, bump, release_op(namespace, token), *checks])
         released = True
         found = written[len(written) - len(checks):] if checks else []
