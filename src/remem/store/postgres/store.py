@@ -527,10 +527,15 @@ class PostgresStore(BaseStore):
                 "SELECT * FROM unnest(%s::text[], %s::int8[], %s::int4[])"),
                 (terms, term_items, tfs))
         if vector_rows:
-            with conn.cursor() as cur:
-                cur.executemany(sql(
-                    f"INSERT INTO {self._t('vectors')} (item_id, ns, field, model_id, vec, "
-                    "text_hash) VALUES (%s, %s, %s, %s, %b, %s)"), vector_rows)
+            # binary COPY: one round trip and no per-row statement, several times faster
+            # than INSERTs for a large batch
+            assert self._vector_oid is not None
+            with conn.cursor() as cur, cur.copy(sql(
+                f"COPY {self._t('vectors')} (item_id, ns, field, model_id, vec, text_hash) "
+                "FROM STDIN (FORMAT BINARY)")) as copy:
+                copy.set_types(["int8", "text", "text", "int4", self._vector_oid, "bytea"])
+                for row in vector_rows:
+                    copy.write_row(row)
 
     def _holds_vectors(self) -> bool:
         self.setup()

@@ -98,6 +98,7 @@ def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[n
     scope ran out)``; the vectors of matching rows are added to ``vectors``."""
     q = scope.qschema
     if mode == "join":
+        conn.execute("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)")
         rows = conn.execute(sql(exact_query(q, where, bool(bounds))),
                             [query, scope.model_id, *bounds, *params, fetch]).fetchall()
         ranked = [(int(r[0]), (decode_ns(r[1]), r[2]), float(r[3])) for r in rows]
@@ -105,9 +106,12 @@ def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[n
     in_scope = " AND v.ns >= %s AND v.ns < %s" if bounds else ""
     if mode == "ann":
         settings = scope.settings
+        # custom plans: a generic plan cannot see that the namespace range holds most rows,
+        # guesses a narrow range and picks a btree range scan plus a sort over the index
         conn.execute(
             "SELECT set_config('hnsw.ef_search', %s, true), "
             "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('plan_cache_mode', 'force_custom_plan', true), "
             "set_config('hnsw.max_scan_tuples', %s, true)",
             (str(min(max(settings.ef_search, fetch), 1000)),
              str(max(settings.max_scan_tuples, fetch))))
