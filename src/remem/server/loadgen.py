@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 import httpx
 
-__all__ = ["LoadReport", "percentile", "run_load", "verify_writes"]
+__all__ = ["LoadReport", "drain_check", "percentile", "run_load", "verify_writes"]
 
 WORDS = ("tea", "coffee", "paris", "berlin", "music", "running", "python", "garden", "train",
          "cinema", "piano", "hiking", "sushi", "novel", "chess", "bicycle")
@@ -168,3 +168,44 @@ def verify_writes(url: str, token: str | None,
             if r.status_code != 200 or r.json()["text"] != text:
                 lost.append(memory_id)
     return lost
+
+
+async def drain_check(url: str, token: str | None, stop: Callable[[], int], *,
+                      uploads: int = 8, chunks: int = 10, delay: float = 0.15
+                      ) -> dict[str, Any]:
+    """Graceful shutdown under way: ``uploads`` puts whose bodies stream in slowly are being
+    handled when ``stop`` (a SIGTERM, say; it returns the exit code) is called; report how
+    many were answered 200 and whether a new connection was refused meanwhile."""
+    _loopback(url)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+
+    async def upload(http: httpx.AsyncClient, n: int) -> int:
+        async def body() -> Any:
+            yield b'{"namespace": ["drain"], "key": "k%d", "value": {"text": "' % n
+            for _ in range(chunks):
+                await asyncio.sleep(delay)
+                yield b"x" * 100
+            yield b'"}}'
+
+        try:
+            r = await http.put("/v1/store/items", content=body(),
+                               headers={"Content-Type": "application/json"})
+        except httpx.HTTPError:
+            return -1
+        return r.status_code
+
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+        tasks = [asyncio.create_task(upload(http, n)) for n in range(uploads)]
+        await asyncio.sleep(min(0.5, chunks * delay / 3))  # all of them are being read now
+        stopping = asyncio.create_task(asyncio.to_thread(stop))
+        await asyncio.sleep(0.3)
+        async with httpx.AsyncClient() as fresh:
+            try:
+                await fresh.get(url + "/healthz")
+                refused = False
+            except httpx.HTTPError:
+                refused = True
+        statuses = await asyncio.gather(*tasks)
+        code = await stopping
+    return {"uploads_in_flight": uploads, "answered_200": statuses.count(200),
+            "new_connection_refused": refused, "exit_code": code}
