@@ -118,3 +118,15 @@ def test_server_errors_are_remem_errors(served: tuple[str, str, str]) -> None:
         client.search("x")
     with pytest.raises(ConfigError, match="http"):
         Client("127.0.0.1:8000")
+
+
+def test_core_imports_do_not_load_the_server_stack() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, remem, remem.client, remem.cli, remem.store.scoped; "
+            "print(sorted(m for m in ('fastapi', 'uvicorn', 'mcp', 'starlette') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == "[]"
