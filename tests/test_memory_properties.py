@@ -31,7 +31,7 @@ def current(mem: Memory) -> dict[str, str]:
     return {h.memory.id: h.memory.text for h in mem.search(user_id="u", limit=100)}
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations)
 def test_any_sequence_of_edits_keeps_the_invariants(ops: list[tuple[Any, ...]]) -> None:
     clock = FakeClock()
