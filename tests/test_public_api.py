@@ -9,18 +9,37 @@ import remem.store
 
 def test_top_level_all() -> None:
     assert sorted(remem.__all__) == sorted([
-        "BaseStore", "Embedder", "FakeEmbedder", "FilterError", "InMemoryStore", "IndexConfig",
-        "IndexConfigError", "InvalidInputError", "Item", "NamespaceError", "RememError",
-        "SQLiteStore", "SearchItem", "TTLConfig", "UnsupportedError", "UsageError",
-        "__version__", "open_store",
+        "AnthropicChatModel", "BaseStore", "ChatModel", "Client", "ConfigError", "ConflictError",
+        "Embedder", "FakeEmbedder", "FilterError", "InMemoryStore", "IndexConfig",
+        "IndexConfigError", "InvalidInputError", "Item", "LLMError", "Memory", "MemoryTools",
+        "Message", "NamespaceError", "NotFoundError", "OpenAIChatModel", "RememError",
+        "SQLiteStore", "ScriptedModel", "SearchItem", "StructuredOutputError", "SummaryPolicy",
+        "TTLConfig", "Thread", "ThreadStore", "ToolCall", "ToolError", "UnsupportedError",
+        "UsageError", "__version__", "model_from_env", "open_store", "trim_messages",
     ])
     for name in remem.__all__:
         assert hasattr(remem, name), name
 
 
-def test_store_all_is_importable() -> None:
-    for name in remem.store.__all__:
-        assert hasattr(remem.store, name), name
+def test_subpackage_all_is_importable() -> None:
+    import importlib
+
+    for package in ("remem.store", "remem.llm", "remem.messages", "remem.threads",
+                    "remem.tools", "remem.memory", "remem.testing"):
+        module = importlib.import_module(package)
+        for name in getattr(module, "__all__", ()):
+            assert hasattr(module, name), f"{package}.{name}"
+
+
+def test_import_remem_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, remem; heavy = [m for m in ('fastapi', 'uvicorn', 'mcp', 'psycopg', "
+            "'tiktoken', 'tokenizers') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
 
 
 def test_error_tree() -> None:
