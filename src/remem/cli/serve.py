@@ -92,17 +92,22 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
         os.environ[_SETTINGS_VAR] = json.dumps(settings)
         uvicorn.run("remem.cli.serve:app_from_env", factory=True, host=host, port=port,
                     workers=workers, log_level=log_level,
-                    timeout_graceful_shutdown=graceful_timeout, access_log=False)
+                    timeout_graceful_shutdown=graceful_timeout, access_log=False,
+                    timeout_keep_alive=KEEP_ALIVE)
         return
     app = _build_app(settings)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level,
-                    timeout_graceful_shutdown=graceful_timeout, access_log=False)
+                    timeout_graceful_shutdown=graceful_timeout, access_log=False,
+                    timeout_keep_alive=KEEP_ALIVE)
     finally:
         app.state.remem.close()
 
 
 _SETTINGS_VAR = "REMEM_SERVE_SETTINGS"
+#: seconds an idle keep-alive connection stays open; longer than uvicorn's 5 s so clients
+#: with pooled connections rarely send on one the server is closing
+KEEP_ALIVE = 30
 
 
 def _build_app(settings: dict[str, Any]) -> Any:
