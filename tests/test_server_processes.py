@@ -72,6 +72,16 @@ def test_two_servers_on_one_database_behave_as_one(database: str) -> None:
                           json={"query": "bicycle", "user_id": "u"}).json()["hits"]
         texts = [h["memory"]["text"] for h in hits]
         assert texts[0] == "owns a red bicycle" and texts.count("owns a red bicycle") == 1
+        # threads too: created through one, appended through the other, invisible to beta
+        r = httpx.post(one.url + "/v1/threads", headers=_h(token), json={
+            "thread_id": "chat", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
+        r = httpx.post(two.url + "/v1/threads/chat/messages", headers=_h(token),
+                       json={"messages": [{"role": "assistant", "content": "hello"}]})
+        assert r.status_code == 200 and r.json()["position"] == 2, r.text
+        got = httpx.get(one.url + "/v1/threads/chat/messages", headers=_h(token)).json()
+        assert [m["content"] for m in got["messages"]] == ["hi", "hello"]
+        assert httpx.get(two.url + "/v1/threads/chat", headers=_h(other)).status_code == 404
         # a key revoked with the CLI stops working on both within the key cache time
         result = CliRunner().invoke(cli, ["keys", "--db", database, "revoke", key_id])
         assert result.exit_code == 0, result.output
