@@ -23,6 +23,7 @@ The flow is written once, as a generator that yields requests and receives respo
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from collections.abc import Generator, Sequence
@@ -220,6 +221,13 @@ def _with_instruction(messages: tuple[Message, ...], instruction: str) -> tuple[
     return (Message.system(instruction), *messages)
 
 
+@functools.lru_cache(maxsize=256)
+def _response_format(schema: type[pydantic.BaseModel]) -> ResponseFormat:
+    # building a model's JSON schema costs milliseconds; extraction asks for the same few
+    # schemas on every call (clients copy the dict before changing anything)
+    return ResponseFormat(name=schema.__name__, schema=schema.model_json_schema())
+
+
 def _flow(messages: Sequence[Message] | str, schema: type[T], *, instructions: str | None,
           operation: str, max_retries: int, max_tokens: int | None,
           ) -> Generator[ChatRequest, ChatResponse, Structured[T]]:
@@ -230,7 +238,7 @@ def _flow(messages: Sequence[Message] | str, schema: type[T], *, instructions: s
             "class Answer(pydantic.BaseModel): ... and pass Answer")
     if max_retries < 0:
         raise InvalidInputError(f"max_retries must be >= 0, got {max_retries}")
-    response_format = ResponseFormat(name=schema.__name__, schema=schema.model_json_schema())
+    response_format = _response_format(schema)
     instruction = schema_instruction(response_format)
     if instructions:
         instruction = f"{instructions}\n\n{instruction}"
