@@ -12,6 +12,7 @@ arrived may or may not be stored, and neither outcome is a loss.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 import time
@@ -80,6 +81,61 @@ def _loopback(url: str) -> None:
         raise ValueError(f"the load generator only targets loopback addresses, got {url}")
 
 
+class _Connection:
+    """A bare HTTP/1.1 keep-alive connection: the load generator's client.
+
+    A general client (httpx) spends several milliseconds of CPU per request, so on a small
+    machine it, not the server, would set the pace; this one writes the request bytes and
+    reads back one ``Content-Length`` framed answer.
+    """
+
+    def __init__(self, url: str, token: str | None) -> None:
+        parsed = urlparse(url)
+        self.host = parsed.hostname or "127.0.0.1"
+        self.port = parsed.port or 80
+        auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        self._head = (f"Host: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
+                      f"{auth}").encode()
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, payload: Any) -> tuple[int, Any]:
+        """POST ``payload`` as JSON; the status and the decoded JSON answer."""
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        assert self._reader is not None
+        body = json.dumps(payload).encode()
+        self._writer.write(b"POST " + path.encode() + b" HTTP/1.1\r\n" + self._head
+                           + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+                           + body)
+        try:
+            await self._writer.drain()
+            head = await self._reader.readuntil(b"\r\n\r\n")
+            status = int(head[9:12])
+            length = 0
+            closing = False
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                name = name.strip().lower()
+                if name == b"content-length":
+                    length = int(value)
+                elif name == b"connection" and value.strip().lower() == b"close":
+                    closing = True
+            data = await self._reader.readexactly(length)
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            self.close()
+            raise
+        if closing:
+            self.close()
+        return status, json.loads(data) if data else None
+
+    def close(self) -> None:
+        """Drop the connection (the next request opens a new one)."""
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+
 async def run_load(url: str, token: str | None, *, clients: int = 32, duration: float = 10.0,
                    write_ratio: float = 0.3, max_requests: int = 1_000_000,
                    event_at: float | None = None, event: Callable[[], None] | None = None,
@@ -91,8 +147,6 @@ async def run_load(url: str, token: str | None, *, clients: int = 32, duration: 
     """
     _loopback(url)
     report = LoadReport(clients)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     deadline = time.monotonic() + duration
     budget = [max_requests]
     in_flight: set[int] = set()
@@ -102,41 +156,45 @@ async def run_load(url: str, token: str | None, *, clients: int = 32, duration: 
     def fail(kind: str) -> None:
         report.errors[kind] = report.errors.get(kind, 0) + 1
 
-    async def one_client(number: int, http: httpx.AsyncClient) -> None:
+    async def one_client(number: int) -> None:
         rng = random.Random(seed * 1000 + number)
         user = f"user{number}"
-        while time.monotonic() < deadline and budget[0] > 0:
-            budget[0] -= 1
-            counter[0] += 1
-            ticket = counter[0]
-            write = rng.random() < write_ratio
-            text = f"{user} likes {rng.choice(WORDS)} #{ticket}"
-            in_flight.add(ticket)
-            start = time.perf_counter()
-            try:
+        conn = _Connection(url, token)
+        try:
+            while time.monotonic() < deadline and budget[0] > 0:
+                budget[0] -= 1
+                counter[0] += 1
+                ticket = counter[0]
+                write = rng.random() < write_ratio
+                text = f"{user} likes {rng.choice(WORDS)} #{ticket}"
+                in_flight.add(ticket)
+                start = time.perf_counter()
+                try:
+                    if write:
+                        status, answer = await conn.post("/v1/memories", {
+                            "messages": text, "user_id": user, "infer": False})
+                    else:
+                        status, answer = await conn.post("/v1/memories/search", {
+                            "query": rng.choice(WORDS), "user_id": user, "limit": 5})
+                except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
+                    fail(type(exc).__name__)
+                    await asyncio.sleep(0.05)  # the server is down: do not spin
+                    continue
+                finally:
+                    in_flight.discard(ticket)
+                elapsed = time.perf_counter() - start
+                if status != 200:
+                    fail(f"http_{status}")
+                    continue
+                if ticket in marked:
+                    report.completed_after_event += 1
+                kind = "add" if write else "search"
+                report.latencies[kind].append(elapsed)
                 if write:
-                    r = await http.post("/v1/memories", json={
-                        "messages": text, "user_id": user, "infer": False})
-                else:
-                    r = await http.post("/v1/memories/search", json={
-                        "query": rng.choice(WORDS), "user_id": user, "limit": 5})
-            except httpx.HTTPError as exc:
-                fail(type(exc).__name__)
-                await asyncio.sleep(0.05)  # the server is down: do not spin
-                continue
-            finally:
-                in_flight.discard(ticket)
-            elapsed = time.perf_counter() - start
-            if r.status_code != 200:
-                fail(f"http_{r.status_code}")
-                continue
-            if ticket in marked:
-                report.completed_after_event += 1
-            kind = "add" if write else "search"
-            report.latencies[kind].append(elapsed)
-            if write:
-                memory = r.json()["changes"][0]["memory"]
-                report.acknowledged.append((memory["id"], user, text))
+                    memory = answer["changes"][0]["memory"]
+                    report.acknowledged.append((memory["id"], user, text))
+        finally:
+            conn.close()
 
     async def fire() -> None:
         assert event_at is not None and event is not None
@@ -146,12 +204,10 @@ async def run_load(url: str, token: str | None, *, clients: int = 32, duration: 
         await asyncio.to_thread(event)
 
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits,
-                                 timeout=30.0) as http:
-        tasks = [asyncio.create_task(one_client(i, http)) for i in range(clients)]
-        if event is not None:
-            tasks.append(asyncio.create_task(fire()))
-        await asyncio.gather(*tasks)
+    tasks = [asyncio.create_task(one_client(i)) for i in range(clients)]
+    if event is not None:
+        tasks.append(asyncio.create_task(fire()))
+    await asyncio.gather(*tasks)
     report.seconds = time.monotonic() - started
     return report
 
