@@ -46,7 +46,7 @@ from store import (
 LOAD_BATCH = 1000
 PUT_BATCH = 500
 FILTER = {"bucket": {"$lt": 2}}  # 40% of the items
-EF_SWEEP = (40, 64, 100, 200)
+EF_SWEEP = (40, 64, 100, 200, 400, 800)
 
 
 def bucket(i: int) -> int:

@@ -241,7 +241,7 @@ def test_scoped_and_filtered_search_is_complete(loaded: tuple[str, str], prefix:
                                                 flt: Any, expected_size: int,
                                                 exact_below: int) -> None:
     dsn, schema = loaded
-    queries = range(20_000, 20_020)
+    queries = range(20_000, 20_012)
     truth = _search(dsn, schema, VectorSearch(method="exact"), prefix, flt, queries)
     got = _search(dsn, schema, VectorSearch(exact_below=exact_below), prefix, flt, queries)
     assert all(len(page) == expected_size for page in truth)
