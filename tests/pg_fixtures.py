@@ -14,11 +14,14 @@ The server is started lazily: a run that uses no PostgreSQL fixture never starts
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,13 +43,37 @@ def _require_driver() -> Any:
     return psycopg
 
 
+_PREFIX = "remem-pg-"
+
+
+def _reap_orphans() -> None:
+    """Stop and delete servers left by test runs that were killed before their teardown (the
+    pytest process that started them, named in ``owner.pid``, is gone)."""
+    from remem.store.postgres.local import LocalPostgres
+
+    for directory in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*"):
+        try:
+            owner = int((directory / "owner.pid").read_text())
+            os.kill(owner, 0)
+            continue  # its owner is alive
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            continue  # no owner recorded, or not ours to judge
+        with contextlib.suppress(Exception):
+            LocalPostgres(directory).stop(mode="immediate")
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _start_local(settings: dict[str, str] | None = None) -> Any:
     """Start a server in a new directory outside pytest's temporary tree: pytest resets the
     permissions of that tree and deletes old runs, which would pull the data directory from
     under a server running as another user (or from another, concurrent pytest run)."""
     from remem.store.postgres.local import LocalPostgres
 
-    directory = Path(tempfile.mkdtemp(prefix="remem-pg-"))
+    _reap_orphans()
+    directory = Path(tempfile.mkdtemp(prefix=_PREFIX))
+    (directory / "owner.pid").write_text(str(os.getpid()))
     server = LocalPostgres(directory, settings=FAST if settings is None else settings)
 
     def stop() -> None:
@@ -76,6 +103,11 @@ def postgres_dsn() -> Iterator[str]:
         yield external
         return
     server = _start_local()
+    previous = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread() and previous is signal.SIG_DFL:
+        # `timeout` and CI runners stop pytest with SIGTERM, which skips finalisers and
+        # atexit: turn it into an interrupt, which pytest tears down properly
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         dsn = server.dsn()
         with psycopg.connect(server.dsn("template1"), autocommit=True) as conn:
@@ -83,6 +115,12 @@ def postgres_dsn() -> Iterator[str]:
         yield dsn
     finally:
         server.cleanup()
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _with_database(dsn: str, name: str) -> str:
