@@ -19,13 +19,13 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import numpy as np
 
-from remem.errors import IndexConfigError, StoreError
+from remem._sqlite import SQLiteConnections
+from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
 from remem.store.base import (
     UPDATED_AT_TOLERANCE,
@@ -107,10 +107,8 @@ class SQLiteStore(BaseStore):
         self.busy_timeout = busy_timeout
         self._setup_lock = threading.Lock()
         self._ready = False
-        self._closed = False
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._memory_lock = threading.RLock()  # serialises the one :memory: connection
+        self._conns = SQLiteConnections(self.path, owner="SQLiteStore", durability=durability,
+                                        busy_timeout=busy_timeout)
         self._model_id: int | None = None
         self._cache_lock = threading.RLock()
         self._cache: VectorIndex | None = None
@@ -125,42 +123,9 @@ class SQLiteStore(BaseStore):
 
     # -- connections --------------------------------------------------------------------------
 
-    def _new_connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StoreError("this SQLiteStore is closed; open a new one")
-        if not self.in_memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if not self.in_memory:
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
-        self._connections.append(conn)
-        return conn
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's connection; SQLite failures surface as :class:`StoreError`."""
-        try:
-            if self.in_memory:
-                with self._memory_lock:
-                    if not self._connections:
-                        self._new_connection()
-                    yield self._connections[0]
-                return
-            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-            if conn is None:
-                conn = self._new_connection()
-                self._local.conn = conn
-            yield conn
-        except sqlite3.OperationalError as exc:
-            hint = ("; another writer held the lock longer than busy_timeout "
-                    f"({self.busy_timeout:g} s): raise it or shorten write batches"
-                    if "locked" in str(exc) else "")
-            raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+        return self._conns.connection()
 
     def setup(self) -> None:
         """Open the database, apply missing migrations and check the index config."""
@@ -272,11 +237,7 @@ class SQLiteStore(BaseStore):
     def close(self) -> None:
         """Stop the sweeper and close every connection this store opened."""
         self._stop_sweeper()
-        self._closed = True
-        for conn in self._connections:
-            conn.close()
-        self._connections.clear()
-        self._local = threading.local()
+        self._conns.close()
         with self._cache_lock:
             self._cache = None
 

@@ -19,10 +19,10 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from remem._sqlite import SQLiteConnections
 from remem.errors import ConflictError, StoreError
 from remem.store.filters import parse_filter, postgres_document, to_postgres, to_sqlite
 from remem.store.migrations import apply_sqlite
@@ -124,43 +124,11 @@ class SQLiteBackend:
         self.busy_timeout = busy_timeout
         self._setup_lock = threading.Lock()
         self._ready = False
-        self._closed = False
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._memory_lock = threading.RLock()
+        self._conns = SQLiteConnections(self.path, owner="ThreadStore", durability=durability,
+                                        busy_timeout=busy_timeout)
 
-    def _new_connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StoreError("this ThreadStore is closed; open a new one")
-        if not self.in_memory:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if not self.in_memory:
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
-        self._connections.append(conn)
-        return conn
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            if self.in_memory:
-                with self._memory_lock:
-                    if not self._connections:
-                        self._new_connection()
-                    yield self._connections[0]
-                return
-            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-            if conn is None:
-                conn = self._new_connection()
-                self._local.conn = conn
-            yield conn
-        except sqlite3.Error as exc:
-            hint = ("; another writer held the lock longer than busy_timeout "
-                    f"({self.busy_timeout:g} s): raise it" if "locked" in str(exc) else "")
-            raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
+    def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._conns.connection()
 
     def setup(self) -> None:
         if self._ready:
@@ -187,11 +155,7 @@ class SQLiteBackend:
             conn.execute("COMMIT")
 
     def close(self) -> None:
-        self._closed = True
-        for conn in self._connections:
-            conn.close()
-        self._connections.clear()
-        self._local = threading.local()
+        self._conns.close()
 
     def metadata_filter(self, filter: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
         return to_sqlite(parse_filter(filter), column="t.metadata")

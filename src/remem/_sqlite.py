@@ -1,0 +1,82 @@
+"""SQLite connections as every remem component opens them (the store, threads).
+
+One connection per thread to a file, in WAL mode with a busy timeout so writers queue instead
+of failing; ``:memory:`` has a single connection behind a lock (each connection would
+otherwise see a database of its own). Failures surface as :class:`~remem.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from remem.errors import StoreError
+
+__all__ = ["Durability", "SQLiteConnections"]
+
+Durability = Literal["normal", "full"]
+
+
+class SQLiteConnections:
+    """Per-thread connections to ``path``; ``owner`` names the component in error messages."""
+
+    def __init__(self, path: str, *, owner: str, durability: Durability = "normal",
+                 busy_timeout: float = 30.0) -> None:
+        self.path = path
+        self.owner = owner
+        self.in_memory = path == ":memory:"
+        self.durability = durability
+        self.busy_timeout = busy_timeout
+        self.closed = False
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._memory_lock = threading.RLock()  # serialises the one :memory: connection
+
+    def _open(self) -> sqlite3.Connection:
+        if self.closed:
+            raise StoreError(f"this {self.owner} is closed; open a new one")
+        if not self.in_memory:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
+                               check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        if not self.in_memory:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
+        self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; SQLite failures surface as :class:`StoreError`."""
+        try:
+            if self.in_memory:
+                with self._memory_lock:
+                    if not self._all:
+                        self._open()
+                    yield self._all[0]
+                return
+            conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._open()
+                self._local.conn = conn
+            yield conn
+        except sqlite3.OperationalError as exc:
+            hint = ("; another writer held the lock longer than busy_timeout "
+                    f"({self.busy_timeout:g} s): raise it or shorten write batches"
+                    if "locked" in str(exc) else "")
+            raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close every connection; later calls raise :class:`StoreError`."""
+        self.closed = True
+        for conn in self._all:
+            conn.close()
+        self._all.clear()
+        self._local = threading.local()
