@@ -367,11 +367,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_rows(run)
     print("\nsummary (overhead = add latency minus time inside the model; SQLite file)")
     header = ("run", "adds", "calls", "max/add", "tokens", "ovh p50", "ovh p95", "ok")
-    print(" ".join(f"{h:>10}" for h in header))
+    width = max(10, *(len(run.label) for run in runs))
+    print(f"{header[0]:<{width}} " + " ".join(f"{h:>10}" for h in header[1:]))
     for run in runs:
         s = run.summary()
-        print(" ".join(f"{v:>10}" for v in (
-            s["label"][-10:], s["adds"], s["llm_calls"], s["max_calls_per_add"], s["tokens"],
+        print(f"{s['label']:<{width}} " + " ".join(f"{v:>10}" for v in (
+            s["adds"], s["llm_calls"], s["max_calls_per_add"], s["tokens"],
             s["overhead_ms_p50"], s["overhead_ms_p95"], "yes" if s["ok"] else "NO")))
         for problem in s["problems"][:10]:
             print(f"  problem: {problem}")
