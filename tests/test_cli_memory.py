@@ -87,7 +87,7 @@ def test_add_without_a_model_names_the_settings(db: str,
     (("history", "mem_nope"), 1, "no memory with id 'mem_nope'"),
     (("undo", "evt_nope"), 1, "no event"),
     (("add", "", "--no-infer", "--user", "u"), 2, "nothing to remember"),
-    (("add", "x", "--no-infer"), 2, "no scope given"),
+    (("add", "x", "--no-infer"), 2, "no scope given: pass --user ID"),
 ])
 def test_errors_are_one_line(db: str, args: tuple[str, ...], code: int,
                              fragment: str) -> None:

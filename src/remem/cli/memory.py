@@ -51,6 +51,12 @@ class Scope:
         click.get_current_context().call_on_close(memory.close)
         return memory
 
+    def require(self, *, thread: str | None = None) -> None:
+        """Fail with the CLI's own option names when no scope is given."""
+        if self.user is None and self.agent is None and self.namespace is None and not thread:
+            raise click.UsageError("no scope given: pass --user ID, --agent ID or --namespace NS "
+                                   "so remem knows whose memories these are")
+
     def kwargs(self) -> dict[str, Any]:
         """The scope as ``Memory`` keyword arguments."""
         return {"user_id": self.user, "agent_id": self.agent, "namespace": self.namespace}
@@ -132,6 +138,7 @@ def add(scope: Scope, json_output: bool, text: str | None, infer: bool, kind: st
         text = sys.stdin.read()
     if not text.strip():
         raise click.BadParameter("nothing to remember: TEXT is empty", param_hint="'TEXT'")
+    scope.require(thread=thread)
     memory = scope.open(create=True)
     result = memory.add(text, **scope.kwargs(), thread_id=thread, infer=infer, kind=kind)
     if json_output:
