@@ -98,3 +98,11 @@ def test_errors_are_one_line(db: str, args: tuple[str, ...], code: int,
     assert result.exit_code == code, result.output
     assert result.stderr.startswith("error: ") and fragment in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_memory_commands_take_a_postgres_dsn(pg_database: str) -> None:
+    # a DSN is a database, not a file: search must not refuse it as missing
+    added = ok_json("add", "I drink green tea", "--no-infer", "--user", "u", "--db", pg_database)
+    assert [change["op"] for change in added["changes"]] == ["add"]
+    found = ok_json("search", "tea", "--user", "u", "--db", pg_database)
+    assert [hit["memory"]["text"] for hit in found["hits"]] == ["I drink green tea"]

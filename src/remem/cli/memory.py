@@ -21,6 +21,7 @@ from remem.api import Memory
 from remem.cli.common import CommandFailed, FilterType, NamespaceType, make_embedder
 from remem.cli.render import emit_json, write_atomically
 from remem.memory import AddResult, ChangeResult, HistoryEvent, MemoryRecord
+from remem.store import is_dsn
 from remem.store.types import Namespace, from_timestamp
 
 __all__ = ["MEMORY_COMMANDS"]
@@ -43,7 +44,8 @@ class Scope:
 
     def open(self, *, create: bool = False) -> Memory:
         """Open the memory (closed when the command ends)."""
-        if not create and self.db != ":memory:" and not Path(self.db).exists():
+        if (not create and self.db != ":memory:" and not is_dsn(self.db)
+                and not Path(self.db).exists()):
             raise CommandFailed(f"no database at {self.db}; pass --db PATH or set REMEM_DB "
                                 "(`remem add` or `remem import` create one)")
         embedder = False if self.embedder == "none" else make_embedder(self.embedder)
@@ -68,7 +70,7 @@ def scope_options(*, scoped: bool = True) -> Callable[[F], F]:
     options = [
         click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
                      show_default=True, show_envvar=True,
-                     help="SQLite database file, or ':memory:'."),
+                     help="SQLite database file, ':memory:', or a postgresql:// DSN."),
         click.option("--embedder", type=click.Choice(EMBEDDERS), default="local",
                      show_default=True,
                      help="Embedder for search by meaning: 'local' (offline model), 'fake' "
