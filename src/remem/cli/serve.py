@@ -135,6 +135,17 @@ def keys_group(ctx: click.Context, db: str) -> None:
     ctx.obj = db
 
 
+def _set_db(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:  # given after the subcommand: overrides the group's --db
+        ctx.obj = value
+
+
+# `remem keys create --db X` reads as naturally as `remem keys --db X create`; accept both
+_db_here = click.option("--db", metavar="PATH|DSN", default=None, expose_value=False,
+                        callback=_set_db, is_eager=True,
+                        help="The database (same as `remem keys --db`).")
+
+
 def _key_store(ctx: click.Context) -> object:
     from remem.server.keys import KeyStore
     from remem.store import open_store
@@ -150,6 +161,7 @@ def _when(ts: float | None) -> str:
 
 
 @keys_group.command("create")
+@_db_here
 @click.option("--tenant", required=True, help="The tenant every request of this key acts for.")
 @click.option("--read-only", is_flag=True, help="The key may read and search, not write.")
 @click.option("--name", default="", help="A note to tell keys apart.")
@@ -172,6 +184,7 @@ def keys_create(ctx: click.Context, tenant: str, read_only: bool, name: str,
 
 
 @keys_group.command("list")
+@_db_here
 @click.option("--tenant", default=None, help="Only this tenant's keys.")
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked keys.")
 @click.option("--json", "json_output", is_flag=True, help="Print JSON lines.")
@@ -194,6 +207,7 @@ def keys_list(ctx: click.Context, tenant: str | None, include_revoked: bool,
 
 
 @keys_group.command("revoke")
+@_db_here
 @click.argument("key_id")
 @click.pass_context
 def keys_revoke(ctx: click.Context, key_id: str) -> None:

@@ -1,0 +1,40 @@
+"""`remem keys`: create, list and revoke API keys in the database a server uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from remem.cli import cli
+from remem.server.keys import KeyStore
+from remem.store import open_store
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), prog_name="remem", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_create_list_revoke_with_db_before_or_after_the_subcommand(tmp_path: Path) -> None:
+    db = str(tmp_path / "keys.db")
+    created = json.loads(run("keys", "create", "--db", db, "--tenant", "acme", "--json"))
+    other = json.loads(run("keys", "--db", db, "create", "--tenant", "beta", "--read-only",
+                           "--json"))
+    listed = [json.loads(line) for line in run("keys", "list", "--db", db, "--json").splitlines()]
+    assert {(k["key_id"], k["tenant"], k["read_only"]) for k in listed} == {
+        (created["key_id"], "acme", False), (other["key_id"], "beta", True)}
+
+    store = open_store(db)
+    try:
+        keys = KeyStore(store)
+        verified = keys.verify(created["api_key"])
+        assert verified is not None and verified.tenant == "acme"
+        run("keys", "revoke", created["key_id"], "--db", db)
+        assert keys.list(tenant="acme") == []
+        assert [k.key_id for k in keys.list(tenant="acme", include_revoked=True)] == [
+            created["key_id"]]
+    finally:
+        store.close()
