@@ -7,6 +7,7 @@ otherwise see a database of its own). Failures surface as :class:`~remem.errors.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,6 +20,22 @@ from remem.errors import StoreError
 __all__ = ["Durability", "SQLiteConnections"]
 
 Durability = Literal["normal", "full"]
+
+# One in-process write lock per database file, shared by every store, thread store and key
+# store of this process that opens it. Writers of one process then queue on this lock in
+# turn, instead of on SQLite's busy handler, which sleeps in growing steps (up to 100 ms)
+# and gave a server's writes a long latency tail. Other processes still meet SQLite's lock.
+_WRITE_LOCKS: dict[str, threading.RLock] = {}
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock_for(path: str) -> threading.RLock:
+    key = os.path.realpath(path)
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.get(key)
+        if lock is None:
+            lock = _WRITE_LOCKS[key] = threading.RLock()
+        return lock
 
 
 class SQLiteConnections:
@@ -35,6 +52,7 @@ class SQLiteConnections:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._memory_lock = threading.RLock()  # serialises the one :memory: connection
+        self._write_lock = self._memory_lock if self.in_memory else _write_lock_for(path)
 
     def _open(self) -> sqlite3.Connection:
         if self.closed:
@@ -72,6 +90,13 @@ class SQLiteConnections:
             raise StoreError(f"SQLite error on {self.path}: {exc}{hint}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold this process's write turn on the database (wrap ``BEGIN IMMEDIATE`` ...
+        ``COMMIT`` in it)."""
+        with self._write_lock:
+            yield
 
     def close(self) -> None:
         """Close every connection; later calls raise :class:`StoreError`."""

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
 
 import numpy as np
@@ -246,7 +246,7 @@ class SQLiteStore(BaseStore):
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
         refreshes: list[tuple[list[int], float]] = []
-        with self._connection() as conn:
+        with self._conns.writing() if writes else nullcontext(), self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
             txn = _Txn(conn)
             try:

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from remem._sqlite import SQLiteConnections
@@ -145,7 +145,7 @@ class SQLiteBackend:
         # writes take the write lock up front, so concurrent writers queue on busy_timeout
         # instead of failing to upgrade a read lock; reads get a consistent snapshot
         self.setup()
-        with self._connection() as conn:
+        with self._conns.writing() if write else nullcontext(), self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield _SQLiteTx(conn)
