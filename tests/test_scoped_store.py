@@ -141,7 +141,9 @@ def test_scoped_store_equals_a_private_store(script: list[tuple[str, Op]]) -> No
     scoped = {"a": ScopedStore(shared, A), "b": ScopedStore(shared, B)}
     for who, op in script:
         if who == "raw":  # writes outside every scope, including look-alike namespaces
-            if isinstance(op, PutOp):
+            # (a raw write at or under a scope's prefix is that scope's data, or at the bare
+            # prefix, hidden: see test_items_at_the_bare_prefix_stay_hidden)
+            if isinstance(op, PutOp) and op.namespace[:2] not in (A, B):
                 shared.batch([op])
             continue
         got = scoped[who].batch([op])[0]
@@ -155,3 +157,14 @@ def test_scoped_store_equals_a_private_store(script: list[tuple[str, Op]]) -> No
             if isinstance(item, Item):
                 assert shared.get(A + item.namespace if who == "a" else B + item.namespace,
                                   item.key) is not None
+
+
+def test_items_at_the_bare_prefix_stay_hidden() -> None:
+    shared = InMemoryStore()
+    shared.put(A, "k", {"text": "tea"})  # around the scope, at its bare prefix
+    scoped = ScopedStore(shared, A)
+    scoped.put(("notes",), "n", {"text": "tea"})
+    assert [(i.namespace, i.key) for i in scoped.search()] == [(("notes",), "n")]
+    assert [(i.namespace, i.key) for i in scoped.search(query="tea")] == [(("notes",), "n")]
+    assert scoped.list_namespaces() == [("notes",)]
+    assert [(i.namespace, i.key) for i in scoped.iter_items()] == [(("notes",), "n")]

@@ -6,7 +6,9 @@ every result has that prefix stripped again. Because store operations are values
 layer above the store (the store routes, the :class:`~remem.api.Memory` facade, its locks and
 history) reaches storage only through ``batch``, wrapping the store once makes all of them
 confined to the prefix by construction: no namespace a caller can write names anything
-outside it, and nothing outside it is ever returned.
+outside it, and nothing outside it is ever returned. An item written at the bare prefix
+itself (only possible around the scoped store, e.g. by raw access to the inner store) is not
+shown either; it may still take a slot of an inner search's page, so do not write there.
 
 >>> from remem.store import open_store
 >>> base = open_store(":memory:")
@@ -114,13 +116,16 @@ class ScopedStore(BaseStore):
             return self._strip_item(result)
         if isinstance(op, SearchOp):
             assert isinstance(result, list)
-            return [self._strip_item(r) for r in result if isinstance(r, SearchItem)]
+            # an item at the bare prefix (written around the scope) is not the scope's: a
+            # scoped store can only write below the prefix, so never show one
+            return [self._strip_item(r) for r in result
+                    if isinstance(r, SearchItem) and len(r.namespace) > len(self.prefix)]
         if isinstance(op, ListNamespacesOp):
             assert isinstance(result, list)
             stripped = [self._strip(ns) for ns in result]  # type: ignore[arg-type]
             if op.suffix is not None:
                 return match_namespaces([ns for ns in stripped if ns], op)
-            return stripped
+            return [ns for ns in stripped if ns]
         return result
 
     def _strip_item(self, item: _I) -> _I:
@@ -159,7 +164,8 @@ class ScopedStore(BaseStore):
         inside = self._inside(validate_namespace(tuple(namespace_prefix), allow_empty=True,
                                                  what="namespace_prefix"))
         for item in self.inner.iter_items(inside):
-            yield self._strip_item(item)
+            if len(item.namespace) > len(self.prefix):
+                yield self._strip_item(item)
 
     def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
         return self.inner.ttl_of(self._inside(namespace), key)
