@@ -18,6 +18,7 @@ __all__ = [
     "data_url",
     "field",
     "image_part",
+    "image_url_part",
     "optional_str",
     "parse_arguments",
     "require_dict",
@@ -101,6 +102,16 @@ def image_part(url: str, media_type: str | None, where: str) -> ImagePart:
         return ImagePart(url=url, media_type=media_type)
     except pydantic.ValidationError as exc:  # pragma: no cover - both fields are strings here
         raise MessageFormatError(f"{where} is not a valid image: {exc}") from exc
+
+
+def image_url_part(part: Mapping[str, Any], where: str) -> ImagePart:
+    """An OpenAI-style ``{"type": "image_url", "image_url": {"url": ...}}`` block (the URL may
+    also stand directly under ``image_url``, as LangChain writes it)."""
+    image = part.get("image_url")
+    url = image if isinstance(image, str) else require_dict(
+        image, field(where, "image_url")).get("url")
+    return image_part(require_str(url, field(where, "image_url.url"), allow_empty=False), None,
+                      where)
 
 
 def text_of(parts: Sequence[TextPart | ImagePart]) -> str:

@@ -22,8 +22,10 @@ from typing import Any
 from remem.errors import MessageFormatError
 from remem.messages.convert_common import (
     build,
+    data_url,
     field,
     image_part,
+    image_url_part,
     optional_str,
     parse_arguments,
     require_dict,
@@ -80,11 +82,7 @@ def _parts(value: Any, where: str) -> list[TextPart | ImagePart]:
         if kind == "text":
             parts.append(TextPart(text=require_str(part.get("text"), field(at, "text"))))
         elif kind == "image_url":
-            image = part.get("image_url")
-            url = image if isinstance(image, str) else require_dict(
-                image, field(at, "image_url")).get("url")
-            parts.append(image_part(require_str(url, field(at, "image_url.url"),
-                                                allow_empty=False), None, at))
+            parts.append(image_url_part(part, at))
         elif kind == "image":  # LangChain's standard block: url, or base64 data + mime_type
             if isinstance(part.get("url"), str):
                 parts.append(image_part(part["url"], part.get("mime_type"), at))
@@ -92,7 +90,7 @@ def _parts(value: Any, where: str) -> list[TextPart | ImagePart]:
                 mime = require_str(part.get("mime_type"), field(at, "mime_type"),
                                    allow_empty=False)
                 data = require_str(part.get("data", part.get("base64")), field(at, "data"))
-                parts.append(image_part(f"data:{mime};base64,{data}", mime, at))
+                parts.append(image_part(data_url(mime, data), mime, at))
         else:
             raise MessageFormatError(
                 f"{field(at, 'type')} is {kind!r}; remem reads 'text', 'image_url' and 'image' "

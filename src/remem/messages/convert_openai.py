@@ -23,7 +23,7 @@ from remem.errors import MessageFormatError
 from remem.messages.convert_common import (
     build,
     field,
-    image_part,
+    image_url_part,
     optional_str,
     parse_arguments,
     require_dict,
@@ -97,11 +97,7 @@ def _parts(value: Any, where: str) -> list[TextPart | ImagePart]:
         if kind in ("text", "input_text", "output_text"):
             parts.append(TextPart(text=require_str(part.get("text"), field(at, "text"))))
         elif kind == "image_url":
-            image = part.get("image_url")
-            url = image if isinstance(image, str) else require_dict(
-                image, field(at, "image_url")).get("url")
-            parts.append(image_part(require_str(url, field(at, "image_url.url"),
-                                                allow_empty=False), None, at))
+            parts.append(image_url_part(part, at))
         elif kind == "refusal":
             parts.append(TextPart(text=require_str(part.get("refusal"), field(at, "refusal"))))
         else:
