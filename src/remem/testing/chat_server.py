@@ -184,19 +184,12 @@ def _prompt_tokens(body: Mapping[str, Any]) -> int:
 
 def chat_completions_route(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any]:
     """``POST /v1/chat/completions``: validates the basics like OpenAI, answers from the queue."""
-    from remem.testing.openai_server import check_bearer  # a cycle at import time
+    from remem.testing.openai_server import check_openai_request  # a cycle at import time
 
-    if (refused := check_bearer(server, request)) is not None:
+    if (refused := check_openai_request(server, request)) is not None:
         return refused
     body = request.body
-    if not isinstance(body, dict):
-        return openai_error(400, "We could not parse the JSON body of your request.")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        return openai_error(400, "you must provide a model parameter", param="model")
-    if server.models is not None and model not in server.models:
-        return openai_error(404, f"The model `{model}` does not exist or you do not have access "
-                                 "to it.", code="model_not_found")
+    model = body["model"]
     if body.get("stream"):
         return openai_error(400, "LoopbackServer does not stream; send stream=false",
                             param="stream")

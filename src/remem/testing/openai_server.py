@@ -288,8 +288,10 @@ def check_bearer(server: LoopbackServer, request: RecordedRequest) -> tuple[int,
     return None
 
 
-def embeddings_route(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any]:
-    """``POST /v1/embeddings``: validates like OpenAI, answers with FakeEmbedder vectors."""
+def check_openai_request(server: LoopbackServer,
+                         request: RecordedRequest) -> tuple[int, Any] | None:
+    """What every OpenAI route checks first, answered as OpenAI does: the bearer key, a JSON
+    object body, and a model the server serves. ``None`` when the request passes."""
     if (refused := check_bearer(server, request)) is not None:
         return refused
     body = request.body
@@ -301,6 +303,15 @@ def embeddings_route(server: LoopbackServer, request: RecordedRequest) -> tuple[
     if server.models is not None and model not in server.models:
         return openai_error(404, f"The model `{model}` does not exist or you do not have access "
                                  f"to it.", code="model_not_found")
+    return None
+
+
+def embeddings_route(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any]:
+    """``POST /v1/embeddings``: validates like OpenAI, answers with FakeEmbedder vectors."""
+    if (refused := check_openai_request(server, request)) is not None:
+        return refused
+    body = request.body
+    model = body["model"]
     raw = body.get("input")
     inputs = [raw] if isinstance(raw, str) else raw
     if not isinstance(inputs, list) or not inputs or not all(
