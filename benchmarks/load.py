@@ -45,11 +45,12 @@ def make_key(db: str) -> str:
 
 
 WORKERS = [1]
+STORE_THREADS = [2]
 
 
 def serve_args(db: str) -> list[str]:
     return ["--db", db, "--embedder", "fake", "--no-mcp", "--graceful-timeout", "30",
-            "--workers", str(WORKERS[0])]
+            "--workers", str(WORKERS[0]), "--store-threads", str(STORE_THREADS[0])]
 
 
 def steady(db: str, opts: argparse.Namespace) -> dict[str, Any]:
@@ -187,14 +188,18 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     parser.add_argument("--write-ratio", type=float, default=0.3)
     parser.add_argument("--workers", type=int, default=1, help="remem serve --workers")
+    parser.add_argument("--store-threads", type=int, default=2,
+                        help="remem serve --store-threads")
     parser.add_argument("--dsn", default=None, help="a PostgreSQL server to create databases on")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     opts = parser.parse_args()
     opts.runs = opts.runs.split(",")
     WORKERS[0] = opts.workers
+    STORE_THREADS[0] = opts.store_threads
     results = {name: run_backend(name, opts) for name in opts.backends.split(",")}
     print(table(results))
     payload = {"targets": TARGETS, "clients": opts.clients, "workers": opts.workers,
+               "store_threads": opts.store_threads,
                "duration": opts.duration, "write_ratio": opts.write_ratio, "results": results}
     if opts.out:
         opts.out.parent.mkdir(parents=True, exist_ok=True)

@@ -64,11 +64,14 @@ def is_loopback(host: str) -> bool:
               help="On SIGTERM/SIGINT, wait this long for in-flight requests.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes sharing the port and the database.")
+@click.option("--store-threads", type=click.IntRange(1, 256), default=2, show_default=True,
+              help="Requests per worker running store work at once (more only contend for "
+                   "the GIL); adds that wait on an LLM do not count.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
-                  log_level: str) -> None:
+                  store_threads: int, log_level: str) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -84,7 +87,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     import uvicorn
 
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
-                "embedder": embedder, "mcp": not no_mcp, "host": host}
+                "embedder": embedder, "mcp": not no_mcp, "host": host,
+                "store_threads": store_threads}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -117,7 +121,8 @@ def _build_app(settings: dict[str, Any]) -> Any:
     config = ServerConfig(db=settings["db"], auth=settings["auth"],
                           max_body_bytes=settings["max_body_bytes"],
                           embedder=_embedder(settings["embedder"]), llm=model_from_env(),
-                          mcp=settings["mcp"], host=settings["host"])
+                          mcp=settings["mcp"], host=settings["host"],
+                          store_threads=settings["store_threads"])
     return create_app(config)
 
 

@@ -41,15 +41,20 @@ def authenticate(state: ServerState, token: str | None) -> Principal:
     return Principal(key.tenant, key.read_only, key.key_id)
 
 
-def principal(request: Request,
-              bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-              api_key: Annotated[str | None, Depends(_header)]) -> Principal:
-    """FastAPI dependency: who is asking (any key, read-only or not)."""
+async def principal(request: Request,
+                    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+                    api_key: Annotated[str | None, Depends(_header)]) -> Principal:
+    """FastAPI dependency: who is asking (any key, read-only or not). A key verified within
+    the last ``key_cache_seconds`` is checked on the event loop; only a store read goes to a
+    worker thread."""
     token = bearer.credentials if bearer is not None else api_key
-    return authenticate(server_state(request), token)
+    state = server_state(request)
+    if state.config.auth and token and state.keys.needs_read(token.strip()):
+        return await state.run(lambda: authenticate(state, token))
+    return authenticate(state, token)
 
 
-def writer(who: Annotated[Principal, Depends(principal)]) -> Principal:
+async def writer(who: Annotated[Principal, Depends(principal)]) -> Principal:
     """FastAPI dependency: who is asking, refusing read-only keys with a 403."""
     if who.read_only:
         raise HTTPException(403, "this API key is read-only; create a key without --read-only "

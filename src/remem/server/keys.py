@@ -129,6 +129,15 @@ class KeyStore:
         self._cache.pop(key_id, None)
         return _info(key_id, value)
 
+    def needs_read(self, token: str) -> bool:
+        """Whether :meth:`verify` would read the store for ``token`` (its key is not cached,
+        or was cached too long ago); otherwise verifying it does no I/O."""
+        match = _TOKEN.match(token)
+        if match is None:
+            return False
+        cached = self._cache.get(match.group(1))
+        return cached is None or self._clock() - cached[0] >= self.cache_seconds
+
     def verify(self, token: str) -> ApiKey | None:
         """The active key ``token`` belongs to, or ``None``."""
         match = _TOKEN.match(token)

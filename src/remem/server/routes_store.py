@@ -50,45 +50,50 @@ def _item(item: Any) -> dict[str, Any]:
 
 
 @router.put("/items", response_model=OkOut, summary="Insert or replace an item")
-def put_item(body: PutItemBody, who: Writer, request: Request) -> dict[str, Any]:
+async def put_item(body: PutItemBody, who: Writer, request: Request) -> dict[str, Any]:
     """Store ``value`` at ``namespace`` / ``key`` (replacing what is there)."""
-    store = server_state(request).store_for(who)
-    store.put(tuple(body.namespace), body.key, body.value,
-              ttl=body.ttl if body.ttl is not None else NOT_PROVIDED,
-              index=body.index, event_at=body.event_at)
+    state = server_state(request)
+    store = state.store_for(who)
+    await state.run(lambda: store.put(
+        tuple(body.namespace), body.key, body.value,
+        ttl=body.ttl if body.ttl is not None else NOT_PROVIDED, index=body.index,
+        event_at=body.event_at))
     return {"ok": True}
 
 
 @router.get("/items", response_model=ItemOut, summary="Read an item")
-def get_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who: Reader,
-             request: Request) -> dict[str, Any]:
+async def get_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who: Reader,
+                   request: Request) -> dict[str, Any]:
     """The item at ``namespace`` / ``key`` (404 if absent or expired)."""
-    item = server_state(request).store_for(who).get(tuple(namespace), key)
+    state = server_state(request)
+    item = await state.run(lambda: state.store_for(who).get(tuple(namespace), key))
     if item is None:
         raise NotFoundError(f"no item with key {key!r} in namespace {list(namespace)!r}")
     return _item(item)
 
 
 @router.delete("/items", response_model=OkOut, summary="Delete an item")
-def delete_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who: Writer,
-                request: Request) -> dict[str, Any]:
+async def delete_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who: Writer,
+                      request: Request) -> dict[str, Any]:
     """Delete the item (deleting a missing item is not an error)."""
-    server_state(request).store_for(who).delete(tuple(namespace), key)
+    state = server_state(request)
+    await state.run(lambda: state.store_for(who).delete(tuple(namespace), key))
     return {"ok": True}
 
 
 @router.post("/search", response_model=SearchResultsOut, summary="Search items")
-def search_items(body: StoreSearchBody, who: Reader, request: Request) -> dict[str, Any]:
+async def search_items(body: StoreSearchBody, who: Reader, request: Request) -> dict[str, Any]:
     """Items under ``namespace_prefix`` matching ``filter``, ranked by ``query`` when given."""
-    found: list[SearchItem] = server_state(request).store_for(who).search(
+    state = server_state(request)
+    found: list[SearchItem] = await state.run(lambda: state.store_for(who).search(
         tuple(body.namespace_prefix), query=body.query, filter=body.filter, limit=body.limit,
         offset=body.offset, mode=body.mode, event_after=body.event_after,
-        event_before=body.event_before)
+        event_before=body.event_before))
     return {"items": [_item(item) for item in found]}
 
 
 @router.get("/namespaces", response_model=NamespaceList, summary="List namespaces")
-def list_namespaces(
+async def list_namespaces(
     who: Reader, request: Request,
     prefix: Annotated[list[Label] | None, Query(max_length=MAX_NAMESPACE_DEPTH)] = None,
     suffix: Annotated[list[Label] | None, Query(max_length=MAX_NAMESPACE_DEPTH)] = None,
@@ -97,9 +102,10 @@ def list_namespaces(
     offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
 ) -> dict[str, Any]:
     """Distinct namespaces (``*`` in ``prefix``/``suffix`` matches any one label)."""
-    found = server_state(request).store_for(who).list_namespaces(
+    state = server_state(request)
+    found = await state.run(lambda: state.store_for(who).list_namespaces(
         prefix=tuple(prefix) if prefix else None, suffix=tuple(suffix) if suffix else None,
-        max_depth=max_depth, limit=limit, offset=offset)
+        max_depth=max_depth, limit=limit, offset=offset))
     return {"namespaces": [list(ns) for ns in found]}
 
 

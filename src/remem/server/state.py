@@ -3,10 +3,16 @@ store (and one :class:`~remem.api.Memory`) per tenant."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import anyio.to_thread
 
 from remem.embed.base import Embedder
 from remem.errors import ConfigError
@@ -26,6 +32,8 @@ LOCAL_TENANT = "local"
 #: the fields memories are searched by (the facade's); raw items may choose their own per put
 INDEXED_FIELDS = ("text",)
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
@@ -38,7 +46,9 @@ class ServerConfig:
     ``llm``: the chat model for ``infer=true`` adds (``None``: such adds get a 400).
     ``key_cache_seconds``: how long a verified key is trusted before it is read again.
     ``mcp``: serve MCP at ``/mcp``. ``host``: the address served on (on loopback, ``/mcp``
-    also checks Host and Origin headers against DNS rebinding).
+    also checks Host and Origin headers against DNS rebinding). ``store_threads``: how many
+    requests of one process run store work at once; the rest wait their turn (see
+    :meth:`ServerState.run`).
     """
 
     db: str = "memory.db"
@@ -49,11 +59,16 @@ class ServerConfig:
     key_cache_seconds: float = 1.0
     mcp: bool = True
     host: str = "127.0.0.1"
+    store_threads: int = 2
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
             raise ConfigError(
                 f"max_body_bytes must be an integer >= 1024, got {self.max_body_bytes!r}")
+        if (not isinstance(self.store_threads, int) or isinstance(self.store_threads, bool)
+                or not 1 <= self.store_threads <= 256):
+            raise ConfigError(f"store_threads must be an integer from 1 to 256, got "
+                              f"{self.store_threads!r} (remem serve --store-threads)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +99,9 @@ class ServerState:
     _memories: dict[str, Memory] = field(default_factory=dict)
     _threads: ThreadStore | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    # one limiter per event loop: in-process harnesses serve the app from several loops
+    _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
+        field(default_factory=weakref.WeakKeyDictionary)
 
     @classmethod
     def open(cls, config: ServerConfig, store: BaseStore | None = None) -> ServerState:
@@ -92,6 +110,22 @@ class ServerState:
         base = open_server_store(config) if store is None else store
         return cls(config, base, KeyStore(base, cache_seconds=config.key_cache_seconds),
                    owns_store=owns)
+
+    async def run(self, work: Callable[[], T], *, waits_on_llm: bool = False) -> T:
+        """Run a request's blocking ``work`` in a worker thread and return its result.
+
+        Store work is mostly Python holding the GIL, so at most ``config.store_threads``
+        requests run it at once and the rest queue here: dozens of runnable threads would
+        only take the GIL from each other (measured in docs/server.md). Work that spends
+        most of its time waiting for a chat model (``waits_on_llm``) uses anyio's larger
+        default pool instead, so slow LLM calls never hold up searches."""
+        limiter = None
+        if not waits_on_llm:
+            loop = asyncio.get_running_loop()
+            limiter = self._limiters.get(loop)
+            if limiter is None:
+                limiter = self._limiters[loop] = anyio.CapacityLimiter(self.config.store_threads)
+        return await anyio.to_thread.run_sync(work, limiter=limiter)
 
     def store_for(self, principal: Principal) -> ScopedStore:
         """The store as ``principal``'s tenant sees it."""
