@@ -4,10 +4,13 @@ concurrent clients, no acknowledged write lost after kill -9, graceful shutdown 
     python benchmarks/load.py --backends sqlite,postgres --out benchmarks/results/load.json
 
 For each backend: a fresh database and API key, then a `remem serve` child process (fake
-embedder, one worker) on a free loopback port and three runs:
+embedder, one worker) on a free loopback port and four runs:
 
 * ``steady``: ``--clients`` clients mixing adds (``--write-ratio``) and searches for
-  ``--duration`` seconds; every acknowledged add is read back afterwards.
+  ``--duration`` seconds, each sending its next request as soon as the last is answered
+  (the server's saturation throughput); every acknowledged add is read back afterwards.
+* ``paced``: the same clients sending ``--rate`` requests per second in all on a fixed
+  schedule (latency at that throughput, counted from when each request was due).
 * ``kill9``: the same load, SIGKILL to the server half-way, a restart on the same database
   (and port) while clients keep trying; every add acknowledged before or after is read back.
 * ``sigterm``: the same load, and half-way 8 uploads whose bodies stream in slowly, then
@@ -53,13 +56,18 @@ def serve_args(db: str) -> list[str]:
             "--workers", str(WORKERS[0]), "--store-threads", str(STORE_THREADS[0])]
 
 
-def steady(db: str, opts: argparse.Namespace) -> dict[str, Any]:
+def steady(db: str, opts: argparse.Namespace, rate: float | None = None) -> dict[str, Any]:
     token = make_key(db)
     with ServerProcess(serve_args(db)) as server:
         report = asyncio.run(run_load(server.url, token, clients=opts.clients,
-                                      duration=opts.duration, write_ratio=opts.write_ratio))
+                                      duration=opts.duration, write_ratio=opts.write_ratio,
+                                      rate=rate))
         lost = verify_writes(server.url, token, report.acknowledged)
     return {**report.summary(), "lost_writes": len(lost)}
+
+
+def paced(db: str, opts: argparse.Namespace) -> dict[str, Any]:
+    return {**steady(db, opts, rate=opts.rate), "rate": opts.rate}
 
 
 def kill9(db: str, opts: argparse.Namespace) -> dict[str, Any]:
@@ -122,7 +130,8 @@ def run_backend(name: str, opts: argparse.Namespace) -> dict[str, Any]:
             else:
                 db = postgres_database(opts, cleanup, run)
             print(f"{name} {run} ...", file=sys.stderr, flush=True)
-            results[run] = {"steady": steady, "kill9": kill9, "sigterm": sigterm}[run](db, opts)
+            results[run] = {"steady": steady, "paced": paced, "kill9": kill9,
+                            "sigterm": sigterm}[run](db, opts)
     finally:
         for fn in reversed(cleanup):
             fn()
@@ -167,7 +176,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     for backend, runs in results.items():
         for run, r in runs.items():
             notes = ""
-            if run == "kill9":
+            if run == "paced":
+                notes = f"paced at {r['rate']:.0f} req/s"
+            elif run == "kill9":
                 notes = f"down {r['down_seconds']} s"
             elif run == "sigterm":
                 notes = (f"uploads in flight at SIGTERM {r['uploads_in_flight']}, answered "
@@ -183,7 +194,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite", help="comma-separated: sqlite,postgres")
-    parser.add_argument("--runs", default="steady,kill9,sigterm")
+    parser.add_argument("--runs", default="steady,paced,kill9,sigterm")
+    parser.add_argument("--rate", type=float, default=300.0,
+                        help="requests per second of the paced run")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     parser.add_argument("--write-ratio", type=float, default=0.3)
