@@ -13,7 +13,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -46,12 +45,13 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
     """An :class:`MCPServer` whose tools act for the principal ``resolve`` returns."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
-    async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any]) -> Any:
+    async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
+                  waits_on_llm: bool = False) -> Any:
         who = resolve(ctx)
         if write and who.read_only:
             raise ToolError("this API key is read-only; memories cannot be changed with it")
         try:
-            return await anyio.to_thread.run_sync(fn, who)
+            return await state.run(lambda: fn(who), waits_on_llm=waits_on_llm)
         except RememError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
@@ -63,8 +63,9 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
         """Remember something. ``text``: what to remember (a fact, or a conversation turn when
         ``infer`` is true). Scope it with ``user_id`` and/or ``agent_id`` (or a ``namespace``).
         ``infer``: extract facts with the server's LLM; default: when the server has one."""
+        use_llm = state.config.llm is not None if infer is None else infer
+
         def call(who: Principal) -> dict[str, Any]:
-            use_llm = state.config.llm is not None if infer is None else infer
             if use_llm and state.config.llm is None:
                 raise UnsupportedError("this server has no LLM; call again with infer=false")
             result = state.memory_for(who).add(
@@ -72,7 +73,7 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
                 infer=use_llm, metadata=metadata, actor="mcp")
             data: dict[str, Any] = result.to_dict()
             return data
-        return await run(ctx, True, call)  # type: ignore[no-any-return]
+        return await run(ctx, True, call, waits_on_llm=use_llm)  # type: ignore[no-any-return]
 
     @server.tool()
     async def search_memories(query: str, user_id: str | None = None,
@@ -161,7 +162,7 @@ class McpAuthGate:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                        for k, v in scope.get("headers", ())}
             try:
-                await anyio.to_thread.run_sync(authenticate, self.state, _bearer(headers))
+                await self.state.run(lambda: authenticate(self.state, _bearer(headers)))
             except Exception as exc:
                 body = json.dumps({"error": "unauthorized", "field": None, "details": [],
                                    "message": str(getattr(exc, "detail", exc))}).encode()
