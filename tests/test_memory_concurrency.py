@@ -132,6 +132,10 @@ def test_threads_moving_city_at_once_supersede_in_a_chain(shared_store: BaseStor
 def process_writer(path: str, city: str, barrier: Any) -> None:
     store = make_store("file", Path(path).parent)
     mem = Memory(store, llm=synced_model(barrier))
+    # the notes grow the namespace past what a search shows the model, and the fake
+    # embedder ranks at random: show every memory, so a move always sees the current city
+    # and the test is about the lock, not about retrieval
+    mem.manager.search_limit = mem.manager.max_candidates = 100
     mem.add(f"I moved to {city}", user_id="alice")
     for i in range(3):
         mem.add(f"{city} note {i}", user_id="alice")
