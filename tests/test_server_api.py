@@ -121,6 +121,19 @@ def test_unknown_routes_and_methods_are_json_4xx(client: TestClient) -> None:
     assert r.status_code == 405 and r.json()["error"] == "method_not_allowed"
 
 
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    ("OPTIONS", "/v1/memories/m1", "DELETE, GET, PATCH"),  # three routes serve this path
+    ("OPTIONS", "/v1/store/items", "DELETE, GET, PUT"),
+    ("PUT", "/v1/memories/search", "POST"),  # the literal path, not {memory_id}
+    ("PATCH", "/healthz", "GET"),
+])
+def test_405_lists_every_method_of_the_path(client: TestClient, method: str, path: str,
+                                            allow: str) -> None:
+    r = client.request(method, path)
+    assert r.status_code == 405
+    assert r.headers["allow"] == allow
+
+
 def test_no_llm_means_infer_false(client: TestClient) -> None:
     r = client.post("/v1/memories", json={"messages": "I like tea", "user_id": "u"})
     assert r.status_code == 400 and "infer" in r.json()["message"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from remem.errors import (
     ConfigError,
@@ -93,12 +95,38 @@ def _remem(request: Request, exc: Exception) -> JSONResponse:
     raise AssertionError("RememError is in ERROR_STATUS")  # pragma: no cover
 
 
+_VERBS = frozenset({"get", "put", "post", "delete", "patch", "options", "head"})
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """The methods the OpenAPI schema documents for the request's path (for ``Allow``).
+
+    Starlette's 405 names only the methods of the first route whose path matched, while a
+    path such as ``/v1/memories/{memory_id}`` is served by several routes."""
+    table: list[tuple[re.Pattern[str], str]] | None = getattr(request.app.state,
+                                                               "allow_table", None)
+    if table is None:
+        # as OpenAPI matches paths: a literal path before a template that also matches it
+        # (``/memories/search`` before ``/memories/{memory_id}``)
+        paths = sorted(request.app.openapi()["paths"].items(), key=lambda kv: kv[0].count("{"))
+        table = [(compile_path(path)[0],
+                  ", ".join(sorted(verb.upper() for verb in operations if verb in _VERBS)))
+                 for path, operations in paths]
+        request.app.state.allow_table = table
+    path = request.scope["path"]
+    return next((methods for pattern, methods in table if pattern.match(path)), None)
+
+
 def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     kind = {401: "unauthorized", 403: "forbidden", 404: "not_found",
             405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, kind, str(exc.detail),
-                          headers=dict(exc.headers) if exc.headers else None)
+    headers = dict(exc.headers) if exc.headers else {}
+    if exc.status_code == 405:
+        allowed = _allowed_methods(request)
+        if allowed:
+            headers["Allow"] = allowed
+    return error_response(exc.status_code, kind, str(exc.detail), headers=headers or None)
 
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
