@@ -133,6 +133,19 @@ def test_sigterm_drains_in_flight_requests(tmp_path: Path) -> None:
         assert len(store.search(("tenants", "acme", "drain"), limit=20)) == 8
 
 
+def test_kill_takes_every_worker_of_a_multi_worker_server(tmp_path: Path) -> None:
+    """kill -9 of a `--workers 2` server stops all of it: no orphaned worker keeps serving."""
+    db = str(tmp_path / "workers.db")
+    server = ServerProcess(["--db", db, *SERVE, "--workers", "2"]).start()
+    try:
+        assert httpx.get(server.url + "/healthz").status_code == 200
+        server.kill()
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(server.url + "/healthz", timeout=2.0)
+    finally:
+        server.close()
+
+
 def test_no_auth_binds_only_to_loopback(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "192.168.1.10", "example.com", "::"):
         result = CliRunner().invoke(cli, ["serve", "--no-auth", "--host", host, "--db",

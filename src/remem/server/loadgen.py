@@ -208,7 +208,7 @@ async def run_load(url: str, token: str | None, *, clients: int = 32, duration: 
                     report.completed_after_event += 1
                 kind = "add" if write else "search"
                 report.latencies[kind].append(elapsed)
-                if write:
+                if write and answer["changes"]:  # none: the text was stored already
                     memory = answer["changes"][0]["memory"]
                     report.acknowledged.append((memory["id"], user, text))
         finally:

@@ -7,6 +7,7 @@ kill -9, several servers on one database, graceful shutdown). Both stop what the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -65,7 +66,9 @@ class ServerProcess:
 
     ``args`` are extra CLI arguments (``--db`` is required among them). ``stop()`` sends
     SIGTERM (graceful), ``kill()`` SIGKILL; ``close()`` (or leaving the block) kills whatever
-    still runs and releases the log.
+    still runs and releases the log. The server runs in a process group of its own, so a
+    kill also takes the worker processes of ``--workers N`` (a SIGKILL to the supervisor
+    alone would leave them serving, orphaned).
     """
 
     def __init__(self, args: Sequence[str], *, port: int | None = None,
@@ -88,7 +91,7 @@ class ServerProcess:
     def start(self) -> Self:
         """Start the process and wait until ``/healthz`` answers."""
         self.proc = subprocess.Popen(self.args, env=self.env, stdout=subprocess.DEVNULL,
-                                     stderr=self._log)
+                                     stderr=self._log, start_new_session=True)
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -110,10 +113,12 @@ class ServerProcess:
         return self.proc.wait(timeout)
 
     def kill(self) -> None:
-        """SIGKILL (no cleanup at all) and reap."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        """SIGKILL to the server and its workers (no cleanup at all), and reap."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
 
     def __enter__(self) -> Self:
         return self.start()
