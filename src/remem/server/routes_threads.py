@@ -128,94 +128,121 @@ def _messages(messages: list[ChatMessageIn]) -> Any:
 
 
 @router.post("", summary="Create a thread")
-def create_thread(body: CreateThreadBody, who: Writer, request: Request) -> JSONResponse:
+async def create_thread(body: CreateThreadBody, who: Writer, request: Request) -> JSONResponse:
     """A new thread (409 if the id is taken in your tenant)."""
-    with _as_seen_by(who):
-        threads = server_state(request).threads()
-        thread_id = body.thread_id or f"thr_{uuid.uuid4().hex}"
-        thread = threads.create(_stored(who, thread_id), metadata=_metadata(who, body.metadata),
-                                messages=_messages(body.messages))
-        return JSONResponse(_info(thread.info()), status_code=200)
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            threads = server_state(request).threads()
+            thread_id = body.thread_id or f"thr_{uuid.uuid4().hex}"
+            thread = threads.create(_stored(who, thread_id), metadata=_metadata(who, body.metadata),
+                                    messages=_messages(body.messages))
+            return JSONResponse(_info(thread.info()), status_code=200)
+
+    return await server_state(request).run(work)
 
 
 @router.post("/list", summary="List threads")
-def list_threads(body: ListThreadsBody, who: Reader, request: Request) -> JSONResponse:
+async def list_threads(body: ListThreadsBody, who: Reader, request: Request) -> JSONResponse:
     """Your tenant's threads matching ``filter`` (over metadata), newest change first."""
-    with _as_seen_by(who):
-        mine: dict[str, Any] = {TENANT_KEY: who.tenant}
-        where = mine if not body.filter else {"$and": [mine, body.filter]}
-        found = server_state(request).threads().list_threads(where, limit=body.limit,
-                                                             offset=body.offset)
-        return JSONResponse({"threads": [_info(info) for info in found]})
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            mine: dict[str, Any] = {TENANT_KEY: who.tenant}
+            where = mine if not body.filter else {"$and": [mine, body.filter]}
+            found = server_state(request).threads().list_threads(where, limit=body.limit,
+                                                                 offset=body.offset)
+            return JSONResponse({"threads": [_info(info) for info in found]})
+
+    return await server_state(request).run(work)
 
 
 @router.get("/{thread_id}", summary="Read a thread")
-def get_thread(thread_id: IdPath, who: Reader, request: Request) -> JSONResponse:
+async def get_thread(thread_id: IdPath, who: Reader, request: Request) -> JSONResponse:
     """The thread's metadata and head checkpoint (404 if none)."""
-    with _as_seen_by(who):
-        return JSONResponse(_info(server_state(request).threads().get(_stored(who, thread_id))))
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            return JSONResponse(_info(server_state(request).threads().get(_stored(who, thread_id))))
+
+    return await server_state(request).run(work)
 
 
 @router.delete("/{thread_id}", summary="Delete a thread")
-def delete_thread(thread_id: IdPath, who: Writer, request: Request) -> JSONResponse:
+async def delete_thread(thread_id: IdPath, who: Writer, request: Request) -> JSONResponse:
     """Delete the thread and its checkpoints; ``deleted`` says whether it existed."""
-    with _as_seen_by(who):
-        gone = server_state(request).threads().delete(_stored(who, thread_id))
-        return JSONResponse({"deleted": gone})
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            gone = server_state(request).threads().delete(_stored(who, thread_id))
+            return JSONResponse({"deleted": gone})
+
+    return await server_state(request).run(work)
 
 
 @router.post("/{thread_id}/messages", summary="Append messages")
-def append_messages(thread_id: IdPath, body: AppendBody, who: Writer,
-                    request: Request) -> JSONResponse:
+async def append_messages(thread_id: IdPath, body: AppendBody, who: Writer,
+                          request: Request) -> JSONResponse:
     """Append messages as one checkpoint; ``expected_head`` guards against a concurrent
     append (409)."""
-    with _as_seen_by(who):
-        cp = server_state(request).threads().append(
-            _stored(who, thread_id), _messages(body.messages), expected_head=body.expected_head)
-        return JSONResponse(_checkpoint(cp))
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            cp = server_state(request).threads().append(
+                _stored(who, thread_id), _messages(body.messages), expected_head=body.expected_head)
+            return JSONResponse(_checkpoint(cp))
+
+    return await server_state(request).run(work)
 
 
 @router.get("/{thread_id}/messages", summary="Read messages")
-def read_messages(thread_id: IdPath, who: Reader, request: Request,
-                  checkpoint_id: Annotated[CheckpointId | None, Query()] = None,
-                  start: Annotated[int, Query(ge=0, le=10**9)] = 0,
-                  last: Annotated[int | None, Query(ge=1, le=100_000)] = None
-                  ) -> JSONResponse:
+async def read_messages(thread_id: IdPath, who: Reader, request: Request,
+                        checkpoint_id: Annotated[CheckpointId | None, Query()] = None,
+                        start: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                        last: Annotated[int | None, Query(ge=1, le=100_000)] = None
+                        ) -> JSONResponse:
     """The messages at the head (or at ``checkpoint_id``), as OpenAI-style dicts."""
-    with _as_seen_by(who):
-        found = server_state(request).threads().messages(
-            _stored(who, thread_id), checkpoint_id=checkpoint_id, start=start, last=last)
-        return JSONResponse({"messages": to_openai(found)})
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            found = server_state(request).threads().messages(
+                _stored(who, thread_id), checkpoint_id=checkpoint_id, start=start, last=last)
+            return JSONResponse({"messages": to_openai(found)})
+
+    return await server_state(request).run(work)
 
 
 @router.get("/{thread_id}/checkpoints", summary="List checkpoints")
-def list_checkpoints(thread_id: IdPath, who: Reader, request: Request,
-                     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                     offset: Annotated[int, Query(ge=0, le=100_000)] = 0) -> JSONResponse:
+async def list_checkpoints(thread_id: IdPath, who: Reader, request: Request,
+                           limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                           offset: Annotated[int, Query(ge=0, le=100_000)] = 0) -> JSONResponse:
     """The thread's checkpoints, newest first."""
-    with _as_seen_by(who):
-        found = server_state(request).threads().checkpoints(_stored(who, thread_id), limit=limit,
-                                                            offset=offset)
-        return JSONResponse({"checkpoints": [_checkpoint(cp) for cp in found]})
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            found = server_state(request).threads().checkpoints(
+                _stored(who, thread_id), limit=limit, offset=offset)
+            return JSONResponse({"checkpoints": [_checkpoint(cp) for cp in found]})
+
+    return await server_state(request).run(work)
 
 
 @router.post("/{thread_id}/rewind", summary="Rewind a thread")
-def rewind_thread(thread_id: IdPath, body: RewindBody, who: Writer,
-                  request: Request) -> JSONResponse:
+async def rewind_thread(thread_id: IdPath, body: RewindBody, who: Writer,
+                        request: Request) -> JSONResponse:
     """Time travel in place: a new head with the messages of ``checkpoint_id``."""
-    with _as_seen_by(who):
-        cp = server_state(request).threads().rewind(_stored(who, thread_id), body.checkpoint_id)
-        return JSONResponse(_checkpoint(cp))
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            cp = server_state(request).threads().rewind(_stored(who, thread_id), body.checkpoint_id)
+            return JSONResponse(_checkpoint(cp))
+
+    return await server_state(request).run(work)
 
 
 @router.post("/{thread_id}/fork", summary="Fork a thread")
-def fork_thread(thread_id: IdPath, body: ForkBody, who: Writer,
-                request: Request) -> JSONResponse:
+async def fork_thread(thread_id: IdPath, body: ForkBody, who: Writer,
+                      request: Request) -> JSONResponse:
     """A new thread sharing the messages up to ``checkpoint_id`` (default: the head)."""
-    with _as_seen_by(who):
-        threads = server_state(request).threads()
-        new_id = body.new_thread_id or f"thr_{uuid.uuid4().hex}"
-        thread = threads.fork(_stored(who, thread_id), body.checkpoint_id,
-                              new_thread_id=_stored(who, new_id),
-                              metadata=_metadata(who, body.metadata))
-        return JSONResponse(_info(thread.info()))
+    def work() -> JSONResponse:
+        with _as_seen_by(who):
+            threads = server_state(request).threads()
+            new_id = body.new_thread_id or f"thr_{uuid.uuid4().hex}"
+            thread = threads.fork(_stored(who, thread_id), body.checkpoint_id,
+                                  new_thread_id=_stored(who, new_id),
+                                  metadata=_metadata(who, body.metadata))
+            return JSONResponse(_info(thread.info()))
+
+    return await server_state(request).run(work)
