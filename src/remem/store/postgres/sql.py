@@ -114,18 +114,16 @@ class VectorSearch:
             f"WHERE model_id = {int(model_id)}"
         )
 
-    def ann_query(self, qschema: str, dims: int, model_id: int, scoped: bool, *,
-                  with_vec: bool = False) -> str:
-        """Nearest vector rows by the index: ``(item_id, [vec,] distance)``. Parameters:
+    def ann_query(self, qschema: str, dims: int, model_id: int, scoped: bool) -> str:
+        """Nearest vector rows by the index: ``(item_id, distance)``. Parameters:
         query, [low, high,] limit. The namespace range is checked during the index scan
         (pgvector's iterative scan keeps going until the limit is met). The model id is a
         literal, not a parameter: a generic plan of a prepared statement could not prove the
         partial index's ``WHERE model_id = n`` and would scan the table instead."""
         cast = self.cast(dims)
         scope = " AND v.ns >= %s AND v.ns < %s" if scoped else ""
-        vec = "v.vec, " if with_vec else ""
         return (
-            f"SELECT v.item_id, {vec}v.vec::{cast} <#> %s::{cast} AS d FROM {qschema}.vectors "
+            f"SELECT v.item_id, v.vec::{cast} <#> %s::{cast} AS d FROM {qschema}.vectors "
             f"AS v WHERE v.model_id = {int(model_id)}{scope} ORDER BY d LIMIT %s"
         )
 

@@ -91,11 +91,10 @@ def _mode(conn: Conn, scope: VectorScope, prefix: Namespace, bounds: list[str]) 
 
 
 def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[np.float32],
-                fetch: int, bounds: list[str], where: str, params: list[Any],
-                vectors: dict[int, list[npt.NDArray[np.float32]]]
+                fetch: int, bounds: list[str], where: str, params: list[Any]
                 ) -> tuple[Ranked, float, bool]:
     """One round: ``(matching candidates by distance, the largest distance read, whether the
-    scope ran out)``; the vectors of matching rows are added to ``vectors``."""
+    scope ran out)``."""
     q = scope.qschema
     if mode == "join":
         conn.execute("SELECT set_config('plan_cache_mode', 'force_custom_plan', true)")
@@ -115,13 +114,14 @@ def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[n
             "set_config('hnsw.max_scan_tuples', %s, true)",
             (str(min(max(settings.ef_search, fetch), 1000)),
              str(max(settings.max_scan_tuples, fetch))))
-        inner = settings.ann_query(q, scope.dims, scope.model_id, bool(bounds), with_vec=True)
+        inner = settings.ann_query(q, scope.dims, scope.model_id, bool(bounds))
     else:  # not the indexed expression: the planner reads the scope through (model_id, ns)
-        inner = (f"SELECT v.item_id, v.vec, v.vec <#> %s AS d FROM {q}.vectors AS v "
+        inner = (f"SELECT v.item_id, v.vec <#> %s AS d FROM {q}.vectors AS v "
                  f"WHERE v.model_id = {int(scope.model_id)}{in_scope} ORDER BY d LIMIT %s")
     # MATERIALIZED: the nearest rows are found first, as a plain index or range scan; the
-    # item check (alive, filter) then runs on them alone, in the same round trip
-    text = (f"WITH c AS MATERIALIZED ({inner}) SELECT c.item_id, c.d, c.vec, i.ns, i.key, "
+    # item check (alive, filter) then runs on them alone, in the same round trip. Vectors are
+    # not read here: only the page's few items need theirs (vectors_of), not every candidate
+    text = (f"WITH c AS MATERIALIZED ({inner}) SELECT c.item_id, c.d, i.ns, i.key, "
             f"coalesce(({where}), false) FROM c LEFT JOIN {q}.items AS i ON i.id = c.item_id")
     with conn.cursor(binary=True) as cur:
         cur.execute(sql(text), [query, *bounds, fetch, *params])
@@ -129,10 +129,7 @@ def _candidates(conn: Conn, scope: VectorScope, mode: Mode, query: npt.NDArray[n
     if not rows:
         return [], np.inf, True
     rows.sort(key=lambda r: r[1])  # relaxed order: sort what the scan returned
-    for item_id, _, vec, _, _, ok in rows:
-        if ok:
-            vectors.setdefault(int(item_id), []).append(vec)
-    ranked = [(int(r[0]), (decode_ns(r[3]), r[4]), float(r[1])) for r in rows if r[5]]
+    ranked = [(int(r[0]), (decode_ns(r[2]), r[3]), float(r[1])) for r in rows if r[4]]
     return ranked, float(rows[-1][1]), len(rows) < fetch
 
 
@@ -146,11 +143,9 @@ def vector_hits(conn: Conn, scope: VectorScope, op: SearchOp, query: npt.NDArray
     mode = _mode(conn, scope, op.namespace_prefix, bounds)
     small = max(depth * 2, depth + 16)
     fetch = small if mode == "exact" else max(settings.ef_search, depth * 4)
-    vectors: dict[int, list[npt.NDArray[np.float32]]] = {}
     while True:
-        vectors.clear()
         ranked, last, exhausted = _candidates(conn, scope, mode, query, fetch, bounds, where,
-                                              params, vectors)
+                                              params)
         best: dict[int, tuple[tuple[Namespace, str], float]] = {}
         for item_id, address, distance in ranked:
             best.setdefault(item_id, (address, distance))  # an item's best field comes first
@@ -170,8 +165,7 @@ def vector_hits(conn: Conn, scope: VectorScope, op: SearchOp, query: npt.NDArray
     cut = order[min(depth, len(order)) - 1][1][1] + 2 * _TIE
     keep = [item_id for item_id, (_, distance) in order if distance <= cut]
     scores: dict[int, float] = {}
-    pairs = ([(i, vec) for i in keep for vec in vectors[i]] if mode != "join"
-             else vectors_of(conn, scope.qschema, scope.model_id, keep))
+    pairs = vectors_of(conn, scope.qschema, scope.model_id, keep)
     if pairs:
         matrix = np.stack([vec for _, vec in pairs])
         for (item_id, _), score in zip(pairs, _dot_rows(matrix, query).tolist(), strict=True):
