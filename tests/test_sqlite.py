@@ -268,3 +268,36 @@ def test_lock_timeouts_raise_store_error_with_the_fix(tmp_path: Path) -> None:
             store.put(("a",), "k", {"v": 1})
         store.close()
         holder.execute("ROLLBACK")
+
+
+def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prefix of few items is searched item by item, a large one through the terms'
+    postings; both plans give the same hits and scores (forced here both ways)."""
+    import random
+
+    from remem.store import sqlite as sqlite_module
+
+    words = ["tea", "coffee", "paris", "berlin", "music", "garden", "train", "piano", "chess",
+             "茶", "咖啡", "花园"]
+    rng = random.Random(7)
+    store = SQLiteStore(str(tmp_path / "kw.db"), keyword=KeywordConfig(fields=("text",)))
+    store.setup()
+    store.batch([PutOp(("users", f"u{i % 20}"), f"k{i}",
+                       {"text": " ".join(rng.choice(words) for _ in range(5)),
+                        "n": i % 3})
+                 for i in range(600)])
+    searches = [(("users", "u3"), "tea garden", None), (("users",), "咖啡 chess", None),
+                (("users", "u11"), "paris", {"n": 1}), (("users", "u0"), "nothing here", None)]
+
+    def run() -> list[list[tuple[str, float]]]:
+        return [[(h.key, h.score) for h in store.search(p, query=q, filter=f, limit=50,
+                                                        mode="keyword")]
+                for p, q, f in searches]
+
+    by_items = run()
+    monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 0)  # postings first always
+    by_postings = run()
+    store.close()
+    assert by_items == by_postings
+    assert all(by_items[:3]) and by_items[3] == []

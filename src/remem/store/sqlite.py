@@ -63,6 +63,9 @@ _SEP = "\x1f"
 _COLUMNS = "id, ns, key, value, created_at, updated_at, expires_at, ttl, event_at"
 _ALIVE = "(expires_at IS NULL OR expires_at > ?)"
 _TOMBSTONES_KEPT = 10_000
+# prefixes with at most this many keyword-indexed items are searched item by item (measured:
+# a common term in a 100-item prefix of a 100k-item file, 10.7 ms through the term's postings)
+_SMALL_KEYWORD_SCOPE = 2000
 _LOAD_CHUNK = 8192
 
 
@@ -508,14 +511,22 @@ class SQLiteStore(BaseStore):
 
     def _keyword_hits(self, conn: sqlite3.Connection, op: SearchOp, terms: list[str],
                       now: float, where: str, params: list[Any]) -> KeywordHits:
-        """Postings of the candidates, and corpus statistics under the prefix (no filter)."""
+        """Postings of the candidates, and corpus statistics under the prefix (no filter).
+
+        A small scope (one user's memories, say) is read item by item, each looked up in the
+        postings by (term, item): its cost follows the scope. Otherwise the terms' postings
+        are read and their items checked: its cost follows the terms' frequency."""
         terms_json = json.dumps(terms)
-        rows = conn.execute(
-            "SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM postings AS p "
-            "JOIN items ON items.id = p.item_id "
-            f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}",
-            [terms_json, *params],
-        ).fetchall()
+        if self._small_keyword_scope(conn, op, now):
+            # CROSS JOIN: SQLite keeps this join order (items, then their postings)
+            text = ("SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM items "
+                    "CROSS JOIN postings AS p ON p.item_id = items.id "
+                    f"AND p.term IN (SELECT value FROM json_each(?)) WHERE {where}")
+        else:
+            text = ("SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM postings AS p "
+                    "JOIN items ON items.id = p.item_id "
+                    f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}")
+        rows = conn.execute(text, [terms_json, *params]).fetchall()
         decoded: dict[str, Namespace] = {}
         postings = []
         for item_id, ns, key, term, tf, length in rows:
@@ -541,6 +552,18 @@ class SQLiteStore(BaseStore):
             scope_params,
         ).fetchone()
         return KeywordHits(postings, doc_freq, int(n_docs), int(total_len))
+
+    @staticmethod
+    def _small_keyword_scope(conn: sqlite3.Connection, op: SearchOp, now: float) -> bool:
+        """Whether the op's prefix holds at most ``_SMALL_KEYWORD_SCOPE`` keyword-indexed
+        items (counted no further than that, through the ``items_keyword`` index)."""
+        bounds = prefix_range(op.namespace_prefix)
+        if bounds is None:
+            return False
+        (count,) = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM items WHERE doc_len > 0 AND ns >= ? AND ns < ? "
+            f"AND {_ALIVE} LIMIT ?)", [*bounds, now, _SMALL_KEYWORD_SCOPE + 1]).fetchone()
+        return int(count) <= _SMALL_KEYWORD_SCOPE
 
     @staticmethod
     def _scope(op: SearchOp, now: float) -> tuple[str, list[Any]]:
