@@ -171,7 +171,9 @@ def vector_hits(conn: Conn, scope: VectorScope, op: SearchOp, query: npt.NDArray
         for (item_id, _), score in zip(pairs, _dot_rows(matrix, query).tolist(), strict=True):
             if score > scores.get(item_id, -np.inf):
                 scores[item_id] = score
-    out = [(item_id, best[item_id][0], scores[item_id]) for item_id in keep]
+    # an item deleted by a transaction that committed since the candidate round has no
+    # vectors left (batches run at READ COMMITTED): it is gone, so it leaves the page
+    out = [(item_id, best[item_id][0], scores[item_id]) for item_id in keep if item_id in scores]
     out.sort(key=lambda c: (-c[2], c[1]))
     if len(out) <= depth:
         return out
