@@ -59,8 +59,10 @@ def test_store_work_runs_at_most_store_threads_at_once(store_threads: int) -> No
 
 def test_searches_are_not_held_up_by_an_add_waiting_on_the_model() -> None:
     released = threading.Event()
+    thinking = threading.Semaphore(0)
 
     def slow_answer(request: Any) -> Any:
+        thinking.release()
         released.wait(20)  # the model "thinks" until the searches are done
         return rule_answer(request)
 
@@ -78,7 +80,8 @@ def test_searches_are_not_held_up_by_an_add_waiting_on_the_model() -> None:
             for _ in range(2)]
         for thread in waiting:
             thread.start()
-        time.sleep(0.3)  # both adds are now inside the model call
+        for _ in waiting:  # both adds are inside the model call
+            assert thinking.acquire(timeout=20)
         started = time.monotonic()
         found = [http.post("/v1/memories/search", json={"query": "tea", "user_id": "u"})
                  for _ in range(3)]
