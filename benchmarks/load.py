@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from remem.server.keys import KeyStore
-from remem.server.loadgen import LoadReport, drain_check, run_load, verify_writes
-from remem.server.testing import ServerProcess
 from remem.store import open_store
+from remem.testing.loadgen import LoadReport, drain_check, run_load, verify_writes
+from remem.testing.server import ServerProcess
 
 TARGETS = {"throughput_rps": 300.0, "search_p95_ms": 50.0}
 

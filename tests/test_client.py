@@ -15,7 +15,7 @@ from remem.errors import ConfigError, ConflictError, InvalidInputError, NotFound
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
 from remem.server import ServerConfig, create_app
-from remem.server.testing import ThreadedServer
+from remem.testing.server import ThreadedServer
 from tests.memory_support import rule_model
 
 

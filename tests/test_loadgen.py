@@ -10,8 +10,8 @@ import pytest
 
 from remem.embed import FakeEmbedder
 from remem.server import ServerConfig, create_app
-from remem.server.loadgen import run_load, verify_writes
-from remem.server.testing import ThreadedServer
+from remem.testing.loadgen import run_load, verify_writes
+from remem.testing.server import ThreadedServer
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from remem.embed import FakeEmbedder
 from remem.server import ServerConfig, create_app
-from remem.server.testing import ThreadedServer
+from remem.testing.server import ThreadedServer
 
 TOOLS = {"add_memory", "search_memories", "update_memory", "delete_memory", "list_namespaces"}
 

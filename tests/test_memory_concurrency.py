@@ -135,7 +135,7 @@ def process_writer(path: str, city: str, barrier: Any) -> None:
     # the notes grow the namespace past what a search shows the model, and the fake
     # embedder ranks at random: show every memory, so a move always sees the current city
     # and the test is about the lock, not about retrieval
-    mem.manager.search_limit = mem.manager.max_candidates = 100
+    mem.formation.search_limit = mem.formation.max_candidates = 100
     mem.add(f"I moved to {city}", user_id="alice")
     for i in range(3):
         mem.add(f"{city} note {i}", user_id="alice")
@@ -174,7 +174,7 @@ def test_the_last_attempt_decides_while_holding_the_lock() -> None:
 
     mem = Memory(store, llm=ScriptedModel(default=answer))
     mem.add("I live in Berlin", user_id="alice")
-    mem.manager.max_attempts = 1  # no optimistic attempt left: decide under the lock
+    mem.formation.max_attempts = 1  # no optimistic attempt left: decide under the lock
     result = mem.add("I moved to Oslo", user_id="alice")
     assert held == [0, 1]
     assert [c.op for c in result.changes] == ["invalidate", "add"]

@@ -173,8 +173,8 @@ def test_exact_and_lexical_candidates_come_before_embedding_neighbours(
     for n in range(30):
         mem.add(f"Alice's friend number {n} works at Initech", infer=False, **ALICE)
     mem.add("Works at Initrode", infer=False, **ALICE)
-    mem.manager.search_limit = 2
-    mem.manager.max_candidates = 3
+    mem.formation.search_limit = 2
+    mem.formation.max_candidates = 3
     mem.add(["Works at Initrode", "and my friend works at Initech"], **ALICE)
     shown = existing_memories(model.requests[0])
     assert shown[0] == {"id": 0, "type": "Fact",

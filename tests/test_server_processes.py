@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from remem.cli import cli
 from remem.server.keys import KeyStore
-from remem.server.loadgen import drain_check, run_load, verify_writes
-from remem.server.testing import ServerProcess
 from remem.store import open_store
+from remem.testing.loadgen import drain_check, run_load, verify_writes
+from remem.testing.server import ServerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from remem.embed import FakeEmbedder
 from remem.errors import ConfigError
 from remem.llm import ScriptedModel
 from remem.server import ServerConfig, create_app
-from remem.server.testing import ThreadedServer
+from remem.testing.server import ThreadedServer
 from tests.memory_support import rule_answer
 
 

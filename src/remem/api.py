@@ -146,7 +146,8 @@ class Memory:
         self.lock = lock or LockSettings()
         self.clock = clock
         self._owns_store = owns_store
-        self.manager = MemoryStoreManager(
+        #: memory formation over the store (extraction, reconciliation, writes)
+        self.formation = MemoryStoreManager(
             store, manager or MemoryManager(self._llm),
             namespace=self.template or ("memories", "user", "{user_id}"),
             hard_delete=hard_delete, lock=self.lock, clock=clock,
@@ -218,7 +219,7 @@ class Memory:
         ns = self.namespace_of(user_id, agent_id, thread_id, namespace)
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-        return self.manager.add_flow(to_messages(messages), namespace=ns, infer=infer,
+        return self.formation.add_flow(to_messages(messages), namespace=ns, infer=infer,
                                      metadata=metadata, actor=actor, thread_id=thread_id,
                                      kind=kind)
 

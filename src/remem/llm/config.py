@@ -26,7 +26,7 @@ from remem.llm.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicChatModel
 from remem.llm.base import ChatModel
 from remem.llm.openai import DEFAULT_OPENAI_BASE_URL, OpenAIChatModel
 
-__all__ = ["ENV_VARS", "model_from_env", "require_model"]
+__all__ = ["ENV_VARS", "missing_model_error", "model_from_env", "require_model"]
 
 #: every variable :func:`model_from_env` reads
 ENV_VARS = ("REMEM_LLM_PROVIDER", "REMEM_LLM_MODEL", "REMEM_LLM_BASE_URL", "REMEM_LLM_API_KEY",
@@ -107,3 +107,14 @@ def require_model(env: Mapping[str, str] | None = None) -> ChatModel:
             "REMEM_LLM_PROVIDER=openai|anthropic and REMEM_LLM_API_KEY (or OPENAI_API_KEY / "
             "ANTHROPIC_API_KEY) as needed; see docs/llm.md")
     return model
+
+
+def missing_model_error() -> ConfigError:
+    """The error for an operation that needs a chat model when none is configured."""
+    return ConfigError(
+        "this operation needs a chat model (add(infer=True) extracts memories with one) and "
+        "none is configured: pass llm=... to Memory.open, or set "
+        + ", ".join(ENV_VARS[:4])
+        + " (see remem.llm.config.require_model); or call add(..., infer=False) to store "
+        "the text as is"
+    )

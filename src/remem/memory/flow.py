@@ -17,6 +17,8 @@ from pydantic import BaseModel
 
 from remem.errors import UsageError
 from remem.llm.base import ChatModel
+from remem.llm.config import missing_model_error
+from remem.llm.structured import agenerate, generate
 from remem.messages.types import Message
 from remem.store.base import BaseStore
 from remem.store.types import Op
@@ -58,8 +60,6 @@ Flow: TypeAlias = Generator[Effect, Any, T]
 
 def _need_model(model: ChatModel | None) -> ChatModel:
     if model is None:
-        from remem.memory.llm_seam import missing_model_error
-
         raise missing_model_error()
     return model
 
@@ -86,8 +86,6 @@ def run_sync(flow: Flow[T], store: BaseStore | None = None,
             if isinstance(effect, StoreBatch):
                 value = _need_store(store).batch(effect.ops)
             elif isinstance(effect, StructuredCall):
-                from remem.memory.llm_seam import generate
-
                 value = generate(
                     _need_model(model), list(effect.messages), effect.schema,
                     instructions=effect.instructions, operation=effect.operation,
@@ -114,8 +112,6 @@ async def run_async(flow: Flow[T], store: BaseStore | None = None,
             if isinstance(effect, StoreBatch):
                 value = await _need_store(store).abatch(effect.ops)
             elif isinstance(effect, StructuredCall):
-                from remem.memory.llm_seam import agenerate
-
                 value = await agenerate(
                     _need_model(model), list(effect.messages), effect.schema,
                     instructions=effect.instructions, operation=effect.operation,

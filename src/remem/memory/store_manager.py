@@ -157,7 +157,9 @@ class MemoryStoreManager:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}")
         self.store = store
-        self.manager = manager if isinstance(manager, MemoryManager) else MemoryManager(manager)
+        #: the LLM extraction step (schemas, instructions, the chat model)
+        self.extractor = (manager if isinstance(manager, MemoryManager)
+                          else MemoryManager(manager))
         self.template = NamespaceTemplate.of(namespace)
         self.search_limit = search_limit
         self.max_queries = max_queries
@@ -172,7 +174,7 @@ class MemoryStoreManager:
     def _reads(self, namespace: Namespace, messages: Sequence[Message], digest: str) -> _Read:
         texts = [m.text.strip() for m in messages if m.role == "user" and m.text.strip()]
         text_hashes = [content_hash(schema.__name__, text) for text in texts
-                       for schema in self.manager.schemas if issubclass(schema, Fact)]
+                       for schema in self.extractor.schemas if issubclass(schema, Fact)]
         current = current_filter()
         ops: list[Op] = [SearchOp(namespace, filter={
             **current,
@@ -252,7 +254,7 @@ class MemoryStoreManager:
         read = self._reads(ns, msgs, digest)
         results = yield StoreBatch([*read.ops, head_op(ns)])
         head = head_of(results.pop())
-        names = [s.__name__ for s in self.manager.schemas if issubclass(s, Fact)]
+        names = [s.__name__ for s in self.extractor.schemas if issubclass(s, Fact)]
         exact = results[read.exact_slot]
         assert isinstance(exact, list)
         duplicate = self._is_exact_duplicate(exact, msgs, digest, names)
@@ -262,7 +264,7 @@ class MemoryStoreManager:
         rejected: list[str] = []
         candidates = self._candidates(results)
         for attempt in range(1, self.max_attempts):
-            extraction = yield from self.manager.extract_flow(msgs, candidates)
+            extraction = yield from self.extractor.extract_flow(msgs, candidates)
             usage = usage + extraction.usage
             rejected += extraction.rejected
             if extraction.empty:
@@ -285,7 +287,7 @@ class MemoryStoreManager:
         holder = _Decision()
 
         def decide(fresh: list[Result], head: int) -> Flow[Plan]:
-            extraction = yield from self.manager.extract_flow(msgs, self._candidates(fresh))
+            extraction = yield from self.extractor.extract_flow(msgs, self._candidates(fresh))
             holder.extraction = extraction
             duplicates = yield StoreBatch([self._hash_search(ns, extraction)])
             return self._plan(ns, extraction, [*fresh, *duplicates], ctx=ctx)
@@ -381,13 +383,13 @@ class MemoryStoreManager:
         as is), ``metadata``, ``actor``, ``thread_id``, ``kind``.
         """
         return run_sync(self.add_flow(messages, config, **options), self.store,
-                        self.manager.model)
+                        self.extractor.model)
 
     async def aadd(self, messages: Sequence[Message] | Message | str,
                    config: Mapping[str, Any] | None = None, **options: Any) -> AddResult:
         """Async :meth:`add`."""
         return await run_async(self.add_flow(messages, config, **options), self.store,
-                               self.manager.model)
+                               self.extractor.model)
 
 
 class _Decision:

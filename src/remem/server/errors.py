@@ -34,10 +34,25 @@ from remem.errors import (
     UsageError,
 )
 from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
+from remem.server.schemas import ErrorBody
 
-__all__ = ["ERROR_STATUS", "BodyLimitMiddleware", "error_response", "install_error_handlers"]
+__all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "error_response",
+           "install_error_handlers"]
 
 logger = logging.getLogger("remem.server")
+
+#: the error answers every route may give (documented for clients and schema checks)
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text} for code, text in (
+        (400, "bad request (invalid JSON, an unsupported option)"),
+        (401, "missing or invalid API key"),
+        (403, "read-only key used for a write"),
+        (404, "not found"),
+        (409, "conflict (a concurrent change)"),
+        (413, "request body too large"),
+        (422, "invalid input; `field` names it"),
+    )
+}
 
 #: remem errors -> (status, error kind); the first matching class wins
 ERROR_STATUS: Sequence[tuple[type[Exception], int, str]] = (

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.routes_store import ERRORS
+from remem.server.errors import ERROR_RESPONSES
 from remem.server.schemas import (
     AddMemoryBody,
     ChangeResultOut,
@@ -25,7 +25,7 @@ from remem.server.state import Principal
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["memories"], responses=ERRORS)
+router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
 
 IdPath = Annotated[MemoryId, Path(description="a memory id")]
 

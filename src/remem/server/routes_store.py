@@ -8,9 +8,9 @@ from fastapi import APIRouter, Query, Request
 
 from remem.errors import NotFoundError
 from remem.server.auth import Reader, Writer, server_state
+from remem.server.errors import ERROR_RESPONSES
 from remem.server.schemas import (
     MAX_NAMESPACE_DEPTH,
-    ErrorBody,
     ItemOut,
     Key,
     Label,
@@ -22,22 +22,9 @@ from remem.server.schemas import (
 )
 from remem.store.types import NOT_PROVIDED, SearchItem
 
-__all__ = ["ERRORS", "router"]
+__all__ = ["router"]
 
-#: the error answers every route may give (documented for clients and schema checks)
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody, "description": text} for code, text in (
-        (400, "bad request (invalid JSON, an unsupported option)"),
-        (401, "missing or invalid API key"),
-        (403, "read-only key used for a write"),
-        (404, "not found"),
-        (409, "conflict (a concurrent change)"),
-        (413, "request body too large"),
-        (422, "invalid input; `field` names it"),
-    )
-}
-
-router = APIRouter(prefix="/v1/store", tags=["store"], responses=ERRORS)
+router = APIRouter(prefix="/v1/store", tags=["store"], responses=ERROR_RESPONSES)
 
 NamespaceQuery = Annotated[list[Label], Query(min_length=1, max_length=MAX_NAMESPACE_DEPTH,
                                               description="the namespace, one label per "

@@ -21,7 +21,7 @@ from pydantic import Field, StringConstraints
 from remem.errors import InvalidInputError, RememError
 from remem.messages import from_openai, to_openai
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.routes_store import ERRORS
+from remem.server.errors import ERROR_RESPONSES
 from remem.server.schemas import ChatMessageIn, _Body
 from remem.server.state import Principal
 from remem.threads.types import Checkpoint, ThreadInfo
@@ -30,7 +30,7 @@ __all__ = ["TENANT_KEY", "router"]
 
 TENANT_KEY = "_remem_tenant"
 
-router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERRORS)
+router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERROR_RESPONSES)
 
 ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=180,
                                             pattern=r"^[^\x00-\x1f\x7f]+$")]

@@ -5,6 +5,10 @@ real wire format (OpenAI embeddings and chat completions, Anthropic messages), s
 client code runs without reaching the network. Chat answers are scripted on ``server.chat``.
 :func:`block_remote_requests` makes every remem HTTP client refuse non-loopback hosts, so a
 test suite cannot reach a real provider by accident.
+
+With the ``server`` extra: :mod:`remem.testing.server` runs a real ``remem serve`` on a free
+loopback port (in a thread or a child process), and :mod:`remem.testing.loadgen` is a
+bounded load generator for it (shared by ``benchmarks/load.py`` and the tests).
 """
 
 from remem._http import block_remote_requests, remote_requests_blocked

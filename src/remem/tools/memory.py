@@ -215,7 +215,7 @@ class MemoryTools:
                             "use action 'update' to change an existing memory")
         content, kind = self._content(args, "create")
         new = NewMemory(content, kind, self._schema_name())
-        result = yield from self.memory.manager.store_flow(
+        result = yield from self.memory.formation.store_flow(
             self.namespace, [new], source=Source(thread_id=self.thread_id), actor=self.actor)
         if result.skipped:
             return {"status": "exists", "id": result.skipped[0].existing_id,
