@@ -1,0 +1,312 @@
+"""The memory operations as request values, declared once (see :mod:`remem.requests`).
+
+``Memory.add(...)`` builds an :class:`AddRequest` and runs it; so do ``remem.Client``, the
+``/v1/memories`` routes (the request is the HTTP body), the ``remem`` CLI commands, the MCP
+tools and the agent tools. A parameter added here reaches every surface; the parity test
+(``tests/test_surface_parity.py``) fails until each surface takes it with the same default.
+
+Scopes: ``user_id`` and ``agent_id`` select the namespace ``("memories", "user", <user_id>,
+"agent", <agent_id>)`` (each part only when given); ``thread_id`` is recorded as the source of
+what was said, and is the scope only when neither of the others is given. ``namespace`` names
+a namespace directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
+
+from remem.errors import MessageFormatError
+from remem.messages import from_openai, to_openai
+from remem.messages.types import Message
+from remem.requests import (
+    JsonObject,
+    Limit,
+    NamespacePath,
+    NamespacePrefix,
+    Offset,
+    Request,
+    ScopeId,
+    Timestamp,
+)
+
+__all__ = [
+    "MAX_MESSAGES",
+    "MAX_TEXT",
+    "AddRequest",
+    "DeleteAllRequest",
+    "DeleteRequest",
+    "ExportRequest",
+    "GetAllRequest",
+    "GetRequest",
+    "HistoryRequest",
+    "MemoryRequest",
+    "MessagesInput",
+    "SearchRequest",
+    "UndoRequest",
+    "UpdateRequest",
+    "to_messages",
+]
+
+#: most messages one add takes
+MAX_MESSAGES = 500
+#: most characters of one text (a message's, a memory's content, a query is 10,000)
+MAX_TEXT = 200_000
+
+MessagesInput = (str | Message | Mapping[str, Any]
+                 | Sequence[str | Message | Mapping[str, Any]])
+"""What ``add`` accepts: text, a message, an OpenAI-style dict, or a list of them."""
+
+
+def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
+    """``messages`` as :class:`Message` values (strings, alone or in a list, are user
+    messages; dicts are read as OpenAI-style chat messages)."""
+    if isinstance(messages, str):
+        return (Message.user(messages),)
+    if isinstance(messages, Message):
+        return (messages,)
+    if isinstance(messages, Mapping):
+        return tuple(from_openai([dict(messages)]))
+    if not isinstance(messages, Sequence):
+        raise MessageFormatError(
+            f"messages is a {type(messages).__name__}; pass text, a remem Message, an "
+            "OpenAI-style dict, or a list of them")
+    out: list[Message] = []
+    dicts: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        if isinstance(message, Message | str):
+            if dicts:
+                out += from_openai(dicts)
+                dicts = []
+            out.append(Message.user(message) if isinstance(message, str) else message)
+        elif isinstance(message, Mapping):
+            dicts.append(dict(message))
+        else:
+            raise MessageFormatError(
+                f"messages[{position}] is a {type(message).__name__}; pass strings, "
+                "remem.messages.Message values or OpenAI-style dicts"
+            )
+    if dicts:
+        out += from_openai(dicts)
+    return tuple(out)
+
+
+def _checked_messages(value: Any) -> tuple[Message, ...]:
+    messages = to_messages(value)
+    if not messages:
+        raise ValueError("nothing to remember: pass text or at least one message")
+    if len(messages) > MAX_MESSAGES:
+        raise ValueError(f"at most {MAX_MESSAGES} messages per add, got {len(messages)}; "
+                         "split the conversation into several adds")
+    for position, message in enumerate(messages):
+        if len(message.text) > MAX_TEXT:
+            raise ValueError(f"message {position} has {len(message.text)} characters; at most "
+                             f"{MAX_TEXT} per message")
+    return messages
+
+
+def _messages_json(messages: tuple[Message, ...]) -> Any:
+    return to_openai(list(messages))
+
+
+_CHAT_MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "an OpenAI-style chat message",
+    "properties": {
+        "role": {"enum": ["system", "user", "assistant", "tool", "developer"]},
+        "content": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
+                              {"type": "array", "items": {"type": "object"}},
+                              {"type": "null"}]},
+    },
+    "required": ["role"],
+}
+
+Messages = Annotated[
+    tuple[Message, ...],
+    BeforeValidator(_checked_messages),
+    PlainSerializer(_messages_json, when_used="json"),
+    WithJsonSchema({"anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+        {"type": "array", "items": _CHAT_MESSAGE_SCHEMA, "minItems": 1,
+         "maxItems": MAX_MESSAGES},
+    ]}),
+]
+"""Text or chat messages (OpenAI-style dicts, or remem ``Message`` values from Python)."""
+
+Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
+Kind = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+Actor = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+Reason = Annotated[str, StringConstraints(max_length=2000)]
+Query = Annotated[str, StringConstraints(max_length=10_000)]
+MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
+                                            pattern=r"^[^\x00-\x1f\x7f]+$")]
+Version = Annotated[int, Field(ge=1, le=2**53)]
+SearchModeField = Literal["auto", "hybrid", "keyword", "vector"]
+
+
+class MemoryRequest(Request):
+    """Base of the memory requests."""
+
+
+class _Scoped(MemoryRequest):
+    """Whose memories: a user, an agent, a thread, or a namespace."""
+
+    user_id: ScopeId | None = Field(None, description="whose memories (a user id)")
+    agent_id: ScopeId | None = Field(None, description="an agent id (with or without user_id)")
+    thread_id: ScopeId | None = Field(
+        None, description="the conversation it comes from (the scope only when neither "
+                          "user_id nor agent_id is given)")
+    namespace: NamespacePath | None = Field(
+        None, description="a namespace instead of user_id/agent_id")
+
+    @property
+    def has_scope(self) -> bool:
+        """Whether any scope was given."""
+        return any(v is not None for v in (self.user_id, self.agent_id, self.thread_id,
+                                           self.namespace))
+
+
+class AddRequest(_Scoped):
+    """Remember what ``messages`` say."""
+
+    operation: ClassVar[str] = "add"
+
+    messages: Messages = Field(description="text, or chat messages (OpenAI-style)")
+    infer: bool = Field(True, description="extract memories with the LLM and reconcile them "
+                                          "with what is stored; false stores the text as is")
+    metadata: JsonObject | None = Field(None, description="JSON kept with each new memory")
+    kind: Kind = Field("fact", description="the kind of a memory stored as is (infer=false)")
+    actor: Actor = Field("user", description="who made the change (recorded in history; "
+                                             "servers record the caller's key instead)")
+
+
+class SearchRequest(_Scoped):
+    """Current memories of a scope, best first for ``query`` (newest first without)."""
+
+    operation: ClassVar[str] = "search"
+
+    query: Query | None = Field(None, description="what to look for (keywords and meaning)")
+    filters: JsonObject | None = Field(
+        None, description="the filter language over record fields (kind, metadata.*...)")
+    limit: Limit = Field(10, description="most memories returned")
+    offset: Offset = Field(0, description="memories to skip (for the next page)")
+    as_of: Timestamp | None = Field(
+        None, description="what was valid at this time (epoch seconds or an aware datetime)")
+    include_invalid: bool = Field(False, description="also superseded and deleted memories")
+    mode: SearchModeField = Field("auto", description="signals to rank by: auto (all the "
+                                                      "store has), hybrid, keyword, vector")
+    min_score: Annotated[float, Field(ge=-1e9, le=1e9)] | None = Field(
+        None, description="drop hits scoring below this (fused score)")
+    recency_half_life: Annotated[float, Field(gt=0, le=1e11)] | None = Field(
+        None, description="weigh newer memories up: seconds until the recency factor halves")
+    recency_weight: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.2, description="how much recency counts, with recency_half_life (0-1)")
+    mmr: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="diversify results: MMR lambda (1 = relevance only)")
+
+
+class GetRequest(MemoryRequest):
+    """The memory with this id."""
+
+    operation: ClassVar[str] = "get"
+
+    memory_id: MemoryId = Field(description="a memory id")
+
+
+class GetAllRequest(_Scoped):
+    """Every memory of a scope, newest first, a page at a time."""
+
+    operation: ClassVar[str] = "get_all"
+
+    filters: JsonObject | None = Field(None, description="the filter language over records")
+    limit: Limit = Field(100, description="most memories returned")
+    offset: Offset = Field(0, description="memories to skip")
+    include_invalid: bool = Field(False, description="also superseded and deleted memories")
+
+    @model_validator(mode="after")
+    def _needs_scope(self) -> GetAllRequest:
+        if not self.has_scope:
+            raise ValueError("get_all needs a scope: pass user_id, agent_id, thread_id or "
+                             "namespace")
+        return self
+
+
+class UpdateRequest(MemoryRequest):
+    """Correct a memory in place (same id, version + 1; history keeps the old content)."""
+
+    operation: ClassVar[str] = "update"
+
+    memory_id: MemoryId = Field(description="a memory id")
+    content: Text | JsonObject | None = Field(None, description="the new content")
+    kind: Kind | None = Field(None, description="the new kind")
+    metadata: JsonObject | None = Field(None, description="the new metadata")
+    version: Version | None = Field(
+        None, description="the version you read; a conflict error if it changed since")
+    actor: Actor = Field("user", description="who made the change")
+    reason: Reason = Field("", description="why (recorded in history)")
+
+
+class DeleteRequest(MemoryRequest):
+    """Invalidate a memory (kept for history and as_of); ``hard`` removes it."""
+
+    operation: ClassVar[str] = "delete"
+
+    memory_id: MemoryId = Field(description="a memory id")
+    hard: bool = Field(False, description="remove the record instead of invalidating it")
+    version: Version | None = Field(
+        None, description="the version you read; a conflict error if it changed since")
+    actor: Actor = Field("user", description="who made the change")
+    reason: Reason = Field("", description="why (recorded in history)")
+
+
+class DeleteAllRequest(_Scoped):
+    """Forget every current memory of a scope in one call (undoable unless ``hard``)."""
+
+    operation: ClassVar[str] = "delete_all"
+
+    hard: bool = Field(False, description="remove the records instead of invalidating them")
+    actor: Actor = Field("user", description="who made the change")
+    reason: Reason = Field("", description="why (recorded in history)")
+
+    @model_validator(mode="after")
+    def _needs_scope(self) -> DeleteAllRequest:
+        if not self.has_scope:
+            raise ValueError("delete_all needs a scope: pass user_id, agent_id, thread_id or "
+                             "namespace (it never deletes everything)")
+        return self
+
+
+class HistoryRequest(MemoryRequest):
+    """Every change of a memory, oldest first."""
+
+    operation: ClassVar[str] = "history"
+
+    memory_id: MemoryId = Field(description="a memory id")
+
+
+class UndoRequest(MemoryRequest):
+    """Revert the change a history event recorded."""
+
+    operation: ClassVar[str] = "undo"
+
+    event_id: MemoryId = Field(description="a history event id")
+    actor: Actor = Field("user", description="who made the change")
+
+
+class ExportRequest(MemoryRequest):
+    """Memories and history under a namespace prefix, as JSONL lines."""
+
+    operation: ClassVar[str] = "export"
+
+    namespace: NamespacePrefix = Field(default_factory=list,
+                                       description="namespace prefix (empty: everything)")
+

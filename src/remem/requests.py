@@ -1,0 +1,145 @@
+"""Requests as values: the base every operation's request is declared on, and the field
+types they share.
+
+Each operation of the facade (``Memory.search``, ``ThreadStore.append``...) has one frozen,
+validated request model, declared once beside its layer (:mod:`remem.memory.requests`,
+:mod:`remem.threads.requests`). Every surface is built from those declarations: the Python
+methods build the request and run it, the HTTP routes take it as their body (so it is the
+OpenAPI schema), ``remem.Client`` sends it, and the CLI options, MCP tools and agent tools
+read their parameters, defaults and help from its fields. A parity test checks that every
+surface takes the same parameters with the same defaults.
+
+Validation is strict (JSON ``false`` is not ``0``, ``"1"`` is not ``1``) and bounded (every
+string, list and number has a limit), the same from Python as over HTTP. A bad value raises
+:class:`~remem.errors.InvalidInputError` naming the field, the rule and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
+
+from remem.errors import InvalidInputError
+
+__all__ = [
+    "MAX_NAMESPACE_DEPTH",
+    "JsonObject",
+    "Label",
+    "Limit",
+    "NamespacePath",
+    "NamespacePrefix",
+    "Offset",
+    "Request",
+    "ScopeId",
+    "Timestamp",
+    "invalid_input",
+]
+
+#: fewer than the store's 64 labels, so a server's tenant prefix always fits in front
+MAX_NAMESPACE_DEPTH = 60
+_PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+
+
+def _as_list(value: Any) -> Any:
+    # Python callers pass tuples (namespaces are tuples); JSON gives lists
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _as_dict(value: Any) -> Any:
+    # any Mapping from Python (MappingProxyType, a frozen dict...); JSON gives dicts
+    return dict(value) if isinstance(value, Mapping) and not isinstance(value, dict) else value
+
+
+def _as_timestamp(value: Any) -> Any:
+    """Aware datetimes become epoch seconds; naive ones are refused (whose midnight?)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("a datetime must be timezone-aware, e.g. "
+                             "datetime(2026, 1, 1, tzinfo=UTC), or pass epoch seconds")
+        return value.timestamp()
+    if isinstance(value, int | float) and not isinstance(value, bool) and not math.isfinite(
+            value):
+        raise ValueError("must be a finite number of epoch seconds")
+    return value
+
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=_PRINTABLE)]
+"""One namespace label: 1-256 printable characters."""
+
+NamespacePath = Annotated[list[Label], BeforeValidator(_as_list),
+                          Field(min_length=1, max_length=MAX_NAMESPACE_DEPTH)]
+"""A namespace: 1-60 labels."""
+
+NamespacePrefix = Annotated[list[Label], BeforeValidator(_as_list),
+                            Field(max_length=MAX_NAMESPACE_DEPTH)]
+"""A namespace prefix: 0-60 labels (empty: everything)."""
+
+ScopeId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=_PRINTABLE)]
+"""A user, agent or thread id: 1-256 printable characters."""
+
+Limit = Annotated[int, Field(ge=1, le=1000)]
+"""A page size: 1-1000."""
+
+Offset = Annotated[int, Field(ge=0, le=100_000)]
+"""Results to skip: 0-100,000."""
+
+Timestamp = Annotated[float, BeforeValidator(_as_timestamp),
+                      Field(ge=-62_135_596_800, le=253_402_300_799)]
+"""Epoch seconds within years 1-9999 (an aware datetime is accepted from Python)."""
+
+JsonObject = Annotated[dict[str, Any], BeforeValidator(_as_dict)]
+"""A JSON object."""
+
+
+def invalid_input(exc: ValidationError, what: str) -> InvalidInputError:
+    """One :class:`InvalidInputError` for a pydantic validation failure: every problem with
+    its field path and rule (``limit: must be >= 1 (got 0)``)."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or what
+        got = error.get("input")
+        shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
+        problems.append(f"{where}: {error['msg']} (got {shown[:80]})")
+    return InvalidInputError(f"invalid {what}: " + "; ".join(problems))
+
+
+class Request(BaseModel):
+    """An operation's parameters, validated once, frozen.
+
+    Build one with keyword arguments (``SearchRequest(query="tea", user_id="alice")``) or
+    :meth:`of`, which raises :class:`~remem.errors.InvalidInputError` instead of pydantic's
+    ``ValidationError``. ``model_dump(mode="json")`` is its JSON body over HTTP.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    #: the operation's name: the facade method that runs it (``"search"``: ``Memory.search``)
+    operation: ClassVar[str] = ""
+
+    @classmethod
+    def of(cls, **fields: Any) -> Self:
+        """Validate ``fields`` into a request; errors name each bad field and its rule."""
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            raise invalid_input(exc, cls.__name__) from None
+
+    @classmethod
+    def parameters(cls) -> Sequence[str]:
+        """The parameter names, in declaration order (what every surface accepts)."""
+        return list(cls.model_fields)
+
+    def arguments(self) -> dict[str, Any]:
+        """The parameters as a dict of Python values (not JSON-encoded)."""
+        return {name: getattr(self, name) for name in self.parameters()}
