@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,7 @@ __all__ = [
     "index_texts",
     "keyword_text",
     "match_namespaces",
+    "refuse_in_event_loop",
 ]
 
 WHOLE_VALUE = "$"
@@ -262,6 +263,20 @@ def match_namespaces(namespaces: Iterable[Namespace], op: ListNamespacesOp) -> l
     return sorted(out)[op.offset : op.offset + op.limit]
 
 
+def refuse_in_event_loop(owner: str, method: str) -> None:
+    """Raise :class:`UsageError` if a blocking ``method`` is called on the thread of a
+    running event loop, where it would stall every task; the message names the async twin."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise UsageError(
+        f"{owner}.{method}() blocks and was called inside a running event loop, where it "
+        f"would stall every other task: use `await ....a{method}(...)` instead (or run the "
+        "sync call in a worker thread, e.g. asyncio.to_thread)"
+    )
+
+
 def literal_prefix(pattern: Namespace | None) -> Namespace:
     """The labels of a match pattern before its first wildcard (what an index can narrow on)."""
     if pattern is None:
@@ -281,9 +296,6 @@ class BaseStore(ABC):
     :meth:`sweep`); the friendly methods here build operations and call :meth:`batch`.
     ``abatch`` runs the same code in a worker thread, so sync and async behave identically.
     """
-
-    #: capabilities this backend supports, e.g. ``{"vector_search", "ttl"}``
-    capabilities: ClassVar[frozenset[str]] = frozenset({"ttl", "vector_search"})
 
     def __init__(self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
                  keyword: KeywordConfig | Literal[False] | None = None,
@@ -348,6 +360,7 @@ class BaseStore(ABC):
         """Execute operations in order as one atomic unit and return one result per operation:
         ``Item | None`` for gets, ``list[SearchItem]`` for searches, ``list[tuple]`` for
         list_namespaces, ``None`` for puts and deletes."""
+        refuse_in_event_loop(type(self).__name__, "batch")
         op_list = list(ops)
         for position, op in enumerate(op_list):
             if not isinstance(op, GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp):
@@ -554,6 +567,7 @@ class BaseStore(ABC):
     def get(self, namespace: Sequence[str], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The item at ``namespace`` / ``key``, or ``None`` if absent or expired."""
+        refuse_in_event_loop(type(self).__name__, "get")
         result = self.batch([GetOp(_ns(namespace), key, refresh_ttl)])[0]
         assert result is None or isinstance(result, Item)
         return result
@@ -564,10 +578,12 @@ class BaseStore(ABC):
             event_at: datetime | float | None = None) -> None:
         """Insert or replace an item. See :class:`PutOp` for ``ttl``, ``index`` and
         ``event_at``."""
+        refuse_in_event_loop(type(self).__name__, "put")
         self.batch([PutOp(_ns(namespace), key, value, ttl=ttl, index=index, event_at=event_at)])
 
     def delete(self, namespace: Sequence[str], key: str) -> None:
         """Delete an item; deleting a missing item is not an error."""
+        refuse_in_event_loop(type(self).__name__, "delete")
         self.batch([DeleteOp(_ns(namespace), key)])
 
     def search(self, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
@@ -577,6 +593,7 @@ class BaseStore(ABC):
                event_before: datetime | float | None = None) -> list[SearchItem]:
         """Items under ``namespace_prefix`` matching ``filter`` (and the event-time range),
         ranked by ``query`` if given, else newest first. See :class:`SearchOp`."""
+        refuse_in_event_loop(type(self).__name__, "search")
         op = SearchOp(_ns(namespace_prefix), filter, query, limit, offset, refresh_ttl, mode,
                       ranking, event_after, event_before)
         result = self.batch([op])[0]
@@ -587,6 +604,7 @@ class BaseStore(ABC):
                         suffix: Sequence[str] | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[Namespace]:
         """Distinct namespaces, sorted; see :class:`ListNamespacesOp`."""
+        refuse_in_event_loop(type(self).__name__, "list_namespaces")
         op = ListNamespacesOp(
             _ns(prefix) if prefix is not None else None,
             _ns(suffix) if suffix is not None else None,

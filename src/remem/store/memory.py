@@ -29,7 +29,7 @@ from remem.store.base import (
     TTLConfig,
     match_namespaces,
 )
-from remem.store.filters import parse_filter, to_predicate
+from remem.store.filters import to_predicate
 from remem.store.types import (
     DeleteOp,
     GetOp,
@@ -219,7 +219,7 @@ class InMemoryStore(BaseStore):
     def _search(self, position: int, op: SearchOp, prepared: Prepared,
                 undo: list[tuple[tuple[Namespace, str], _Record | None]]) -> list[SearchItem]:
         now = prepared.now
-        predicate = to_predicate(parse_filter(op.filter))
+        predicate = to_predicate(op.parsed_filter)
         depth = len(op.namespace_prefix)
         after, before = op.event_range
 

@@ -76,7 +76,6 @@ class ScopedStore(BaseStore):
                          clock=inner.clock)
         self.inner = inner
         self.prefix: Namespace = validate_namespace(tuple(prefix), what="prefix")
-        self.capabilities = inner.capabilities  # type: ignore[misc]
 
     # -- rewriting --------------------------------------------------------------------------
 

@@ -14,10 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from remem.errors import InvalidInputError, InvalidValueError, NamespaceError
 from remem.retrieval.ranking import Ranking
+
+if TYPE_CHECKING:  # filters imports this module
+    from remem.store.filters import FilterNode
 
 __all__ = [
     "NOT_PROVIDED",
@@ -399,6 +402,9 @@ class SearchOp:
     ranking: Ranking | None = None
     event_after: datetime | float | None = None
     event_before: datetime | float | None = None
+    #: ``filter`` parsed (set by ``__post_init__``; not an argument)
+    parsed_filter: FilterNode | None = field(default=None, init=False, compare=False,
+                                             repr=False)
 
     def __post_init__(self) -> None:
         from remem.store.filters import parse_filter
@@ -422,7 +428,8 @@ class SearchOp:
             )
         for name in ("event_after", "event_before"):
             object.__setattr__(self, name, to_timestamp(getattr(self, name), name))
-        parse_filter(self.filter)  # raises FilterError early, before any I/O
+        # parsed once here (a FilterError surfaces before any I/O); backends compile this
+        object.__setattr__(self, "parsed_filter", parse_filter(self.filter))
 
     @property
     def event_range(self) -> tuple[float | None, float | None]:

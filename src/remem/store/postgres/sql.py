@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.errors import ConfigError
-from remem.store.filters import parse_filter, to_postgres
+from remem.store.filters import to_postgres
 from remem.store.sqlite import encode_ns, prefix_range
 from remem.store.types import SearchOp
 
@@ -171,7 +171,7 @@ def items_where(op: SearchOp, now: float, *, exact_ns: bool = False,
         clauses.append("coalesce(i.event_at, i.created_at) < %s")
         params.append(before)
     if with_filter:
-        text, filter_params = to_postgres(parse_filter(op.filter), column="i.doc")
+        text, filter_params = to_postgres(op.parsed_filter, column="i.doc")
         if text != "true":
             clauses.append(text)
             params.extend(filter_params)
