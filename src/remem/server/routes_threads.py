@@ -12,17 +12,16 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from remem.errors import InvalidInputError, RememError
 from remem.messages import from_openai, to_openai
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES
-from remem.server.schemas import ChatMessageIn, _Body
 from remem.server.state import Principal
 from remem.threads.types import Checkpoint, ThreadInfo
 
@@ -37,6 +36,23 @@ ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=180,
 IdPath = Annotated[ThreadId, Path(description="a thread id")]
 CheckpointId = Annotated[str, StringConstraints(min_length=1, max_length=256,
                                                 pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class _Body(BaseModel):
+    # strict: JSON false is not the number 0, "1" is not 1 (interim: thread requests follow)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ChatMessageIn(BaseModel):
+    """An OpenAI-style chat message."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: Annotated[str, StringConstraints(max_length=200_000)] | list[dict[str, Any]] | None \
+        = None
+
+
 Messages = Annotated[list[ChatMessageIn], Field(min_length=1, max_length=500)]
 
 
