@@ -1,5 +1,5 @@
-"""The ``Memory`` facade: open a memory in one line, then add, search, get, update, delete,
-look at history, undo, export and import. Every method has an async twin (``aadd``...)
+"""The ``Memory`` facade: open a memory in one line, then add, search, get, list, update,
+delete, look at history, undo, export and import. Every method has an async twin (``aadd``...)
 running the same flow (:mod:`remem.memory.flow`).
 
 >>> from remem import FakeEmbedder
@@ -10,11 +10,17 @@ running the same flow (:mod:`remem.memory.flow`).
 'Alice drinks green tea'
 >>> mem.close()
 
+Operations are values: each method builds one request (:mod:`remem.memory.requests`) and
+runs it with :meth:`Memory.run` (or :meth:`Memory.arun`), so ``mem.search("tea",
+user_id="alice")`` is ``mem.run(SearchRequest(query="tea", user_id="alice"))``. The HTTP
+server, ``remem.Client``, the CLI, the MCP tools and the agent tools run the same requests.
+
 Scopes: ``user_id`` and ``agent_id`` select the namespace ``("memories", "user", <user_id>,
 "agent", <agent_id>)`` (each part only when given); ``thread_id`` is recorded as the source
 of what was said, and is the scope only when neither of the others is given. ``namespace=``
-names a namespace directly. Searches look under the namespace as a prefix, so a user's search
-also finds memories scoped to that user and an agent.
+names a namespace directly (see :mod:`remem.memory.namespaces`). Searches look under the
+namespace as a prefix, so a user's search also finds memories scoped to that user and an
+agent.
 """
 
 from __future__ import annotations
@@ -23,103 +29,74 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any, Self, TypeVar, cast
 
 from remem.embed.base import Embedder
-from remem.errors import ConfigError, InvalidInputError, MessageFormatError
+from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
 from remem.llm.config import require_model
 from remem.memory.flow import Flow, run_async, run_sync
 from remem.memory.history import HistoryEvent
 from remem.memory.locking import LockSettings
 from remem.memory.manager import MemoryManager
-from remem.memory.namespaces import NamespaceTemplate
+from remem.memory.namespaces import NamespaceTemplate, check_user_namespace, resolve_scope
 from remem.memory.operations import (
-    ChangeResult,
-    SearchResult,
+    delete_all_flow,
     delete_flow,
     export_lines,
+    get_all_flow,
     get_flow,
     history_flow,
     import_lines,
     search_flow,
+    search_ranking,
     undo_flow,
     update_flow,
 )
 from remem.memory.reconcile import ChangeContext
-from remem.memory.records import MemoryRecord, check_user_namespace
+from remem.memory.records import MemoryRecord
+from remem.memory.requests import (
+    AddRequest,
+    DeleteAllRequest,
+    DeleteRequest,
+    ExportRequest,
+    GetAllRequest,
+    GetRequest,
+    HistoryRequest,
+    ImportRequest,
+    MemoryRequest,
+    MessagesInput,
+    SearchRequest,
+    UndoRequest,
+    UpdateRequest,
+    to_messages,
+)
+from remem.memory.results import (
+    ChangeResult,
+    ExportResult,
+    ImportResult,
+    MemoryPage,
+    SearchResult,
+)
 from remem.memory.store_manager import AddResult, MemoryStoreManager
-from remem.messages import from_openai
-from remem.messages.types import Message
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
 
 __all__ = ["Memory", "MessagesInput", "to_messages"]
 
-MessagesInput = (str | Message | Mapping[str, Any]
-                 | Sequence[str | Message | Mapping[str, Any]])
-"""What ``add`` accepts: text, a message, an OpenAI-style dict, or a list of them."""
+R = TypeVar("R")
 
 MEMORY_FIELDS = ("text",)
 """The record field remem indexes for keyword and vector search."""
 
 
-def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
-    """``messages`` as :class:`Message` values (strings, alone or in a list, are user
-    messages; dicts are read as OpenAI-style chat messages)."""
-    if isinstance(messages, str):
-        return (Message.user(messages),)
-    if isinstance(messages, Message):
-        return (messages,)
-    if isinstance(messages, Mapping):
-        return _from_dicts([messages])
-    out: list[Message] = []
-    dicts: list[Mapping[str, Any]] = []
-    for position, message in enumerate(messages):
-        if isinstance(message, Message | str):
-            if dicts:
-                out += _from_dicts(dicts)
-                dicts = []
-            out.append(Message.user(message) if isinstance(message, str) else message)
-        elif isinstance(message, Mapping):
-            dicts.append(message)
-        else:
-            raise MessageFormatError(
-                f"messages[{position}] is a {type(message).__name__}; pass strings, "
-                "remem.messages.Message values or OpenAI-style dicts"
-            )
-    if dicts:
-        out += _from_dicts(dicts)
-    return tuple(out)
-
-
-def _from_dicts(dicts: Sequence[Mapping[str, Any]]) -> tuple[Message, ...]:
-    return tuple(from_openai([dict(d) for d in dicts]))
-
-
-def scope_namespace(user_id: str | None = None, agent_id: str | None = None,
-                    thread_id: str | None = None) -> Namespace:
-    """The default namespace of a scope (see the module docstring)."""
-    labels: list[str] = ["memories"]
-    for name, value in (("user", user_id), ("agent", agent_id)):
-        if value is not None:
-            labels += [name, _label(name, value)]
-    if len(labels) == 1 and thread_id is not None:
-        labels += ["thread", _label("thread", thread_id)]
-    if len(labels) == 1:
-        raise InvalidInputError(
-            "no scope given: pass user_id=, agent_id=, thread_id= or namespace= so the "
-            "memory knows whose it is"
-        )
-    return tuple(labels)
-
-
-def _label(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(f"{name}_id must be a non-empty string, got {value!r}")
-    return value
+def _args(values: dict[str, Any]) -> dict[str, Any]:
+    """A method's arguments (its ``locals()`` on entry) as request fields: every parameter
+    reaches the request, so a method cannot forget one the parity test says it takes."""
+    return {name: value for name, value in values.items() if name != "self"}
 
 
 class Memory:
@@ -131,8 +108,8 @@ class Memory:
     ``REMEM_LLM_*`` settings when it first needs a model. ``manager``: a
     :class:`~remem.memory.MemoryManager` with your schemas and instructions.
     ``namespace``: a template filled from ``user_id`` / ``agent_id`` / ``thread_id``
-    (default: :func:`scope_namespace`). ``hard_delete``: deletes decided by the model
-    remove records instead of invalidating them.
+    (default: :func:`~remem.memory.namespaces.scope_namespace`). ``hard_delete``: deletes
+    decided by the model remove records instead of invalidating them.
     """
 
     def __init__(self, store: BaseStore, *, llm: ChatModel | None = None,
@@ -194,47 +171,97 @@ class Memory:
                      thread_id: str | None = None,
                      namespace: Sequence[str] | None = None) -> Namespace:
         """The namespace a scope selects (what ``add`` writes to)."""
-        if namespace is not None:
-            return check_user_namespace(validate_namespace(namespace))
-        if self.template is not None:
-            return self.template.fill({"user_id": user_id, "agent_id": agent_id,
-                                       "thread_id": thread_id})
-        return scope_namespace(user_id, agent_id, thread_id)
+        return resolve_scope(self.template, user_id=user_id, agent_id=agent_id,
+                             thread_id=thread_id, namespace=namespace)
+
+    def _scope(self, request: Any, *, unscoped: Namespace | None = None) -> Namespace:
+        return resolve_scope(self.template, user_id=request.user_id,
+                             agent_id=request.agent_id, thread_id=request.thread_id,
+                             namespace=request.namespace, unscoped=unscoped)
+
+    def _everything(self) -> Namespace:
+        # without a template every memory lives under "memories"; with one, anywhere
+        return ("memories",) if self.template is None else ()
+
+    def _export_prefix(self, request: ExportRequest) -> Namespace:
+        if request.namespace is not None:
+            prefix = tuple(request.namespace)
+            return check_user_namespace(validate_namespace(prefix)) if prefix else ()
+        return self._scope(request, unscoped=())
 
     def _ctx(self, actor: str, reason: str) -> ChangeContext:
         return ChangeContext(now=self.clock(), actor=actor, reason=reason)
 
-    def _run(self, flow: Flow[Any], model: ChatModel | None = None) -> Any:
-        return run_sync(flow, self.store, model)
+    # -- requests as values -----------------------------------------------------------------
 
-    async def _arun(self, flow: Flow[Any], model: ChatModel | None = None) -> Any:
-        return await run_async(flow, self.store, model)
+    def _flow(self, request: MemoryRequest[Any]) -> tuple[Flow[Any], ChatModel | None]:
+        """The flow that runs ``request``, and the chat model it needs (if any)."""
+        if isinstance(request, AddRequest):
+            flow = self.formation.add_flow(
+                request.messages, namespace=self._scope(request), infer=request.infer,
+                metadata=request.metadata, actor=request.actor, thread_id=request.thread_id,
+                kind=request.kind)
+            return flow, self._model() if request.infer else None
+        if isinstance(request, SearchRequest):
+            # recency is measured from the moment searched (as_of), else from now
+            ranking = search_ranking(
+                limit=request.limit, offset=request.offset, min_score=request.min_score,
+                recency_half_life=request.recency_half_life,
+                recency_weight=request.recency_weight, mmr=request.mmr, now=request.as_of)
+            return search_flow(
+                self._scope(request, unscoped=self._everything()), request.query,
+                filters=request.filters, limit=request.limit, offset=request.offset,
+                as_of=request.as_of, include_invalid=request.include_invalid,
+                mode=request.mode, ranking=ranking), None
+        if isinstance(request, GetRequest):
+            return get_flow(request.memory_id), None
+        if isinstance(request, GetAllRequest):
+            return get_all_flow(self._scope(request), filters=request.filters,
+                                limit=request.limit, offset=request.offset,
+                                include_invalid=request.include_invalid), None
+        if isinstance(request, UpdateRequest):
+            return update_flow(request.memory_id, self._ctx(request.actor, request.reason),
+                               self.lock, content=request.content, kind=request.kind,
+                               metadata=request.metadata, version=request.version), None
+        if isinstance(request, DeleteRequest):
+            return delete_flow(request.memory_id, self._ctx(request.actor, request.reason),
+                               self.lock, hard=request.hard, version=request.version), None
+        if isinstance(request, DeleteAllRequest):
+            return delete_all_flow(self._scope(request),
+                                   self._ctx(request.actor, request.reason), self.lock,
+                                   hard=request.hard), None
+        if isinstance(request, HistoryRequest):
+            return history_flow(request.memory_id), None
+        if isinstance(request, UndoRequest):
+            return undo_flow(request.event_id, self._ctx(request.actor, "undo"),
+                             self.lock), None
+        raise UsageError(f"Memory cannot run a {type(request).__name__}; pass one of the "
+                         "requests in remem.memory.requests")
 
-    # -- flows ------------------------------------------------------------------------------------
+    def run(self, request: MemoryRequest[R]) -> R:
+        """Run one memory request and return its result: ``run(SearchRequest(query="tea",
+        user_id="alice"))`` is ``search("tea", user_id="alice")``."""
+        if isinstance(request, ExportRequest):
+            lines = tuple(export_lines(self.store, self._export_prefix(request)))
+            return cast(R, ExportResult(lines))
+        if isinstance(request, ImportRequest):
+            return cast(R, ImportResult(import_lines(self.store, request.lines)))
+        flow, model = self._flow(request)
+        return cast(R, run_sync(flow, self.store, model))
 
-    def _add_flow(self, messages: MessagesInput, user_id: str | None, agent_id: str | None,
-                  thread_id: str | None, namespace: Sequence[str] | None, infer: bool,
-                  metadata: Mapping[str, Any] | None, kind: str, actor: str
-                  ) -> Flow[AddResult]:
-        ns = self.namespace_of(user_id, agent_id, thread_id, namespace)
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-        return self.formation.add_flow(to_messages(messages), namespace=ns, infer=infer,
-                                     metadata=metadata, actor=actor, thread_id=thread_id,
-                                     kind=kind)
+    async def arun(self, request: MemoryRequest[R]) -> R:
+        """Async :meth:`run`."""
+        if isinstance(request, ExportRequest | ImportRequest):
+            # the store's item iterator is sync: a worker thread
+            result: R = await asyncio.to_thread(self.run, cast(MemoryRequest[R], request))
+            return result
+        flow, model = self._flow(request)
+        return cast(R, await run_async(flow, self.store, model))
 
-    def _search_flow(self, query: str | None, user_id: str | None, agent_id: str | None,
-                     thread_id: str | None, namespace: Sequence[str] | None,
-                     filters: Mapping[str, Any] | None, limit: int, as_of: Any,
-                     include_invalid: bool, mode: SearchMode) -> Flow[SearchResult]:
-        if namespace is None and user_id is None and agent_id is None and thread_id is None:
-            prefix: Namespace = ("memories",) if self.template is None else ()
-        else:
-            prefix = self.namespace_of(user_id, agent_id, thread_id, namespace)
-        return search_flow(prefix, query, filters=filters, limit=limit, as_of=as_of,
-                           include_invalid=include_invalid, mode=mode)
-
-    # -- sync API ---------------------------------------------------------------------------------
+    # -- sync API ---------------------------------------------------------------------------
+    # Each method only builds its request and runs it; the signatures are spelled out for
+    # IDE help and type checking (tests/test_surface_parity.py keeps them equal to the
+    # requests' fields and defaults).
 
     def add(self, messages: MessagesInput, *, user_id: str | None = None,
             agent_id: str | None = None, thread_id: str | None = None,
@@ -248,32 +275,38 @@ class Memory:
         ``kind``), embedded and searchable at once. The result lists the changes, what was
         skipped, and the LLM calls and tokens it cost.
         """
-        flow = self._add_flow(messages, user_id, agent_id, thread_id, namespace, infer,
-                              metadata, kind, actor)
-        result: AddResult = self._run(flow, self._model() if infer else None)
-        return result
+        return self.run(AddRequest.of(**_args(locals())))
 
     def search(self, query: str | None = None, *, user_id: str | None = None,
                agent_id: str | None = None, thread_id: str | None = None,
                namespace: Sequence[str] | None = None,
-               filters: Mapping[str, Any] | None = None, limit: int = 10,
-               as_of: Any = None, include_invalid: bool = False,
-               mode: SearchMode = "auto") -> SearchResult:
+               filters: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+               as_of: datetime | float | None = None, include_invalid: bool = False,
+               mode: SearchMode = "auto", min_score: float | None = None,
+               recency_half_life: float | None = None, recency_weight: float = 0.2,
+               mmr: float | None = None) -> SearchResult:
         """Current memories in the scope, best first for ``query`` (newest first without).
 
         ``filters``: the store's filter language over record fields (``kind``,
-        ``metadata.*``...). ``as_of``: an aware datetime or epoch seconds; returns what was
-        valid then. ``include_invalid``: also superseded and deleted memories.
+        ``metadata.*``...). ``limit`` / ``offset``: the page. ``as_of``: an aware datetime
+        or epoch seconds; returns what was valid then. ``include_invalid``: also superseded
+        and deleted memories. With a query: ``min_score`` drops weaker hits;
+        ``recency_half_life`` (seconds) weighs newer memories up by ``recency_weight``;
+        ``mmr`` (0-1) diversifies the page (needs vectors).
         """
-        result: SearchResult = self._run(self._search_flow(
-            query, user_id, agent_id, thread_id, namespace, filters, limit, as_of,
-            include_invalid, mode))
-        return result
+        return self.run(SearchRequest.of(**_args(locals())))
 
     def get(self, memory_id: str) -> MemoryRecord:
         """The memory with this id (:class:`~remem.errors.NotFoundError` if none)."""
-        record: MemoryRecord = self._run(get_flow(memory_id))
-        return record
+        return self.run(GetRequest.of(**_args(locals())))
+
+    def get_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                thread_id: str | None = None, namespace: Sequence[str] | None = None,
+                filters: Mapping[str, Any] | None = None, limit: int = 100, offset: int = 0,
+                include_invalid: bool = False) -> MemoryPage:
+        """The memories of a scope (required), newest first, a page at a time; pass the
+        page's ``next_offset`` as ``offset`` for the next one."""
+        return self.run(GetAllRequest.of(**_args(locals())))
 
     def update(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
                kind: str | None = None, metadata: Mapping[str, Any] | None = None,
@@ -281,50 +314,54 @@ class Memory:
                reason: str = "") -> ChangeResult:
         """Correct a memory in place (same id, version + 1; history keeps the old content).
         ``version``: fail with :class:`~remem.errors.ConflictError` if it changed since."""
-        result: ChangeResult = self._run(update_flow(
-            memory_id, self._ctx(actor, reason), self.lock, content=content, kind=kind,
-            metadata=metadata, version=version))
-        return result
+        return self.run(UpdateRequest.of(**_args(locals())))
 
     def delete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
                actor: str = "user", reason: str = "") -> ChangeResult:
         """Invalidate a memory (kept for history and ``as_of``); ``hard=True`` removes it."""
-        result: ChangeResult = self._run(delete_flow(
-            memory_id, self._ctx(actor, reason), self.lock, hard=hard, version=version))
-        return result
+        return self.run(DeleteRequest.of(**_args(locals())))
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   thread_id: str | None = None, namespace: Sequence[str] | None = None,
+                   hard: bool = False, actor: str = "user", reason: str = "") -> ChangeResult:
+        """Forget a scope (required) in one call: invalidate every current memory under it
+        (``hard=True``: remove every memory, history keeps each last state). Undoing any
+        event of the result undoes the whole call."""
+        return self.run(DeleteAllRequest.of(**_args(locals())))
 
     def history(self, memory_id: str) -> list[HistoryEvent]:
         """Every change of a memory, oldest first."""
-        events: list[HistoryEvent] = self._run(history_flow(memory_id))
-        return events
+        return self.run(HistoryRequest.of(**_args(locals())))
 
     def undo(self, event_id: str, *, actor: str = "user") -> ChangeResult:
-        """Revert the change an event recorded (both halves of a supersession)."""
-        result: ChangeResult = self._run(undo_flow(event_id, self._ctx(actor, "undo"),
-                                                   self.lock))
-        return result
+        """Revert the change an event recorded (both halves of a supersession; every
+        memory of a delete_all)."""
+        return self.run(UndoRequest.of(**_args(locals())))
 
-    def export(self, target: str | os.PathLike[str] | IO[str], *,
-               namespace: Sequence[str] = ()) -> int:
-        """Write memories and history as JSONL; return the number of lines."""
-        prefix = tuple(namespace)
+    def export(self, target: str | os.PathLike[str] | IO[str], *, user_id: str | None = None,
+               agent_id: str | None = None, thread_id: str | None = None,
+               namespace: Sequence[str] | None = None) -> int:
+        """Write the memories and history of a scope (every scope when none is given) as
+        JSONL to ``target`` (a path or a text stream); return the number of lines.
+        ``run(ExportRequest(...))`` returns the lines instead."""
+        scope = _args(locals())
+        del scope["target"]
+        prefix = self._export_prefix(ExportRequest.of(**scope))
         if isinstance(target, str | os.PathLike):
             with Path(target).open("w", encoding="utf-8") as handle:
-                return self.export(handle, namespace=prefix)
-        count = 0
-        for line in export_lines(self.store, prefix):
-            target.write(line + "\n")
-            count += 1
-        return count
+                return _write_lines(export_lines(self.store, prefix), handle)
+        return _write_lines(export_lines(self.store, prefix), target)
 
     def import_(self, source: str | os.PathLike[str] | IO[str] | Iterable[str]) -> int:
-        """Read JSONL written by :meth:`export`; return the number of lines imported."""
+        """Read JSONL written by :meth:`export` (a path, a text stream or lines, streamed:
+        any size); return the number of lines imported. ``run(ImportRequest(lines=...))``
+        imports lines held in memory."""
         if isinstance(source, str | os.PathLike):
             with Path(source).open(encoding="utf-8") as handle:
                 return import_lines(self.store, handle)
         return import_lines(self.store, source)
 
-    # -- async API --------------------------------------------------------------------------------
+    # -- async API --------------------------------------------------------------------------
 
     async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
                    agent_id: str | None = None, thread_id: str | None = None,
@@ -332,60 +369,65 @@ class Memory:
                    metadata: Mapping[str, Any] | None = None, kind: str = "fact",
                    actor: str = "user") -> AddResult:
         """Async :meth:`add`."""
-        flow = self._add_flow(messages, user_id, agent_id, thread_id, namespace, infer,
-                              metadata, kind, actor)
-        result: AddResult = await self._arun(flow, self._model() if infer else None)
-        return result
+        return await self.arun(AddRequest.of(**_args(locals())))
 
     async def asearch(self, query: str | None = None, *, user_id: str | None = None,
                       agent_id: str | None = None, thread_id: str | None = None,
                       namespace: Sequence[str] | None = None,
                       filters: Mapping[str, Any] | None = None, limit: int = 10,
-                      as_of: Any = None, include_invalid: bool = False,
-                      mode: SearchMode = "auto") -> SearchResult:
+                      offset: int = 0, as_of: datetime | float | None = None,
+                      include_invalid: bool = False, mode: SearchMode = "auto",
+                      min_score: float | None = None, recency_half_life: float | None = None,
+                      recency_weight: float = 0.2, mmr: float | None = None) -> SearchResult:
         """Async :meth:`search`."""
-        result: SearchResult = await self._arun(self._search_flow(
-            query, user_id, agent_id, thread_id, namespace, filters, limit, as_of,
-            include_invalid, mode))
-        return result
+        return await self.arun(SearchRequest.of(**_args(locals())))
 
     async def aget(self, memory_id: str) -> MemoryRecord:
         """Async :meth:`get`."""
-        record: MemoryRecord = await self._arun(get_flow(memory_id))
-        return record
+        return await self.arun(GetRequest.of(**_args(locals())))
+
+    async def aget_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                       thread_id: str | None = None, namespace: Sequence[str] | None = None,
+                       filters: Mapping[str, Any] | None = None, limit: int = 100,
+                       offset: int = 0, include_invalid: bool = False) -> MemoryPage:
+        """Async :meth:`get_all`."""
+        return await self.arun(GetAllRequest.of(**_args(locals())))
 
     async def aupdate(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
                       kind: str | None = None, metadata: Mapping[str, Any] | None = None,
                       version: int | None = None, actor: str = "user",
                       reason: str = "") -> ChangeResult:
         """Async :meth:`update`."""
-        result: ChangeResult = await self._arun(update_flow(
-            memory_id, self._ctx(actor, reason), self.lock, content=content, kind=kind,
-            metadata=metadata, version=version))
-        return result
+        return await self.arun(UpdateRequest.of(**_args(locals())))
 
     async def adelete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
                       actor: str = "user", reason: str = "") -> ChangeResult:
         """Async :meth:`delete`."""
-        result: ChangeResult = await self._arun(delete_flow(
-            memory_id, self._ctx(actor, reason), self.lock, hard=hard, version=version))
-        return result
+        return await self.arun(DeleteRequest.of(**_args(locals())))
+
+    async def adelete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                          thread_id: str | None = None,
+                          namespace: Sequence[str] | None = None, hard: bool = False,
+                          actor: str = "user", reason: str = "") -> ChangeResult:
+        """Async :meth:`delete_all`."""
+        return await self.arun(DeleteAllRequest.of(**_args(locals())))
 
     async def ahistory(self, memory_id: str) -> list[HistoryEvent]:
         """Async :meth:`history`."""
-        events: list[HistoryEvent] = await self._arun(history_flow(memory_id))
-        return events
+        return await self.arun(HistoryRequest.of(**_args(locals())))
 
     async def aundo(self, event_id: str, *, actor: str = "user") -> ChangeResult:
         """Async :meth:`undo`."""
-        result: ChangeResult = await self._arun(undo_flow(event_id, self._ctx(actor, "undo"),
-                                                          self.lock))
-        return result
+        return await self.arun(UndoRequest.of(**_args(locals())))
 
     async def aexport(self, target: str | os.PathLike[str] | IO[str], *,
-                      namespace: Sequence[str] = ()) -> int:
+                      user_id: str | None = None, agent_id: str | None = None,
+                      thread_id: str | None = None,
+                      namespace: Sequence[str] | None = None) -> int:
         """Async :meth:`export` (in a worker thread)."""
-        return await asyncio.to_thread(self.export, target, namespace=namespace)
+        return await asyncio.to_thread(self.export, target, user_id=user_id,
+                                       agent_id=agent_id, thread_id=thread_id,
+                                       namespace=namespace)
 
     async def aimport(self, source: str | os.PathLike[str] | IO[str] | Iterable[str]) -> int:
         """Async :meth:`import_` (in a worker thread)."""
@@ -411,3 +453,11 @@ class Memory:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await asyncio.to_thread(self.close)
+
+
+def _write_lines(lines: Iterable[str], out: IO[str]) -> int:
+    count = 0
+    for line in lines:
+        out.write(line + "\n")
+        count += 1
+    return count

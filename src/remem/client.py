@@ -42,6 +42,7 @@ from remem.memory.reconcile import Change, Skip
 from remem.memory.records import MemoryRecord, Source, iso_to_ts
 from remem.memory.store_manager import AddResult
 from remem.messages.types import Message
+from remem.store.types import SignalScore
 
 __all__ = ["Client"]
 
@@ -102,7 +103,7 @@ def _change_result(data: Mapping[str, Any]) -> ChangeResult:
 
 def _search_result(data: Mapping[str, Any]) -> SearchResult:
     hits = tuple(MemoryHit(_record(h["memory"]), h.get("score"),
-                           {k: (int(v["rank"]), float(v["score"]))
+                           {k: SignalScore(int(v["rank"]), float(v["score"]))
                             for k, v in (h.get("details") or {}).items()})
                  for h in data.get("hits", ()))
     return SearchResult(hits, _usage(data.get("usage")))

@@ -9,7 +9,8 @@
 * :class:`MemoryRecord` / :class:`HistoryEvent`: what is stored; validity intervals
   (``valid_at`` / ``invalid_at``), history and undo.
 
-Most users want the facade, :class:`remem.api.Memory`.
+Most users want the facade, :class:`remem.api.Memory`; its operations are request values in
+:mod:`remem.memory.requests`.
 """
 
 from remem.memory.aliases import IdAliases
@@ -24,10 +25,17 @@ from remem.memory.manager import (
     NewMemory,
 )
 from remem.memory.namespaces import NamespaceTemplate
-from remem.memory.operations import ChangeResult, MemoryHit, SearchResult
 from remem.memory.profiles import PatchOperation, ProfileManager, ProfileResult
 from remem.memory.reconcile import Change, Skip
 from remem.memory.records import MemoryRecord, MemoryStatus, Source
+from remem.memory.results import (
+    ChangeResult,
+    ExportResult,
+    ImportResult,
+    MemoryHit,
+    MemoryPage,
+    SearchResult,
+)
 from remem.memory.store_manager import AddResult, MemoryStoreManager
 
 __all__ = [
@@ -35,14 +43,17 @@ __all__ = [
     "AddResult",
     "Change",
     "ChangeResult",
+    "ExportResult",
     "Extraction",
     "Fact",
     "HistoryEvent",
     "HistoryOp",
     "IdAliases",
+    "ImportResult",
     "LockSettings",
     "MemoryHit",
     "MemoryManager",
+    "MemoryPage",
     "MemoryRecord",
     "MemoryStatus",
     "MemoryStoreManager",

@@ -1,20 +1,23 @@
-"""Reading and editing memories by id: get, search (now or ``as_of``), update, delete,
-history, undo, export and import. Each is a flow (:mod:`remem.memory.flow`), so the facade's
-sync and async methods share it."""
+"""Reading and editing memories: get, search (now or ``as_of``), get_all, update, delete,
+delete_all, history, undo, export and import. Each is a flow (:mod:`remem.memory.flow`), so
+the facade's sync and async methods share it.
+
+``delete_all`` writes one change (one ``change_id`` on every event) per namespace under the
+scope, and marks the change id in the id index; undoing any of its events undoes them all.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from remem.errors import ConflictError, ImportFormatError, InvalidInputError, NotFoundError
-from remem.llm.base import Usage
 from remem.memory.flow import Flow, StoreBatch
 from remem.memory.history import HistoryEvent, event_ops, id_index_op
 from remem.memory.locking import LockSettings
+from remem.memory.namespaces import check_user_namespace
 from remem.memory.reconcile import (
     Change,
     ChangeContext,
@@ -33,7 +36,9 @@ from remem.memory.records import (
     current_filter,
     history_namespace,
 )
+from remem.memory.results import ChangeResult, MemoryHit, MemoryPage, SearchResult
 from remem.memory.writer import commit
+from remem.retrieval.ranking import Ranking, Recency
 from remem.store.base import BaseStore
 from remem.store.types import (
     GetOp,
@@ -41,7 +46,6 @@ from remem.store.types import (
     Namespace,
     Op,
     PutOp,
-    SearchItem,
     SearchMode,
     SearchOp,
     to_timestamp,
@@ -51,91 +55,28 @@ __all__ = [
     "ChangeResult",
     "MemoryHit",
     "SearchResult",
+    "delete_all_flow",
     "delete_flow",
     "export_lines",
+    "get_all_flow",
     "get_flow",
     "history_flow",
     "import_lines",
     "locate_flow",
     "search_flow",
+    "search_ranking",
     "undo_flow",
     "update_flow",
 ]
 
 #: most history events returned for one memory
 HISTORY_LIMIT = 10_000
-
-
-def _usage_dict(usage: Usage) -> dict[str, int]:
-    return {"llm_calls": usage.calls, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens}
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryHit:
-    """A search result: the memory, its score (``None`` without a query) and per-signal
-    details (``{"keyword": (rank, score), ...}``)."""
-
-    memory: MemoryRecord
-    score: float | None = None
-    details: Mapping[str, tuple[int, float]] = field(default_factory=dict)
-
-    @classmethod
-    def from_item(cls, item: SearchItem) -> MemoryHit:
-        """A hit from a store search result."""
-        return cls(MemoryRecord.from_item(item), item.score,
-                   {name: (s.rank, s.score) for name, s in item.details.items()})
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"memory": self.memory.to_dict(), "score": self.score,
-                "details": {k: {"rank": r, "score": s} for k, (r, s) in self.details.items()}}
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Search hits, best first, and what the search cost (never an LLM call today)."""
-
-    hits: tuple[MemoryHit, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-
-    def __len__(self) -> int:
-        return len(self.hits)
-
-    def __iter__(self) -> Iterator[MemoryHit]:
-        return iter(self.hits)
-
-    def __getitem__(self, index: int) -> MemoryHit:
-        return self.hits[index]
-
-    @property
-    def memories(self) -> list[MemoryRecord]:
-        """The records of the hits."""
-        return [hit.memory for hit in self.hits]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"hits": [h.to_dict() for h in self.hits], "usage": _usage_dict(self.usage)}
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeResult:
-    """What an update, delete or undo changed, and what it cost."""
-
-    changes: tuple[Change, ...] = ()
-    skipped: tuple[Skip, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-
-    @classmethod
-    def of(cls, plan: Plan) -> ChangeResult:
-        """The result of a committed plan."""
-        return cls(tuple(plan.changes), tuple(plan.skipped))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"changes": [c.to_dict() for c in self.changes],
-                "skipped": [s.to_dict() for s in self.skipped],
-                "usage": _usage_dict(self.usage)}
+#: candidates per signal a ranked search fuses, unless its page reaches deeper
+DEFAULT_CANDIDATES = 100
+#: memories read per store batch when listing a whole scope (delete_all)
+SCAN_PAGE = 1000
+#: ``type`` of the id-index entry that marks a change undone as a whole (delete_all)
+BULK_CHANGE = "bulk_change"
 
 
 # -- lookups ----------------------------------------------------------------------------------
@@ -184,21 +125,57 @@ def search_filter(filters: Mapping[str, Any] | None, as_of: datetime | float | N
     return {"$and": [base, dict(filters)]} if filters else base
 
 
-def search_flow(namespace_prefix: Namespace, query: str | None = None, *,
-                filters: Mapping[str, Any] | None = None, limit: int = 10,
-                as_of: datetime | float | None = None, include_invalid: bool = False,
-                mode: SearchMode = "auto") -> Flow[SearchResult]:
-    """Memories under ``namespace_prefix`` (current ones, or those valid at ``as_of``)."""
+def search_ranking(*, limit: int, offset: int = 0, min_score: float | None = None,
+                   recency_half_life: float | None = None, recency_weight: float = 0.2,
+                   mmr: float | None = None, now: float | None = None) -> Ranking:
+    """The store ranking of a memory search: the candidate pool grown to cover the page
+    (``offset + limit``, at least 100), a minimum score, recency (measured from ``now``;
+    ``None``: the store's clock) and MMR diversification."""
+    recency = (Recency(half_life=recency_half_life, weight=recency_weight, now=now)
+               if recency_half_life is not None else None)
+    return Ranking(candidates=max(DEFAULT_CANDIDATES, offset + limit), recency=recency,
+                   mmr=mmr, min_score=min_score)
+
+
+def _check_prefix(namespace_prefix: Namespace) -> None:
     if namespace_prefix and namespace_prefix[0] == RESERVED_LABEL:
         raise InvalidInputError(f"{RESERVED_LABEL!r} namespaces hold bookkeeping, not memories")
+
+
+def search_flow(namespace_prefix: Namespace, query: str | None = None, *,
+                filters: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+                as_of: datetime | float | None = None, include_invalid: bool = False,
+                mode: SearchMode = "auto", ranking: Ranking | None = None
+                ) -> Flow[SearchResult]:
+    """Memories under ``namespace_prefix`` (current ones, or those valid at ``as_of``).
+
+    ``ranking``: see :func:`search_ranking` (default: its pool for the page, nothing else).
+    """
+    _check_prefix(namespace_prefix)
     if query is not None and not query.strip():
         query = None
     op = SearchOp(namespace_prefix, filter=search_filter(filters, as_of, include_invalid),
-                  query=query, limit=limit, mode=mode)
+                  query=query, limit=limit, offset=offset, mode=mode,
+                  ranking=ranking or search_ranking(limit=limit, offset=offset))
     found = yield StoreBatch([op])
     items = found[0]
     assert isinstance(items, list)
     return SearchResult(tuple(MemoryHit.from_item(item) for item in items))
+
+
+def get_all_flow(namespace_prefix: Namespace, *, filters: Mapping[str, Any] | None = None,
+                 limit: int = 100, offset: int = 0,
+                 include_invalid: bool = False) -> Flow[MemoryPage]:
+    """A page of the memories under ``namespace_prefix``, newest first."""
+    _check_prefix(namespace_prefix)
+    # one more than the page: whether a next page exists, without counting
+    found = yield StoreBatch([SearchOp(namespace_prefix,
+                                       filter=search_filter(filters, None, include_invalid),
+                                       limit=limit + 1, offset=offset)])
+    items = found[0]
+    assert isinstance(items, list)
+    records = tuple(MemoryRecord.from_item(item) for item in items[:limit])
+    return MemoryPage(records, offset + limit if len(items) > limit else None)
 
 
 def history_flow(memory_id: str) -> Flow[list[HistoryEvent]]:
@@ -269,8 +246,62 @@ def delete_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *, hard:
     return ChangeResult.of(plan)
 
 
+def delete_all_flow(namespace_prefix: Namespace, ctx: ChangeContext, lock: LockSettings, *,
+                    hard: bool = False) -> Flow[ChangeResult]:
+    """Invalidate every current memory under ``namespace_prefix`` (``hard``: remove every
+    memory, current or not; history keeps each last state).
+
+    One commit per namespace under the prefix, each under that namespace's lock; all events
+    share ``ctx.change_id``, which the id index marks as a bulk change so that undoing any
+    one event undoes the whole call (:func:`undo_flow`).
+    """
+    _check_prefix(namespace_prefix)
+    wanted = {"type": "memory"} if hard else current_filter()
+    found: dict[Namespace, list[str]] = {}
+    offset = 0
+    while True:
+        page = yield StoreBatch([SearchOp(namespace_prefix, filter=wanted, limit=SCAN_PAGE,
+                                          offset=offset)])
+        items = page[0]
+        assert isinstance(items, list)
+        for item in items:
+            keys = found.setdefault(item.namespace, [])
+            if item.key not in keys:
+                keys.append(item.key)
+        if len(items) < SCAN_PAGE:
+            break
+        offset += SCAN_PAGE
+    marker = PutOp(IDS_NAMESPACE, ctx.change_id,
+                   {"type": BULK_CHANGE, "op": "delete_all",
+                    "namespace": list(namespace_prefix)}, index=False, ttl=None)
+    changes: list[Change] = []
+    skipped: list[Skip] = []
+    for namespace, keys in found.items():
+        plan = yield from commit(namespace, [GetOp(namespace, key) for key in keys],
+                                 _delete_each(ctx, hard, marker), lock)
+        changes += plan.changes
+        skipped += plan.skipped
+    return ChangeResult(tuple(changes), tuple(skipped))
+
+
+def _delete_each(ctx: ChangeContext, hard: bool, marker: PutOp
+                 ) -> Callable[[list[Any], int], Plan]:
+    def plan_for(results: list[Any], head: int) -> Plan:
+        plan = Plan()
+        for item in results:
+            # gone, or no longer current, since the scan: nothing left to delete
+            if isinstance(item, Item) and (hard or item.value.get("status") == "current"):
+                plan.extend(plan_delete(MemoryRecord.from_item(item), ctx, hard=hard))
+        if plan.ops:
+            plan.ops.append(marker)
+        return plan
+
+    return plan_for
+
+
 def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[ChangeResult]:
-    """Revert the change recorded by ``event_id`` (with its partner, for a supersession)."""
+    """Revert the change recorded by ``event_id`` (with its partner, for a supersession;
+    with every event of the call, for a delete_all)."""
     namespace = yield from locate_flow(event_id, "event")
     where = history_namespace(namespace)
     found = yield StoreBatch([GetOp(where, event_id.strip())])
@@ -278,6 +309,11 @@ def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[Cha
     if not isinstance(item, Item):
         raise NotFoundError(f"no event with id {event_id!r}")
     event = HistoryEvent.from_value(item.value)
+    bulk = yield StoreBatch([GetOp(IDS_NAMESPACE, event.change_id)])
+    mark = bulk[0]
+    if isinstance(mark, Item) and mark.value.get("type") == BULK_CHANGE:
+        return (yield from _undo_bulk(event.change_id, tuple(mark.value["namespace"]), ctx,
+                                      lock))
     siblings = yield StoreBatch([SearchOp(where, filter={"change_id": event.change_id},
                                           limit=HISTORY_LIMIT)])
     group = [HistoryEvent.from_value(i.value) for i in siblings[0]]
@@ -295,6 +331,70 @@ def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[Cha
 
     plan = yield from commit(namespace, reads, plan_for, lock)
     return ChangeResult.of(plan)
+
+
+def _undo_bulk(change_id: str, prefix: Namespace, ctx: ChangeContext,
+               lock: LockSettings) -> Flow[ChangeResult]:
+    """Undo every event of a bulk change, one commit per namespace. A memory that changed
+    since (restored already, edited, deleted for good) or whose content is now another
+    current memory's is skipped, not a conflict: the rest still comes back."""
+    found = yield StoreBatch([SearchOp(history_namespace(prefix),
+                                       filter={"change_id": change_id}, limit=HISTORY_LIMIT)])
+    by_namespace: dict[Namespace, list[HistoryEvent]] = {}
+    for item in found[0]:
+        event = HistoryEvent.from_value(item.value)
+        if event.op != "restore":
+            by_namespace.setdefault(event.namespace, []).append(event)
+    changes: list[Change] = []
+    skipped: list[Skip] = []
+    for namespace, events in by_namespace.items():
+        reads: list[Op] = [GetOp(namespace, e.memory_id) for e in events]
+        plan = yield from commit(namespace, reads, _undo_each(namespace, events, ctx), lock)
+        changes += plan.changes
+        skipped += plan.skipped
+    return ChangeResult(tuple(changes), tuple(skipped))
+
+
+def _undo_each(namespace: Namespace, events: list[HistoryEvent], ctx: ChangeContext
+               ) -> Callable[[list[Any], int], Flow[Plan]]:
+    def plan_for(results: list[Any], head: int) -> Flow[Plan]:
+        state = {e.memory_id: (MemoryRecord.from_item(r) if isinstance(r, Item) else None)
+                 for e, r in zip(events, results, strict=True)}
+        skipped: list[Skip] = []
+        todo = []
+        for event in events:
+            if _same_state(state[event.memory_id], event.record_after()):
+                todo.append(event)
+            else:
+                skipped.append(Skip("changed since", None, event.memory_id))
+        before = {e.memory_id: e.record_before() for e in todo}
+        hashes = sorted({r.content_hash for r in before.values() if r is not None})
+        taken: dict[str, str] = {}
+        if hashes:
+            current = yield StoreBatch([SearchOp(namespace, filter={
+                **current_filter(), "content_hash": {"$in": hashes}}, limit=len(hashes) + 10)])
+            taken = {i.value["content_hash"]: i.key for i in current[0]
+                     if i.namespace == namespace and i.key not in before}
+        restore = []
+        for event in todo:
+            record = before[event.memory_id]
+            if record is not None and record.content_hash in taken:
+                skipped.append(Skip("duplicate", record.content, taken[record.content_hash]))
+            else:
+                restore.append(event)
+        plan = plan_undo(restore, state, ctx)
+        plan.skipped += skipped
+        return plan
+
+    return plan_for
+
+
+def _same_state(record: MemoryRecord | None, after: MemoryRecord | None) -> bool:
+    """Whether a memory is as an event left it (what undo compares; not the version)."""
+    if record is None or after is None:
+        return record is after
+    return (record.content_hash, record.kind, record.metadata, record.status) == (
+        after.content_hash, after.kind, after.metadata, after.status)
 
 
 def _refuse_duplicates(namespace: Namespace, records: Sequence[MemoryRecord],
@@ -347,7 +447,7 @@ def import_lines(store: BaseStore, lines: Iterable[str], *, batch_size: int = 50
         try:
             data = json.loads(line)
             if "memory" in data:
-                ns = tuple(data["namespace"])
+                ns = check_user_namespace(tuple(data["namespace"]))
                 record = MemoryRecord.from_value(ns, data["memory"])
                 key = str(data.get("key") or record.id)
                 pending.append(PutOp(ns, key, data["memory"], event_at=record.event_time,
@@ -356,7 +456,9 @@ def import_lines(store: BaseStore, lines: Iterable[str], *, batch_size: int = 50
                 if key == record.id:
                     pending.append(id_index_op(record.id, ns))
             elif "event" in data:
-                pending += event_ops(HistoryEvent.from_value(data["event"]))
+                event = HistoryEvent.from_value(data["event"])
+                check_user_namespace(event.namespace)
+                pending += event_ops(event)
             else:
                 raise KeyError("memory or event")
         except (ValueError, KeyError, TypeError) as exc:

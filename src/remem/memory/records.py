@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from remem.errors import InvalidInputError
 from remem.messages.types import new_id
 from remem.store.types import Item, Namespace, from_timestamp
 
@@ -43,7 +42,6 @@ __all__ = [
     "MemoryStatus",
     "Source",
     "as_of_filter",
-    "check_user_namespace",
     "content_hash",
     "content_text",
     "current_filter",
@@ -83,16 +81,6 @@ def history_namespace(namespace: Namespace) -> Namespace:
 def locks_namespace(namespace: Namespace) -> Namespace:
     """Where write tickets for ``namespace`` are kept."""
     return (RESERVED_LABEL, LOCKS_LABEL, *namespace)
-
-
-def check_user_namespace(namespace: Namespace) -> Namespace:
-    """Refuse namespaces under the reserved label (they hold remem's bookkeeping)."""
-    if namespace and namespace[0] == RESERVED_LABEL:
-        raise InvalidInputError(
-            f"namespace {namespace!r} starts with {RESERVED_LABEL!r}, which remem reserves for "
-            "its ids, history and locks; use another first label"
-        )
-    return namespace
 
 
 _SPACE = re.compile(r"\s+")

@@ -14,7 +14,7 @@ a namespace directly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
     BeforeValidator,
@@ -26,6 +26,10 @@ from pydantic import (
 )
 
 from remem.errors import MessageFormatError
+from remem.memory.history import HistoryEvent
+from remem.memory.records import MemoryRecord
+from remem.memory.results import ChangeResult, ExportResult, ImportResult, MemoryPage, SearchResult
+from remem.memory.store_manager import AddResult
 from remem.messages import from_openai, to_openai
 from remem.messages.types import Message
 from remem.requests import (
@@ -49,6 +53,7 @@ __all__ = [
     "GetAllRequest",
     "GetRequest",
     "HistoryRequest",
+    "ImportRequest",
     "MemoryRequest",
     "MessagesInput",
     "SearchRequest",
@@ -57,10 +62,14 @@ __all__ = [
     "to_messages",
 ]
 
+R = TypeVar("R")
+
 #: most messages one add takes
 MAX_MESSAGES = 500
 #: most characters of one text (a message's, a memory's content, a query is 10,000)
 MAX_TEXT = 200_000
+#: most lines one import request takes (Memory.import_ streams files of any size)
+MAX_IMPORT_LINES = 100_000
 
 MessagesInput = (str | Message | Mapping[str, Any]
                  | Sequence[str | Message | Mapping[str, Any]])
@@ -150,14 +159,17 @@ Query = Annotated[str, StringConstraints(max_length=10_000)]
 MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
                                             pattern=r"^[^\x00-\x1f\x7f]+$")]
 Version = Annotated[int, Field(ge=1, le=2**53)]
+#: an export line holds a record (content up to MAX_TEXT) or an event (before and after)
+ExportLine = Annotated[str, StringConstraints(max_length=4 * MAX_TEXT)]
 SearchModeField = Literal["auto", "hybrid", "keyword", "vector"]
 
 
-class MemoryRequest(Request):
-    """Base of the memory requests."""
+class MemoryRequest(Request, Generic[R]):
+    """Base of the memory requests; ``R`` is what running one returns
+    (``Memory.run(SearchRequest(...))`` is a :class:`~remem.memory.results.SearchResult`)."""
 
 
-class _Scoped(MemoryRequest):
+class _Scoped(MemoryRequest[R]):
     """Whose memories: a user, an agent, a thread, or a namespace."""
 
     user_id: ScopeId | None = Field(None, description="whose memories (a user id)")
@@ -175,7 +187,7 @@ class _Scoped(MemoryRequest):
                                            self.namespace))
 
 
-class AddRequest(_Scoped):
+class AddRequest(_Scoped[AddResult]):
     """Remember what ``messages`` say."""
 
     operation: ClassVar[str] = "add"
@@ -189,7 +201,7 @@ class AddRequest(_Scoped):
                                              "servers record the caller's key instead)")
 
 
-class SearchRequest(_Scoped):
+class SearchRequest(_Scoped[SearchResult]):
     """Current memories of a scope, best first for ``query`` (newest first without)."""
 
     operation: ClassVar[str] = "search"
@@ -214,7 +226,7 @@ class SearchRequest(_Scoped):
         None, description="diversify results: MMR lambda (1 = relevance only)")
 
 
-class GetRequest(MemoryRequest):
+class GetRequest(MemoryRequest[MemoryRecord]):
     """The memory with this id."""
 
     operation: ClassVar[str] = "get"
@@ -222,7 +234,7 @@ class GetRequest(MemoryRequest):
     memory_id: MemoryId = Field(description="a memory id")
 
 
-class GetAllRequest(_Scoped):
+class GetAllRequest(_Scoped[MemoryPage]):
     """Every memory of a scope, newest first, a page at a time."""
 
     operation: ClassVar[str] = "get_all"
@@ -240,7 +252,7 @@ class GetAllRequest(_Scoped):
         return self
 
 
-class UpdateRequest(MemoryRequest):
+class UpdateRequest(MemoryRequest[ChangeResult]):
     """Correct a memory in place (same id, version + 1; history keeps the old content)."""
 
     operation: ClassVar[str] = "update"
@@ -255,7 +267,7 @@ class UpdateRequest(MemoryRequest):
     reason: Reason = Field("", description="why (recorded in history)")
 
 
-class DeleteRequest(MemoryRequest):
+class DeleteRequest(MemoryRequest[ChangeResult]):
     """Invalidate a memory (kept for history and as_of); ``hard`` removes it."""
 
     operation: ClassVar[str] = "delete"
@@ -268,7 +280,7 @@ class DeleteRequest(MemoryRequest):
     reason: Reason = Field("", description="why (recorded in history)")
 
 
-class DeleteAllRequest(_Scoped):
+class DeleteAllRequest(_Scoped[ChangeResult]):
     """Forget every current memory of a scope in one call (undoable unless ``hard``)."""
 
     operation: ClassVar[str] = "delete_all"
@@ -285,7 +297,7 @@ class DeleteAllRequest(_Scoped):
         return self
 
 
-class HistoryRequest(MemoryRequest):
+class HistoryRequest(MemoryRequest[list[HistoryEvent]]):
     """Every change of a memory, oldest first."""
 
     operation: ClassVar[str] = "history"
@@ -293,7 +305,7 @@ class HistoryRequest(MemoryRequest):
     memory_id: MemoryId = Field(description="a memory id")
 
 
-class UndoRequest(MemoryRequest):
+class UndoRequest(MemoryRequest[ChangeResult]):
     """Revert the change a history event recorded."""
 
     operation: ClassVar[str] = "undo"
@@ -302,11 +314,20 @@ class UndoRequest(MemoryRequest):
     actor: Actor = Field("user", description="who made the change")
 
 
-class ExportRequest(MemoryRequest):
-    """Memories and history under a namespace prefix, as JSONL lines."""
+class ExportRequest(_Scoped[ExportResult]):
+    """Memories and history of a scope (every scope when none is given) as JSONL lines."""
 
     operation: ClassVar[str] = "export"
 
-    namespace: NamespacePrefix = Field(default_factory=list,
-                                       description="namespace prefix (empty: everything)")
+    namespace: NamespacePrefix | None = Field(
+        None, description="a namespace prefix instead of user_id/agent_id (empty: everything)")
 
+
+class ImportRequest(MemoryRequest[ImportResult]):
+    """Write lines made by export (ids, versions, timestamps and history kept; importing
+    the same lines twice writes the same items again)."""
+
+    operation: ClassVar[str] = "import"
+
+    lines: Annotated[list[ExportLine], Field(max_length=MAX_IMPORT_LINES)] = Field(
+        description="JSONL lines from export")

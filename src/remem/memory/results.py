@@ -1,0 +1,146 @@
+"""What the memory operations return (Python values; their JSON shapes are in
+:mod:`remem.memory.wire`).
+
+``add`` returns an :class:`~remem.memory.store_manager.AddResult`; ``search`` a
+:class:`SearchResult`; ``get`` a :class:`~remem.memory.records.MemoryRecord`; ``get_all`` a
+:class:`MemoryPage`; ``update``, ``delete``, ``delete_all`` and ``undo`` a
+:class:`ChangeResult`; ``history`` a list of :class:`~remem.memory.history.HistoryEvent`;
+``export`` an :class:`ExportResult` and ``import`` an :class:`ImportResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from remem.llm.base import Usage
+from remem.memory.reconcile import Change, Plan, Skip
+from remem.memory.records import MemoryRecord
+from remem.store.types import SearchItem, SignalScore
+
+__all__ = ["ChangeResult", "ExportResult", "ImportResult", "MemoryHit", "MemoryPage",
+           "SearchResult", "usage_dict"]
+
+
+def usage_dict(usage: Usage) -> dict[str, int]:
+    """A usage as JSON (``llm_calls``, ``input_tokens``, ``output_tokens``)."""
+    return {"llm_calls": usage.calls, "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """A search result: the memory, its score (``None`` without a query) and how each
+    ranking signal scored it (``{"keyword": SignalScore(rank=1, score=2.3), ...}``)."""
+
+    memory: MemoryRecord
+    score: float | None = None
+    details: Mapping[str, SignalScore] = field(default_factory=dict)
+
+    @classmethod
+    def from_item(cls, item: SearchItem) -> MemoryHit:
+        """A hit from a store search result."""
+        return cls(MemoryRecord.from_item(item), item.score, dict(item.details))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"memory": self.memory.to_dict(), "score": self.score,
+                "details": {name: {"rank": s.rank, "score": s.score}
+                            for name, s in self.details.items()}}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Search hits, best first, and what the search cost (never an LLM call today)."""
+
+    hits: tuple[MemoryHit, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[MemoryHit]:
+        return iter(self.hits)
+
+    def __getitem__(self, index: int) -> MemoryHit:
+        return self.hits[index]
+
+    @property
+    def memories(self) -> list[MemoryRecord]:
+        """The records of the hits."""
+        return [hit.memory for hit in self.hits]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"hits": [h.to_dict() for h in self.hits], "usage": usage_dict(self.usage)}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage:
+    """One page of a scope's memories, newest first. ``next_offset``: pass it as ``offset``
+    for the next page (``None``: this is the last one)."""
+
+    memories: tuple[MemoryRecord, ...] = ()
+    next_offset: int | None = None
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+    def __iter__(self) -> Iterator[MemoryRecord]:
+        return iter(self.memories)
+
+    def __getitem__(self, index: int) -> MemoryRecord:
+        return self.memories[index]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"memories": [m.to_dict() for m in self.memories],
+                "next_offset": self.next_offset}
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeResult:
+    """What an update, delete, delete_all or undo changed, and what it cost."""
+
+    changes: tuple[Change, ...] = ()
+    skipped: tuple[Skip, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+    @classmethod
+    def of(cls, plan: Plan) -> ChangeResult:
+        """The result of a committed plan."""
+        return cls(tuple(plan.changes), tuple(plan.skipped))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"changes": [c.to_dict() for c in self.changes],
+                "skipped": [s.to_dict() for s in self.skipped],
+                "usage": usage_dict(self.usage)}
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """Memories and history as JSONL lines (what :meth:`remem.api.Memory.export` writes)."""
+
+    lines: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many lines."""
+        return len(self.lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"count": self.count, "lines": list(self.lines)}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """How many lines an import wrote."""
+
+    count: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"count": self.count}
