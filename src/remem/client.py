@@ -6,19 +6,27 @@ from an embedded memory to a shared server by changing the line that builds it::
     mem = Memory.open("memory.db")                         # embedded
     mem = Client("http://127.0.0.1:8000", api_key="rk_...")  # served
 
-Each method builds one request in a pure core (:class:`_Call`: method, path, body and how to
-read the answer); the sync and async shells only send it. Server errors come back as remem's
-own errors (``NotFoundError``, ``ConflictError``, ``InvalidInputError``...), with the
-server's message.
+Each method builds the same request value as ``Memory`` (:mod:`remem.memory.requests`);
+:func:`call_of`, a pure function, turns it into one HTTP call (the request's JSON is the body,
+the answer is read by the result's model in :mod:`remem.memory.wire`), and the sync and async
+shells only send it. The one difference: no ``actor`` argument, since the server records the
+caller's key. Server errors come back as remem's own errors (``NotFoundError``,
+``ConflictError``, ``InvalidInputError``...), with the server's message.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import IO, Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -35,18 +43,32 @@ from remem.errors import (
     UnsupportedError,
     UsageError,
 )
-from remem.llm.base import Usage
 from remem.memory.history import HistoryEvent
-from remem.memory.operations import ChangeResult, MemoryHit, SearchResult
-from remem.memory.reconcile import Change, Skip
-from remem.memory.records import MemoryRecord, Source, iso_to_ts
+from remem.memory.records import MemoryRecord
+from remem.memory.requests import (
+    AddRequest,
+    DeleteAllRequest,
+    DeleteRequest,
+    ExportRequest,
+    GetAllRequest,
+    GetRequest,
+    HistoryRequest,
+    ImportRequest,
+    MemoryRequest,
+    MessagesInput,
+    SearchRequest,
+    UndoRequest,
+    UpdateRequest,
+)
+from remem.memory.results import ChangeResult, MemoryPage, SearchResult
 from remem.memory.store_manager import AddResult
-from remem.messages.types import Message
-from remem.store.types import SignalScore
+from remem.memory.wire import load
+from remem.store.types import SearchMode
 
 __all__ = ["Client"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 #: the server's error kinds -> remem errors
 _ERRORS: dict[str, type[RememError]] = {
@@ -58,60 +80,22 @@ _ERRORS: dict[str, type[RememError]] = {
     "store_unavailable": StoreError, "index_config": ConflictError,
 }
 
+#: requests whose whole value is the body of a POST to this path
+_POSTED: Mapping[type[MemoryRequest[Any]], str] = {
+    AddRequest: "/v1/memories",
+    SearchRequest: "/v1/memories/search",
+    GetAllRequest: "/v1/memories/list",
+    DeleteAllRequest: "/v1/memories/delete",
+    ExportRequest: "/v1/memories/export",
+    ImportRequest: "/v1/memories/import",
+}
 
-# -- reading answers (pure) ---------------------------------------------------------------------
-
-
-def _record(data: Mapping[str, Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=data["id"], namespace=tuple(data["namespace"]), content=data["content"],
-        kind=data.get("kind", "fact"), schema=data.get("schema", "Fact"),
-        valid_at=iso_to_ts(data.get("valid_at")) or 0.0,
-        invalid_at=iso_to_ts(data.get("invalid_at")),
-        event_time=iso_to_ts(data.get("event_time")),
-        source=Source.from_dict(data.get("source")),
-        content_hash=data.get("content_hash") or "", version=int(data.get("version", 1)),
-        metadata=dict(data.get("metadata") or {}), supersedes=data.get("supersedes"),
-        superseded_by=data.get("superseded_by"),
-    )
+#: most bytes of export lines one import request carries (the server's default body limit
+#: is 1 MiB; Client.import_ splits a file into requests of this size)
+IMPORT_CHUNK_BYTES = 512 * 1024
 
 
-def _usage(data: Mapping[str, Any] | None) -> Usage:
-    data = data or {}
-    return Usage(int(data.get("llm_calls", 0)), int(data.get("input_tokens", 0)),
-                 int(data.get("output_tokens", 0)))
-
-
-def _changes(data: Mapping[str, Any]) -> tuple[tuple[Change, ...], tuple[Skip, ...]]:
-    changes = tuple(Change(c["op"], _record(c["memory"]), c["event_id"])
-                    for c in data.get("changes", ()))
-    skipped = tuple(Skip(s["reason"], s.get("content"), s.get("existing_id"))
-                    for s in data.get("skipped", ()))
-    return changes, skipped
-
-
-def _add_result(data: Mapping[str, Any]) -> AddResult:
-    changes, skipped = _changes(data)
-    return AddResult(tuple(data["namespace"]), changes, skipped, _usage(data.get("usage")),
-                     int(data.get("write_attempts", 0)), tuple(data.get("rejected", ())))
-
-
-def _change_result(data: Mapping[str, Any]) -> ChangeResult:
-    changes, skipped = _changes(data)
-    return ChangeResult(changes, skipped, _usage(data.get("usage")))
-
-
-def _search_result(data: Mapping[str, Any]) -> SearchResult:
-    hits = tuple(MemoryHit(_record(h["memory"]), h.get("score"),
-                           {k: SignalScore(int(v["rank"]), float(v["score"]))
-                            for k, v in (h.get("details") or {}).items()})
-                 for h in data.get("hits", ()))
-    return SearchResult(hits, _usage(data.get("usage")))
-
-
-def _history(data: Mapping[str, Any]) -> list[HistoryEvent]:
-    return [HistoryEvent.from_value({**e, "at": iso_to_ts(e["at"])})
-            for e in data.get("events", ())]
+# -- the pure core: a request value -> one HTTP call ------------------------------------------
 
 
 def _error(response: httpx.Response) -> RememError:
@@ -126,7 +110,7 @@ def _error(response: httpx.Response) -> RememError:
 
 @dataclass(frozen=True, slots=True)
 class _Call(Generic[T]):
-    """One request and how to read its answer."""
+    """One HTTP request and how to read its answer."""
 
     method: str
     path: str
@@ -140,91 +124,56 @@ class _Call(Generic[T]):
         return self.parse(response.json())
 
 
-def _messages(messages: Any) -> Any:
-    """Messages as JSON: text as is, :class:`Message` values as OpenAI-style dicts."""
-    if isinstance(messages, str):
-        return messages
-    items = [messages] if isinstance(messages, Message | Mapping) else list(messages)
-    out: list[Any] = []
-    for item in items:
-        if isinstance(item, Message):
-            from remem.messages import to_openai
-
-            out.extend(to_openai([item]))
-        elif isinstance(item, str):
-            out.append({"role": "user", "content": item})
-        else:
-            out.append(dict(item))
-    return out
+def _id(value: str) -> str:
+    return quote(value.strip(), safe="")
 
 
-def _drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if v is not None}
-
-
-def _ts(value: Any) -> Any:
-    return value.timestamp() if hasattr(value, "timestamp") else value
-
-
-def _id(memory_id: str) -> str:
-    if not isinstance(memory_id, str) or not memory_id.strip():
-        raise InvalidInputError(f"memory_id must be a non-empty string, got {memory_id!r}")
-    return quote(memory_id.strip(), safe="")
-
-
-class _Core:
-    """The requests of each facade method (no I/O)."""
-
-    @staticmethod
-    def add(messages: Any, user_id: str | None, agent_id: str | None, thread_id: str | None,
-            namespace: Sequence[str] | None, infer: bool, metadata: Mapping[str, Any] | None,
-            kind: str) -> _Call[AddResult]:
-        body = _drop_none({"messages": _messages(messages), "user_id": user_id,
-                           "agent_id": agent_id, "thread_id": thread_id,
-                           "namespace": list(namespace) if namespace is not None else None,
-                           "metadata": dict(metadata) if metadata is not None else None})
-        return _Call("POST", "/v1/memories", _add_result,
-                     {**body, "infer": infer, "kind": kind})
-
-    @staticmethod
-    def search(query: str | None, user_id: str | None, agent_id: str | None,
-               thread_id: str | None, namespace: Sequence[str] | None,
-               filters: Mapping[str, Any] | None, limit: int, as_of: Any,
-               include_invalid: bool, mode: str) -> _Call[SearchResult]:
-        body = _drop_none({"query": query, "user_id": user_id, "agent_id": agent_id,
-                           "thread_id": thread_id,
-                           "namespace": list(namespace) if namespace is not None else None,
-                           "filters": dict(filters) if filters is not None else None,
-                           "as_of": _ts(as_of)})
-        return _Call("POST", "/v1/memories/search", _search_result,
-                     {**body, "limit": limit, "include_invalid": include_invalid, "mode": mode})
-
-    @staticmethod
-    def get(memory_id: str) -> _Call[MemoryRecord]:
-        return _Call("GET", f"/v1/memories/{_id(memory_id)}", _record)
-
-    @staticmethod
-    def update(memory_id: str, content: Any, kind: str | None,
-               metadata: Mapping[str, Any] | None, version: int | None,
-               reason: str) -> _Call[ChangeResult]:
-        body = _drop_none({"content": content, "kind": kind, "version": version,
-                           "metadata": dict(metadata) if metadata is not None else None})
-        return _Call("PATCH", f"/v1/memories/{_id(memory_id)}", _change_result,
-                     {**body, "reason": reason})
-
-    @staticmethod
-    def delete(memory_id: str, hard: bool, version: int | None) -> _Call[ChangeResult]:
-        params = _drop_none({"hard": "true" if hard else "false", "version": version})
-        return _Call("DELETE", f"/v1/memories/{_id(memory_id)}", _change_result,
+def call_of(request: MemoryRequest[R]) -> _Call[R]:
+    """The HTTP call that runs ``request`` on a server: its JSON is the body (ids in the
+    path, delete's options in the query), the answer is read with its result model."""
+    parse: Callable[[Any], R] = partial(load, type(request))
+    body = request.model_dump(mode="json")
+    path = _POSTED.get(type(request))
+    if path is not None:
+        return _Call("POST", path, parse, body)
+    if isinstance(request, GetRequest):
+        return _Call("GET", f"/v1/memories/{_id(request.memory_id)}", parse)
+    if isinstance(request, UpdateRequest):
+        del body["memory_id"]
+        return _Call("PATCH", f"/v1/memories/{_id(request.memory_id)}", parse, body)
+    if isinstance(request, DeleteRequest):
+        params = {"hard": "true" if request.hard else "false", "reason": request.reason,
+                  **({"version": request.version} if request.version is not None else {})}
+        return _Call("DELETE", f"/v1/memories/{_id(request.memory_id)}", parse,
                      params=params)
+    if isinstance(request, HistoryRequest):
+        return _Call("GET", f"/v1/memories/{_id(request.memory_id)}/history", parse)
+    if isinstance(request, UndoRequest):
+        return _Call("POST", f"/v1/events/{_id(request.event_id)}/undo", parse)
+    raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
+                     "requests in remem.memory.requests")
 
-    @staticmethod
-    def history(memory_id: str) -> _Call[list[HistoryEvent]]:
-        return _Call("GET", f"/v1/memories/{_id(memory_id)}/history", _history)
 
-    @staticmethod
-    def undo(event_id: str) -> _Call[ChangeResult]:
-        return _Call("POST", f"/v1/events/{_id(event_id)}/undo", _change_result)
+def _args(values: dict[str, Any]) -> dict[str, Any]:
+    """A method's arguments (its ``locals()`` on entry) as request fields."""
+    return {name: value for name, value in values.items() if name != "self"}
+
+
+def _chunks(lines: Iterable[str], limit: int = IMPORT_CHUNK_BYTES) -> Iterator[list[str]]:
+    """Non-empty lines in groups of at most ``limit`` bytes (one line may exceed it)."""
+    chunk: list[str] = []
+    size = 0
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        if chunk and size + len(line.encode()) > limit:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line.encode()) + 8
+    if chunk:
+        yield chunk
 
 
 class Client:
@@ -269,91 +218,170 @@ class Client:
             raise StoreError(f"cannot reach the remem server at {self.url}: {exc}") from None
         return call.read(response)
 
-    # -- sync API (see Memory for the meaning of each argument) ----------------------------------
+    # -- requests as values -----------------------------------------------------------------
 
-    def add(self, messages: Any, *, user_id: str | None = None, agent_id: str | None = None,
-            thread_id: str | None = None, namespace: Sequence[str] | None = None,
-            infer: bool = True, metadata: Mapping[str, Any] | None = None,
-            kind: str = "fact") -> AddResult:
+    def run(self, request: MemoryRequest[R]) -> R:
+        """Run one memory request on the server: :meth:`remem.api.Memory.run` over HTTP
+        (the server records the caller's key as the ``actor``)."""
+        return self._send(call_of(request))
+
+    async def arun(self, request: MemoryRequest[R]) -> R:
+        """Async :meth:`run`."""
+        return await self._asend(call_of(request))
+
+    @property
+    def threads(self) -> Any:
+        """The server's conversation threads (``remem.threads.remote.RemoteThreads``)."""
+        # imported on first use: the threads client is optional for memory-only callers
+        remote = importlib.import_module("remem.threads.remote")
+        return remote.RemoteThreads(self)
+
+    # -- sync API (see Memory for the meaning of each argument) --------------------------------
+    # the same signatures as Memory's, less ``actor`` (the server records the caller's key)
+
+    def add(self, messages: MessagesInput, *, user_id: str | None = None,
+            agent_id: str | None = None, thread_id: str | None = None,
+            namespace: Sequence[str] | None = None, infer: bool = True,
+            metadata: Mapping[str, Any] | None = None, kind: str = "fact") -> AddResult:
         """:meth:`remem.api.Memory.add` on the server (its LLM does ``infer=True``)."""
-        return self._send(_Core.add(messages, user_id, agent_id, thread_id, namespace, infer,
-                                    metadata, kind))
+        return self.run(AddRequest.of(**_args(locals())))
 
     def search(self, query: str | None = None, *, user_id: str | None = None,
                agent_id: str | None = None, thread_id: str | None = None,
                namespace: Sequence[str] | None = None,
-               filters: Mapping[str, Any] | None = None, limit: int = 10, as_of: Any = None,
-               include_invalid: bool = False, mode: str = "auto") -> SearchResult:
+               filters: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+               as_of: datetime | float | None = None, include_invalid: bool = False,
+               mode: SearchMode = "auto", min_score: float | None = None,
+               recency_half_life: float | None = None, recency_weight: float = 0.2,
+               mmr: float | None = None) -> SearchResult:
         """:meth:`remem.api.Memory.search` on the server."""
-        return self._send(_Core.search(query, user_id, agent_id, thread_id, namespace, filters,
-                                       limit, as_of, include_invalid, mode))
+        return self.run(SearchRequest.of(**_args(locals())))
 
     def get(self, memory_id: str) -> MemoryRecord:
         """:meth:`remem.api.Memory.get` on the server."""
-        return self._send(_Core.get(memory_id))
+        return self.run(GetRequest.of(**_args(locals())))
+
+    def get_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                thread_id: str | None = None, namespace: Sequence[str] | None = None,
+                filters: Mapping[str, Any] | None = None, limit: int = 100, offset: int = 0,
+                include_invalid: bool = False) -> MemoryPage:
+        """:meth:`remem.api.Memory.get_all` on the server."""
+        return self.run(GetAllRequest.of(**_args(locals())))
 
     def update(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
                kind: str | None = None, metadata: Mapping[str, Any] | None = None,
                version: int | None = None, reason: str = "") -> ChangeResult:
         """:meth:`remem.api.Memory.update` on the server."""
-        return self._send(_Core.update(memory_id, content, kind, metadata, version, reason))
+        return self.run(UpdateRequest.of(**_args(locals())))
 
-    def delete(self, memory_id: str, *, hard: bool = False,
-               version: int | None = None) -> ChangeResult:
+    def delete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
+               reason: str = "") -> ChangeResult:
         """:meth:`remem.api.Memory.delete` on the server."""
-        return self._send(_Core.delete(memory_id, hard, version))
+        return self.run(DeleteRequest.of(**_args(locals())))
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   thread_id: str | None = None, namespace: Sequence[str] | None = None,
+                   hard: bool = False, reason: str = "") -> ChangeResult:
+        """:meth:`remem.api.Memory.delete_all` on the server."""
+        return self.run(DeleteAllRequest.of(**_args(locals())))
 
     def history(self, memory_id: str) -> list[HistoryEvent]:
         """:meth:`remem.api.Memory.history` on the server."""
-        return self._send(_Core.history(memory_id))
+        return self.run(HistoryRequest.of(**_args(locals())))
 
     def undo(self, event_id: str) -> ChangeResult:
         """:meth:`remem.api.Memory.undo` on the server."""
-        return self._send(_Core.undo(event_id))
+        return self.run(UndoRequest.of(**_args(locals())))
+
+    def export(self, target: str | os.PathLike[str] | IO[str], *, user_id: str | None = None,
+               agent_id: str | None = None, thread_id: str | None = None,
+               namespace: Sequence[str] | None = None) -> int:
+        """:meth:`remem.api.Memory.export` from the server: its JSONL written to ``target``."""
+        scope = _args(locals())
+        del scope["target"]
+        return _write_lines(self.run(ExportRequest.of(**scope)).lines, target)
+
+    def import_(self, source: str | os.PathLike[str] | IO[str] | Iterable[str]) -> int:
+        """:meth:`remem.api.Memory.import_` into the server, in requests of at most 512 KiB
+        of lines (under the server's default body limit)."""
+        with _lines_of(source) as lines:
+            return sum(self.run(ImportRequest.of(lines=chunk)).count
+                       for chunk in _chunks(lines))
 
     # -- async API ----------------------------------------------------------------------------
 
-    async def aadd(self, messages: Any, *, user_id: str | None = None,
+    async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
                    agent_id: str | None = None, thread_id: str | None = None,
                    namespace: Sequence[str] | None = None, infer: bool = True,
                    metadata: Mapping[str, Any] | None = None, kind: str = "fact") -> AddResult:
         """Async :meth:`add`."""
-        return await self._asend(_Core.add(messages, user_id, agent_id, thread_id, namespace,
-                                           infer, metadata, kind))
+        return await self.arun(AddRequest.of(**_args(locals())))
 
     async def asearch(self, query: str | None = None, *, user_id: str | None = None,
                       agent_id: str | None = None, thread_id: str | None = None,
                       namespace: Sequence[str] | None = None,
                       filters: Mapping[str, Any] | None = None, limit: int = 10,
-                      as_of: Any = None, include_invalid: bool = False,
-                      mode: str = "auto") -> SearchResult:
+                      offset: int = 0, as_of: datetime | float | None = None,
+                      include_invalid: bool = False, mode: SearchMode = "auto",
+                      min_score: float | None = None, recency_half_life: float | None = None,
+                      recency_weight: float = 0.2, mmr: float | None = None) -> SearchResult:
         """Async :meth:`search`."""
-        return await self._asend(_Core.search(query, user_id, agent_id, thread_id, namespace,
-                                              filters, limit, as_of, include_invalid, mode))
+        return await self.arun(SearchRequest.of(**_args(locals())))
 
     async def aget(self, memory_id: str) -> MemoryRecord:
         """Async :meth:`get`."""
-        return await self._asend(_Core.get(memory_id))
+        return await self.arun(GetRequest.of(**_args(locals())))
+
+    async def aget_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                       thread_id: str | None = None, namespace: Sequence[str] | None = None,
+                       filters: Mapping[str, Any] | None = None, limit: int = 100,
+                       offset: int = 0, include_invalid: bool = False) -> MemoryPage:
+        """Async :meth:`get_all`."""
+        return await self.arun(GetAllRequest.of(**_args(locals())))
 
     async def aupdate(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
                       kind: str | None = None, metadata: Mapping[str, Any] | None = None,
                       version: int | None = None, reason: str = "") -> ChangeResult:
         """Async :meth:`update`."""
-        return await self._asend(_Core.update(memory_id, content, kind, metadata, version,
-                                              reason))
+        return await self.arun(UpdateRequest.of(**_args(locals())))
 
-    async def adelete(self, memory_id: str, *, hard: bool = False,
-                      version: int | None = None) -> ChangeResult:
+    async def adelete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
+                      reason: str = "") -> ChangeResult:
         """Async :meth:`delete`."""
-        return await self._asend(_Core.delete(memory_id, hard, version))
+        return await self.arun(DeleteRequest.of(**_args(locals())))
+
+    async def adelete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
+                          thread_id: str | None = None,
+                          namespace: Sequence[str] | None = None, hard: bool = False,
+                          reason: str = "") -> ChangeResult:
+        """Async :meth:`delete_all`."""
+        return await self.arun(DeleteAllRequest.of(**_args(locals())))
 
     async def ahistory(self, memory_id: str) -> list[HistoryEvent]:
         """Async :meth:`history`."""
-        return await self._asend(_Core.history(memory_id))
+        return await self.arun(HistoryRequest.of(**_args(locals())))
 
     async def aundo(self, event_id: str) -> ChangeResult:
         """Async :meth:`undo`."""
-        return await self._asend(_Core.undo(event_id))
+        return await self.arun(UndoRequest.of(**_args(locals())))
+
+    async def aexport(self, target: str | os.PathLike[str] | IO[str], *,
+                      user_id: str | None = None, agent_id: str | None = None,
+                      thread_id: str | None = None,
+                      namespace: Sequence[str] | None = None) -> int:
+        """Async :meth:`export` (the file is written in a worker thread)."""
+        scope = _args(locals())
+        del scope["target"]
+        result = await self.arun(ExportRequest.of(**scope))
+        return await asyncio.to_thread(_write_lines, result.lines, target)
+
+    async def aimport(self, source: str | os.PathLike[str] | IO[str] | Iterable[str]) -> int:
+        """Async :meth:`import_`."""
+        count = 0
+        with _lines_of(source) as lines:
+            for chunk in _chunks(lines):
+                count += (await self.arun(ImportRequest.of(lines=chunk))).count
+        return count
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -383,3 +411,23 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+def _write_lines(lines: Iterable[str], target: str | os.PathLike[str] | IO[str]) -> int:
+    if isinstance(target, str | os.PathLike):
+        with Path(target).open("w", encoding="utf-8") as handle:
+            return _write_lines(lines, handle)
+    count = 0
+    for line in lines:
+        target.write(line + "\n")
+        count += 1
+    return count
+
+
+@contextlib.contextmanager
+def _lines_of(source: str | os.PathLike[str] | IO[str] | Iterable[str]) -> Iterator[Iterable[str]]:
+    if isinstance(source, str | os.PathLike):
+        with Path(source).open(encoding="utf-8") as handle:
+            yield handle
+    else:
+        yield source

@@ -25,11 +25,10 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any, Final, Literal
 
 from remem.messages.types import new_id
-from remem.store.types import Item, Namespace, from_timestamp
+from remem.store.types import Item, Namespace
 
 __all__ = [
     "GATES_NAMESPACE",
@@ -258,31 +257,8 @@ class MemoryRecord:
                               updated_at=item.updated_at.timestamp())
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict for results and exports (ISO 8601 times)."""
-        return {
-            "id": self.id,
-            "namespace": list(self.namespace),
-            "content": self.content,
-            "text": self.text,
-            "kind": self.kind,
-            "schema": self.schema,
-            "status": self.status,
-            "valid_at": _iso(self.valid_at),
-            "invalid_at": _iso(self.invalid_at),
-            "event_time": _iso(self.event_time),
-            "source": self.source.to_dict(),
-            "content_hash": self.content_hash,
-            "version": self.version,
-            "metadata": self.metadata,
-            "supersedes": self.supersedes,
-            "superseded_by": self.superseded_by,
-        }
+        """JSON-ready dict for results (ISO 8601 times; the shape :mod:`remem.memory.wire`
+        declares)."""
+        from remem.memory.wire import dump
 
-
-def _iso(ts: float | None) -> str | None:
-    return from_timestamp(ts).isoformat() if ts is not None else None
-
-
-def iso_to_ts(text: str | None) -> float | None:
-    """Inverse of the ISO times in :meth:`MemoryRecord.to_dict`."""
-    return datetime.fromisoformat(text).timestamp() if text else None
+        return dump(self)

@@ -54,6 +54,7 @@ __all__ = [
     "GetRequest",
     "HistoryRequest",
     "ImportRequest",
+    "MemoryId",
     "MemoryRequest",
     "MessagesInput",
     "SearchRequest",
@@ -156,6 +157,7 @@ Kind = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Actor = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Reason = Annotated[str, StringConstraints(max_length=2000)]
 Query = Annotated[str, StringConstraints(max_length=10_000)]
+#: a memory or history event id
 MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
                                             pattern=r"^[^\x00-\x1f\x7f]+$")]
 Version = Annotated[int, Field(ge=1, le=2**53)]

@@ -20,13 +20,7 @@ from remem.memory.records import MemoryRecord
 from remem.store.types import SearchItem, SignalScore
 
 __all__ = ["ChangeResult", "ExportResult", "ImportResult", "MemoryHit", "MemoryPage",
-           "SearchResult", "usage_dict"]
-
-
-def usage_dict(usage: Usage) -> dict[str, int]:
-    """A usage as JSON (``llm_calls``, ``input_tokens``, ``output_tokens``)."""
-    return {"llm_calls": usage.calls, "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens}
+           "SearchResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +38,10 @@ class MemoryHit:
         return cls(MemoryRecord.from_item(item), item.score, dict(item.details))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"memory": self.memory.to_dict(), "score": self.score,
-                "details": {name: {"rank": s.rank, "score": s.score}
-                            for name, s in self.details.items()}}
+        """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""
+        from remem.memory.wire import dump
+
+        return dump(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +66,10 @@ class SearchResult:
         return [hit.memory for hit in self.hits]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"hits": [h.to_dict() for h in self.hits], "usage": usage_dict(self.usage)}
+        """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""
+        from remem.memory.wire import dump
+
+        return dump(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +90,10 @@ class MemoryPage:
         return self.memories[index]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"memories": [m.to_dict() for m in self.memories],
-                "next_offset": self.next_offset}
+        """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""
+        from remem.memory.wire import dump
+
+        return dump(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +110,10 @@ class ChangeResult:
         return cls(tuple(plan.changes), tuple(plan.skipped))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"changes": [c.to_dict() for c in self.changes],
-                "skipped": [s.to_dict() for s in self.skipped],
-                "usage": usage_dict(self.usage)}
+        """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""
+        from remem.memory.wire import dump
+
+        return dump(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +128,10 @@ class ExportResult:
         return len(self.lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"count": self.count, "lines": list(self.lines)}
+        """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""
+        from remem.memory.wire import dump
+
+        return dump(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,5 +141,7 @@ class ImportResult:
     count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"count": self.count}
+        """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""
+        from remem.memory.wire import dump
+
+        return dump(self)

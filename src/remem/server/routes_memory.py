@@ -1,26 +1,49 @@
 """``/v1/memories``: the :class:`~remem.api.Memory` facade of the caller's tenant.
 
 Each tenant gets its own ``Memory`` over its scoped store, so ids, history, undo and locks
-are confined to the tenant like everything else.
+are confined to the tenant like everything else. Every route takes a request value of
+:mod:`remem.memory.requests` (the body; a path's id and delete's query parameters fill the
+same value), runs it with ``Memory.run``, and answers with the result's model from
+:mod:`remem.memory.wire`. The server records the caller's key as the ``actor`` of changes
+(``key:<id>``), whatever the body says.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Path, Query
+from fastapi import Request as HttpRequest
 
 from remem.errors import UnsupportedError
+from remem.memory.requests import (
+    AddRequest,
+    DeleteAllRequest,
+    DeleteRequest,
+    ExportRequest,
+    GetAllRequest,
+    GetRequest,
+    HistoryRequest,
+    ImportRequest,
+    MemoryId,
+    MemoryRequest,
+    SearchRequest,
+    UndoRequest,
+    UpdateRequest,
+)
+from remem.memory.wire import (
+    AddResultOut,
+    ChangeResultOut,
+    ExportOut,
+    HistoryOut,
+    ImportOut,
+    MemoryOut,
+    MemoryPageOut,
+    SearchResultOut,
+)
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES
-from remem.server.schemas import (
-    AddMemoryBody,
-    ChangeResultOut,
-    MemoryId,
-    SearchMemoryBody,
-    UpdateMemoryBody,
-)
+from remem.server.schemas import DeleteMemoryQuery, UpdateMemoryBody
 from remem.server.state import Principal
 
 __all__ = ["router"]
@@ -34,86 +57,101 @@ def _actor(who: Principal) -> str:
     return f"key:{who.key_id}" if who.key_id else "user"
 
 
-@router.post("/memories", summary="Add memories")
-async def add_memories(body: AddMemoryBody, who: Writer, request: Request) -> JSONResponse:
+async def _run(http: HttpRequest, who: Principal, request: MemoryRequest[Any], *,
+               waits_on_llm: bool = False) -> Any:
+    """Run ``request`` on the caller's tenant, changes recorded as the caller's."""
+    state = server_state(http)
+    if "actor" in type(request).model_fields:
+        request = request.model_copy(update={"actor": _actor(who)})
+    memory = state.memory_for(who)
+    return await state.run(lambda: memory.run(request), waits_on_llm=waits_on_llm)
+
+
+@router.post("/memories", response_model=AddResultOut, summary="Add memories")
+async def add_memories(body: AddRequest, who: Writer, http: HttpRequest) -> AddResultOut:
     """Remember what ``messages`` say: extracted by the server's LLM (``infer``), or stored
     as is (``infer: false``)."""
-    state = server_state(request)
-    if body.infer and state.config.llm is None:
+    if body.infer and server_state(http).config.llm is None:
         raise UnsupportedError(
             "infer=true needs an LLM and this server has none configured: send "
             "\"infer\": false to store the text as is, or start the server with REMEM_LLM_* set")
-    messages: Any = body.messages if isinstance(body.messages, str) else [
-        m.model_dump(exclude_none=True) for m in body.messages]
-    result = await state.run(lambda: state.memory_for(who).add(
-        messages, user_id=body.user_id, agent_id=body.agent_id, thread_id=body.thread_id,
-        namespace=tuple(body.namespace) if body.namespace else None, infer=body.infer,
-        metadata=body.metadata, kind=body.kind, actor=_actor(who)), waits_on_llm=body.infer)
-    return JSONResponse(result.to_dict())
+    return AddResultOut.of(await _run(http, who, body, waits_on_llm=body.infer))
 
 
-@router.post("/memories/search", summary="Search memories")
-async def search_memories(body: SearchMemoryBody, who: Reader,
-                          request: Request) -> JSONResponse:
-    """Current memories of the scope, best first for ``query`` (newest first without)."""
-    state = server_state(request)
-    result = await state.run(lambda: state.memory_for(who).search(
-        body.query, user_id=body.user_id, agent_id=body.agent_id, thread_id=body.thread_id,
-        namespace=tuple(body.namespace) if body.namespace else None, filters=body.filters,
-        limit=body.limit, as_of=body.as_of, include_invalid=body.include_invalid,
-        mode=body.mode))
-    return JSONResponse(result.to_dict())
+@router.post("/memories/search", response_model=SearchResultOut, summary="Search memories")
+async def search_memories(body: SearchRequest, who: Reader,
+                          http: HttpRequest) -> SearchResultOut:
+    """Current memories of the scope, best first for ``query`` (newest first without), a
+    page at a time (``limit``, ``offset``); ``min_score``, recency and ``mmr`` tune the
+    ranking."""
+    return SearchResultOut.of(await _run(http, who, body))
 
 
-@router.get("/memories/{memory_id}", summary="Read a memory")
-async def get_memory(memory_id: IdPath, who: Reader, request: Request) -> JSONResponse:
+@router.post("/memories/list", response_model=MemoryPageOut, summary="List memories")
+async def list_memories(body: GetAllRequest, who: Reader, http: HttpRequest) -> MemoryPageOut:
+    """Every memory of a scope (required), newest first, a page at a time; send
+    ``next_offset`` as ``offset`` for the next page."""
+    return MemoryPageOut.of(await _run(http, who, body))
+
+
+@router.post("/memories/delete", response_model=ChangeResultOut,
+             summary="Delete every memory of a scope")
+async def delete_all_memories(body: DeleteAllRequest, who: Writer,
+                              http: HttpRequest) -> ChangeResultOut:
+    """Forget a scope (required) in one call: invalidate each current memory (``hard``:
+    remove every memory). Undoing any event of the answer undoes the whole call."""
+    return ChangeResultOut.of(await _run(http, who, body))
+
+
+@router.post("/memories/export", response_model=ExportOut, summary="Export memories")
+async def export_memories(body: ExportRequest, who: Reader, http: HttpRequest) -> ExportOut:
+    """Memories and history of a scope (every scope of the tenant when none is given) as
+    JSONL lines, in one JSON answer."""
+    return ExportOut.of(await _run(http, who, body))
+
+
+@router.post("/memories/import", response_model=ImportOut, summary="Import memories")
+async def import_memories(body: ImportRequest, who: Writer, http: HttpRequest) -> ImportOut:
+    """Write lines made by export (ids, versions and history kept; idempotent). Send large
+    exports in several requests under the body limit (``remem.Client.import_`` does)."""
+    return ImportOut.of(await _run(http, who, body))
+
+
+@router.get("/memories/{memory_id}", response_model=MemoryOut, summary="Read a memory")
+async def get_memory(memory_id: IdPath, who: Reader, http: HttpRequest) -> MemoryOut:
     """The memory with this id (404 if none)."""
-    state = server_state(request)
-    return JSONResponse(await state.run(lambda: state.memory_for(who).get(memory_id).to_dict()))
+    return MemoryOut.of(await _run(http, who, GetRequest.of(memory_id=memory_id)))
 
 
 @router.patch("/memories/{memory_id}", response_model=ChangeResultOut,
               summary="Correct a memory")
 async def update_memory(memory_id: IdPath, body: UpdateMemoryBody, who: Writer,
-                        request: Request) -> dict[str, Any]:
+                        http: HttpRequest) -> ChangeResultOut:
     """Correct a memory in place (same id, version + 1); ``version`` guards against a
     concurrent change (409)."""
-    state = server_state(request)
-    result = await state.run(lambda: state.memory_for(who).update(
-        memory_id, body.content, kind=body.kind, metadata=body.metadata, version=body.version,
-        actor=_actor(who), reason=body.reason))
-    data: dict[str, Any] = result.to_dict()
-    return data
+    request = UpdateRequest.of(**dict(body), memory_id=memory_id)
+    return ChangeResultOut.of(await _run(http, who, request))
 
 
 @router.delete("/memories/{memory_id}", response_model=ChangeResultOut,
                summary="Delete a memory")
-async def delete_memory(memory_id: IdPath, who: Writer, request: Request,
-                        hard: Annotated[bool, Query()] = False,
-                        version: Annotated[int | None, Query(ge=1, le=2**53)] = None
-                        ) -> dict[str, Any]:
+async def delete_memory(memory_id: IdPath, query: Annotated[DeleteMemoryQuery, Query()],
+                        who: Writer, http: HttpRequest) -> ChangeResultOut:
     """Invalidate a memory (kept for history and ``as_of``); ``hard=true`` removes it."""
-    state = server_state(request)
-    result = await state.run(lambda: state.memory_for(who).delete(
-        memory_id, hard=hard, version=version, actor=_actor(who)))
-    data: dict[str, Any] = result.to_dict()
-    return data
+    request = DeleteRequest.of(**dict(query), memory_id=memory_id)
+    return ChangeResultOut.of(await _run(http, who, request))
 
 
-@router.get("/memories/{memory_id}/history", summary="History of a memory")
-async def memory_history(memory_id: IdPath, who: Reader, request: Request) -> JSONResponse:
+@router.get("/memories/{memory_id}/history", response_model=HistoryOut,
+            summary="History of a memory")
+async def memory_history(memory_id: IdPath, who: Reader, http: HttpRequest) -> HistoryOut:
     """Every change of the memory, oldest first."""
-    state = server_state(request)
-    events = await state.run(lambda: state.memory_for(who).history(memory_id))
-    return JSONResponse({"events": [event.to_dict() for event in events]})
+    return HistoryOut.of(await _run(http, who, HistoryRequest.of(memory_id=memory_id)))
 
 
 @router.post("/events/{event_id}/undo", response_model=ChangeResultOut,
              summary="Undo a change")
 async def undo_event(event_id: Annotated[MemoryId, Path(description="a history event id")],
-                     who: Writer, request: Request) -> dict[str, Any]:
-    """Revert the change a history event recorded."""
-    state = server_state(request)
-    result = await state.run(lambda: state.memory_for(who).undo(event_id, actor=_actor(who)))
-    data: dict[str, Any] = result.to_dict()
-    return data
+                     who: Writer, http: HttpRequest) -> ChangeResultOut:
+    """Revert the change a history event recorded (every memory of a delete_all)."""
+    return ChangeResultOut.of(await _run(http, who, UndoRequest.of(event_id=event_id)))

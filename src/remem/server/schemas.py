@@ -1,21 +1,46 @@
 """Request and response bodies of the HTTP API (pydantic models; they are the OpenAPI schema).
 
-The constraints here mirror the store's own rules (:mod:`remem.store.types`), so a request
-that breaks one is refused by validation with a 422 naming the field, before any I/O. Rules
-the schema cannot state (``"*"`` as a label, integers beyond 64 bits...) are still enforced by
+The memory routes take the request values of :mod:`remem.memory.requests` as their bodies
+and answer with the result models of :mod:`remem.memory.wire`; the few models here are the
+store's bodies, the error body, and the parts of a memory request that travel outside the
+body (:func:`fields_of`: a path's id taken out, delete's options as query parameters).
+
+The constraints mirror the store's own rules (:mod:`remem.store.types`), so a request that
+breaks one is refused by validation with a 422 naming the field, before any I/O. Rules the
+schema cannot state (``"*"`` as a label, integers beyond 64 bits...) are still enforced by
 the library and answered with a 422 as well.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    create_model,
+    field_validator,
+)
+
+from remem.memory.requests import DeleteRequest, UpdateRequest
+from remem.requests import (
+    MAX_NAMESPACE_DEPTH,
+    Label,
+    Limit,
+    NamespacePath,
+    NamespacePrefix,
+    Offset,
+    Request,
+    Timestamp,
+)
 
 __all__ = [
-    "AddMemoryBody",
-    "ChangeResultOut",
+    "MAX_NAMESPACE_DEPTH",
+    "DeleteMemoryQuery",
     "ErrorBody",
     "ErrorDetail",
     "ItemOut",
@@ -25,28 +50,14 @@ __all__ = [
     "NamespacePath",
     "PutItemBody",
     "SearchItemOut",
-    "SearchMemoryBody",
     "StoreSearchBody",
     "UpdateMemoryBody",
+    "fields_of",
 ]
 
-#: fewer than the store's 64 so the server's tenant prefix always fits
-MAX_NAMESPACE_DEPTH = 60
-
-Label = Annotated[str, StringConstraints(min_length=1, max_length=256,
-                                         pattern=r"^[^\x00-\x1f\x7f]+$")]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=1024,
                                        pattern=r"^[^\x00-\x1f\x7f]+$")]
-NamespacePath = Annotated[list[Label], Field(min_length=1, max_length=MAX_NAMESPACE_DEPTH)]
-NamespacePrefix = Annotated[list[Label], Field(max_length=MAX_NAMESPACE_DEPTH)]
-ScopeId = Annotated[str, StringConstraints(min_length=1, max_length=256,
-                                           pattern=r"^[^\x00-\x1f\x7f]+$")]
 Query = Annotated[str, StringConstraints(max_length=10_000)]
-Limit = Annotated[int, Field(ge=1, le=1000)]
-Offset = Annotated[int, Field(ge=0, le=100_000)]
-Timestamp = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799)]
-MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
-                                            pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 class _Body(BaseModel):
@@ -153,64 +164,29 @@ class OkOut(BaseModel):
     ok: bool = True
 
 
-# -- memories -----------------------------------------------------------------------------------
+# -- memories: request fields outside the body ---------------------------------------------
 
 
-class ChatMessageIn(BaseModel):
-    """An OpenAI-style chat message."""
-
-    model_config = ConfigDict(extra="allow")
-
-    role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: Annotated[str, StringConstraints(max_length=200_000)] | list[dict[str, Any]] | None \
-        = None
-
-
-class _Scope(_Body):
-    user_id: ScopeId | None = None
-    agent_id: ScopeId | None = None
-    thread_id: ScopeId | None = None
-    namespace: NamespacePath | None = None
+def fields_of(request: type[Request], *, without: Sequence[str], name: str,
+              strict: bool = True) -> type[BaseModel]:
+    """A model of ``request``'s fields less ``without`` (same types, limits, defaults and
+    descriptions): the body of a route whose path carries the id, or the query parameters
+    of one without a body (``strict=False``: query values arrive as text)."""
+    fields: dict[str, Any] = {field: (info.annotation, info)
+                              for field, info in request.model_fields.items()
+                              if field not in without}
+    config = ConfigDict(**{**request.model_config, "strict": strict})
+    return create_model(name, __config__=config, __doc__=request.__doc__, **fields)
 
 
-class AddMemoryBody(_Scope):
-    """Remember what ``messages`` say (text, or OpenAI-style chat messages)."""
+if TYPE_CHECKING:  # type checkers see plain models; the real ones are generated below
+    class UpdateMemoryBody(BaseModel):
+        """The body of ``PATCH /v1/memories/{memory_id}``."""
 
-    messages: Annotated[str, StringConstraints(min_length=1, max_length=200_000)] | Annotated[
-        list[ChatMessageIn], Field(min_length=1, max_length=500)]
-    infer: bool = Field(True, description="extract memories with the server's LLM; false "
-                                          "stores the text as is")
-    metadata: dict[str, Any] | None = None
-    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "fact"
-
-
-class SearchMemoryBody(_Scope):
-    """Search current memories of a scope."""
-
-    query: Query | None = None
-    filters: dict[str, Any] | None = None
-    limit: Limit = 10
-    as_of: Timestamp | None = None
-    include_invalid: bool = False
-    mode: Literal["auto", "hybrid", "keyword", "vector"] = "auto"
-
-
-class UpdateMemoryBody(_Body):
-    """Correct a memory in place."""
-
-    content: Annotated[str, StringConstraints(min_length=1, max_length=200_000)] | dict[
-        str, Any] | None = None
-    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
-    metadata: dict[str, Any] | None = None
-    version: Annotated[int, Field(ge=1, le=2**53)] | None = None
-    reason: Annotated[str, StringConstraints(max_length=2000)] = ""
-
-
-class ChangeResultOut(BaseModel):
-    """What a write changed (and what it skipped), with its LLM cost."""
-
-    model_config = ConfigDict(extra="allow")
-
-    changes: list[dict[str, Any]]
-    skipped: list[dict[str, Any]]
-    usage: dict[str, int]
+    class DeleteMemoryQuery(BaseModel):
+        """The query of ``DELETE /v1/memories/{memory_id}``."""
+else:
+    UpdateMemoryBody = fields_of(UpdateRequest, without=("memory_id",),
+                                 name="UpdateMemoryBody")
+    DeleteMemoryQuery = fields_of(DeleteRequest, without=("memory_id", "actor"),
+                                  name="DeleteMemoryQuery", strict=False)
