@@ -1,4 +1,5 @@
-"""The memory commands: add, search, history, undo, export, import."""
+"""The memory commands: add, search, get, list, update, delete, forget, history, undo,
+export, import."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def test_add_search_history_undo(db: str) -> None:
     hits = ok_json("search", "tea", "--user", "alice", "--db", db)["hits"]
     assert hits[0]["memory"]["id"] == memory["id"]
     assert ok_json("search", "--user", "bob", "--db", db)["hits"] == []
-    events = ok_json("history", memory["id"], "--db", db)
+    events = ok_json("history", memory["id"], "--db", db)["events"]
     assert [e["op"] for e in events] == ["add"]
     undone = ok_json("undo", events[0]["id"], "--db", db)
     assert undone["changes"][0]["op"] == "restore"
@@ -88,10 +89,19 @@ def test_add_without_a_model_names_the_settings(db: str,
     (("undo", "evt_nope"), 1, "no event"),
     (("add", "", "--no-infer", "--user", "u"), 2, "nothing to remember"),
     (("add", "x", "--no-infer"), 2, "no scope given: pass --user ID"),
+    (("list",), 2, "list needs a scope: pass --user, --agent, --thread or --namespace"),
+    (("forget", "--yes"), 2, "forget needs a scope: pass --user, --agent, --thread or"),
+    (("search", "--limit", "0"), 2, "Invalid value for '--limit': 0 is not in the range"),
+    (("search", "--mmr", "2"), 2, "Invalid value for '--mmr'"),
+    (("search", "--as-of", "yesterday"), 2, "'yesterday' is not a time"),
+    (("search", "--user", "a\x01b"), 2, "--user: String should match pattern"),
+    (("update", "mem_nope", "x"), 1, "no memory with id 'mem_nope'"),
+    (("update", "x", "{oops"), 2, "starts with '{' but is not a JSON object"),
+    (("delete", "x", "--if-version", "0"), 2, "Invalid value for '--if-version'"),
 ])
 def test_errors_are_one_line(db: str, args: tuple[str, ...], code: int,
                              fragment: str) -> None:
-    if args[0] != "search":
+    if args[:2] != ("search", "--db"):
         run("add", "seed", "--user", "u", "--no-infer", "--db", db)
         args = (*args, "--db", db)
     result = CliRunner().invoke(cli, [*args, "--embedder", "fake"], prog_name="remem")
@@ -106,3 +116,67 @@ def test_memory_commands_take_a_postgres_dsn(pg_database: str) -> None:
     assert [change["op"] for change in added["changes"]] == ["add"]
     found = ok_json("search", "tea", "--user", "u", "--db", pg_database)
     assert [hit["memory"]["text"] for hit in found["hits"]] == ["I drink green tea"]
+
+
+def test_get_list_update_delete(db: str) -> None:
+    first = ok_json("add", "Has a cat", "--user", "u", "--no-infer", "--db", db)
+    ok_json("add", "Lives in Porto", "--user", "u", "--no-infer", "--db", db)
+    memory_id = first["changes"][0]["memory"]["id"]
+    assert ok_json("get", memory_id, "--db", db)["text"] == "Has a cat"
+    assert f"id:          {memory_id}" in run("get", memory_id, "--db", db).output
+    page = ok_json("list", "--user", "u", "--limit", "1", "--db", db)
+    assert len(page["memories"]) == 1 and page["next_offset"] == 1
+    assert "--offset 1" in run("list", "--user", "u", "--limit", "1", "--db", db).output
+    updated = ok_json("update", memory_id, "Has two cats", "--reason", "counted",
+                      "--if-version", "1", "--db", db)
+    assert updated["changes"][0]["memory"]["version"] == 2
+    conflict = run("update", memory_id, "Has three cats", "--if-version", "1", "--db", db)
+    assert conflict.exit_code == 1 and "version" in conflict.stderr
+    structured = ok_json("update", memory_id, '{"pets": 2}', "--kind", "pets", "--db", db)
+    assert structured["changes"][0]["memory"]["content"] == {"pets": 2}
+    events = ok_json("history", memory_id, "--db", db)["events"]
+    assert [e["op"] for e in events] == ["add", "update", "update"]
+    assert events[1]["reason"] == "counted"
+    deleted = ok_json("delete", memory_id, "--reason", "gone", "--db", db)
+    assert deleted["changes"][0]["op"] == "invalidate"
+    assert [m["text"] for m in ok_json("list", "--user", "u", "--db", db)["memories"]] == [
+        "Lives in Porto"]
+    everything = ok_json("list", "--user", "u", "--all", "--db", db)["memories"]
+    assert len(everything) == 2
+
+
+def test_forget_asks_first_and_undo_brings_everything_back(db: str) -> None:
+    for text in ("Has a cat", "Lives in Porto"):
+        ok_json("add", text, "--user", "u", "--no-infer", "--db", db)
+    ok_json("add", "Bob's note", "--user", "bob", "--no-infer", "--db", db)
+    refused = run("forget", "--user", "u", "--db", db, input="n\n")
+    assert refused.exit_code == 1 and "Forget every current memory of user u?" in refused.stderr
+    assert len(ok_json("list", "--user", "u", "--db", db)["memories"]) == 2
+    asked = run("forget", "--user", "u", "--db", db, input="y\n")
+    assert asked.exit_code == 0 and asked.stdout.count("invalidate") == 2
+    assert ok_json("list", "--user", "u", "--db", db)["memories"] == []
+    assert len(ok_json("list", "--user", "bob", "--db", db)["memories"]) == 1
+    ok_json("add", "Has a dog", "--user", "u", "--no-infer", "--db", db)
+    forgotten = ok_json("forget", "--user", "u", "--yes", "--db", db)
+    undone = ok_json("undo", forgotten["changes"][0]["event_id"], "--db", db)
+    assert [c["op"] for c in undone["changes"]] == ["restore"]
+    assert [m["text"] for m in ok_json("list", "--user", "u", "--db", db)["memories"]] == [
+        "Has a dog"]
+
+
+def test_search_ranking_options(db: str) -> None:
+    for text in ("green tea in the morning", "black tea at night", "coffee at noon"):
+        ok_json("add", text, "--user", "u", "--no-infer", "--db", db)
+    every = ok_json("search", "tea", "--user", "u", "--db", db)["hits"]
+    second = ok_json("search", "tea", "--user", "u", "--offset", "1", "--limit", "1",
+                     "--db", db)["hits"]
+    assert [h["memory"]["id"] for h in second] == [every[1]["memory"]["id"]]
+    best = every[0]["score"]
+    kept = ok_json("search", "tea", "--user", "u", "--min-score", str(best), "--db", db)
+    assert [h["memory"]["id"] for h in kept["hits"]] == [every[0]["memory"]["id"]]
+    recent = ok_json("search", "tea", "--user", "u", "--recency-half-life", "3600",
+                     "--recency-weight", "0.5", "--mmr", "0.5", "--mode", "hybrid",
+                     "--db", db)["hits"]
+    assert {h["memory"]["id"] for h in recent} == {h["memory"]["id"] for h in every}
+    assert ok_json("search", "tea", "--user", "u", "--as-of", "946684800", "--db", db)[
+        "hits"] == []

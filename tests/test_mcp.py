@@ -21,7 +21,8 @@ from remem.embed import FakeEmbedder
 from remem.server import ServerConfig, create_app
 from remem.testing.server import ThreadedServer
 
-TOOLS = {"add_memory", "search_memories", "update_memory", "delete_memory", "list_namespaces"}
+TOOLS = {"add_memory", "search_memories", "get_memory", "list_memories", "update_memory",
+         "delete_memory", "memory_history", "undo_memory_change", "list_namespaces"}
 
 
 def _payload(result: Any) -> Any:
@@ -29,37 +30,62 @@ def _payload(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
+def _texts(found: dict[str, Any]) -> list[str]:
+    return [hit["memory"]["text"] for hit in found["hits"]]
+
+
 async def _script(client: Client) -> dict[str, Any]:
-    """Add, search, update, list and delete through the tools; what each returned."""
+    """Add, search, read, update, list, delete, undo through the tools; what each returned."""
     names = {tool.name for tool in (await client.list_tools()).tools}
     added = _payload(await client.call_tool(
-        "add_memory", {"text": "Alice drinks green tea", "user_id": "alice"}))
+        "add_memory", {"messages": "Alice drinks green tea", "user_id": "alice"}))
     memory_id = added["changes"][0]["memory"]["id"]
     found = _payload(await client.call_tool("search_memories",
                                             {"query": "green tea", "user_id": "alice"}))
+    got = _payload(await client.call_tool("get_memory", {"memory_id": memory_id}))
     updated = _payload(await client.call_tool(
-        "update_memory", {"memory_id": memory_id, "text": "Alice drinks oolong tea"}))
+        "update_memory", {"memory_id": memory_id, "content": "Alice drinks oolong tea",
+                          "reason": "she switched"}))
     namespaces = _payload(await client.call_tool("list_namespaces", {"prefix": ["memories"]}))
+    listed = _payload(await client.call_tool("list_memories", {"user_id": "alice"}))
     deleted = _payload(await client.call_tool("delete_memory", {"memory_id": memory_id}))
     after = _payload(await client.call_tool("search_memories",
-                                            {"query": "tea", "user_id": "alice"}))
-    missing = await client.call_tool("update_memory", {"memory_id": "mem_nope", "text": "x"})
-    return {"tools": names, "found": [m["text"] for m in found["memories"]],
-            "found_id": found["memories"][0]["id"] == memory_id,
-            "updated": updated["changes"][0]["memory"]["text"],
-            "namespaces": namespaces["namespaces"], "deleted": deleted["changes"][0]["op"],
-            "after": after["memories"], "missing": (missing.is_error,
-                                                    missing.content[0].text)}
+                                             {"query": "tea", "user_id": "alice"}))
+    history = _payload(await client.call_tool("memory_history", {"memory_id": memory_id}))
+    undone = _payload(await client.call_tool("undo_memory_change",
+                                             {"event_id": history["events"][-1]["id"]}))
+    restored = _payload(await client.call_tool("search_memories",
+                                                {"query": "tea", "user_id": "alice"}))
+    missing = await client.call_tool("update_memory", {"memory_id": "mem_nope", "content": "x"})
+    bad = await client.call_tool("search_memories", {"query": "tea", "limit": 0})
+    return {"tools": names, "found": _texts(found),
+            "found_id": found["hits"][0]["memory"]["id"] == memory_id,
+            "got": got["text"], "updated": updated["changes"][0]["memory"]["text"],
+            "namespaces": namespaces["namespaces"],
+            "listed": [m["text"] for m in listed["memories"]],
+            "deleted": deleted["changes"][0]["op"], "after": after["hits"],
+            "history": [(e["op"], e["actor"], e["reason"]) for e in history["events"]],
+            "undone": undone["changes"][0]["op"], "restored": _texts(restored),
+            "missing": (missing.is_error, missing.content[0].text),
+            "bad": (bad.is_error, bad.content[0].text)}
 
 
 def _check(observed: dict[str, Any]) -> None:
     assert observed["tools"] == TOOLS
     assert observed["found"] == ["Alice drinks green tea"] and observed["found_id"]
+    assert observed["got"] == "Alice drinks green tea"
     assert observed["updated"] == "Alice drinks oolong tea"
     assert observed["namespaces"] == [["memories", "user", "alice"]]
+    assert observed["listed"] == ["Alice drinks oolong tea"]
     assert observed["deleted"] == "invalidate" and observed["after"] == []
+    assert observed["history"] == [("add", "mcp", "stored as given"),
+                                   ("update", "mcp", "she switched"), ("invalidate", "mcp", "")]
+    assert observed["undone"] == "restore"
+    assert observed["restored"] == ["Alice drinks oolong tea"]
     is_error, text = observed["missing"]
     assert is_error and "NotFoundError" in text and "mem_nope" in text
+    is_error, text = observed["bad"]
+    assert is_error and "InvalidInputError" in text and "limit:" in text
 
 
 @pytest.mark.slow
@@ -99,7 +125,7 @@ def test_streamable_http_transport_scoped_by_key() -> None:
     async def run(url: str) -> tuple[dict[str, Any], Any, Any, Any]:
         async with _http_client(url, alpha) as client:
             observed = await _script(client)
-            _payload(await client.call_tool("add_memory", {"text": "alpha secret",
+            _payload(await client.call_tool("add_memory", {"messages": "alpha secret",
                                                            "user_id": "alice"}))
         async with _http_client(url, beta) as client:
             other = _payload(await client.call_tool("search_memories",
@@ -107,7 +133,8 @@ def test_streamable_http_transport_scoped_by_key() -> None:
                                                      "user_id": "alice"}))
             spaces = _payload(await client.call_tool("list_namespaces", {}))
         async with _http_client(url, reader) as client:
-            refused = await client.call_tool("add_memory", {"text": "x", "user_id": "alice"})
+            refused = await client.call_tool("add_memory", {"messages": "x",
+                                                            "user_id": "alice"})
             readable = _payload(await client.call_tool("search_memories",
                                                        {"query": "alpha secret",
                                                         "user_id": "alice"}))
@@ -119,8 +146,8 @@ def test_streamable_http_transport_scoped_by_key() -> None:
                                                                 "method": "tools/list"})
     app.state.remem.close()
     _check(observed)
-    assert other == {"memories": []} and spaces == {"namespaces": []}
+    assert other["hits"] == [] and spaces == {"namespaces": []}
     assert refused.is_error and "read-only" in refused.content[0].text
-    assert [m["text"] for m in readable["memories"]] == ["alpha secret"]
+    assert _texts(readable)[0] == "alpha secret"
     assert unauthenticated.status_code == 401
     assert unauthenticated.json()["error"] == "unauthorized"

@@ -1,14 +1,18 @@
-"""Memory commands: ``remem add``, ``search``, ``history``, ``undo``, ``export``, ``import``.
+"""Memory commands: ``remem add``, ``search``, ``get``, ``list``, ``update``, ``delete``,
+``forget``, ``history``, ``undo``, ``export``, ``import``.
 
-They work on a :class:`remem.api.Memory` over a SQLite file (``--db``), scoped to a user
-(``--user``) or a namespace. ``remem add`` extracts memories with the LLM configured by the
-``REMEM_LLM_*`` variables, or stores the text as is with ``--no-infer``.
+Each command but ``import`` is built from its request (:mod:`remem.memory.requests`): its
+options are the request's fields (:mod:`remem.cli.options`), its body validates them into the
+request and runs it with :meth:`remem.api.Memory.run`, and ``--json`` prints the result's
+JSON, the same document the Python API and the HTTP API give. They work on a
+:class:`remem.api.Memory` over a database (``--db``); ``remem add`` extracts memories with the
+LLM configured by the ``REMEM_LLM_*`` variables, or stores the text as is with ``--no-infer``.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,32 +22,49 @@ from rich.console import Console
 from rich.table import Table
 
 from remem.api import Memory
-from remem.cli.common import CommandFailed, FilterType, NamespaceType, make_embedder
-from remem.cli.render import emit_json, write_atomically
-from remem.memory import AddResult, ChangeResult, HistoryEvent, MemoryRecord
+from remem.cli.common import CommandFailed, format_namespace, make_embedder
+from remem.cli.options import option_name, request_command
+from remem.cli.render import emit_json, result_json, write_atomically
+from remem.memory import HistoryEvent, MemoryRecord
+from remem.memory.requests import (
+    AddRequest,
+    DeleteAllRequest,
+    DeleteRequest,
+    ExportRequest,
+    GetAllRequest,
+    GetRequest,
+    HistoryRequest,
+    MemoryRequest,
+    SearchRequest,
+    UndoRequest,
+    UpdateRequest,
+)
+from remem.memory.results import ChangeResult
+from remem.memory.store_manager import AddResult
 from remem.store import is_dsn
-from remem.store.types import Namespace, from_timestamp
+from remem.store.types import from_timestamp
 
-__all__ = ["MEMORY_COMMANDS"]
+__all__ = ["MEMORY_COMMANDS", "SESSION_OPTIONS"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R", bound=MemoryRequest[Any])
 
 EMBEDDERS = ("local", "fake", "openai", "none")
-_TIME_FORMATS = ["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S"]
+
+SESSION_OPTIONS = ("db", "embedder", "json_output")
+"""The parameters every memory command has beside its request's fields."""
 
 
-@dataclass
-class Scope:
-    """Where a command reads and writes: the database and whose memories."""
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Where a command works: the database, the embedder, and whether to print JSON."""
 
     db: str
-    user: str | None
-    agent: str | None
-    namespace: Namespace | None
     embedder: str
+    json_output: bool
 
     def open(self, *, create: bool = False) -> Memory:
-        """Open the memory (closed when the command ends)."""
+        """Open the memory (closed when the command ends); a missing file is an error
+        unless ``create``."""
         if (not create and self.db != ":memory:" and not is_dsn(self.db)
                 and not Path(self.db).exists()):
             raise CommandFailed(f"no database at {self.db}; pass --db PATH or set REMEM_DB "
@@ -53,65 +74,58 @@ class Scope:
         click.get_current_context().call_on_close(memory.close)
         return memory
 
-    def require(self, *, thread: str | None = None) -> None:
-        """Fail with the CLI's own option names when no scope is given."""
-        if self.user is None and self.agent is None and self.namespace is None and not thread:
-            raise click.UsageError("no scope given: pass --user ID, --agent ID or --namespace NS "
-                                   "so remem knows whose memories these are")
 
-    def kwargs(self) -> dict[str, Any]:
-        """The scope as ``Memory`` keyword arguments."""
-        return {"user_id": self.user, "agent_id": self.agent, "namespace": self.namespace}
-
-
-def scope_options(*, scoped: bool = True) -> Callable[[F], F]:
-    """``--db``, ``--embedder``, ``--json`` and (when ``scoped``) ``--user`` / ``--agent`` /
-    ``--namespace``, collected into a :class:`Scope` passed as ``scope``."""
-    options = [
-        click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
+def _session_params() -> list[click.Parameter]:
+    return [
+        click.Option(["--db"], metavar="PATH", envvar="REMEM_DB", default="remem.db",
                      show_default=True, show_envvar=True,
                      help="SQLite database file, ':memory:', or a postgresql:// DSN."),
-        click.option("--embedder", type=click.Choice(EMBEDDERS), default="local",
+        click.Option(["--embedder"], type=click.Choice(EMBEDDERS), default="local",
                      show_default=True,
                      help="Embedder for search by meaning: 'local' (offline model), 'fake' "
                           "(deterministic, for trying things out), 'openai' (REMEM_EMBED_*) "
                           "or 'none' (keywords only). Use the same one for every command on "
                           "a database."),
-        click.option("--json", "json_output", is_flag=True,
+        click.Option(["--json", "json_output"], is_flag=True,
                      help="Machine output: one JSON document on stdout."),
     ]
-    if scoped:
-        options += [
-            click.option("--user", metavar="ID", help="Whose memories (a user id)."),
-            click.option("--agent", metavar="ID", help="An agent id (with or without --user)."),
-            click.option("--namespace", type=NamespaceType(), metavar="NS",
-                         help="A namespace instead of --user/--agent (dotted or JSON)."),
-        ]
 
-    def decorate(command: F) -> F:
-        def wrapper(*args: Any, db: str, embedder: str, json_output: bool,
-                    user: str | None = None, agent: str | None = None,
-                    namespace: Namespace | None = None, **kwargs: Any) -> Any:
-            scope = Scope(db, user, agent, namespace, embedder)
-            return command(*args, scope=scope, json_output=json_output, **kwargs)
 
-        wrapper.__name__ = command.__name__
-        wrapper.__doc__ = command.__doc__
-        for option in reversed(options):
-            wrapper = option(wrapper)
-        return wrapper  # type: ignore[return-value]
+def memory_command(model: type[R], *, name: str, params: Sequence[click.Parameter] = ()
+                   ) -> Callable[[Callable[..., None]], click.Command]:
+    """A command built from ``model`` plus ``params`` and the session options; the body
+    gets the :class:`Session`, the validated request and each of ``params`` by name."""
+    def decorate(body: Callable[..., None]) -> click.Command:
+        def run(request: R, db: str, embedder: str, json_output: bool, **extra: Any) -> None:
+            body(Session(db, embedder, json_output), request, **extra)
 
+        run.__doc__ = body.__doc__
+        return request_command(model, name=name,
+                               params=[*params, *_session_params()])(run)
     return decorate
+
+
+def _require_scope(request: AddRequest) -> None:
+    """Fail with the CLI's option names (not the fields') when no scope is given (list and
+    forget: the request's own rule says it)."""
+    if not request.has_scope:
+        spelled = ", ".join(option_name(n) + (" NS" if n == "namespace" else " ID")
+                            for n in ("user_id", "agent_id", "thread_id", "namespace"))
+        raise click.UsageError(f"no scope given: pass {spelled} so remem knows whose "
+                               "memories these are")
+
+
+# -- output for humans -----------------------------------------------------------------------
+
+
+def _time(ts: float | None) -> str:
+    return from_timestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts is not None else "-"
 
 
 def _usage(result: AddResult | ChangeResult) -> str:
     usage = result.usage
     return (f"{usage.calls} LLM call(s), {usage.input_tokens} input + "
             f"{usage.output_tokens} output tokens")
-
-
-def _time(ts: float | None) -> str:
-    return from_timestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts is not None else "-"
 
 
 def _print_changes(result: AddResult | ChangeResult) -> None:
@@ -124,122 +138,172 @@ def _print_changes(result: AddResult | ChangeResult) -> None:
         click.echo("no change")
 
 
-@click.command()
-@click.argument("text", required=False)
-@click.option("--infer/--no-infer", default=True, show_default=True,
-              help="Extract memories with the configured LLM (REMEM_LLM_*), or store the "
-                   "text as is.")
-@click.option("--kind", default="fact", show_default=True,
-              help="Kind of a memory stored with --no-infer.")
-@click.option("--thread", metavar="ID", help="The conversation the text comes from.")
-@scope_options()
-def add(scope: Scope, json_output: bool, text: str | None, infer: bool, kind: str,
-        thread: str | None) -> None:
-    """Remember TEXT (or stdin, with TEXT omitted or '-')."""
-    if text is None or text == "-":
-        text = sys.stdin.read()
-    if not text.strip():
-        raise click.BadParameter("nothing to remember: TEXT is empty", param_hint="'TEXT'")
-    scope.require(thread=thread)
-    memory = scope.open(create=True)
-    result = memory.add(text, **scope.kwargs(), thread_id=thread, infer=infer, kind=kind)
-    if json_output:
-        emit_json(result.to_dict())
-        return
-    _print_changes(result)
-    click.echo(_usage(result) + ("" if infer else " (stored as given: --no-infer)"))
-
-
-@click.command()
-@click.argument("query", required=False)
-@click.option("--filter", "filter_", type=FilterType(), metavar="JSON",
-              help='Keep memories whose record matches, e.g. \'{"kind": "preference"}\'.')
-@click.option("--as-of", type=click.DateTime(_TIME_FORMATS), metavar="TIME",
-              help="What was valid at TIME (ISO 8601, UTC unless it has an offset).")
-@click.option("--all", "include_invalid", is_flag=True,
-              help="Include superseded and deleted memories.")
-@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True,
-              metavar="N", help="Return at most N memories.")
-@scope_options()
-def search(scope: Scope, json_output: bool, query: str | None, filter_: dict[str, Any] | None,
-           as_of: Any, include_invalid: bool, limit: int) -> None:
-    """Search memories, best first for QUERY (newest first without one)."""
-    memory = scope.open()
-    if as_of is not None and as_of.tzinfo is None:
-        from datetime import UTC
-
-        as_of = as_of.replace(tzinfo=UTC)
-    kwargs = scope.kwargs()
-    if not any(kwargs.values()):
-        kwargs = {}
-    result = memory.search(query, **kwargs, filters=filter_, limit=limit, as_of=as_of,
-                           include_invalid=include_invalid)
-    if json_output:
-        emit_json(result.to_dict())
-        return
-    if not result.hits:
-        click.echo("no memories found")
-        return
+def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | None) -> None:
     table = Table(show_edge=False, pad_edge=False)
-    for name in ("id", "memory", "kind", "valid since", "status", "score"):
+    columns = ["id", "memory", "kind", "valid since", "status"]
+    for name in columns + (["score"] if scores is not None else []):
         table.add_column(name, overflow="fold")
-    for hit in result:
-        record = hit.memory
-        table.add_row(record.id, record.text, record.kind, _time(record.valid_at),
-                      record.status, "" if hit.score is None else f"{hit.score:.3f}")
+    for row, record in enumerate(records):
+        cells = [record.id, record.text, record.kind, _time(record.valid_at), record.status]
+        if scores is not None:
+            cells.append("" if scores[row] is None else f"{scores[row]:.3f}")
+        table.add_row(*cells)
     Console(highlight=False).print(table)
 
 
 def _event_line(event: HistoryEvent) -> str:
-    after = event.record_after()
-    before = event.record_before()
-    shown: MemoryRecord | None = after or before
+    shown: MemoryRecord | None = event.record_after() or event.record_before()
     text = shown.text if shown else ""
     return (f"{_time(event.at)}  {event.op:10} {event.id}  by {event.actor}: {text}"
             + (f"  ({event.reason})" if event.reason else ""))
 
 
-@click.command()
-@click.argument("memory_id")
-@scope_options(scoped=False)
-def history(scope: Scope, json_output: bool, memory_id: str) -> None:
+def _scope_words(request: DeleteAllRequest) -> str:
+    if request.namespace is not None:
+        return f"namespace {format_namespace(request.namespace)}"
+    parts = [f"{word} {value}" for word, value in (("user", request.user_id),
+                                                  ("agent", request.agent_id),
+                                                  ("thread", request.thread_id)) if value]
+    return " and ".join(parts)
+
+
+# -- the commands ----------------------------------------------------------------------------
+
+
+@memory_command(AddRequest, name="add")
+def add(session: Session, request: AddRequest) -> None:
+    """Remember TEXT (or stdin, with TEXT omitted or '-')."""
+    _require_scope(request)
+    result = session.open(create=True).run(request)
+    if session.json_output:
+        emit_json(result_json(result))
+        return
+    _print_changes(result)
+    click.echo(_usage(result) + ("" if request.infer else " (stored as given: --no-infer)"))
+
+
+@memory_command(SearchRequest, name="search")
+def search(session: Session, request: SearchRequest) -> None:
+    """Search memories, best first for QUERY (newest first without one).
+
+    Without --user, --agent, --thread or --namespace it searches every memory.
+    """
+    result = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(result))
+    elif not result.hits:
+        click.echo("no memories found")
+    else:
+        _table(result.memories, [hit.score for hit in result])
+
+
+@memory_command(GetRequest, name="get")
+def get(session: Session, request: GetRequest) -> None:
+    """Show the memory MEMORY_ID."""
+    record = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(record))
+        return
+    rows = [("id", record.id), ("namespace", format_namespace(record.namespace)),
+            ("kind", record.kind), ("status", record.status),
+            ("version", str(record.version)), ("valid since", _time(record.valid_at)),
+            ("valid until", _time(record.invalid_at)), ("memory", record.text)]
+    for label, text in rows:
+        click.echo(f"{label + ':':<13}{text}")
+
+
+@memory_command(GetAllRequest, name="list")
+def list_command(session: Session, request: GetAllRequest) -> None:
+    """List the memories of a scope, newest first, a page at a time."""
+    page = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(page))
+        return
+    if not page.memories:
+        click.echo("no memories found")
+    else:
+        _table(page.memories, None)
+    if page.next_offset is not None:
+        click.echo(f"more: pass --offset {page.next_offset} for the next page")
+
+
+@memory_command(UpdateRequest, name="update")
+def update(session: Session, request: UpdateRequest) -> None:
+    """Correct the memory MEMORY_ID in place: new CONTENT (text, or a JSON object for a
+    structured memory; '-' reads stdin), --kind or --metadata. History keeps the old one."""
+    result = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(result))
+        return
+    _print_changes(result)
+
+
+@memory_command(DeleteRequest, name="delete")
+def delete(session: Session, request: DeleteRequest) -> None:
+    """Forget the memory MEMORY_ID (kept in history, and undoable, unless --hard)."""
+    result = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(result))
+        return
+    _print_changes(result)
+
+
+_YES = click.Option(["--yes", "-y"], is_flag=True, help="Do not ask for confirmation.")
+
+
+@memory_command(DeleteAllRequest, name="forget", params=[_YES])
+def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
+    """Forget every current memory of a scope in one change (`remem undo` with any of its
+    events brings them all back, unless --hard). Asks first, unless --yes."""
+    if not yes:
+        what = "Remove every memory" if request.hard else "Forget every current memory"
+        click.confirm(f"{what} of {_scope_words(request)}?", abort=True, err=True)
+    result = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(result))
+        return
+    _print_changes(result)
+
+
+@memory_command(HistoryRequest, name="history")
+def history(session: Session, request: HistoryRequest) -> None:
     """Show every change of the memory MEMORY_ID, oldest first."""
-    events = scope.open().history(memory_id)
-    if json_output:
-        emit_json([event.to_dict() for event in events])
+    events = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(events))
         return
     for event in events:
         click.echo(_event_line(event))
 
 
-@click.command()
-@click.argument("event_id")
-@scope_options(scoped=False)
-def undo(scope: Scope, json_output: bool, event_id: str) -> None:
+@memory_command(UndoRequest, name="undo")
+def undo(session: Session, request: UndoRequest) -> None:
     """Revert the change recorded by EVENT_ID (see `remem history`)."""
-    result = scope.open().undo(event_id, actor="cli")
-    if json_output:
-        emit_json(result.to_dict())
+    result = session.open().run(request)
+    if session.json_output:
+        emit_json(result_json(result))
         return
     _print_changes(result)
 
 
-@click.command(name="export")
-@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
-@scope_options()
-def export_command(scope: Scope, json_output: bool, path: Path) -> None:
-    """Write memories and their history as JSONL to PATH ('-' for stdout)."""
-    memory = scope.open()
-    prefix: Namespace = ()
-    if any(scope.kwargs().values()):
-        prefix = memory.namespace_of(scope.user, scope.agent, None, scope.namespace)
+_PATH = click.Argument(["path"], type=click.Path(dir_okay=False, allow_dash=True,
+                                                 path_type=Path))
+
+
+@memory_command(ExportRequest, name="export", params=[_PATH])
+def export_command(session: Session, request: ExportRequest, path: Path) -> None:
+    """Write memories and their history as JSONL to PATH ('-' for stdout): of a scope, or
+    every memory when none is given."""
+    memory = session.open()
+    scope = request.arguments()
+    # streamed: Memory.run(ExportRequest) would hold every line in memory
     if str(path) == "-":
-        count = memory.export(sys.stdout, namespace=prefix)
-        if not json_output:
+        count = memory.export(sys.stdout, **scope)
+        if not session.json_output:
             return
     else:
-        count = write_atomically(path, lambda out: memory.export(out, namespace=prefix))
-    if json_output:
+        count = write_atomically(path, lambda out: memory.export(out, **scope))
+    if session.json_output:
         emit_json({"exported": count, "path": str(path)})
     else:
         click.echo(f"exported {count} lines to {path}")
@@ -247,10 +311,9 @@ def export_command(scope: Scope, json_output: bool, path: Path) -> None:
 
 @click.command(name="import")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
-@scope_options(scoped=False)
-def import_command(scope: Scope, json_output: bool, path: Path) -> None:
+def import_command(path: Path, db: str, embedder: str, json_output: bool) -> None:
     """Read memories and history from JSONL written by `remem export` ('-' for stdin)."""
-    memory = scope.open(create=True)
+    memory = Session(db, embedder, json_output).open(create=True)
     if str(path) == "-":
         count = memory.import_(sys.stdin)
     else:
@@ -263,5 +326,8 @@ def import_command(scope: Scope, json_output: bool, path: Path) -> None:
         click.echo(f"imported {count} lines from {path}")
 
 
-MEMORY_COMMANDS = (add, search, history, undo, export_command, import_command)
+import_command.params += _session_params()
+
+MEMORY_COMMANDS = (add, search, get, list_command, update, delete, forget, history, undo,
+                   export_command, import_command)
 """The top-level memory commands, registered by :mod:`remem.cli`."""

@@ -22,6 +22,7 @@ __all__ = [
     "emit_json",
     "format_time",
     "print_item",
+    "result_json",
     "results_table",
     "write_atomically",
 ]
@@ -33,6 +34,14 @@ TIME_WIDTH, SCORE_WIDTH, MIN_VALUE_WIDTH = 16, 6, 16
 def emit_json(data: Any) -> None:
     """Write ``data`` as one JSON document on stdout (the ``--json`` output)."""
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def result_json(result: Any) -> Any:
+    """The JSON of a memory operation's result: its ``to_dict()``; a history (a list of
+    events) is ``{"events": [...]}``, as over HTTP."""
+    if isinstance(result, list):
+        return {"events": [event.to_dict() for event in result]}
+    return result.to_dict()
 
 
 def compact_json(data: Mapping[str, Any] | Sequence[Any], limit: int | None = None) -> str:

@@ -233,9 +233,15 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 @click.option("--api-key", envvar="REMEM_API_KEY", default=None,
               help="Act for this key's tenant (and honour --read-only keys).")
 @click.option("--embedder", type=click.Choice(EMBEDDERS), default="local", show_default=True)
-def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str) -> None:
+@click.option("--allow-forget", is_flag=True,
+              help="Also serve forget_memories, which forgets every memory of a scope in one "
+                   "call (off by default: too much for a tool a prompt could misuse).")
+def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
+                allow_forget: bool) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
+    from functools import partial
+
     import anyio
 
     from remem.llm.config import model_from_env
@@ -255,7 +261,7 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str)
             principal = Principal(key.tenant, key.read_only, key.key_id)
         else:
             principal = Principal(check_tenant(tenant or LOCAL_TENANT))
-        anyio.run(serve_stdio, state, principal)
+        anyio.run(partial(serve_stdio, state, principal, forget=allow_forget))
     finally:
         state.close()
 

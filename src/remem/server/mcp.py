@@ -1,30 +1,53 @@
 """The MCP server: memory tools for agents, over stdio (``remem mcp``) or streamable HTTP
 (``/mcp`` on ``remem serve``), built with the official ``mcp`` package.
 
-Tools: ``add_memory``, ``search_memories``, ``update_memory``, ``delete_memory`` and
-``list_namespaces``. Each call runs as one principal: over HTTP the API key of the request
-(``Authorization: Bearer``), over stdio the tenant the process was started for. Failures
-come back to the model as tool errors with remem's message (which names the field and fix).
+The memory tools are built from the memory requests (:mod:`remem.memory.requests`), one
+per entry of :data:`MCP_TOOLS`: a tool's parameters are its request's fields (their JSON
+schema, defaults and descriptions) minus :data:`SERVER_FIXED`; a call validates them into the
+request, runs it with :meth:`remem.api.Memory.run` and answers the result's JSON, the same
+document as the HTTP API. ``forget_memories`` (every memory of a scope) is only served when
+the server is built with ``forget=True``. ``list_namespaces`` is the one tool of its own.
+
+Each call runs as one principal: over HTTP the API key of the request (``Authorization:
+Bearer``), over stdio the tenant the process was started for. Failures come back to the model
+as tool errors with remem's message (which names the field and fix).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import Field, WithJsonSchema
 from starlette.applications import Starlette
 
 from remem.errors import InvalidInputError, RememError, UnsupportedError
 from remem.memory.records import RESERVED_LABEL
+from remem.memory.requests import (
+    AddRequest,
+    DeleteAllRequest,
+    DeleteRequest,
+    GetAllRequest,
+    GetRequest,
+    HistoryRequest,
+    MemoryRequest,
+    SearchRequest,
+    UndoRequest,
+    UpdateRequest,
+)
 from remem.server.auth import authenticate
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.state import Principal, ServerState
+from remem.tools.schema import request_properties
 
-__all__ = ["MCP_PATH", "McpAuthGate", "build_mcp", "build_mcp_http"]
+__all__ = ["FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED", "McpAuthGate", "McpTool",
+           "build_mcp", "build_mcp_http", "tool_defaults"]
 
 MCP_PATH = "/mcp"
 
@@ -33,16 +56,95 @@ Resolver = Callable[[Context | None], Principal]
 INSTRUCTIONS = (
     "Long-term memory. Save durable facts about the user with add_memory (scope them with "
     "user_id), look them up with search_memories before answering, correct or remove them "
-    "with update_memory / delete_memory using the ids that search returns."
+    "with update_memory / delete_memory using the ids that search returns; "
+    "memory_history and undo_memory_change show and revert changes."
 )
 
 
-def _scope(namespace: list[str] | None) -> tuple[str, ...] | None:
-    return tuple(namespace) if namespace else None
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One MCP tool built from a memory request: its name, the request, whether it writes
+    (refused for read-only keys) and what the model reads about it."""
+
+    name: str
+    model: type[MemoryRequest[Any]]
+    writes: bool
+    description: str
 
 
-def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
-    """An :class:`MCPServer` whose tools act for the principal ``resolve`` returns."""
+MCP_TOOLS: tuple[McpTool, ...] = (
+    McpTool("add_memory", AddRequest, True,
+            "Remember something: a fact, or a conversation turn to extract facts from "
+            "(infer). Scope it with user_id and/or agent_id (or a namespace)."),
+    McpTool("search_memories", SearchRequest, False,
+            "Find memories relevant to query in a scope, best first; each hit has the "
+            "memory's id (for update/delete), its text and a score."),
+    McpTool("get_memory", GetRequest, False, "The memory with this id."),
+    McpTool("list_memories", GetAllRequest, False,
+            "Every memory of a scope, newest first, a page at a time (pass next_offset "
+            "as offset for the next page)."),
+    McpTool("update_memory", UpdateRequest, True,
+            "Correct a memory in place: new content, kind or metadata (same id, version + 1; "
+            "history keeps the old content)."),
+    McpTool("delete_memory", DeleteRequest, True,
+            "Forget a memory (kept in history, and undoable, unless hard is true)."),
+    McpTool("memory_history", HistoryRequest, False,
+            "Every change of a memory, oldest first, each with the event id undo takes."),
+    McpTool("undo_memory_change", UndoRequest, True,
+            "Revert the change a history event recorded (see memory_history)."),
+)
+"""The memory tools every server has, in the order tools/list shows them."""
+
+FORGET_TOOL = McpTool(
+    "forget_memories", DeleteAllRequest, True,
+    "Forget every current memory of a scope in one change (undo_memory_change with any of "
+    "its events brings them all back, unless hard). Only when the user asks to forget "
+    "everything.")
+"""Served only by ``build_mcp(..., forget=True)`` (``remem mcp --allow-forget``): one
+call wipes a user's memories, too much for a tool a prompt injection could reach."""
+
+SERVER_FIXED: Mapping[str, Any] = {"actor": "mcp"}
+"""Request fields the server sets itself (not tool parameters): history records ``mcp``."""
+
+
+def tool_defaults(state: ServerState) -> dict[str, Any]:
+    """Defaults this server gives differently from the requests: without an LLM, ``infer``
+    is false (an add would otherwise fail until the model retried without it)."""
+    return {} if state.config.llm is not None else {"infer": False}
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    """A result as the tool's JSON answer: its ``to_dict()``; a history is
+    ``{"events": [...]}``, as over HTTP."""
+    if isinstance(result, list):
+        return {"events": [event.to_dict() for event in result]}
+    data: dict[str, Any] = result.to_dict()
+    return data
+
+
+def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
+    """The tool function's signature: ``ctx``, then one parameter per request field whose
+    JSON schema is the field's (the mcp package builds the input schema from it). Values are
+    not converted on the way in: the request validates them, strictly, as over HTTP."""
+    properties = request_properties(tool.model, exclude=list(SERVER_FIXED),
+                                    defaults={k: v for k, v in defaults.items()
+                                              if k in tool.model.model_fields})
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                annotation=Context | None)]
+    for name, schema in properties.items():
+        field = tool.model.model_fields[name]
+        default = (inspect.Parameter.empty if field.is_required()
+                   else schema.get("default", field.get_default(call_default_factory=True)))
+        annotation = Annotated[Any, WithJsonSchema(schema),
+                               Field(description=field.description)]
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=annotation))
+    return inspect.Signature(params, return_annotation=dict[str, Any])
+
+
+def build_mcp(state: ServerState, resolve: Resolver, *, forget: bool = False) -> MCPServer:
+    """An :class:`MCPServer` whose tools act for the principal ``resolve`` returns;
+    ``forget`` adds :data:`FORGET_TOOL`."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -55,60 +157,29 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
         except RememError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
-    @server.tool()
-    async def add_memory(text: str, user_id: str | None = None, agent_id: str | None = None,
-                         namespace: list[str] | None = None, infer: bool | None = None,
-                         metadata: dict[str, Any] | None = None,
-                         ctx: Context | None = None) -> dict[str, Any]:
-        """Remember something. ``text``: what to remember (a fact, or a conversation turn when
-        ``infer`` is true). Scope it with ``user_id`` and/or ``agent_id`` (or a ``namespace``).
-        ``infer``: extract facts with the server's LLM; default: when the server has one."""
-        use_llm = state.config.llm is not None if infer is None else infer
+    def request_tool(tool: McpTool) -> None:
+        async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
+            try:
+                request = tool.model.of(**arguments, **{
+                    k: v for k, v in SERVER_FIXED.items() if k in tool.model.model_fields})
+            except InvalidInputError as exc:
+                raise ToolError(f"InvalidInputError: {exc}") from None
+            infer = isinstance(request, AddRequest) and request.infer
 
-        def call(who: Principal) -> dict[str, Any]:
-            if use_llm and state.config.llm is None:
-                raise UnsupportedError("this server has no LLM; call again with infer=false")
-            result = state.memory_for(who).add(
-                text, user_id=user_id, agent_id=agent_id, namespace=_scope(namespace),
-                infer=use_llm, metadata=metadata, actor="mcp")
-            data: dict[str, Any] = result.to_dict()
-            return data
-        return await run(ctx, True, call, waits_on_llm=use_llm)  # type: ignore[no-any-return]
+            def work(who: Principal) -> Any:
+                if infer and state.config.llm is None:
+                    raise UnsupportedError("this server has no LLM; call again with "
+                                           "infer=false")
+                return state.memory_for(who).run(request)
 
-    @server.tool()
-    async def search_memories(query: str, user_id: str | None = None,
-                              agent_id: str | None = None, namespace: list[str] | None = None,
-                              limit: int = 10, ctx: Context | None = None) -> dict[str, Any]:
-        """Find memories relevant to ``query`` in a scope, best first; each hit has the
-        memory's ``id`` (for update/delete), its ``text`` and a score."""
-        def call(who: Principal) -> dict[str, Any]:
-            result = state.memory_for(who).search(
-                query, user_id=user_id, agent_id=agent_id, namespace=_scope(namespace),
-                limit=limit)
-            return {"memories": [{"id": h.memory.id, "text": h.memory.text,
-                                  "kind": h.memory.kind, "namespace": list(h.memory.namespace),
-                                  "score": h.score} for h in result.hits]}
-        return await run(ctx, False, call)  # type: ignore[no-any-return]
+            return result_json(await run(ctx, tool.writes, work, waits_on_llm=infer))
 
-    @server.tool()
-    async def update_memory(memory_id: str, text: str, reason: str = "",
-                            ctx: Context | None = None) -> dict[str, Any]:
-        """Replace the content of memory ``memory_id`` with ``text`` (history keeps the old)."""
-        def call(who: Principal) -> dict[str, Any]:
-            data: dict[str, Any] = state.memory_for(who).update(
-                memory_id, text, actor="mcp", reason=reason).to_dict()
-            return data
-        return await run(ctx, True, call)  # type: ignore[no-any-return]
+        call.__name__ = tool.name
+        call.__signature__ = _signature(tool, tool_defaults(state))  # type: ignore[attr-defined]
+        server.add_tool(call, name=tool.name, description=tool.description)
 
-    @server.tool()
-    async def delete_memory(memory_id: str, hard: bool = False,
-                            ctx: Context | None = None) -> dict[str, Any]:
-        """Forget memory ``memory_id`` (kept in history unless ``hard`` is true)."""
-        def call(who: Principal) -> dict[str, Any]:
-            data: dict[str, Any] = state.memory_for(who).delete(
-                memory_id, hard=hard, actor="mcp").to_dict()
-            return data
-        return await run(ctx, True, call)  # type: ignore[no-any-return]
+    for tool in (*MCP_TOOLS, *((FORGET_TOOL,) if forget else ())):
+        request_tool(tool)
 
     @server.tool()
     async def list_namespaces(prefix: list[str] | None = None, limit: int = 100,
@@ -189,9 +260,11 @@ def build_mcp_http(state: ServerState) -> McpAuthGate:
     return McpAuthGate(app, state)
 
 
-async def serve_stdio(state: ServerState, principal: Principal) -> None:
-    """Run the MCP server on stdin/stdout for one principal (``remem mcp``)."""
-    server = build_mcp(state, lambda ctx: principal)
+async def serve_stdio(state: ServerState, principal: Principal, *,
+                      forget: bool = False) -> None:
+    """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
+    serves :data:`FORGET_TOOL` too."""
+    server = build_mcp(state, lambda ctx: principal, forget=forget)
     await server.run_stdio_async()
 
 
