@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from remem.api import Memory
-from remem.errors import ToolError
+from remem.errors import InvalidInputError, ToolError
 from remem.llm import ScriptedModel, tool_call
 from remem.messages import Message, ToolCall
 from remem.tools import MemoryTools, tool_runner
@@ -71,8 +71,9 @@ def test_create_search_update_delete_from_tool_calls(mem: Memory) -> None:
     assert deleted == {"status": "deleted", "id": memory_id}
     assert mem.get(memory_id).status == "invalid"
     history = mem.history(memory_id)
-    assert [(e.op, e.actor) for e in history] == [("add", "agent"), ("update", "agent"),
-                                                   ("invalidate", "agent")]
+    assert [(e.op, e.actor, e.reason) for e in history] == [
+        ("add", "agent", "stored as given"), ("update", "agent", "manage_memory update"),
+        ("invalidate", "agent", "manage_memory delete")]
 
 
 @pytest.mark.parametrize(("arguments", "fragment"), [
@@ -93,11 +94,34 @@ def test_bad_calls_return_errors_the_model_can_read(mem: Memory, arguments: dict
 
 def test_search_argument_errors(mem: Memory) -> None:
     tools = MemoryTools(mem, user_id="alice")
-    assert "'query' must be a non-empty string" in tools.execute(
-        call("search_memory")).text
-    assert "'limit' must be an integer from 1 to 50" in tools.execute(
+    assert "limit: Input should be greater than or equal to 1" in tools.execute(
         call("search_memory", query="x", limit=0)).text
+    assert "limit: Input should be a valid integer" in tools.execute(
+        call("search_memory", query="x", limit="5")).text
     assert "unknown tool 'recall'" in tools.execute(call("recall")).text
+    # the scope is the tools': a model cannot widen it by passing one
+    for scope in ({"user_id": "bob"}, {"namespace": ["memories"]}, {"mmr": 0.5}):
+        reply = tools.execute(call("search_memory", query="x", **scope))
+        assert reply.is_error and f"unexpected argument(s) {next(iter(scope))}" in reply.text
+
+
+def test_search_takes_the_request_parameters(mem: Memory, clock: FakeClock) -> None:
+    tools = MemoryTools(mem, user_id="alice", search_limit=2)
+    for text in ("Drinks green tea", "Drinks black tea", "Lives in Porto"):
+        result(tools.execute(call("manage_memory", action="create", content=text)))
+        clock.advance(60)
+    newest = result(tools.execute(call("search_memory")))["memories"]  # no query: newest
+    assert [m["content"] for m in newest] == ["Lives in Porto", "Drinks black tea"]
+    paged = result(tools.execute(call("search_memory", limit=1, offset=2)))["memories"]
+    assert [m["content"] for m in paged] == ["Drinks green tea"]
+    before = result(tools.execute(call("search_memory", as_of=clock() - 150)))["memories"]
+    assert [m["content"] for m in before] == ["Drinks green tea"]
+    picky = MemoryTools(mem, user_id="alice", search_options={"min_score": 1e6})
+    assert result(picky.execute(call("search_memory", query="tea")))["memories"] == []
+    with pytest.raises(ToolError, match="search_options cannot set user_id"):
+        MemoryTools(mem, user_id="alice", search_options={"user_id": "bob"})
+    with pytest.raises(InvalidInputError, match="mmr"):
+        MemoryTools(mem, user_id="alice", search_options={"mmr": 7})
 
 
 def test_tools_cannot_reach_another_scope(mem: Memory) -> None:

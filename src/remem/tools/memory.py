@@ -5,6 +5,14 @@
 fixed when the tools are built, so a model can never reach another user's memories. A bad
 call never raises into the agent loop: it comes back as a tool message with
 ``is_error=True`` whose text names the field and the fix, for the model to read and retry.
+
+``search_memory`` is built from :class:`~remem.memory.requests.SearchRequest`: its
+parameters are the request's :data:`SEARCH_PARAMETERS` (their JSON schema, defaults and
+descriptions), a call becomes a ``SearchRequest`` in the tools' scope, and ranking options the
+model does not choose (``mode``, ``min_score``, ``recency_*``, ``mmr``) are fixed with
+``search_options=``. ``manage_memory``'s update and delete run an
+:class:`~remem.memory.requests.UpdateRequest` / :class:`~remem.memory.requests.DeleteRequest`
+guarded by the version the tool checked.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -21,20 +30,40 @@ from remem.errors import NotFoundError, RememError, ToolError
 from remem.llm.base import ToolSpec
 from remem.memory.flow import Flow, run_async, run_sync
 from remem.memory.manager import Fact, NewMemory, memory_from_model
-from remem.memory.operations import delete_flow, get_flow, search_flow, update_flow
-from remem.memory.reconcile import ChangeContext
+from remem.memory.operations import get_flow
 from remem.memory.records import MemoryRecord, Source
+from remem.memory.requests import DeleteRequest, MemoryRequest, SearchRequest, UpdateRequest
+from remem.memory.results import ChangeResult, SearchResult
 from remem.messages.types import Message, ToolCall
 from remem.store.types import Namespace
 from remem.tools.export import to_anthropic_tool, to_openai_tool
+from remem.tools.schema import request_schema
 
 if TYPE_CHECKING:
     from remem.api import Memory
 
-__all__ = ["ACTIONS", "MemoryTools", "tool_runner"]
+__all__ = ["ACTIONS", "SEARCH_PARAMETERS", "MemoryTools", "tool_runner"]
 
 ACTIONS = ("create", "update", "delete")
+
+SEARCH_PARAMETERS = ("query", "filters", "limit", "offset", "as_of", "include_invalid")
+"""The :class:`SearchRequest` fields ``search_memory`` offers the model. Not offered: the
+scope (``user_id``, ``agent_id``, ``thread_id``, ``namespace``: fixed by the tools, so the
+model cannot reach another scope) and the ranking (``mode``, ``min_score``,
+``recency_half_life``, ``recency_weight``, ``mmr``: the application's choice, through
+``search_options=``)."""
+
+_SCOPE = ("user_id", "agent_id", "thread_id", "namespace")
 logger = logging.getLogger("remem.tools")
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What a tool call comes down to: a request for :meth:`Memory.run`, and how its result
+    is answered to the model."""
+
+    request: MemoryRequest[Any]
+    answer: Callable[[Any], dict[str, Any]]
 
 
 class MemoryTools:
@@ -45,6 +74,9 @@ class MemoryTools:
     (default: free text, stored as a fact). ``actions``: which of create / update / delete
     the agent may do. ``actor`` is recorded in history. ``prefix`` is put before the tool
     names (``"work_"`` gives ``work_manage_memory``) when an agent has several scopes.
+    ``search_limit``: how many memories ``search_memory`` returns when the model does not
+    say. ``search_options``: fixed values of the other :class:`SearchRequest` fields, e.g.
+    ``{"recency_half_life": 30 * 86400, "mmr": 0.7}``.
     """
 
     def __init__(self, memory: Memory, *, user_id: str | None = None,
@@ -52,7 +84,8 @@ class MemoryTools:
                  namespace: Sequence[str] | None = None,
                  schema: type[BaseModel] | None = None,
                  actions: Sequence[str] = ACTIONS, actor: str = "agent",
-                 prefix: str = "", search_limit: int = 5) -> None:
+                 prefix: str = "", search_limit: int = 5,
+                 search_options: Mapping[str, Any] | None = None) -> None:
         unknown = [a for a in actions if a not in ACTIONS]
         if unknown or not actions:
             raise ToolError(f"actions must be a non-empty subset of {ACTIONS}, got "
@@ -64,6 +97,14 @@ class MemoryTools:
         self.actions = tuple(actions)
         self.actor = actor
         self.search_limit = search_limit
+        self.search_options = dict(search_options or {})
+        clash = sorted(set(self.search_options) & {*SEARCH_PARAMETERS, *_SCOPE})
+        if clash:
+            raise ToolError(f"search_options cannot set {', '.join(clash)}: the scope is the "
+                            "tools' and the rest are the model's parameters")
+        # the defaults and options are checked now, not at the model's first search
+        SearchRequest.of(namespace=list(self.namespace), limit=search_limit,
+                         **self.search_options)
         self.manage_name = f"{prefix}manage_memory"
         self.search_name = f"{prefix}search_memory"
 
@@ -104,21 +145,14 @@ class MemoryTools:
         )
 
     def search_spec(self) -> ToolSpec:
-        """The ``search_memory`` tool definition."""
+        """The ``search_memory`` tool definition: :data:`SEARCH_PARAMETERS` of
+        :class:`SearchRequest` (``limit`` defaults to ``search_limit``)."""
         return ToolSpec(
             name=self.search_name,
             description="Search long-term memories by meaning and keywords; returns the "
-                        "best matches with their ids.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to look for."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50,
-                              "description": f"How many results (default {self.search_limit})."},
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+                        "best matches with their ids (without a query: the newest).",
+            parameters=request_schema(SearchRequest, SEARCH_PARAMETERS,
+                                      defaults={"limit": self.search_limit}),
         )
 
     def specs(self) -> list[ToolSpec]:
@@ -142,16 +176,20 @@ class MemoryTools:
     def execute(self, call: ToolCall) -> Message:
         """Run a tool call; the result (or the error, for the model) as a tool message."""
         try:
-            flow = self._flow(call)
-            return Message.tool(call.id, run_sync(flow, self.memory.store))
+            outcome = run_sync(self._flow(call), self.memory.store)
+            if isinstance(outcome, _Run):
+                outcome = outcome.answer(self.memory.run(outcome.request))
+            return Message.tool(call.id, outcome)
         except Exception as exc:
             return self._error(call, exc)
 
     async def aexecute(self, call: ToolCall) -> Message:
         """Async :meth:`execute`."""
         try:
-            flow = self._flow(call)
-            return Message.tool(call.id, await run_async(flow, self.memory.store))
+            outcome = await run_async(self._flow(call), self.memory.store)
+            if isinstance(outcome, _Run):
+                outcome = outcome.answer(await self.memory.arun(outcome.request))
+            return Message.tool(call.id, outcome)
         except Exception as exc:
             return self._error(call, exc)
 
@@ -163,7 +201,8 @@ class MemoryTools:
             text = f"the memory service failed ({type(exc).__name__}); try again later"
         return Message.tool(call.id, f"Error in {call.name}: {text}", is_error=True)
 
-    def _flow(self, call: ToolCall) -> Flow[dict[str, Any]]:
+    def _flow(self, call: ToolCall) -> Flow[dict[str, Any] | _Run]:
+        """The call's store work up to its answer, or up to the request it runs."""
         args = call.arguments
         if call.name == self.search_name:
             return self._search(args)
@@ -239,38 +278,38 @@ class MemoryTools:
                             f"deleted); call {self.search_name} for the current one")
         return record
 
-    def _change(self, action: str, args: dict[str, Any]) -> Flow[dict[str, Any]]:
+    def _change(self, action: str, args: dict[str, Any]) -> Flow[dict[str, Any] | _Run]:
         content: str | dict[str, Any] | None = None
         if action == "update":
             content, _ = self._content(args, "update")
         record = yield from self._target(args, action)
-        ctx = ChangeContext(now=self.memory.clock(), actor=self.actor,
-                            reason=f"{self.manage_name} {action}",
-                            source=Source(thread_id=self.thread_id))
+        # the version checked here: a change made since fails instead of being overwritten
+        common = {"memory_id": record.id, "version": record.version, "actor": self.actor,
+                  "reason": f"{self.manage_name} {action}"}
         if action == "update":
-            result = yield from update_flow(record.id, ctx, self.memory.lock, content=content,
-                                            version=record.version)
-            return {"status": "updated" if result.changes else "unchanged", "id": record.id,
-                    "content": content}
-        yield from delete_flow(record.id, ctx, self.memory.lock, version=record.version)
-        return {"status": "deleted", "id": record.id}
+            def updated(result: ChangeResult) -> dict[str, Any]:
+                return {"status": "updated" if result.changes else "unchanged",
+                        "id": record.id, "content": content}
+            return _Run(UpdateRequest.of(content=content, **common), updated)
+        return _Run(DeleteRequest.of(**common),
+                    lambda result: {"status": "deleted", "id": record.id})
 
-    def _search(self, args: dict[str, Any]) -> Flow[dict[str, Any]]:
-        query = args.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise ToolError("'query' must be a non-empty string: what to look for")
-        limit = args.get("limit", self.search_limit)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 50:
-            raise ToolError(f"'limit' must be an integer from 1 to 50, got {limit!r}")
-        extra = sorted(set(args) - {"query", "limit"})
+    def _search(self, args: dict[str, Any]) -> Flow[dict[str, Any] | _Run]:
+        extra = sorted(set(args) - set(SEARCH_PARAMETERS))
         if extra:
-            raise ToolError(f"unexpected argument(s) {', '.join(extra)}; "
-                            f"{self.search_name} takes query and limit")
-        found = yield from search_flow(self.namespace, query, limit=limit)
+            raise ToolError(f"unexpected argument(s) {', '.join(extra)}; {self.search_name} "
+                            f"takes {', '.join(SEARCH_PARAMETERS)}")
+        request = SearchRequest.of(**{"limit": self.search_limit, **args},
+                                   namespace=list(self.namespace), **self.search_options)
+        yield from ()  # no store work of its own: the request does it
+        return _Run(request, self._hits)
+
+    @staticmethod
+    def _hits(result: SearchResult) -> dict[str, Any]:
         return {"memories": [
             {"id": hit.memory.id, "content": hit.memory.content, "kind": hit.memory.kind,
              "score": round(hit.score, 4) if hit.score is not None else None}
-            for hit in found]}
+            for hit in result]}
 
 
 def tool_runner(tools: Sequence[MemoryTools]) -> Callable[[ToolCall], Message | None]:
