@@ -1,9 +1,12 @@
-"""The Memory facade: sync and async, scopes, edits by id, history, undo, export/import."""
+"""The Memory facade: sync and async, scopes, edits by id, history, undo, export/import,
+requests as values, get_all, delete_all and the search options."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 from remem.api import Memory
 from remem.embed import FakeEmbedder
 from remem.errors import ConfigError, ConflictError, InvalidInputError, NotFoundError
+from remem.memory.requests import ExportRequest
 from remem.messages import Message
 from tests.conftest import FakeClock
 from tests.memory_support import make_store, rule_model
@@ -241,3 +245,178 @@ def test_a_store_default_ttl_never_expires_history(clock: FakeClock) -> None:
     clock.advance(3600)
     assert mem.search(user_id="u").hits == ()  # the memory itself follows the store's TTL
     assert [e.op for e in mem.history(record.id)] == ["add"]  # its history stays
+
+
+# -- requests as values, get_all, delete_all, search options -----------------------------------
+
+
+def test_methods_run_request_values(mem: Memory) -> None:
+    from remem.errors import UsageError
+    from remem.memory.requests import MemoryRequest, SearchRequest
+
+    mem.add("Alice drinks green tea", user_id="alice", infer=False)
+    request = SearchRequest(query="tea", user_id="alice")
+    assert mem.run(request).to_dict() == mem.search("tea", user_id="alice").to_dict()
+    assert asyncio.run(mem.arun(request)).to_dict() == mem.run(request).to_dict()
+    with pytest.raises(InvalidInputError, match="limit"):
+        mem.search("tea", user_id="alice", limit=0)
+    with pytest.raises(InvalidInputError, match="recency_weight"):
+        mem.search("tea", user_id="alice", recency_half_life=60, recency_weight=2)
+    with pytest.raises(UsageError, match="cannot run"):
+        mem.run(MemoryRequest())
+
+
+def test_get_all_pages_newest_first(mem: Memory, clock: FakeClock) -> None:
+    for n in range(5):
+        mem.add(f"note {n}", user_id="alice", infer=False)
+    mem.add("agent note", user_id="alice", agent_id="bot", infer=False)
+    mem.add("bob's note", user_id="bob", infer=False)
+    first = mem.get_all(user_id="alice", limit=4)
+    assert [r.text for r in first] == ["agent note", "note 4", "note 3", "note 2"]
+    assert first.next_offset == 4
+    last = mem.get_all(user_id="alice", limit=4, offset=first.next_offset)
+    assert [r.text for r in last] == ["note 1", "note 0"] and last.next_offset is None
+    assert [r.text for r in mem.get_all(user_id="alice", agent_id="bot")] == ["agent note"]
+    assert [r.text for r in mem.get_all(user_id="alice", filters={"text": "note 3"})] == [
+        "note 3"]
+    mem.delete(first[1].id)
+    assert len(mem.get_all(user_id="alice")) == 5
+    assert len(mem.get_all(user_id="alice", include_invalid=True)) == 6
+    with pytest.raises(InvalidInputError, match="get_all needs a scope"):
+        mem.get_all()
+
+
+def test_delete_all_is_one_undoable_call(mem: Memory) -> None:
+    kept = mem.add("Bob likes jazz", user_id="bob", infer=False).added[0]
+    for text in ("Likes tea", "Likes cats"):
+        mem.add(text, user_id="alice", infer=False)
+    mem.add("Prefers short answers", user_id="alice", agent_id="bot", infer=False)
+    gone = mem.delete_all(user_id="alice", reason="user asked")
+    assert sorted(c.memory.text for c in gone.changes) == [
+        "Likes cats", "Likes tea", "Prefers short answers"]
+    assert {c.op for c in gone.changes} == {"invalidate"}
+    assert mem.search(user_id="alice").hits == () and mem.get(kept.id).status == "current"
+    events = [mem.history(c.memory.id)[-1] for c in gone.changes]
+    assert len({e.change_id for e in events}) == 1 and events[0].reason == "user asked"
+    # undoing any one event brings the whole call back, in both namespaces
+    back = mem.undo(gone.changes[-1].event_id)
+    assert sorted(c.memory.text for c in back.changes) == [
+        "Likes cats", "Likes tea", "Prefers short answers"]
+    assert len(mem.get_all(user_id="alice")) == 3
+    again = mem.undo(gone.changes[0].event_id)  # nothing left to undo: each is skipped
+    assert again.changes == () and {s.reason for s in again.skipped} == {"changed since"}
+    with pytest.raises(InvalidInputError, match="delete_all needs a scope"):
+        mem.delete_all()
+
+
+def test_undoing_delete_all_skips_what_changed_since(mem: Memory) -> None:
+    tea = mem.add("Likes tea", user_id="alice", infer=False).added[0]
+    cats = mem.add("Likes cats", user_id="alice", infer=False).added[0]
+    gone = mem.delete_all(user_id="alice")
+    by_id = {c.memory.id: c.event_id for c in gone.changes}
+    mem.undo(by_id[tea.id])  # brings back both
+    mem.delete(tea.id, hard=True)  # then one is deleted for good
+    mem.delete(cats.id)  # the other is invalid again, and said anew under a new id
+    anew = mem.add("Likes cats", user_id="alice", infer=False).added[0]
+    back = mem.undo(by_id[cats.id])
+    assert back.changes == ()
+    assert sorted((s.reason, s.existing_id) for s in back.skipped) == [
+        ("changed since", tea.id), ("duplicate", anew.id)]
+
+
+def test_hard_delete_all_and_its_undo(mem: Memory) -> None:
+    old = mem.add("I live in Berlin", user_id="alice").added[0]
+    mem.add("I moved to Rome", user_id="alice")
+    gone = mem.delete_all(user_id="alice", hard=True)
+    assert sorted((c.op, c.memory.text) for c in gone.changes) == [
+        ("delete", "Lives in Berlin"), ("delete", "Lives in Rome")]  # invalid ones too
+    assert mem.get_all(user_id="alice", include_invalid=True).memories == ()
+    with pytest.raises(NotFoundError):
+        mem.get(old.id)
+    back = asyncio.run(mem.aundo(gone.changes[0].event_id))
+    assert len(back.changes) == 2
+    assert [r.text for r in mem.get_all(user_id="alice")] == ["Lives in Rome"]
+    assert mem.get(old.id).status == "invalid"
+
+
+def test_search_pages_have_no_duplicates_or_gaps(mem: Memory) -> None:
+    for n in range(30):
+        mem.add(f"tea note {n} " + "tea " * (n % 4), user_id="alice", infer=False)
+    whole = [h.memory.id for h in mem.search("tea", user_id="alice", limit=35)]
+    pages = [h.memory.id for offset in range(0, 35, 7)
+             for h in mem.search("tea", user_id="alice", limit=7, offset=offset)]
+    assert len(whole) == 30 and pages == whole
+    listing = [h.memory.id for h in mem.search(user_id="alice", limit=30)]
+    paged = [h.memory.id for offset in range(0, 30, 8)
+             for h in mem.search(user_id="alice", limit=8, offset=offset)]
+    assert paged == listing
+
+
+def test_a_limit_over_100_grows_the_candidate_pool(mem: Memory) -> None:
+    from remem.memory.requests import ImportRequest
+
+    copy = Memory(make_store("memory"))
+    for n in range(150):
+        copy.add(f"note {n} about tea", user_id="alice", infer=False)
+    lines = copy.run(ExportRequest())
+    mem.run(ImportRequest(lines=list(lines.lines)))
+    hits = mem.search("tea", user_id="alice", limit=300)
+    assert len(hits) == 150 and len({h.memory.id for h in hits}) == 150
+    assert len(mem.search("tea", user_id="alice", limit=100, offset=120)) == 30
+
+
+def test_min_score_drops_unrelated_hits(mem: Memory) -> None:
+    mem.add("Alice drinks green tea", user_id="alice", infer=False)
+    unrelated = mem.search("zzz", user_id="alice")
+    assert len(unrelated) == 1 and unrelated[0].score is not None  # vectors always answer
+    assert mem.search("zzz", user_id="alice", min_score=0.6).hits == ()
+    assert len(mem.search("green tea", user_id="alice", min_score=0.6)) == 1
+
+
+def test_recency_weighs_newer_memories_up(mem: Memory) -> None:
+    day = 86_400.0
+    now = time.time()  # recency is measured from the store's clock
+    old = mem.add(Message.user("tea at home", created_at=now - 60 * day), user_id="alice",
+                  infer=False).added[0]
+    new = mem.add(Message.user("tea at work", created_at=now), user_id="alice",
+                  infer=False).added[0]
+    plain = mem.search("tea", user_id="alice", mode="keyword")
+    assert plain[0].score == plain[1].score and "recency" not in plain[0].details
+    recent = mem.search("tea", user_id="alice", mode="keyword", recency_half_life=7 * day,
+                        recency_weight=0.5)
+    assert [h.memory.id for h in recent] == [new.id, old.id]
+    assert recent[0].details["recency"].rank == 1
+    assert recent[0].score is not None and recent[1].score is not None
+    assert recent[0].score > recent[1].score
+
+
+def test_mmr_and_signal_details(mem: Memory) -> None:
+    from remem.errors import UnsupportedError
+    from remem.store.types import SignalScore
+
+    for text in ("green tea", "green tea please", "black coffee", "tea and cake"):
+        mem.add(text, user_id="alice", infer=False)
+    plain = mem.search("green tea", user_id="alice")
+    assert all(isinstance(s, SignalScore) for h in plain for s in h.details.values())
+    assert plain.to_dict()["hits"][0]["details"]["keyword"] == {
+        "rank": 1, "score": plain[0].details["keyword"].score}
+    relevance_only = mem.search("green tea", user_id="alice", mmr=1.0)
+    assert [h.memory.id for h in relevance_only] == [h.memory.id for h in plain]
+    diverse = mem.search("green tea", user_id="alice", mmr=0.3)
+    assert sorted(h.memory.id for h in diverse) == sorted(h.memory.id for h in plain)
+    keyword_only = Memory.open(":memory:", embedder=False)
+    keyword_only.add("green tea", user_id="alice", infer=False)
+    with pytest.raises(UnsupportedError, match="mmr"):
+        keyword_only.search("tea", user_id="alice", mmr=0.5)
+
+
+def test_export_a_scope_and_refuse_bookkeeping_on_import(mem: Memory) -> None:
+    mem.add("Alice drinks tea", user_id="alice", infer=False)
+    mem.add("Bob likes jazz", user_id="bob", infer=False)
+    lines = mem.run(ExportRequest(user_id="bob")).lines
+    assert len(lines) == 2 and all("alice" not in line for line in lines)
+    assert mem.export(io.StringIO(), namespace=["memories", "user"]) == 4
+    record = json.loads(lines[0] if "memory" in json.loads(lines[0]) else lines[1])
+    record["namespace"] = ["_remem", "ids"]
+    with pytest.raises(InvalidInputError, match=r"line 1.*reserves"):
+        mem.import_([json.dumps(record)])

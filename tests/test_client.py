@@ -1,12 +1,17 @@
 """remem.Client against a real server on loopback: the Memory facade's methods, sync and
-async, the same results as an embedded Memory, and remem's errors for server errors."""
+async, the same results as an embedded Memory, and remem's errors for server errors.
+(Every operation's parameters and JSON are checked against Memory's in
+tests/test_surface_parity.py.)"""
 
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 
 from remem.api import Memory
 from remem.client import Client
@@ -14,21 +19,28 @@ from remem.embed import FakeEmbedder
 from remem.errors import ConfigError, ConflictError, InvalidInputError, NotFoundError, UsageError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
+from remem.memory.requests import ExportRequest, GetAllRequest
+from remem.memory.results import MemoryPage
 from remem.server import ServerConfig, create_app
 from remem.testing.server import ThreadedServer
 from tests.memory_support import rule_model
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, str, str]]:
+def server_app() -> Iterator[tuple[FastAPI, str]]:
     app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder(), llm=rule_model(),
                                   mcp=False))
-    keys = app.state.remem.keys
-    token = keys.create("acme")[0]
-    read_only = keys.create("acme", read_only=True)[0]
     with ThreadedServer(app) as server:
-        yield server.url, token, read_only
+        yield app, server.url
     app.state.remem.close()
+
+
+@pytest.fixture(scope="module")
+def served(server_app: tuple[FastAPI, str]) -> tuple[str, str, str]:
+    """The server's url, a key of the tenant "acme", and a read-only one."""
+    app, url = server_app
+    keys = app.state.remem.keys
+    return url, keys.create("acme")[0], keys.create("acme", read_only=True)[0]
 
 
 def _flow(mem: Memory | Client) -> list[object]:
@@ -130,3 +142,76 @@ def test_core_imports_do_not_load_the_server_stack() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_lists_forgets_exports_and_imports(served: tuple[str, str, str],
+                                           tmp_path: Path) -> None:
+    url, token, _ = served
+    with Client(url, token) as client:
+        for text in ("Likes tea", "Likes cats", "Likes rain"):
+            client.add(text, user_id="lister", infer=False)
+        page = client.get_all(user_id="lister", limit=2)
+        assert [r.text for r in page] == ["Likes rain", "Likes cats"] and page.next_offset == 2
+        assert isinstance(page, MemoryPage) and page[0].created_at > 0
+        assert [h.memory.text for h in client.search("tea cats", user_id="lister",
+                                                     mode="keyword", limit=1, offset=1)] == [
+            "Likes cats"]
+        path = tmp_path / "lister.jsonl"
+        assert client.export(path, user_id="lister") == 6  # 3 records, 3 events
+        gone = client.delete_all(user_id="lister", reason="forget me")
+        assert len(gone.changes) == 3 and client.get_all(user_id="lister").memories == ()
+        history = client.history(gone.changes[0].memory.id)
+        assert history[-1].actor.startswith("key:") and history[-1].reason == "forget me"
+        assert len(client.undo(gone.changes[0].event_id).changes) == 3
+        assert len(client.get_all(user_id="lister")) == 3
+        client.delete_all(user_id="lister", hard=True)
+        assert client.import_(path) == 6  # the hard-deleted records come back as exported
+        assert sorted(r.text for r in client.get_all(user_id="lister")) == [
+            "Likes cats", "Likes rain", "Likes tea"]
+
+
+def test_import_is_split_under_the_body_limit(served: tuple[str, str, str]) -> None:
+    url, token, _ = served
+    source = Memory(Memory.open(":memory:", embedder=FakeEmbedder()).store)
+    for n in range(40):
+        source.add(f"note {n} " + "x" * 30_000, user_id="big", infer=False)
+    lines = list(source.run(ExportRequest()).lines)
+    assert sum(len(line) for line in lines) > 1 << 20  # over the server's body limit
+    with Client(url, token) as client:
+        assert client.import_(lines) == 80
+        assert len(client.get_all(user_id="big")) == 40
+
+
+def test_async_list_forget_export_import(served: tuple[str, str, str]) -> None:
+    url, token, _ = served
+
+    async def run() -> list[object]:
+        async with Client(url, token) as client:
+            await client.aadd("Likes jazz", user_id="async-all", infer=False)
+            page = await client.aget_all(user_id="async-all")
+            buffer = io.StringIO()
+            exported = await client.aexport(buffer, user_id="async-all")
+            gone = await client.adelete_all(user_id="async-all", hard=True)
+            imported = await client.aimport(buffer.getvalue().splitlines())
+            again = await client.arun(GetAllRequest(user_id="async-all"))
+            return [[r.text for r in page], exported, len(gone.changes), imported,
+                    [r.text for r in again]]
+
+    assert asyncio.run(run()) == [["Likes jazz"], 2, 1, 2, ["Likes jazz"]]
+
+
+def test_other_tenants_lists_deletes_and_exports_see_nothing(
+        served: tuple[str, str, str], server_app: tuple[FastAPI, str]) -> None:
+    url, token, _ = served
+    with Client(url, token) as client:
+        client.add("acme secret", user_id="shared-name", infer=False)
+        exported = client.run(ExportRequest()).lines
+        assert any("acme secret" in line for line in exported)
+    other = server_app[0].state.remem.keys.create("globex")[0]
+    with Client(url, other) as intruder:
+        assert intruder.get_all(user_id="shared-name").memories == ()
+        assert intruder.delete_all(user_id="shared-name").changes == ()
+        assert intruder.run(ExportRequest()).lines == ()
+        assert intruder.import_(exported) == len(exported)  # lands in its own tenant
+    with Client(url, token) as client:
+        assert [r.text for r in client.get_all(user_id="shared-name")] == ["acme secret"]

@@ -25,7 +25,9 @@ def test_subpackage_all_is_importable() -> None:
     import importlib
 
     for package in ("remem.store", "remem.llm", "remem.messages", "remem.threads",
-                    "remem.tools", "remem.memory", "remem.testing"):
+                    "remem.tools", "remem.memory", "remem.testing", "remem.api", "remem.client",
+                    "remem.requests", "remem.memory.requests", "remem.memory.results",
+                    "remem.memory.wire", "remem.memory.namespaces"):
         module = importlib.import_module(package)
         for name in getattr(module, "__all__", ()):
             assert hasattr(module, name), f"{package}.{name}"
@@ -70,3 +72,15 @@ def test_every_friendly_method_has_an_async_twin_with_the_same_signature() -> No
         sync, twin = getattr(BaseStore, name), getattr(BaseStore, "a" + name)
         assert inspect.iscoroutinefunction(twin), name
         assert inspect.signature(sync).parameters == inspect.signature(twin).parameters, name
+
+
+def test_namespace_policy_lives_in_one_module() -> None:
+    import remem.api
+    import remem.memory.namespaces as namespaces
+    import remem.memory.records as records
+
+    assert {"scope_namespace", "check_user_namespace", "resolve_scope"} <= set(
+        namespaces.__all__)
+    for module in (remem.api, records):  # no second copy to drift
+        assert not hasattr(module, "scope_namespace"), module.__name__
+    assert not hasattr(records, "check_user_namespace")

@@ -48,6 +48,19 @@ def client() -> Iterator[TestClient]:
     ("POST", "/v1/memories", {"json": {"user_id": "u"}}, "body.messages", "required"),
     ("POST", "/v1/memories/search", {"json": {"as_of": "yesterday"}}, "body.as_of", "number"),
     ("DELETE", "/v1/memories/m1", {"params": {"version": 0}}, "query.version", "greater"),
+    ("DELETE", "/v1/memories/m1", {"params": {"hard": "maybe"}}, "query.hard", "boolean"),
+    ("DELETE", "/v1/memories/m1", {"params": {"actor": "me"}}, "query.actor", "not permitted"),
+    ("POST", "/v1/memories/search", {"json": {"offset": -1}}, "body.offset", "greater"),
+    ("POST", "/v1/memories/search", {"json": {"mmr": 2}}, "body.mmr", "less than"),
+    ("POST", "/v1/memories/search", {"json": {"min_score": "0.5"}}, "body.min_score",
+     "number"),
+    ("POST", "/v1/memories/list", {"json": {"limit": 5}}, "body", "needs a scope"),
+    ("POST", "/v1/memories/delete", {"json": {"hard": True}}, "body", "never deletes"),
+    ("POST", "/v1/memories/import", {"json": {"lines": "{}"}}, "body.lines", "list"),
+    ("POST", "/v1/memories/export", {"json": {"namespace": ["a\x00"]}}, "body.namespace.0",
+     "pattern"),
+    ("PATCH", "/v1/memories/m1", {"json": {"memory_id": "m2"}}, "body.memory_id",
+     "not permitted"),
 ])
 def test_validation_errors_name_the_field(client: TestClient, method: str, path: str,
                                           kwargs: dict[str, Any], field: str,
@@ -125,6 +138,7 @@ def test_unknown_routes_and_methods_are_json_4xx(client: TestClient) -> None:
     ("OPTIONS", "/v1/memories/m1", "DELETE, GET, PATCH"),  # three routes serve this path
     ("OPTIONS", "/v1/store/items", "DELETE, GET, PUT"),
     ("PUT", "/v1/memories/search", "POST"),  # the literal path, not {memory_id}
+    ("PUT", "/v1/memories/list", "POST"),
     ("PATCH", "/healthz", "GET"),
 ])
 def test_405_lists_every_method_of_the_path(client: TestClient, method: str, path: str,
@@ -182,3 +196,46 @@ def test_no_auth_mode_serves_the_local_tenant() -> None:
     store = app.state.remem.store
     assert store.get(("tenants", "local", "n"), "k") is not None
     app.state.remem.close()
+
+
+def test_memory_routes_run_the_request_values(client: TestClient) -> None:
+    """The new routes end to end: list, search pages, export, delete_all, undo, import."""
+    for n in range(3):
+        r = client.post("/v1/memories", json={"messages": f"note {n} tea", "user_id": "pages",
+                                              "infer": False, "actor": "spoofed"})
+        assert r.status_code == 200
+    memory_id = r.json()["changes"][0]["memory"]["id"]
+    history = client.get(f"/v1/memories/{memory_id}/history").json()["events"]
+    assert history[0]["actor"].startswith("key:")  # the caller's key, whatever the body says
+    page = client.post("/v1/memories/list", json={"user_id": "pages", "limit": 2}).json()
+    assert [m["text"] for m in page["memories"]] == ["note 2 tea", "note 1 tea"]
+    assert page["next_offset"] == 2 and page["memories"][0]["created_at"].endswith("+00:00")
+    r = client.post("/v1/memories/search", json={"query": "tea", "user_id": "pages",
+                                                 "limit": 300, "offset": 1})
+    assert r.status_code == 200 and len(r.json()["hits"]) == 2
+    exported = client.post("/v1/memories/export", json={"user_id": "pages"}).json()
+    assert exported["count"] == len(exported["lines"]) == 6
+    gone = client.post("/v1/memories/delete", json={"user_id": "pages", "hard": True}).json()
+    assert len(gone["changes"]) == 3 and {c["op"] for c in gone["changes"]} == {"delete"}
+    r = client.post(f"/v1/events/{gone['changes'][0]['event_id']}/undo")
+    assert len(r.json()["changes"]) == 3
+    client.post("/v1/memories/delete", json={"user_id": "pages", "hard": True})
+    # this server takes 4 KiB bodies: one line per request
+    counts = [client.post("/v1/memories/import", json={"lines": [line]}).json()
+              for line in exported["lines"]]
+    assert counts == [{"count": 1}] * 6
+    assert len(client.post("/v1/memories/list", json={"user_id": "pages"}).json()[
+        "memories"]) == 3
+    r = client.delete(f"/v1/memories/{memory_id}", params={"reason": "typo", "version": 1})
+    assert r.status_code == 200 and r.json()["changes"][0]["memory"]["status"] == "invalid"
+    events = client.get(f"/v1/memories/{memory_id}/history").json()["events"]
+    assert events[-1]["reason"] == "typo"
+
+
+def test_every_memory_route_declares_its_answer(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    for path, operations in paths.items():
+        if path.startswith(("/v1/memories", "/v1/events")):
+            for verb, operation in operations.items():
+                answer = operation["responses"]["200"]["content"]["application/json"]
+                assert "$ref" in answer["schema"], (verb, path)
