@@ -176,7 +176,7 @@ def add(session: Session, request: AddRequest) -> None:
     _require_scope(request)
     result = session.open(create=True).run(request)
     if session.json_output:
-        emit_json(result_json(result))
+        emit_json(result_json(request, result))
         return
     _print_changes(result)
     click.echo(_usage(result) + ("" if request.infer else " (stored as given: --no-infer)"))
@@ -190,7 +190,7 @@ def search(session: Session, request: SearchRequest) -> None:
     """
     result = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(result))
+        emit_json(result_json(request, result))
     elif not result.hits:
         click.echo("no memories found")
     else:
@@ -202,7 +202,7 @@ def get(session: Session, request: GetRequest) -> None:
     """Show the memory MEMORY_ID."""
     record = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(record))
+        emit_json(result_json(request, record))
         return
     rows = [("id", record.id), ("namespace", format_namespace(record.namespace)),
             ("kind", record.kind), ("status", record.status),
@@ -217,7 +217,7 @@ def list_command(session: Session, request: GetAllRequest) -> None:
     """List the memories of a scope, newest first, a page at a time."""
     page = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(page))
+        emit_json(result_json(request, page))
         return
     if not page.memories:
         click.echo("no memories found")
@@ -233,7 +233,7 @@ def update(session: Session, request: UpdateRequest) -> None:
     structured memory; '-' reads stdin), --kind or --metadata. History keeps the old one."""
     result = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(result))
+        emit_json(result_json(request, result))
         return
     _print_changes(result)
 
@@ -243,7 +243,7 @@ def delete(session: Session, request: DeleteRequest) -> None:
     """Forget the memory MEMORY_ID (kept in history, and undoable, unless --hard)."""
     result = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(result))
+        emit_json(result_json(request, result))
         return
     _print_changes(result)
 
@@ -260,7 +260,7 @@ def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
         click.confirm(f"{what} of {_scope_words(request)}?", abort=True, err=True)
     result = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(result))
+        emit_json(result_json(request, result))
         return
     _print_changes(result)
 
@@ -270,7 +270,7 @@ def history(session: Session, request: HistoryRequest) -> None:
     """Show every change of the memory MEMORY_ID, oldest first."""
     events = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(events))
+        emit_json(result_json(request, events))
         return
     for event in events:
         click.echo(_event_line(event))
@@ -281,7 +281,7 @@ def undo(session: Session, request: UndoRequest) -> None:
     """Revert the change recorded by EVENT_ID (see `remem history`)."""
     result = session.open().run(request)
     if session.json_output:
-        emit_json(result_json(result))
+        emit_json(result_json(request, result))
         return
     _print_changes(result)
 

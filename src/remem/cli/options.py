@@ -40,6 +40,7 @@ from remem.requests import JsonObject, NamespacePath, NamespacePrefix, Request, 
 __all__ = [
     "CLI_NAMES",
     "CliName",
+    "RequestCommand",
     "TextOrJsonType",
     "TextType",
     "TimestampType",
@@ -366,6 +367,14 @@ def build_request(model: type[R], values: Mapping[str, Any], *, command: str = "
         raise click.UsageError("; ".join(problems)) from None
 
 
+class RequestCommand(click.Command):
+    """A command built from a request by :func:`request_command`; ``model`` says which."""
+
+    def __init__(self, model: type[Request], name: str, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.model = model
+
+
 def request_command(model: type[R], *, name: str, params: Sequence[click.Parameter] = (),
                     exclude: Sequence[str] = ()) -> Callable[[Callable[..., None]],
                                                              click.Command]:
@@ -381,7 +390,7 @@ def request_command(model: type[R], *, name: str, params: Sequence[click.Paramet
                                     command=name)
             body(request=request, **{k: v for k, v in values.items() if k not in names})
 
-        return click.Command(name, callback=callback, params=[*fields, *params],
-                             help=inspect.getdoc(body))
+        return RequestCommand(model, name, callback=callback, params=[*fields, *params],
+                              help=inspect.getdoc(body))
 
     return decorate

@@ -15,6 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from remem.cli.common import CommandFailed, format_namespace
+from remem.memory.requests import MemoryRequest
+from remem.memory.wire import RESULT_MODELS
 from remem.store import Item, SearchItem
 
 __all__ = [
@@ -36,12 +38,15 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def result_json(result: Any) -> Any:
-    """The JSON of a memory operation's result: its ``to_dict()``; a history (a list of
-    events) is ``{"events": [...]}``, as over HTTP."""
-    if isinstance(result, list):
-        return {"events": [event.to_dict() for event in result]}
-    return result.to_dict()
+def result_json(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
+    """The JSON of ``request``'s result in its declared shape (:mod:`remem.memory.wire`):
+    what the Python result's ``to_dict()``, the HTTP API and the MCP tools give."""
+    for kind in type(request).__mro__:  # a subclass of a request answers like it
+        if kind in RESULT_MODELS:
+            data: dict[str, Any] = RESULT_MODELS[kind].of(result).model_dump(
+                mode="json", by_alias=True)
+            return data
+    raise TypeError(f"no JSON shape declared for the result of {type(request).__name__}")
 
 
 def compact_json(data: Mapping[str, Any] | Sequence[Any], limit: int | None = None) -> str:

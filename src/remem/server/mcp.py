@@ -6,7 +6,7 @@ per entry of :data:`MCP_TOOLS`: a tool's parameters are its request's fields (th
 schema, defaults and descriptions) minus :data:`SERVER_FIXED`; a call validates them into the
 request, runs it with :meth:`remem.api.Memory.run` and answers the result's JSON, the same
 document as the HTTP API. ``forget_memories`` (every memory of a scope) is only served when
-the server is built with ``forget=True``. ``list_namespaces`` is the one tool of its own.
+asked for (:data:`FORGET_TOOL`). ``list_namespaces`` is the one tool of its own.
 
 Each call runs as one principal: over HTTP the API key of the request (``Authorization:
 Bearer``), over stdio the tenant the process was started for. Failures come back to the model
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -41,6 +41,7 @@ from remem.memory.requests import (
     UndoRequest,
     UpdateRequest,
 )
+from remem.memory.wire import RESULT_MODELS
 from remem.server.auth import authenticate
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.state import Principal, ServerState
@@ -100,7 +101,7 @@ FORGET_TOOL = McpTool(
     "Forget every current memory of a scope in one change (undo_memory_change with any of "
     "its events brings them all back, unless hard). Only when the user asks to forget "
     "everything.")
-"""Served only by ``build_mcp(..., forget=True)`` (``remem mcp --allow-forget``): one
+"""Served only when asked for (``remem mcp --allow-forget``, ``build_mcp(tools=...)``): one
 call wipes a user's memories, too much for a tool a prompt injection could reach."""
 
 SERVER_FIXED: Mapping[str, Any] = {"actor": "mcp"}
@@ -113,13 +114,15 @@ def tool_defaults(state: ServerState) -> dict[str, Any]:
     return {} if state.config.llm is not None else {"infer": False}
 
 
-def result_json(result: Any) -> dict[str, Any]:
-    """A result as the tool's JSON answer: its ``to_dict()``; a history is
-    ``{"events": [...]}``, as over HTTP."""
-    if isinstance(result, list):
-        return {"events": [event.to_dict() for event in result]}
-    data: dict[str, Any] = result.to_dict()
-    return data
+def result_json(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
+    """The tool's answer: the result's JSON in its declared shape (:mod:`remem.memory.wire`),
+    the HTTP API's answer."""
+    for kind in type(request).__mro__:  # a subclass of a request answers like it
+        if kind in RESULT_MODELS:
+            data: dict[str, Any] = RESULT_MODELS[kind].of(result).model_dump(
+                mode="json", by_alias=True)
+            return data
+    raise TypeError(f"no JSON shape declared for the result of {type(request).__name__}")
 
 
 def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
@@ -142,9 +145,10 @@ def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
     return inspect.Signature(params, return_annotation=dict[str, Any])
 
 
-def build_mcp(state: ServerState, resolve: Resolver, *, forget: bool = False) -> MCPServer:
-    """An :class:`MCPServer` whose tools act for the principal ``resolve`` returns;
-    ``forget`` adds :data:`FORGET_TOOL`."""
+def build_mcp(state: ServerState, resolve: Resolver, *,
+              tools: Sequence[McpTool] = MCP_TOOLS) -> MCPServer:
+    """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
+    ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -172,13 +176,13 @@ def build_mcp(state: ServerState, resolve: Resolver, *, forget: bool = False) ->
                                            "infer=false")
                 return state.memory_for(who).run(request)
 
-            return result_json(await run(ctx, tool.writes, work, waits_on_llm=infer))
+            return result_json(request, await run(ctx, tool.writes, work, waits_on_llm=infer))
 
         call.__name__ = tool.name
         call.__signature__ = _signature(tool, tool_defaults(state))  # type: ignore[attr-defined]
         server.add_tool(call, name=tool.name, description=tool.description)
 
-    for tool in (*MCP_TOOLS, *((FORGET_TOOL,) if forget else ())):
+    for tool in tools:
         request_tool(tool)
 
     @server.tool()
@@ -264,7 +268,8 @@ async def serve_stdio(state: ServerState, principal: Principal, *,
                       forget: bool = False) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
     serves :data:`FORGET_TOOL` too."""
-    server = build_mcp(state, lambda ctx: principal, forget=forget)
+    tools = (*MCP_TOOLS, FORGET_TOOL) if forget else MCP_TOOLS
+    server = build_mcp(state, lambda ctx: principal, tools=tools)
     await server.run_stdio_async()
 
 
