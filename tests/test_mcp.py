@@ -151,3 +151,39 @@ def test_streamable_http_transport_scoped_by_key() -> None:
     assert _texts(readable)[0] == "alpha secret"
     assert unauthenticated.status_code == 401
     assert unauthenticated.json()["error"] == "unauthorized"
+
+
+def test_forget_memories_is_opt_in_and_undoable() -> None:
+    from remem.server.mcp import FORGET_TOOL, MCP_TOOLS, build_mcp
+    from remem.server.state import Principal
+
+    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder(), mcp=False))
+    state = app.state.remem
+    for text in ("Has a cat", "Lives in Porto"):
+        state.memory_for(Principal("acme")).add(text, user_id="alice", infer=False)
+    plain = build_mcp(state, lambda ctx: Principal("acme"))
+    opted = build_mcp(state, lambda ctx: Principal("acme"), tools=(*MCP_TOOLS, FORGET_TOOL))
+    reader = build_mcp(state, lambda ctx: Principal("acme", read_only=True),
+                       tools=(*MCP_TOOLS, FORGET_TOOL))
+
+    async def run() -> tuple[set[str], Any, Any, Any, Any]:
+        async with Client(plain) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+        async with Client(reader) as client:
+            refused = await client.call_tool("forget_memories", {"user_id": "alice"})
+        async with Client(opted) as client:
+            forgot = _payload(await client.call_tool("forget_memories",
+                                                     {"user_id": "alice", "reason": "asked"}))
+            left = _payload(await client.call_tool("list_memories", {"user_id": "alice"}))
+            await client.call_tool("undo_memory_change",
+                                   {"event_id": forgot["changes"][0]["event_id"]})
+            back = _payload(await client.call_tool("list_memories", {"user_id": "alice"}))
+        return names, refused, forgot, left, back
+
+    names, refused, forgot, left, back = asyncio.run(run())
+    state.close()
+    assert "forget_memories" not in names
+    assert refused.is_error and "read-only" in refused.content[0].text
+    assert [c["op"] for c in forgot["changes"]] == ["invalidate", "invalidate"]
+    assert left["memories"] == []
+    assert sorted(m["text"] for m in back["memories"]) == ["Has a cat", "Lives in Porto"]
