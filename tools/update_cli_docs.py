@@ -3,6 +3,10 @@
 Every ``<!-- help: remem ... -->`` marker is followed by a ```text block; this replaces each
 block with the command's current help (80 columns). Add a marker for a new command by hand,
 then run ``python tools/update_cli_docs.py``; tests/test_cli.py checks the result.
+
+The memory commands' options are built from the request models (remem.cli.options), so a
+field added to a request, or a changed ``Field(description=...)``, changes their help: run
+this after such an edit too.
 """
 
 from __future__ import annotations
