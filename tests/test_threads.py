@@ -217,29 +217,34 @@ def test_errors_name_the_problem(threads: ThreadStore) -> None:
     other = threads.create("t2")
     with pytest.raises(ConflictError, match="already exists"):
         threads.create("t1")
-    with pytest.raises(InvalidInputError, match="thread_id must be a non-empty string"):
+    # arguments are validated as request values: the error names the request and the field
+    with pytest.raises(InvalidInputError, match="GetThreadRequest: thread_id: String should "
+                                                "have at least 1 character"):
         threads.get("")
-    with pytest.raises(InvalidInputError, match=r"messages\[1\] is a str"):
-        chat.append([Message.user("ok"), "not a message"])  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match=r"messages\[1\] is a int"):
+        chat.append([Message.user("ok"), 42])  # type: ignore[list-item]
     with pytest.raises(InvalidInputError, match="at least one message"):
         chat.append([])
     with pytest.raises(NotFoundError, match="not a checkpoint of thread 't1'"):
         chat.messages(checkpoint_id=other.checkpoint().id)
     with pytest.raises(NotFoundError, match="remem threads ls"):
         threads.thread("nope")
-    with pytest.raises(InvalidInputError, match="ttl must be a positive"):
+    with pytest.raises(InvalidInputError, match="ttl: Input should be greater than 0"):
         threads.create(ttl=-1)
     head = chat.append(turn(0))
     chat.append(turn(1))
     with pytest.raises(ConflictError, match="moved on"):
         chat.append(turn(2), expected_head=head.id)
     assert chat.info().length == 4  # the refused append wrote nothing
-    with pytest.raises(InvalidInputError, match="value must be a JSON object"):
+    with pytest.raises(InvalidInputError, match="metadata: Input should be a valid dictionary"):
         threads.create(metadata=["x"])  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="limit must be an integer >= 0, got -1"):
+    with pytest.raises(InvalidInputError, match=r"limit: Input should be greater than or equal "
+                                                r"to 1 \(got -1\)"):
         chat.checkpoints(limit=-1)
-    with pytest.raises(InvalidInputError, match="offset must be an integer >= 0"):
+    with pytest.raises(InvalidInputError, match="offset: Input should be greater than or equal"):
         threads.list_threads(offset=-5)
+    with pytest.raises(InvalidInputError, match="last: Input should be greater than or equal"):
+        chat.messages(last=-1)
 
 
 def test_same_file_as_the_store(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from remem.store.scoped import ScopedStore
 if TYPE_CHECKING:
     from remem.api import Memory
     from remem.threads import ThreadStore
+    from remem.threads.scoped import ScopedThreads
 
 __all__ = ["LOCAL_TENANT", "Principal", "ServerConfig", "ServerState"]
 
@@ -48,7 +49,9 @@ class ServerConfig:
     ``mcp``: serve MCP at ``/mcp``. ``host``: the address served on (on loopback, ``/mcp``
     also checks Host and Origin headers against DNS rebinding). ``store_threads``: how many
     requests of one process run store work at once; the rest wait their turn (see
-    :meth:`ServerState.run`).
+    :meth:`ServerState.run`). ``thread_search``: index every appended thread message in the
+    tenant's store (under ``("threads", <user_id>)``) so ``/v1/threads/search`` finds it;
+    ``False`` saves that write (and its embedding) per message, and search answers 400.
     """
 
     db: str = "memory.db"
@@ -60,6 +63,7 @@ class ServerConfig:
     mcp: bool = True
     host: str = "127.0.0.1"
     store_threads: int = 2
+    thread_search: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
@@ -98,6 +102,7 @@ class ServerState:
     _scoped: dict[str, ScopedStore] = field(default_factory=dict)
     _memories: dict[str, Memory] = field(default_factory=dict)
     _threads: ThreadStore | None = None
+    _tenant_threads: dict[str, ScopedThreads] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     # one limiter per event loop: in-process harnesses serve the app from several loops
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
@@ -150,7 +155,8 @@ class ServerState:
         return memory
 
     def threads(self) -> ThreadStore:
-        """The thread store on the server's database (opened on first use)."""
+        """The thread store on the server's database, every tenant's threads (opened on
+        first use); requests use :meth:`threads_for`."""
         if self._threads is None:
             from remem.threads import ThreadStore
 
@@ -158,6 +164,25 @@ class ServerState:
                 if self._threads is None:
                     self._threads = ThreadStore.open(os.fspath(self.config.db))
         return self._threads
+
+    def threads_for(self, principal: Principal) -> ScopedThreads:
+        """The threads as ``principal``'s tenant sees them: its own only, searchable through
+        an index in its scoped store, compacted by the server's LLM."""
+        scoped = self._tenant_threads.get(principal.tenant)
+        if scoped is None:
+            from remem.threads.scoped import ScopedThreads
+            from remem.threads.search import ThreadIndex
+
+            threads = self.threads()
+            with self._lock:
+                scoped = self._tenant_threads.get(principal.tenant)
+                if scoped is None:
+                    index = (ThreadIndex(self.store_for(principal))
+                             if self.config.thread_search else None)
+                    scoped = ScopedThreads(threads, principal.tenant, index=index,
+                                           summarizer=self.config.llm)
+                    self._tenant_threads[principal.tenant] = scoped
+        return scoped
 
     def close(self) -> None:
         """Close the thread store, and the store if the server opened it."""

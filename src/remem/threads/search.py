@@ -53,11 +53,11 @@ class ThreadHit:
     matches: tuple[MessageMatch, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (CLI ``--json`` output)."""
-        return {"thread_id": self.thread_id, "owner": self.owner, "score": self.score,
-                "matches": [{"message_id": m.message_id, "position": m.position,
-                             "role": m.role, "text": m.text, "score": m.score,
-                             "created_at": m.created_at} for m in self.matches]}
+        """JSON-ready form (CLI ``--json`` output, HTTP answers), as
+        :class:`~remem.threads.wire.ThreadHitOut` declares it."""
+        from remem.threads.wire import dump_value
+
+        return dump_value(self)
 
 
 class ThreadIndex:

@@ -10,12 +10,18 @@ other writers to the same thread (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the t
 lock), so processes appending to one thread get distinct positions, and a committed append
 survives a killed process.
 
-Every ``a``-prefixed method is the async twin of the method without the prefix, run in a
-worker thread.
+Every operation is a request value (:mod:`remem.threads.requests`): the methods, inherited
+from :class:`~remem.threads.api.ThreadAPI`, build one and :meth:`ThreadStore.run` executes it
+(``_op_<operation>``). Async twins run the same code in a worker thread.
+
+A :class:`~remem.threads.scoped.ScopedThreads` view shares a store's database and shows one
+tenant's threads only; the ``_key``/``_shown``/``_scope``... hooks below are where it narrows
+the id space (they are the identity here).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -24,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 from remem.errors import (
     ConflictError,
@@ -36,12 +42,32 @@ from remem.errors import (
 )
 from remem.messages.types import Message, new_id
 from remem.store import is_dsn
-from remem.store.types import NOT_PROVIDED, NotProvided, SearchMode, validate_value
+from remem.store.types import NOT_PROVIDED, NotProvided, validate_value
 from remem.threads import schema as sql
 from remem.threads._aio import in_thread
+from remem.threads.api import TTL, ThreadAPI
 from remem.threads.backends import Backend, PostgresBackend, SQLiteBackend, Tx
+from remem.threads.requests import (
+    AppendRequest,
+    CheckpointRequest,
+    CheckpointsRequest,
+    CompactRequest,
+    ContextRequest,
+    CopyRequest,
+    CreateThreadRequest,
+    DeleteThreadRequest,
+    ForkRequest,
+    GetThreadRequest,
+    ListThreadsRequest,
+    MessagesRequest,
+    RewindRequest,
+    SearchThreadsRequest,
+    SetMetadataRequest,
+    ThreadRequest,
+    UpdateStateRequest,
+    ttl_or_default,
+)
 from remem.threads.types import Checkpoint, ThreadInfo
-from remem.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from remem.llm.base import ChatModel
@@ -51,25 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ThreadStore"]
 
-MAX_ID_LENGTH = 256
 logger = logging.getLogger("remem.threads")
-TTL = float | timedelta | None
-
-
-def _check_thread_id(thread_id: Any, what: str = "thread_id") -> str:
-    if not isinstance(thread_id, str) or not thread_id:
-        raise InvalidInputError(f"{what} must be a non-empty string, got {thread_id!r}")
-    if len(thread_id) > MAX_ID_LENGTH or any(ord(c) < 32 for c in thread_id):
-        raise InvalidInputError(
-            f"{what} must be at most {MAX_ID_LENGTH} characters without control characters, "
-            f"got {thread_id[:40]!r}")
-    return thread_id
-
-
-def _check_page(limit: Any, offset: Any) -> None:
-    for name, value in (("limit", limit), ("offset", offset)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
+R = TypeVar("R")
 
 
 def _ttl_seconds(ttl: TTL, what: str = "ttl") -> float | None:
@@ -84,16 +93,6 @@ def _ttl_seconds(ttl: TTL, what: str = "ttl") -> float | None:
     return float(ttl)
 
 
-def _as_messages(messages: Message | Sequence[Message]) -> list[Message]:
-    items = [messages] if isinstance(messages, Message) else list(messages)
-    for position, message in enumerate(items):
-        if not isinstance(message, Message):
-            raise InvalidInputError(
-                f"messages[{position}] is a {type(message).__name__}; pass remem.messages."
-                "Message values (e.g. Message.user('hi'))")
-    return items
-
-
 def _dumps(value: Mapping[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -105,7 +104,7 @@ def _checkpoint(row: Sequence[Any]) -> Checkpoint:
                       created, branch=branch, state_id=state_id)
 
 
-class ThreadStore:
+class ThreadStore(ThreadAPI):
     """Threads in one database: create, append, read, list, fork, copy, rewind, delete.
 
     ``path``: a SQLite file (shared with a :class:`~remem.store.SQLiteStore` if you like),
@@ -199,8 +198,8 @@ class ThreadStore:
                          (thread_id, self.clock())).fetchone()
         if row is None:
             raise NotFoundError(
-                f"thread {thread_id!r} does not exist (or its TTL expired); list threads with "
-                "ThreadStore.list_threads() or `remem threads ls`")
+                f"thread {self._shown(thread_id)!r} does not exist (or its TTL expired); list "
+                "threads with ThreadStore.list_threads() or `remem threads ls`")
         return self._info(row)
 
     @staticmethod
@@ -220,8 +219,9 @@ class ThreadStore:
         row = tx.execute(sql.SELECT_CHECKPOINT + "WHERE c.id = ?", (checkpoint_id,)).fetchone()
         if row is None or row[1] != thread_id:
             raise NotFoundError(
-                f"checkpoint {checkpoint_id!r} is not a checkpoint of thread {thread_id!r}; "
-                "list them with checkpoints() or `remem threads show --checkpoints`")
+                f"checkpoint {checkpoint_id!r} is not a checkpoint of thread "
+                f"{self._shown(thread_id)!r}; list them with checkpoints() or "
+                "`remem threads show --checkpoints`")
         return _checkpoint(row)
 
     def _base_of(self, tx: Tx) -> Callable[[int], tuple[int | None, int]]:
@@ -282,13 +282,11 @@ class ThreadStore:
         return Checkpoint(cid, info.thread_id, parent.id, position, new_state, meta, now,
                           branch=branch, state_id=state_id)
 
-    def _insert_thread(self, tx: Tx, thread_id: str | None,
-                       metadata: Mapping[str, Any] | None, ttl: TTL | NotProvided, *,
-                       base: Checkpoint | None, copy: bool, source: str | None,
-                       state_id: int | None, parent_id: str | None,
+    def _insert_thread(self, tx: Tx, tid: str, metadata: Mapping[str, Any],
+                       ttl: TTL | NotProvided, *, base: Checkpoint | None, copy: bool,
+                       source: str | None, state_id: int | None, parent_id: str | None,
                        checkpoint_meta: Mapping[str, Any]) -> str:
-        tid = new_id("thread") if thread_id is None else _check_thread_id(thread_id)
-        meta = validate_value(metadata or {})
+        meta = validate_value(metadata)
         seconds = self.default_ttl if ttl is NOT_PROVIDED else _ttl_seconds(ttl)
         now = self.clock()
         # a thread of this id that expired but was not swept yet gives way to the new one
@@ -297,8 +295,8 @@ class ThreadStore:
         if expired:
             self._delete_rows(tx, tid)
         elif tx.execute("SELECT 1 FROM threads WHERE id = ?", (tid,)).fetchone():
-            raise ConflictError(f"thread {tid!r} already exists; pick another thread_id or "
-                                "open it with ThreadStore.thread()")
+            raise ConflictError(f"thread {self._shown(tid)!r} already exists; pick another "
+                                "thread_id or open it with ThreadStore.thread()")
         position = 0 if base is None else base.position
         if base is None or copy:
             branch = tx.insert(sql.INSERT_BRANCH, (tid, None, 0, position))
@@ -343,131 +341,141 @@ class ThreadStore:
             tx.execute("DELETE FROM thread_states WHERE id = ? AND NOT EXISTS (SELECT 1 FROM "
                          "thread_checkpoints WHERE state_id = ?)", (state_id, state_id))
 
-    # -- public API: threads ------------------------------------------------------------------
+    # -- the id space (a ScopedThreads view narrows it to one tenant) -------------------------
 
-    def create(self, thread_id: str | None = None, *, metadata: Mapping[str, Any] | None = None,
-               messages: Sequence[Message] = (),
-               ttl: TTL | NotProvided = NOT_PROVIDED) -> Thread:
-        """Create a thread (a new id unless ``thread_id`` is given) and return its handle.
+    def _key(self, thread_id: str) -> str:
+        """The stored id of the thread the caller calls ``thread_id``."""
+        return thread_id
 
-        ``metadata``: JSON object to list and search threads by (e.g. ``{"user_id": "u1"}``).
-        ``messages``: its first messages. ``ttl``: seconds (or ``None``) instead of the
-        store's default. Raises :class:`~remem.errors.ConflictError` if the id is taken.
-        """
-        items = _as_messages(messages)
+    def _shown(self, key: str) -> str:
+        """The caller's id of the thread stored as ``key``."""
+        return key
+
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        """A condition on ``t.id`` selecting the caller's threads (with its parameters)."""
+        return "", ()
+
+    def _metadata_in(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """Metadata as stored for the caller's ``metadata``."""
+        return dict(metadata)
+
+    def _metadata_out(self, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Stored metadata as the caller sees it."""
+        return metadata
+
+    def _info_out(self, info: ThreadInfo) -> ThreadInfo:
+        """A thread record as the caller sees it."""
+        return info
+
+    def _checkpoint_out(self, checkpoint: Checkpoint) -> Checkpoint:
+        """A checkpoint as the caller sees it."""
+        return checkpoint
+
+    def _handle(self, thread_id: str) -> Thread:
+        from remem.threads.thread import Thread
+
+        return Thread(self, thread_id)
+
+    # -- running requests ---------------------------------------------------------------------
+
+    def run(self, request: ThreadRequest[R]) -> R:
+        """Run one thread request against the database and return its result."""
+        handler = getattr(self, f"_op_{request.operation}", None)
+        if handler is None or not isinstance(request, ThreadRequest):
+            raise UsageError(f"{type(request).__name__} is not a thread request; build one "
+                             "from remem.threads.requests")
+        return cast(R, handler(request))
+
+    async def arun(self, request: ThreadRequest[R]) -> R:
+        """Async :meth:`run` (the same code, in a worker thread)."""
+        return await asyncio.to_thread(self.run, request)
+
+    # -- operations: threads ------------------------------------------------------------------
+
+    def _op_create(self, req: CreateThreadRequest) -> Thread:
+        public = req.thread_id or new_id("thread")
+        items = req.messages or ()
         with self._transaction(write=True) as tx:
-            tid = self._insert_thread(tx, thread_id, metadata, ttl, base=None, copy=False,
-                                      source=None, state_id=None, parent_id=None,
+            tid = self._insert_thread(tx, self._key(public), self._metadata_in(req.metadata or {}),
+                                      ttl_or_default(req), base=None, copy=False, source=None,
+                                      state_id=None, parent_id=None,
                                       checkpoint_meta={"source": "create"})
             info = self._head(tx, tid)
             if items:
                 self._save(tx, info, parent=info.head, messages=items,
                            metadata={"source": "append", "added": len(items)})
-        self._after_append(tid, info.metadata, items, 0)
-        return self.thread(tid)
+        self._after_append(public, info.metadata, items, 0)
+        return self._handle(public)
 
-    def thread(self, thread_id: str) -> Thread:
-        """A handle on an existing thread (raises :class:`~remem.errors.NotFoundError`)."""
-        from remem.threads.thread import Thread
-
-        self.get(thread_id)
-        return Thread(self, thread_id)
-
-    def get(self, thread_id: str) -> ThreadInfo:
-        """The thread's record; raises :class:`~remem.errors.NotFoundError` if it does not
-        exist or expired."""
-        _check_thread_id(thread_id)
+    def _op_get(self, req: GetThreadRequest) -> ThreadInfo:
         with self._transaction(write=False) as tx:
-            return self._head(tx, thread_id)
+            return self._info_out(self._head(tx, self._key(req.thread_id)))
 
-    def exists(self, thread_id: str) -> bool:
-        """Whether the thread exists (and has not expired)."""
-        try:
-            self.get(thread_id)
-        except NotFoundError:
-            return False
-        return True
-
-    def list_threads(self, filter: Mapping[str, Any] | None = None, *, limit: int = 20,
-             offset: int = 0) -> list[ThreadInfo]:
-        """Live threads whose metadata matches ``filter`` (the store's filter language, e.g.
-        ``{"user_id": "u1"}`` or ``{"topic": {"$in": ["a", "b"]}}``), most recently changed
-        first."""
-        _check_page(limit, offset)
-        where, params = self.backend.metadata_filter(filter)
-        query = (self._sql(sql.SELECT_HEAD + f"WHERE {sql.ALIVE} AND ") + where
-                 + self._sql(" ORDER BY t.updated_at DESC, t.id LIMIT ? OFFSET ?"))
+    def _op_list_threads(self, req: ListThreadsRequest) -> list[ThreadInfo]:
+        where, params = self.backend.metadata_filter(req.filter)
+        scope, scope_params = self._scope()
+        query = (self._sql(sql.SELECT_HEAD + f"WHERE {sql.ALIVE} AND {scope or '1 = 1'} AND ")
+                 + where + self._sql(" ORDER BY t.updated_at DESC, t.id LIMIT ? OFFSET ?"))
         with self._transaction(write=False) as tx:
-            rows = tx.execute(query, (self.clock(), *params, limit, offset),
-                              translated=True).fetchall()
-        return [self._info(row) for row in rows]
+            rows = tx.execute(query, (self.clock(), *scope_params, *params, req.limit,
+                                      req.offset), translated=True).fetchall()
+        return [self._info_out(self._info(row)) for row in rows]
 
-    def delete(self, thread_id: str) -> bool:
-        """Delete a thread and its checkpoints; return whether it existed. Forks made from it
-        keep their messages."""
-        _check_thread_id(thread_id)
+    def _op_delete(self, req: DeleteThreadRequest) -> bool:
+        tid = self._key(req.thread_id)
         with self._transaction(write=True) as tx:
             found = tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.backend.lock_head,
-                               (thread_id,)).fetchone()
+                               (tid,)).fetchone()
             if found:
-                self._delete_rows(tx, thread_id)
+                self._delete_rows(tx, tid)
         if found and self.index is not None:
-            self.index.remove_thread(thread_id)
+            self.index.remove_thread(req.thread_id)
         return bool(found)
 
-    def set_metadata(self, thread_id: str, metadata: Mapping[str, Any], *,
-                     merge: bool = True) -> ThreadInfo:
-        """Update the thread's metadata (merged into the old one unless ``merge=False``)."""
-        _check_thread_id(thread_id)
+    def _op_set_metadata(self, req: SetMetadataRequest) -> ThreadInfo:
+        tid = self._key(req.thread_id)
         with self._transaction(write=True) as tx:
-            info = self._head(tx, thread_id, lock=True)
-            meta = validate_value({**info.metadata, **metadata} if merge else metadata)
+            info = self._head(tx, tid, lock=True)
+            new = {**self._metadata_out(info.metadata), **req.metadata} if req.merge \
+                else req.metadata
+            meta = validate_value(self._metadata_in(new))
             columns = self.backend.metadata_columns(_dumps(meta), meta)
             sets = ", ".join(f"{name} = {mark}" for name, mark, _ in columns)
             tx.execute(f"UPDATE threads SET {sets} WHERE id = ?",
-                       (*(value for _, _, value in columns), thread_id))
-            return self._head(tx, thread_id)
+                       (*(value for _, _, value in columns), tid))
+            return self._info_out(self._head(tx, tid))
 
     def sweep(self) -> int:
         """Delete expired threads now; return how many. Reads never see expired threads
         anyway; sweeping reclaims their space."""
+        scope, params = self._scope()
         with self._transaction(write=True) as tx:
             expired = [r[0] for r in tx.execute(
-                "SELECT id FROM threads WHERE expires_at <= ?", (self.clock(),))]
+                "SELECT t.id FROM threads t WHERE t.expires_at <= ?"
+                + (f" AND {scope}" if scope else ""), (self.clock(), *params))]
             for thread_id in expired:
                 self._delete_rows(tx, thread_id)
         if self.index is not None:
             for thread_id in expired:
-                self.index.remove_thread(thread_id)
+                self.index.remove_thread(self._shown(thread_id))
         return len(expired)
 
-    # -- public API: messages and checkpoints -------------------------------------------------
+    # -- operations: messages and checkpoints -------------------------------------------------
 
-    def append(self, thread_id: str, messages: Message | Sequence[Message], *,
-               expected_head: str | None = None,
-               metadata: Mapping[str, Any] | None = None) -> Checkpoint:
-        """Append messages as one new checkpoint and return the thread's head afterwards.
-
-        ``expected_head``: the checkpoint id you last read; if the thread moved on meanwhile
-        the append raises :class:`~remem.errors.ConflictError` instead of interleaving.
-        ``metadata`` is recorded on the checkpoint. With auto-compaction configured, the
-        returned head may be the compaction checkpoint that followed the append.
-        """
-        _check_thread_id(thread_id)
-        items = _as_messages(messages)
-        if not items:
-            raise InvalidInputError("append needs at least one message, got none")
+    def _op_append(self, req: AppendRequest) -> Checkpoint:
+        tid = self._key(req.thread_id)
         with self._transaction(write=True) as tx:
-            info = self._head(tx, thread_id, lock=True)
-            if expected_head is not None and expected_head != info.head.id:
+            info = self._head(tx, tid, lock=True)
+            if req.expected_head is not None and req.expected_head != info.head.id:
                 raise ConflictError(
-                    f"thread {thread_id!r} moved on: its head is {info.head.id!r}, not "
-                    f"{expected_head!r}; read it again and retry")
-            checkpoint = self._save(tx, info, parent=info.head, messages=items,
-                                    metadata={"source": "append", "added": len(items),
-                                              **(metadata or {})})
-        return self._after_append(thread_id, info.metadata, items,
-                                  checkpoint.position - len(items)) or checkpoint
+                    f"thread {req.thread_id!r} moved on: its head is {info.head.id!r}, not "
+                    f"{req.expected_head!r}; read it again and retry")
+            checkpoint = self._save(tx, info, parent=info.head, messages=req.messages,
+                                    metadata={"source": "append", "added": len(req.messages),
+                                              **(req.metadata or {})})
+        compacted = self._after_append(req.thread_id, info.metadata, req.messages,
+                                       checkpoint.position - len(req.messages))
+        return compacted or self._checkpoint_out(checkpoint)
 
     def _after_append(self, thread_id: str, metadata: Mapping[str, Any],
                       items: Sequence[Message], start: int) -> Checkpoint | None:
@@ -482,7 +490,7 @@ class ThreadStore:
             return None
         if self.index is not None:
             try:
-                self.index.index_messages(thread_id, metadata, items, start)
+                self.index.index_messages(thread_id, self._metadata_out(metadata), items, start)
             except RememError as exc:
                 logger.warning("thread %r: %d new message(s) stored but not indexed for "
                                "search (%s); run ThreadIndex.index_thread to repair",
@@ -498,164 +506,101 @@ class ThreadStore:
                                "the next append tries again", thread_id, exc)
         return None
 
-    def messages(self, thread_id: str, *, checkpoint_id: str | None = None, start: int = 0,
-                 stop: int | None = None, last: int | None = None) -> list[Message]:
-        """The thread's messages at its head (or at ``checkpoint_id``): positions
-        ``start .. stop - 1`` (Python slice rules for negatives), or the ``last`` n."""
-        _check_thread_id(thread_id)
-        if last is not None and last < 0:
-            raise InvalidInputError(f"last must be >= 0, got {last}")
+    def _op_messages(self, req: MessagesRequest) -> list[Message]:
         with self._transaction(write=False) as tx:
-            checkpoint = self._find_checkpoint(tx, thread_id, checkpoint_id)
-            if last is not None:
-                begin, end = max(0, checkpoint.position - last), checkpoint.position
+            checkpoint = self._find_checkpoint(tx, self._key(req.thread_id), req.checkpoint_id)
+            if req.last is not None:
+                begin, end = max(0, checkpoint.position - req.last), checkpoint.position
             else:
-                begin, end, _ = slice(start, stop).indices(checkpoint.position)
+                begin, end, _ = slice(req.start, req.stop).indices(checkpoint.position)
             return self._load(tx, checkpoint, begin, end) if begin < end else []
 
-    def checkpoint(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint:
-        """A checkpoint of the thread (its head when ``checkpoint_id`` is ``None``)."""
-        _check_thread_id(thread_id)
+    def _op_checkpoint(self, req: CheckpointRequest) -> Checkpoint:
         with self._transaction(write=False) as tx:
-            return self._find_checkpoint(tx, thread_id, checkpoint_id)
+            return self._checkpoint_out(self._find_checkpoint(tx, self._key(req.thread_id),
+                                                              req.checkpoint_id))
 
-    def checkpoints(self, thread_id: str, *, limit: int = 100,
-                    offset: int = 0) -> list[Checkpoint]:
-        """The thread's checkpoints, newest first (a fork's start from its source thread's
-        checkpoint, which is its first checkpoint's parent)."""
-        _check_thread_id(thread_id)
-        _check_page(limit, offset)
+    def _op_checkpoints(self, req: CheckpointsRequest) -> list[Checkpoint]:
+        tid = self._key(req.thread_id)
         with self._transaction(write=False) as tx:
-            self._head(tx, thread_id)
+            self._head(tx, tid)
             rows = tx.execute(sql.SELECT_CHECKPOINT + "WHERE c.thread_id = ? "
-                                "ORDER BY c.seq DESC LIMIT ? OFFSET ?",
-                                (thread_id, limit, offset)).fetchall()
-        return [_checkpoint(row) for row in rows]
+                              "ORDER BY c.seq DESC LIMIT ? OFFSET ?",
+                              (tid, req.limit, req.offset)).fetchall()
+        return [self._checkpoint_out(_checkpoint(row)) for row in rows]
 
-    def update_state(self, thread_id: str, state: Mapping[str, Any], *, merge: bool = True,
-                     expected_head: str | None = None,
-                     metadata: Mapping[str, Any] | None = None) -> Checkpoint:
-        """Save a new head checkpoint with the same messages and a new state (merged into the
-        head's unless ``merge=False``). ``expected_head`` as in :meth:`append`."""
-        _check_thread_id(thread_id)
+    def _op_update_state(self, req: UpdateStateRequest) -> Checkpoint:
+        tid = self._key(req.thread_id)
         with self._transaction(write=True) as tx:
-            info = self._head(tx, thread_id, lock=True)
-            if expected_head is not None and expected_head != info.head.id:
+            info = self._head(tx, tid, lock=True)
+            if req.expected_head is not None and req.expected_head != info.head.id:
                 raise ConflictError(
-                    f"thread {thread_id!r} moved on: its head is {info.head.id!r}, not "
-                    f"{expected_head!r}; read it again and retry")
-            new = {**info.head.state, **state} if merge else dict(state)
-            return self._save(tx, info, parent=info.head, state=new,
-                              metadata={"source": "update", **(metadata or {})})
+                    f"thread {req.thread_id!r} moved on: its head is {info.head.id!r}, not "
+                    f"{req.expected_head!r}; read it again and retry")
+            new = {**info.head.state, **req.state} if req.merge else req.state
+            return self._checkpoint_out(self._save(
+                tx, info, parent=info.head, state=new,
+                metadata={"source": "update", **(req.metadata or {})}))
 
-    def rewind(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
-        """Time travel in place: the head becomes a new checkpoint with the messages and state
-        of ``checkpoint_id`` (its parent). Later checkpoints stay listed and readable; the next
-        append branches off from here."""
-        _check_thread_id(thread_id)
+    def _op_rewind(self, req: RewindRequest) -> Checkpoint:
+        tid = self._key(req.thread_id)
         with self._transaction(write=True) as tx:
-            info = self._head(tx, thread_id, lock=True)
-            target = self._find_checkpoint(tx, thread_id, checkpoint_id)
-            return self._save(tx, info, parent=target,
-                              metadata={"source": "rewind", "from": info.head.id})
+            info = self._head(tx, tid, lock=True)
+            target = self._find_checkpoint(tx, tid, req.checkpoint_id)
+            return self._checkpoint_out(self._save(
+                tx, info, parent=target, metadata={"source": "rewind", "from": info.head.id}))
 
-    def fork(self, thread_id: str, checkpoint_id: str | None = None, *,
-             new_thread_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-             ttl: TTL | NotProvided = NOT_PROVIDED) -> Thread:
-        """A new thread that starts at ``checkpoint_id`` (default: the head) of ``thread_id``,
-        sharing its history without copying it. ``metadata`` is merged into the source's."""
-        _check_thread_id(thread_id)
-        return self._derive(thread_id, checkpoint_id, new_thread_id, metadata, ttl, copy=False)
+    def _op_fork(self, req: ForkRequest) -> Thread:
+        return self._derive(req, copy=False)
 
-    def copy(self, thread_id: str, checkpoint_id: str | None = None, *,
-             new_thread_id: str | None = None, metadata: Mapping[str, Any] | None = None,
-             ttl: TTL | NotProvided = NOT_PROVIDED) -> Thread:
-        """Like :meth:`fork`, but the new thread gets its own copy of the messages (it stays
-        whole whatever happens to the source; costs time and space per message)."""
-        _check_thread_id(thread_id)
-        return self._derive(thread_id, checkpoint_id, new_thread_id, metadata, ttl, copy=True)
+    def _op_copy(self, req: CopyRequest) -> Thread:
+        return self._derive(req, copy=True)
 
-    def _derive(self, thread_id: str, checkpoint_id: str | None, new_thread_id: str | None,
-                metadata: Mapping[str, Any] | None, ttl: TTL | NotProvided,
-                *, copy: bool) -> Thread:
-        kind = "copy" if copy else "fork"
+    def _derive(self, req: ForkRequest | CopyRequest, *, copy: bool) -> Thread:
+        tid, public = self._key(req.thread_id), req.new_thread_id or new_id("thread")
         with self._transaction(write=True) as tx:
-            info = self._head(tx, thread_id)
-            base = self._find_checkpoint(tx, thread_id, checkpoint_id)
-            if ttl is NOT_PROVIDED:
-                ttl = info.ttl
-            tid = self._insert_thread(
-                tx, new_thread_id, {**info.metadata, **(metadata or {})}, ttl, base=base,
-                copy=copy, source=base.id, state_id=base.state_id,
-                parent_id=None if copy else base.id,
-                checkpoint_meta={"source": kind, "from_thread": thread_id,
+            info = self._head(tx, tid)
+            base = self._find_checkpoint(tx, tid, req.checkpoint_id)
+            ttl = ttl_or_default(req)
+            self._insert_thread(
+                tx, self._key(public),
+                self._metadata_in({**self._metadata_out(info.metadata), **(req.metadata or {})}),
+                info.ttl if ttl is NOT_PROVIDED else ttl, base=base, copy=copy,
+                source=base.id, state_id=base.state_id, parent_id=None if copy else base.id,
+                checkpoint_meta={"source": "copy" if copy else "fork", "from_thread": tid,
                                  "from_checkpoint": base.id})
         if copy and self.index is not None:
-            self.index.index_thread(self, tid)
-        return self.thread(tid)
+            self.index.index_thread(self, public)
+        return self._handle(public)
 
-    def search(self, query: str, *, owner: str | None = None, limit: int = 5,
-               per_thread: int = 3, exclude: Sequence[str] = (),
-               mode: SearchMode = "auto") -> list[ThreadHit]:
-        """Past threads matching ``query`` by keywords and meaning (see
-        :meth:`ThreadIndex.search`); threads deleted or expired since are left out."""
+    # -- operations: search, summaries, prompts (see remem.threads.compaction) ----------------
+
+    def _op_search(self, req: SearchThreadsRequest) -> list[ThreadHit]:
         if self.index is None:
             raise UsageError("thread search needs an index: open the ThreadStore with "
                              "index=ThreadIndex(store) (a long-term store to index into)")
-        hits = self.index.search(query, owner=owner, limit=limit + 5, per_thread=per_thread,
-                                 exclude=exclude, mode=mode)
-        return [hit for hit in hits if self.exists(hit.thread_id)][:limit]
+        hits = self.index.search(req.query, owner=req.owner, limit=req.limit + 5,
+                                 per_thread=req.per_thread, exclude=req.exclude, mode=req.mode)
+        return [hit for hit in hits if self.exists(hit.thread_id)][:req.limit]
 
-    # -- summaries and prompt views (see remem.threads.compaction) ----------------------------
-
-    def compact(self, thread_id: str, model: ChatModel | None = None,
-                policy: SummaryPolicy | None = None, *, force: bool = True) -> Checkpoint:
-        """Fold the older messages into the running summary (stored in the checkpoint state
-        with what it covers and what it cost) and return the head. ``model``/``policy``
-        default to the store's ``summarizer``/``policy``; ``force=False`` compacts only past
-        ``policy.trigger_tokens``."""
+    def _op_compact(self, req: CompactRequest) -> Checkpoint:
         from remem.threads.compaction import compact_thread
         from remem.threads.summary import SummaryPolicy
 
-        model = model or self.summarizer
+        model = req.model or self.summarizer
         if model is None:
             raise InvalidInputError(
                 "compact needs a chat model: pass model= or open the store with summarizer=")
-        done = compact_thread(self, thread_id, model, policy or self.policy or SummaryPolicy(),
-                              force=force)
-        return done or self.checkpoint(thread_id)
+        done = compact_thread(self, req.thread_id, model,
+                              req.policy or self.policy or SummaryPolicy(), force=req.force)
+        return done or self.checkpoint(req.thread_id)
 
-    def context(self, thread_id: str, *, max_tokens: int | None = None,
-                max_messages: int | None = None, checkpoint_id: str | None = None,
-                counter: TokenCounter | None = None) -> list[Message]:
-        """The messages to send to a model: system prompt, running summary, then the messages
-        it does not cover, trimmed to ``max_tokens`` / ``max_messages`` (counted with
-        ``counter``, an offline estimate by default) without breaking tool calls."""
+    def _op_context(self, req: ContextRequest) -> list[Message]:
         from remem.threads.compaction import prompt_view
 
-        return prompt_view(self, thread_id, max_tokens=max_tokens, max_messages=max_messages,
-                           checkpoint_id=checkpoint_id, counter=counter)
-
-    # -- async twins ----------------------------------------------------------------------------
+        return prompt_view(self, req.thread_id, max_tokens=req.max_tokens,
+                           max_messages=req.max_messages, checkpoint_id=req.checkpoint_id,
+                           counter=req.counter)
 
     asetup = in_thread(setup)
-    acreate = in_thread(create)
-    athread = in_thread(thread)
-    aget = in_thread(get)
-    aexists = in_thread(exists)
-    alist_threads = in_thread(list_threads)
-    adelete = in_thread(delete)
-    aset_metadata = in_thread(set_metadata)
     asweep = in_thread(sweep)
-    aappend = in_thread(append)
-    amessages = in_thread(messages)
-    acheckpoint = in_thread(checkpoint)
-    acheckpoints = in_thread(checkpoints)
-    aupdate_state = in_thread(update_state)
-    arewind = in_thread(rewind)
-    afork = in_thread(fork)
-    acopy = in_thread(copy)
-    asearch = in_thread(search)
-    acompact = in_thread(compact)
-    acontext = in_thread(context)
-

@@ -1,10 +1,12 @@
-"""A handle on one thread: the :class:`ThreadStore` methods with the thread id filled in."""
+"""A handle on one thread: the thread methods with the thread id filled in (on an embedded
+:class:`ThreadStore` or on a server's threads, :class:`~remem.threads.remote.RemoteThreads`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from remem.memory.requests import MessagesInput
 from remem.messages.types import Message
 from remem.store.types import NOT_PROVIDED, NotProvided
 from remem.threads._aio import in_thread
@@ -13,14 +15,15 @@ from remem.tokens import TokenCounter
 
 if TYPE_CHECKING:
     from remem.llm.base import ChatModel
-    from remem.threads.store import TTL, ThreadStore
+    from remem.threads.api import TTL, ThreadAPI
     from remem.threads.summary import SummaryPolicy
 
 __all__ = ["Thread"]
 
 
 class Thread:
-    """One thread of a :class:`~remem.threads.store.ThreadStore`.
+    """One thread of a :class:`~remem.threads.store.ThreadStore` (or of any
+    :class:`~remem.threads.api.ThreadAPI`, such as a server's ``client.threads``).
 
     Holds only the store and the id: every call reads or writes the database, so several
     handles (or processes) on one thread always see its latest state.
@@ -36,7 +39,7 @@ class Thread:
 
     __slots__ = ("id", "store")
 
-    def __init__(self, store: ThreadStore, thread_id: str) -> None:
+    def __init__(self, store: ThreadAPI, thread_id: str) -> None:
         self.store = store
         self.id = thread_id
 
@@ -53,7 +56,7 @@ class Thread:
         """The thread's record (metadata, head checkpoint, timestamps)."""
         return self.store.get(self.id)
 
-    def append(self, messages: Message | Sequence[Message], *,
+    def append(self, messages: MessagesInput, *,
                expected_head: str | None = None,
                metadata: Mapping[str, Any] | None = None) -> Checkpoint:
         """See :meth:`ThreadStore.append`."""

@@ -56,10 +56,11 @@ class Checkpoint:
         return int(value) if isinstance(value, int) else 0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (CLI ``--json`` output)."""
-        return {"id": self.id, "thread_id": self.thread_id, "parent_id": self.parent_id,
-                "position": self.position, "state": dict(self.state),
-                "metadata": dict(self.metadata), "created_at": self.created_at}
+        """JSON-ready form (CLI ``--json`` output, HTTP answers), as
+        :class:`~remem.threads.wire.CheckpointOut` declares it."""
+        from remem.threads.wire import dump_value
+
+        return dump_value(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +89,12 @@ class ThreadInfo:
         return self.head.position
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (CLI ``--json`` output)."""
-        return {"thread_id": self.thread_id, "metadata": dict(self.metadata),
-                "length": self.length, "head": self.head.id, "source": self.source,
-                "created_at": self.created_at, "updated_at": self.updated_at,
-                "ttl": self.ttl, "expires_at": self.expires_at}
+        """JSON-ready form (CLI ``--json`` output, HTTP answers), as
+        :class:`~remem.threads.wire.ThreadInfoOut` declares it (``head`` is the head
+        checkpoint)."""
+        from remem.threads.wire import dump_value
+
+        return dump_value(self)
 
 
 def summary_state(summary: str, through: int, usage: Usage,

@@ -1,0 +1,331 @@
+"""The JSON shape of every thread result, declared once (pydantic models).
+
+Each model turns a Python result into JSON (:func:`dump`; ``Checkpoint.to_dict()``,
+``ThreadInfo.to_dict()`` and ``ThreadHit.to_dict()`` are this), is the HTTP route's
+``response_model`` (so OpenAPI documents it and schemathesis checks answers against it), and
+turns JSON back into the Python result (:func:`load`, what
+:class:`~remem.threads.remote.RemoteThreads` returns). :data:`RESULT_MODELS` names the model
+of each request type.
+
+Times are epoch seconds. A message is an OpenAI-style chat message (what ``to_openai`` makes,
+so it can be sent to a model as is) plus remem's ``id`` and ``created_at`` (and ``metadata``
+and ``is_error`` when set), so reading it back gives the stored :class:`Message` again.
+Readers ignore fields they do not know, so a newer server's answers still read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Generic, Literal, Self, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remem.messages.convert_openai import from_openai_message, to_openai_message
+from remem.messages.types import Message
+from remem.threads.requests import (
+    AppendRequest,
+    CheckpointRequest,
+    CheckpointsRequest,
+    CompactRequest,
+    ContextRequest,
+    CopyRequest,
+    CreateThreadRequest,
+    DeleteThreadRequest,
+    ForkRequest,
+    GetThreadRequest,
+    ListThreadsRequest,
+    MessagesRequest,
+    RewindRequest,
+    SearchThreadsRequest,
+    SetMetadataRequest,
+    ThreadRequest,
+    UpdateStateRequest,
+)
+from remem.threads.search import MessageMatch, ThreadHit
+from remem.threads.types import Checkpoint, ThreadInfo
+
+__all__ = [
+    "RESULT_MODELS",
+    "CheckpointListOut",
+    "CheckpointOut",
+    "DeletedOut",
+    "MessageMatchOut",
+    "MessageOut",
+    "MessagesOut",
+    "ThreadHitOut",
+    "ThreadHitsOut",
+    "ThreadInfoOut",
+    "ThreadListOut",
+    "Wire",
+    "dump",
+    "load",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Wire(BaseModel, Generic[T]):
+    """A result's JSON shape: :meth:`of` from the Python value, :meth:`value` back."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @classmethod
+    def of(cls, result: T) -> Self:
+        """The model of ``result``."""
+        raise NotImplementedError
+
+    def value(self) -> T:
+        """The Python result this JSON describes."""
+        raise NotImplementedError
+
+
+class CheckpointOut(Wire[Checkpoint]):
+    """One saved point of a thread: ``position`` messages, a small JSON ``state`` (the
+    running summary), ``metadata`` saying what made it (``source``)."""
+
+    id: str
+    thread_id: str
+    parent_id: str | None
+    position: int
+    state: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: float
+
+    @classmethod
+    def of(cls, result: Checkpoint) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(
+            id=result.id, thread_id=result.thread_id, parent_id=result.parent_id,
+            position=result.position, state=dict(result.state),
+            metadata=dict(result.metadata), created_at=result.created_at)
+
+    def value(self) -> Checkpoint:
+        """The checkpoint."""
+        return Checkpoint(self.id, self.thread_id, self.parent_id, self.position, self.state,
+                          self.metadata, self.created_at)
+
+
+class ThreadInfoOut(Wire[ThreadInfo]):
+    """A thread's record: its metadata, ``length`` (messages at the head), head checkpoint,
+    times, the checkpoint a fork or copy started from (``source``) and its TTL."""
+
+    thread_id: str
+    metadata: dict[str, Any]
+    length: int
+    head: CheckpointOut
+    source: str | None
+    created_at: float
+    updated_at: float
+    ttl: float | None
+    expires_at: float | None
+
+    @classmethod
+    def of(cls, result: ThreadInfo) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(
+            thread_id=result.thread_id, metadata=dict(result.metadata), length=result.length,
+            head=CheckpointOut.of(result.head), source=result.source,
+            created_at=result.created_at, updated_at=result.updated_at, ttl=result.ttl,
+            expires_at=result.expires_at)
+
+    def value(self) -> ThreadInfo:
+        """The thread record."""
+        return ThreadInfo(self.thread_id, self.metadata, self.head.value(), self.created_at,
+                          self.updated_at, self.source, self.ttl, self.expires_at)
+
+
+class MessageOut(Wire[Message]):
+    """A message: OpenAI-style (``role``, ``content``, ``tool_calls``, ``tool_call_id``,
+    ``name``) plus remem's ``id``, ``created_at``, ``metadata`` and ``is_error``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    id: str
+    created_at: float
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    is_error: bool = False
+
+    @classmethod
+    def of(cls, result: Message) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(**to_openai_message(result), id=result.id,
+                                   created_at=result.created_at,
+                                   metadata=dict(result.metadata), is_error=result.is_error)
+
+    def value(self) -> Message:
+        """The message, with its id and time."""
+        chat = self.model_dump(include={"role", "content", "tool_calls", "tool_call_id",
+                                        "name"}, exclude_none=True)
+        return from_openai_message(chat).model_copy(update={
+            "id": self.id, "created_at": self.created_at, "metadata": self.metadata,
+            "is_error": self.is_error})
+
+
+class MessagesOut(Wire[list[Message]]):
+    """Messages, oldest first."""
+
+    messages: list[MessageOut]
+
+    @classmethod
+    def of(cls, result: list[Message]) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(messages=[MessageOut.of(m) for m in result])
+
+    def value(self) -> list[Message]:
+        """The messages."""
+        return [m.value() for m in self.messages]
+
+
+class ThreadListOut(Wire[list[ThreadInfo]]):
+    """Thread records, most recently changed first."""
+
+    threads: list[ThreadInfoOut]
+
+    @classmethod
+    def of(cls, result: list[ThreadInfo]) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(threads=[ThreadInfoOut.of(info) for info in result])
+
+    def value(self) -> list[ThreadInfo]:
+        """The records."""
+        return [info.value() for info in self.threads]
+
+
+class CheckpointListOut(Wire[list[Checkpoint]]):
+    """Checkpoints, newest first."""
+
+    checkpoints: list[CheckpointOut]
+
+    @classmethod
+    def of(cls, result: list[Checkpoint]) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(checkpoints=[CheckpointOut.of(cp) for cp in result])
+
+    def value(self) -> list[Checkpoint]:
+        """The checkpoints."""
+        return [cp.value() for cp in self.checkpoints]
+
+
+class DeletedOut(Wire[bool]):
+    """Whether the thread existed (and now does not)."""
+
+    deleted: bool
+
+    @classmethod
+    def of(cls, result: bool) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(deleted=result)
+
+    def value(self) -> bool:
+        """Whether it existed."""
+        return self.deleted
+
+
+class MessageMatchOut(Wire[MessageMatch]):
+    """A message that matched a thread search: where it is in its thread and its score."""
+
+    message_id: str
+    position: int
+    role: str
+    text: str
+    score: float
+    created_at: float
+
+    @classmethod
+    def of(cls, result: MessageMatch) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(
+            message_id=result.message_id, position=result.position, role=result.role,
+            text=result.text, score=result.score, created_at=result.created_at)
+
+    def value(self) -> MessageMatch:
+        """The match."""
+        return MessageMatch(self.message_id, self.position, self.role, self.text, self.score,
+                            self.created_at)
+
+
+class ThreadHitOut(Wire[ThreadHit]):
+    """A thread that matched: its owner, best score and matching messages (best first)."""
+
+    thread_id: str
+    owner: str
+    score: float
+    matches: list[MessageMatchOut]
+
+    @classmethod
+    def of(cls, result: ThreadHit) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(thread_id=result.thread_id, owner=result.owner,
+                                   score=result.score,
+                                   matches=[MessageMatchOut.of(m) for m in result.matches])
+
+    def value(self) -> ThreadHit:
+        """The hit."""
+        return ThreadHit(self.thread_id, self.owner, self.score,
+                         tuple(m.value() for m in self.matches))
+
+
+class ThreadHitsOut(Wire[list[ThreadHit]]):
+    """Threads matching a search, best first."""
+
+    hits: list[ThreadHitOut]
+
+    @classmethod
+    def of(cls, result: list[ThreadHit]) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(hits=[ThreadHitOut.of(hit) for hit in result])
+
+    def value(self) -> list[ThreadHit]:
+        """The hits."""
+        return [hit.value() for hit in self.hits]
+
+
+#: the result model of each thread request (a new thread's JSON is its record)
+RESULT_MODELS: Mapping[type[ThreadRequest[Any]], type[Wire[Any]]] = {
+    CreateThreadRequest: ThreadInfoOut,
+    GetThreadRequest: ThreadInfoOut,
+    ListThreadsRequest: ThreadListOut,
+    DeleteThreadRequest: DeletedOut,
+    SetMetadataRequest: ThreadInfoOut,
+    AppendRequest: CheckpointOut,
+    MessagesRequest: MessagesOut,
+    CheckpointsRequest: CheckpointListOut,
+    CheckpointRequest: CheckpointOut,
+    UpdateStateRequest: CheckpointOut,
+    RewindRequest: CheckpointOut,
+    ForkRequest: ThreadInfoOut,
+    CopyRequest: ThreadInfoOut,
+    SearchThreadsRequest: ThreadHitsOut,
+    CompactRequest: CheckpointOut,
+    ContextRequest: MessagesOut,
+}
+
+
+def dump(request: type[ThreadRequest[Any]], result: Any) -> dict[str, Any]:
+    """The result of a ``request`` as JSON-ready data, in its declared shape. A new thread
+    (a :class:`~remem.threads.thread.Thread` handle) is dumped as its record: pass
+    ``thread.info()``."""
+    model = RESULT_MODELS[request]
+    data: dict[str, Any] = model.of(result).model_dump(mode="json", exclude_defaults=True)
+    return data
+
+
+def load(request: type[ThreadRequest[R]], data: Any) -> R:
+    """The Python result of a ``request`` from its JSON (as a server answers it); a new
+    thread's record is a :class:`ThreadInfo` (the caller makes the handle)."""
+    return cast(R, RESULT_MODELS[request].model_validate(data).value())
+
+
+def dump_value(value: Checkpoint | ThreadInfo | ThreadHit) -> dict[str, Any]:
+    """One checkpoint, thread record or search hit as JSON (their ``to_dict()``)."""
+    model: type[Wire[Any]] = (CheckpointOut if isinstance(value, Checkpoint)
+                              else ThreadInfoOut if isinstance(value, ThreadInfo)
+                              else ThreadHitOut)
+    data: dict[str, Any] = model.of(value).model_dump(mode="json", exclude_defaults=True)
+    return data
