@@ -1,8 +1,9 @@
 """The ``remem`` command line: ``remem store ...`` reads and writes a store file.
 
 One module per command group (:mod:`remem.cli.store`); shared argument types and the error
-policy live in :mod:`remem.cli.common`, output helpers in :mod:`remem.cli.render`.
-:func:`main` is the console entry point.
+policy live in :mod:`remem.cli.common`, output helpers in :mod:`remem.cli.render`. The memory
+commands (:mod:`remem.cli.memory`) are built from the memory requests by
+:mod:`remem.cli.options`. :func:`main` is the console entry point.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ cli.add_command(eval_group)
 cli.add_command(pg_group)
 cli.add_command(threads_group)
 cli.add_command(chat_command)
-for _command in MEMORY_COMMANDS:  # remem add / search / history / undo / export / import
+for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp
     cli.add_command(_command)
