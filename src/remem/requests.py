@@ -107,10 +107,15 @@ def invalid_input(exc: ValidationError, what: str) -> InvalidInputError:
     its field path and rule (``limit: must be >= 1 (got 0)``)."""
     problems = []
     for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"]) or what
+        # a validator's own message already says what is wrong: no "Value error, " before it
+        message = error["msg"].removeprefix("Value error, ")
+        if not error["loc"]:  # a rule over several fields (a scope is required...)
+            problems.append(message)
+            continue
+        where = ".".join(str(part) for part in error["loc"])
         got = error.get("input")
         shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
-        problems.append(f"{where}: {error['msg']} (got {shown[:80]})")
+        problems.append(f"{where}: {message} (got {shown[:80]})")
     return InvalidInputError(f"invalid {what}: " + "; ".join(problems))
 
 
