@@ -309,14 +309,15 @@ def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[Cha
     if not isinstance(item, Item):
         raise NotFoundError(f"no event with id {event_id!r}")
     event = HistoryEvent.from_value(item.value)
-    bulk = yield StoreBatch([GetOp(IDS_NAMESPACE, event.change_id)])
-    mark = bulk[0]
+    # the events of the same call, and whether the call was a bulk change (delete_all);
+    # events written before change ids existed look up their own id entry instead
+    mark, siblings = yield StoreBatch([
+        GetOp(IDS_NAMESPACE, event.change_id or event.id),
+        SearchOp(where, filter={"change_id": event.change_id}, limit=HISTORY_LIMIT)])
     if isinstance(mark, Item) and mark.value.get("type") == BULK_CHANGE:
         return (yield from _undo_bulk(event.change_id, tuple(mark.value["namespace"]), ctx,
                                       lock))
-    siblings = yield StoreBatch([SearchOp(where, filter={"change_id": event.change_id},
-                                          limit=HISTORY_LIMIT)])
-    group = [HistoryEvent.from_value(i.value) for i in siblings[0]]
+    group = [HistoryEvent.from_value(i.value) for i in siblings]
     events = undo_targets(event, group)
     memory_ids = [e.memory_id for e in events]
     reads: list[Op] = [GetOp(namespace, memory_id) for memory_id in memory_ids]
