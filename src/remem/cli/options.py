@@ -4,12 +4,13 @@ second declaration.
 :func:`request_params` turns each field of a :class:`~remem.requests.Request` into an option
 (``min_score`` -> ``--min-score``) or, for the fields :data:`CLI_NAMES` says, a positional
 argument. The field's type picks the click type (bounded int -> ``IntRange``, ``Literal`` ->
-``Choice``, bool -> ``--flag/--no-flag``, a namespace -> :class:`NamespaceType`, JSON object ->
-:class:`JsonObjectType`, timestamp -> :class:`TimestampType`), its default is the option's
-default and its description the help. :data:`CLI_NAMES` is the one table of CLI spellings
-that differ from the field names (``--user`` for ``user_id``, ``--all`` for
-``include_invalid``...). A field of a type this module does not know fails at import, so a new
-parameter cannot silently miss the CLI.
+``Choice``, bool -> a flag, ``--flag/--no-flag`` when it defaults to true, a namespace ->
+:class:`NamespaceType`, JSON object -> :class:`JsonObjectType`, timestamp ->
+:class:`TimestampType`), its default is the option's default and its description the help
+(bounds of a million or more are sanity limits the request checks, left out of the help).
+:data:`CLI_NAMES` is the one table of CLI spellings that differ from the field names
+(``--user`` for ``user_id``, ``--all`` for ``include_invalid``...). A field of a type this
+module does not know fails at import, so a new parameter cannot silently miss the CLI.
 
 :func:`build_request` validates the parsed values into the request; a bad value is a usage
 error (exit 2) naming the option.
