@@ -253,8 +253,16 @@ class SQLiteStore(BaseStore):
             conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
             txn = _Txn(conn)
             try:
-                results = [self._run(txn, position, op, prepared, refreshes)
-                           for position, op in enumerate(ops)]
+                results: list[Result] = []
+                while len(results) < len(ops):
+                    run = _put_run(ops, len(results))
+                    if run:  # consecutive unconditional puts: a few statements for all
+                        self._put_many(txn, run, prepared)
+                        results.extend([None] * len(run))
+                    else:
+                        position = len(results)
+                        results.append(self._run(txn, position, ops[position], prepared,
+                                                 refreshes))
                 if writes:
                     self._apply_refreshes(conn, refreshes)
                 conn.execute("COMMIT")
@@ -342,55 +350,71 @@ class SQLiteStore(BaseStore):
         return out
 
     def _put(self, txn: _Txn, position: int, op: PutOp, prepared: Prepared) -> None:
-        now = prepared.now
-        if op.if_updated_at is not None:
-            row = txn.conn.execute(
-                f"SELECT updated_at FROM items WHERE ns = ? AND key = ? AND {_ALIVE}",
-                (encode_ns(op.namespace), op.key, now),
-            ).fetchone()
-            if row is None or abs(row[0] - op.if_updated_at) > UPDATED_AT_TOLERANCE:
-                return  # the item changed or went away since it was read
-        ttl, expires_at = self._expiry_for(op, now)
-        explicit_created = op.created_at is not None
-        created = op.created_at if op.created_at is not None else now
-        updated = op.updated_at if op.updated_at is not None else now
-        terms = prepared.put_terms.get(position, {})
+        """A conditional put: written only if the item is unchanged since it was read."""
+        assert op.if_updated_at is not None
         row = txn.conn.execute(
-            """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at,
-                                  event_at, doc_len)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT (ns, key) DO UPDATE SET
-                 value = excluded.value,
-                 created_at = CASE
-                   WHEN ? OR (items.expires_at IS NOT NULL AND items.expires_at <= ?)
-                   THEN excluded.created_at ELSE items.created_at END,
-                 updated_at = excluded.updated_at,
-                 ttl = excluded.ttl,
-                 expires_at = excluded.expires_at,
-                 event_at = excluded.event_at,
-                 doc_len = excluded.doc_len
-               RETURNING id""",
-            (encode_ns(op.namespace), op.key,
-             op.value_json,
-             created, updated, ttl, expires_at, op.event_ts, sum(terms.values()),
-             explicit_created, now),
+            f"SELECT updated_at FROM items WHERE ns = ? AND key = ? AND {_ALIVE}",
+            (encode_ns(op.namespace), op.key, prepared.now),
         ).fetchone()
-        item_id = int(row[0])
-        self._drop_vectors(txn, [item_id])
-        self._drop_postings(txn, [item_id])
-        if terms:
-            txn.conn.executemany(
-                "INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
-                [(term, item_id, tf) for term, tf in terms.items()],
-            )
-        vectors = prepared.put_vectors.get(position)
+        if row is None or abs(row[0] - op.if_updated_at) > UPDATED_AT_TOLERANCE:
+            return  # the item changed or went away since it was read
+        self._put_many(txn, [(position, op)], prepared)
+
+    def _put_many(self, txn: _Txn, run: list[tuple[int, PutOp]], prepared: Prepared) -> None:
+        """Upsert puts of distinct addresses in a few statements: the items (multi-row), then
+        every term and vector of the run. Only replaced items have old terms and vectors to
+        drop: an inserted row's id is above the largest id before the insert (SQLite assigns
+        max + 1; a random id once max is 2**63 - 1 at worst costs a useless delete)."""
+        conn, now = txn.conn, prepared.now
+        (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()
+        addresses = [encode_ns(op.namespace) for _, op in run]
+        ids: dict[tuple[str, str], int] = {}
+        for explicit in (False, True):
+            rows: list[Any] = []
+            for (position, op), ns in zip(run, addresses, strict=True):
+                if (op.created_at is not None) is not explicit:
+                    continue
+                ttl, expires_at = self._expiry_for(op, now)
+                rows.append((ns, op.key, op.value_json,
+                             op.created_at if explicit else now,
+                             op.updated_at if op.updated_at is not None else now,
+                             ttl, expires_at, op.event_ts,
+                             sum(prepared.put_terms.get(position, {}).values())))
+            # an explicit created_at (import, reindex) is kept; otherwise the first write's
+            # stays, unless the old item had expired (then this is a new item)
+            tail = _UPSERT_TAIL.format(created="excluded.created_at" if explicit else
+                                       "CASE WHEN items.expires_at IS NOT NULL AND "
+                                       "items.expires_at <= ? THEN excluded.created_at "
+                                       "ELSE items.created_at END")
+            per = max(1, _max_variables(conn) // 9 - 1)
+            for start in range(0, len(rows), per):
+                chunk = rows[start:start + per]
+                params = [value for row in chunk for value in row]
+                if not explicit:
+                    params.append(now)
+                text = f"{_UPSERT_HEAD} {','.join([_ROW] * len(chunk))} {tail}"
+                ids.update(((ns, key), item_id)
+                           for item_id, ns, key in conn.execute(text, params).fetchall())
+        replaced = [item_id for item_id in ids.values() if item_id <= top]
+        if replaced:
+            self._drop_vectors(txn, replaced)
+            self._drop_postings(txn, replaced)
+        # one vector_seq number for the whole run: no search runs between its puts
+        seq = txn.bump_vector_seq() if any(p in prepared.put_vectors for p, _ in run) else 0
+        postings: list[tuple[str, int, int]] = []
+        vectors: list[tuple[int, str, int | None, bytes, int, bytes]] = []
+        for (position, op), ns in zip(run, addresses, strict=True):
+            item_id = ids[(ns, op.key)]
+            postings.extend((term, item_id, tf)
+                            for term, tf in prepared.put_terms.get(position, {}).items())
+            vectors.extend((item_id, f, self._model_id, v.tobytes(), seq, h)
+                           for f, v, h in prepared.put_vectors.get(position, ()))
+        if postings:
+            conn.executemany("INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
+                             postings)
         if vectors:
-            seq = txn.bump_vector_seq()
-            txn.conn.executemany(
-                "INSERT INTO vectors (item_id, field, model_id, vec, seq, text_hash) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(item_id, f, self._model_id, v.tobytes(), seq, h) for f, v, h in vectors],
-            )
+            conn.executemany("INSERT INTO vectors (item_id, field, model_id, vec, seq, "
+                             "text_hash) VALUES (?, ?, ?, ?, ?, ?)", vectors)
 
     def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.keyword is None and not txn.postings_exist():
@@ -513,11 +537,13 @@ class SQLiteStore(BaseStore):
                       now: float, where: str, params: list[Any]) -> KeywordHits:
         """Postings of the candidates, and corpus statistics under the prefix (no filter).
 
-        A small scope (one user's memories, say) is read item by item, each looked up in the
-        postings by (term, item): its cost follows the scope. Otherwise the terms' postings
-        are read and their items checked: its cost follows the terms' frequency."""
+        A small scope (one user's memories, say: at most ``_SMALL_KEYWORD_SCOPE`` indexed
+        items) is read item by item, each looked up in the postings by (term, item): its cost
+        follows the scope. Otherwise the terms' postings are read and their items checked:
+        its cost follows the terms' frequency."""
+        n_docs, total_len = self._corpus_stats(conn, op, now)
         terms_json = json.dumps(terms)
-        if self._small_keyword_scope(conn, op, now):
+        if op.namespace_prefix and n_docs <= _SMALL_KEYWORD_SCOPE:
             # CROSS JOIN: SQLite keeps this join order (items, then their postings)
             text = ("SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM items "
                     "CROSS JOIN postings AS p ON p.item_id = items.id "
@@ -534,10 +560,10 @@ class SQLiteStore(BaseStore):
             if namespace is None:
                 namespace = decoded[ns] = decode_ns(ns)
             postings.append((item_id, (namespace, key), term, tf, length))
-        scope, scope_params = self._scope(op, now)
         narrowed = (op.filter is not None or op.event_after is not None
                     or op.event_before is not None)
         if narrowed:
+            scope, scope_params = self._scope(op, now)
             doc_freq = dict(conn.execute(
                 "SELECT p.term, count(*) FROM postings AS p JOIN items ON items.id = p.item_id "
                 f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {scope} GROUP BY p.term",
@@ -547,23 +573,22 @@ class SQLiteStore(BaseStore):
             doc_freq = {}
             for _, _, term, _, _ in postings:
                 doc_freq[term] = doc_freq.get(term, 0) + 1
-        n_docs, total_len = conn.execute(
-            f"SELECT count(*), coalesce(sum(doc_len), 0) FROM items WHERE doc_len > 0 AND {scope}",
-            scope_params,
-        ).fetchone()
-        return KeywordHits(postings, doc_freq, int(n_docs), int(total_len))
+        return KeywordHits(postings, doc_freq, n_docs, total_len)
 
     @staticmethod
-    def _small_keyword_scope(conn: sqlite3.Connection, op: SearchOp, now: float) -> bool:
-        """Whether the op's prefix holds at most ``_SMALL_KEYWORD_SCOPE`` keyword-indexed
-        items (counted no further than that, through the ``items_keyword`` index)."""
+    def _corpus_stats(conn: sqlite3.Connection, op: SearchOp, now: float) -> tuple[int, int]:
+        """Count and total length of the live keyword-indexed items under the prefix: the
+        per-namespace sums kept by triggers for items without an expiry (``keyword_stats``),
+        plus the unexpired items with one (``items_keyword_ttl``)."""
         bounds = prefix_range(op.namespace_prefix)
-        if bounds is None:
-            return False
-        (count,) = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM items WHERE doc_len > 0 AND ns >= ? AND ns < ? "
-            f"AND {_ALIVE} LIMIT ?)", [*bounds, now, _SMALL_KEYWORD_SCOPE + 1]).fetchone()
-        return int(count) <= _SMALL_KEYWORD_SCOPE
+        in_prefix, params = ("", []) if bounds is None else (" AND ns >= ? AND ns < ?", bounds)
+        docs, total = conn.execute(
+            "SELECT coalesce(sum(docs), 0), coalesce(sum(total_len), 0) FROM keyword_stats "
+            f"WHERE 1{in_prefix}", params).fetchone()
+        ttl_docs, ttl_total = conn.execute(
+            "SELECT count(*), coalesce(sum(doc_len), 0) FROM items WHERE doc_len > 0 AND "
+            f"expires_at IS NOT NULL AND expires_at > ?{in_prefix}", [now, *params]).fetchone()
+        return int(docs) + int(ttl_docs), int(total) + int(ttl_total)
 
     @staticmethod
     def _scope(op: SearchOp, now: float) -> tuple[str, list[Any]]:
@@ -702,6 +727,37 @@ class SQLiteStore(BaseStore):
             row = conn.execute("SELECT ttl FROM items WHERE ns = ? AND key = ?",
                                (encode_ns(namespace), key)).fetchone()
         return None if row is None else row[0]
+
+
+_UPSERT_HEAD = ("INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at, "
+                "event_at, doc_len) VALUES")
+_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPSERT_TAIL = """ON CONFLICT (ns, key) DO UPDATE SET
+    value = excluded.value, created_at = {created}, updated_at = excluded.updated_at,
+    ttl = excluded.ttl, expires_at = excluded.expires_at, event_at = excluded.event_at,
+    doc_len = excluded.doc_len
+  RETURNING id, ns, key"""
+
+
+def _put_run(ops: Sequence[Op], start: int) -> list[tuple[int, PutOp]]:
+    """Consecutive unconditional puts from ``start`` with distinct addresses (one multi-row
+    upsert must not touch a row twice: the later put of a key starts the next run)."""
+    run: list[tuple[int, PutOp]] = []
+    seen: set[tuple[Namespace, str]] = set()
+    for position in range(start, len(ops)):
+        op = ops[position]
+        if not isinstance(op, PutOp) or op.if_updated_at is not None:
+            break
+        if (op.namespace, op.key) in seen:
+            break
+        seen.add((op.namespace, op.key))
+        run.append((position, op))
+    return run
+
+
+def _max_variables(conn: sqlite3.Connection) -> int:
+    """How many ``?`` one statement may hold (999 before SQLite 3.32, 32766 since)."""
+    return conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str:

@@ -1,0 +1,185 @@
+"""SQLite's batched write path and what it keeps beside the items: the per-namespace keyword
+statistics (kept by triggers), upgrades of files written before them, and that every sequence
+of writes gives the same BM25 hits and scores as the in-memory reference."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from remem.embed import FakeEmbedder
+from remem.store import BaseStore, IndexConfig, InMemoryStore, KeywordConfig, PutOp, SQLiteStore
+from remem.store.migrations import applied_sqlite
+from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
+from tests.conftest import FakeClock
+
+WORDS = ["tea", "green", "coffee", "paris", "rain", "北京", "烤鸭", "garden"]
+QUERIES = ["tea", "green tea", "coffee rain", "北京 烤鸭", "garden paris tea", "nothing"]
+PREFIXES: list[tuple[str, ...]] = [(), ("u",), ("u", "a"), ("u", "b"), ("v",)]
+NAMESPACES = [("u", "a"), ("u", "b"), ("v",), ("u", "a", "deep")]
+
+_counter = iter(range(10**9))
+M003 = [m.name for m in SQLITE_MIGRATIONS].index("m003_keyword_event_time") + 1
+
+
+def _downgrade_to_m003(path: Path) -> None:
+    """Turn a current file back into the m003 schema (same data tables; the statistics and
+    their triggers gone, the per-item keyword index back), as remem before m004 left it."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        later = [m.name for m in SQLITE_MIGRATIONS[M003:]]
+        conn.execute("BEGIN")
+        for trigger in ("items_stats_insert", "items_stats_delete", "items_stats_update"):
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE keyword_stats")
+        conn.execute("DROP INDEX items_keyword_ttl")
+        conn.execute("CREATE INDEX items_keyword ON items (ns, expires_at, doc_len) "
+                     "WHERE doc_len > 0")
+        conn.executemany("DELETE FROM remem_migrations WHERE name = ?", [(n,) for n in later])
+        conn.execute("COMMIT")
+
+
+def _stats(path: Path) -> dict[str, tuple[int, int]]:
+    with closing(sqlite3.connect(path)) as conn:
+        kept = {ns: (docs, total) for ns, docs, total in conn.execute(
+            "SELECT ns, docs, total_len FROM keyword_stats WHERE docs != 0 OR total_len != 0")}
+        counted = {ns: (docs, total) for ns, docs, total in conn.execute(
+            "SELECT ns, count(*), sum(doc_len) FROM items WHERE doc_len > 0 "
+            "AND expires_at IS NULL GROUP BY ns")}
+    assert kept == counted
+    return kept
+
+
+def _results(store: BaseStore) -> list[list[tuple[tuple[str, ...], str, float | None]]]:
+    return [[(h.namespace, h.key, h.score)
+             for h in store.search(prefix, query=query, mode="keyword", limit=50,
+                                   refresh_ttl=False)]
+            for prefix in PREFIXES for query in QUERIES]
+
+
+def _fill(store: BaseStore, clock: FakeClock) -> None:
+    store.batch([PutOp(ns, f"k{i}", {"text": " ".join(WORDS[(i * j) % len(WORDS)]
+                                                      for j in range(1, 2 + i % 4))})
+                 for i, ns in enumerate(NAMESPACES * 6)])
+    store.put(("u", "a"), "ttl", {"text": "tea tea garden"}, ttl=100)
+    store.put(("u", "a"), "gone", {"text": "tea coffee"}, ttl=10)
+    store.put(("u", "b"), "quiet", {"text": "tea"}, index=False)
+    clock.advance(50)  # "gone" has expired, unswept; "ttl" lives
+
+
+def test_upgrade_to_keyword_stats_keeps_every_score(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "old.db"
+    keyword = KeywordConfig(fields=("text",))
+    with SQLiteStore(path, keyword=keyword, clock=clock) as store:
+        _fill(store, clock)
+        before = _results(store)
+    _downgrade_to_m003(path)
+    with closing(sqlite3.connect(path)) as conn:
+        assert "m004_keyword_stats" not in applied_sqlite(conn)
+    reference = InMemoryStore(keyword=keyword, clock=FakeClock())
+    _fill(reference, reference.clock)  # type: ignore[arg-type]
+    with SQLiteStore(path, keyword=keyword, clock=clock) as store:
+        assert _results(store) == before == _results(reference)
+        assert _stats(path)  # filled by the migration, equal to a recount
+        store.put(("u", "b"), "after", {"text": "green tea"})  # and kept from then on
+        assert _stats(path)[encode(("u", "b"))][0] == 7
+    with closing(sqlite3.connect(path)) as conn:
+        assert applied_sqlite(conn) == [m.name for m in SQLITE_MIGRATIONS]
+
+
+def encode(namespace: tuple[str, ...]) -> str:
+    return "".join(label + "\x1f" for label in namespace)
+
+
+def test_backfilled_items_enter_the_statistics(tmp_path: Path) -> None:
+    """Items from before keyword search get their terms on open (an UPDATE of doc_len): the
+    update trigger counts them."""
+    path = tmp_path / "v1.db"
+    with SQLiteStore(path, keyword=False) as store:
+        store.batch([PutOp(("u",), f"k{i}", {"text": f"tea number {i}"}) for i in range(30)])
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("INSERT INTO remem_meta (key, value) VALUES ('keyword_backfill', '0')")
+    with SQLiteStore(path) as store:
+        assert _stats(path) == {"u\x1f": (30, 90)}
+        hits = store.search(("u",), query="number 7", mode="keyword")
+        assert hits[0].key == "k7"
+
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.sampled_from(NAMESPACES), st.integers(0, 3),
+              st.lists(st.sampled_from(WORDS), max_size=5),
+              st.sampled_from([None, None, 5.0, 30.0]), st.booleans()),
+    st.tuples(st.just("delete"), st.sampled_from(NAMESPACES), st.integers(0, 3)),
+    st.tuples(st.just("advance"), st.sampled_from([1.0, 10.0, 40.0])),
+    st.tuples(st.just("sweep"),),
+), max_size=30)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(ops=_ops, batched=st.booleans())
+def test_any_writes_give_reference_scores(tmp_path: Path, ops: list[Any], batched: bool) -> None:
+    """Puts (new, replacing, with and without expiry, keyword-indexed or not), deletes, expiry
+    and sweeps, one op per batch or all puts of a stretch in one batch: the statistics equal a
+    recount, and keyword hits and scores equal the in-memory store's."""
+    clocks = [FakeClock(), FakeClock()]
+    path = tmp_path / f"p{next(_counter)}.db"
+    stores: list[BaseStore] = [
+        SQLiteStore(path, keyword=KeywordConfig(fields=("text",)), clock=clocks[0]),
+        InMemoryStore(keyword=KeywordConfig(fields=("text",)), clock=clocks[1]),
+    ]
+    for store in stores:
+        store.setup()
+    pending: list[PutOp] = []
+
+    def flush() -> None:
+        for store in stores:
+            if pending:
+                store.batch(pending)
+        pending.clear()
+
+    for op in ops:
+        if op[0] == "put":
+            _, ns, key, words, ttl, indexed = op
+            pending.append(PutOp(ns, f"k{key}", {"text": " ".join(words)}, ttl=ttl,
+                                 index=None if indexed else False))
+            if not batched:
+                flush()
+            continue
+        flush()
+        for store, clock in zip(stores, clocks, strict=True):
+            if op[0] == "delete":
+                store.delete(op[1], f"k{op[2]}")
+            elif op[0] == "advance":
+                clock.advance(op[1])
+            else:
+                store.sweep()
+    flush()
+    try:
+        _stats(path)
+        assert _results(stores[0]) == _results(stores[1])  # bit-identical scores
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_batch_putting_one_key_twice_keeps_the_last(tmp_path: Path) -> None:
+    embedder = FakeEmbedder(16)
+    with SQLiteStore(tmp_path / "twice.db", index=IndexConfig(embedder, fields=("text",))
+                     ) as store:
+        store.batch([PutOp(("u",), "k", {"text": "green tea"}),
+                     PutOp(("u",), "j", {"text": "coffee"}),
+                     PutOp(("u",), "k", {"text": "black coffee"})])
+        assert store.get(("u",), "k").value == {"text": "black coffee"}  # type: ignore[union-attr]
+        # the shorter item ranks first
+        assert [h.key for h in store.search(("u",), query="coffee", mode="keyword")] == ["j", "k"]
+        assert store.search(("u",), query="green", mode="keyword") == []
+        hits = store.search(("u",), query="black coffee", mode="vector", limit=1)
+        assert hits[0].key == "k" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert _stats(tmp_path / "twice.db") == {"u\x1f": (2, 3)}
