@@ -514,3 +514,26 @@ def test_search_without_the_thread_index_is_a_clear_400() -> None:
         r = http.post("/v1/threads/search", json={"query": "Lisbon"})
         assert r.status_code == 400 and "needs an index" in r.json()["message"]
     app.state.remem.close()
+
+
+READS = {GetThreadRequest, ListThreadsRequest, SearchThreadsRequest, MessagesRequest,
+         CheckpointsRequest, CheckpointRequest, ContextRequest}
+
+
+def test_every_route_needs_a_key_and_writes_need_a_writing_key() -> None:
+    app = create_app(ServerConfig(db=":memory:", mcp=False, key_cache_seconds=0))
+    with TestClient(app) as http:
+        read_only = {"X-API-Key": app.state.remem.keys.create("ro", read_only=True)[0]}
+        for request_type, route in ROUTES.items():
+            path = route.full_path.format(thread_id="t")
+            body = {"query": "x"} if request_type is SearchThreadsRequest else {}
+            kwargs: dict[str, Any] = {} if route.in_query or part_model(request_type) is None \
+                else {"json": body}
+            r = http.request(route.method, path, **kwargs)
+            assert r.status_code == 401, (route, r.text)
+            r = http.request(route.method, path, headers=read_only, **kwargs)
+            if request_type in READS:
+                assert r.status_code != 403, (route, r.text)
+            else:
+                assert r.status_code == 403 and "read-only" in r.json()["message"], route
+    app.state.remem.close()
