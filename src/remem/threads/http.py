@@ -39,7 +39,7 @@ from remem.threads.requests import (
     local_fields,
 )
 
-__all__ = ["ROUTES", "HttpRoute", "http_call", "part_model"]
+__all__ = ["PREFIX", "ROUTES", "HttpCall", "HttpRoute", "http_call", "part_model"]
 
 PREFIX = "/v1/threads"
 

@@ -118,6 +118,8 @@ class ThreadStore(ThreadAPI):
     across threads.
 
     Construction does no I/O; the first call (or :meth:`setup`, or ``with``) opens the database.
+    The methods come from :class:`~remem.threads.api.ThreadAPI`: each builds its request and
+    :meth:`run` executes it.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, ttl: TTL = None,

@@ -139,8 +139,6 @@ class MessageOut(Wire[Message]):
     """A message: OpenAI-style (``role``, ``content``, ``tool_calls``, ``tool_call_id``,
     ``name``) plus remem's ``id``, ``created_at``, ``metadata`` and ``is_error``."""
 
-    model_config = ConfigDict(extra="ignore")
-
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None
     tool_calls: list[dict[str, Any]] | None = None
