@@ -97,7 +97,9 @@ async def _answer(http: Request, who: Principal, request: ThreadRequest[Any], *,
 
     return JSONResponse(await state.run(work, waits_on_llm=waits_on_llm))
 
-# each route's request, built by _from_http (auth is solved first: it comes first)
+
+# each route's request, built by _from_http; routes declare the key (`who`) before it, so a
+# request without a valid key is a 401 before its body is looked at
 CreateThreadIn = Annotated[CreateThreadRequest, Depends(_from_http(CreateThreadRequest))]
 ListThreadsIn = Annotated[ListThreadsRequest, Depends(_from_http(ListThreadsRequest))]
 SearchThreadsIn = Annotated[SearchThreadsRequest, Depends(_from_http(SearchThreadsRequest))]
