@@ -221,6 +221,49 @@ def _metrics_reveal_no_tenant(w: World) -> None:
     assert "alpha" not in text and "tenant" not in text
 
 
+def _memory_list_export_and_forget(w: World) -> None:
+    c = w.client
+    for body in ({"user_id": "u1"}, {"namespace": ["memories", "user", "u1"]},
+                 {"user_id": "u1", "include_invalid": True}):
+        r = c.post("/v1/memories/list", json=body, headers=w.b)
+        assert r.status_code == 200 and r.json()["memories"] == [], body
+    for body in ({}, {"user_id": "u1"}):
+        r = c.post("/v1/memories/export", json=body, headers=w.b)
+        # (B's own hard-deleted copy of the text, from another case, may be in its history)
+        assert r.status_code == 200 and w.memory_id not in r.text, body
+    for hard in (False, True):  # forgetting "u1" in B reaches nothing of A's
+        r = c.post("/v1/memories/delete", json={"user_id": "u1", "hard": hard}, headers=w.b)
+        assert r.status_code == 200 and r.json()["changes"] == [], hard
+
+
+def _memory_import_stays_in_tenant(w: World) -> None:
+    c = w.client
+    exported = c.post("/v1/memories/export", json={"user_id": "u1"}, headers=w.a).json()
+    r = c.post("/v1/memories/import", json={"lines": exported["lines"]}, headers=w.b)
+    assert r.status_code == 200, r.text
+    # B now holds its own copy; A's memory is untouched (checked by the caller) and B's
+    # copy is B's to delete
+    mine = c.post("/v1/memories/list", json={"user_id": "u1"}, headers=w.b).json()["memories"]
+    assert [m["id"] for m in mine] == [w.memory_id]
+    r = c.post("/v1/memories/delete", json={"user_id": "u1", "hard": True}, headers=w.b)
+    assert r.status_code == 200
+
+
+def _thread_new_routes(w: World) -> None:
+    c = w.client
+    for path in ("/v1/threads/{id}/checkpoint", "/v1/threads/{id}/context"):
+        _not_found_like_missing(w, "GET", path, "t1")
+    _not_found_like_missing(w, "PATCH", "/v1/threads/{id}", "t1",
+                            json={"metadata": {"beta": True}})
+    _not_found_like_missing(w, "POST", "/v1/threads/{id}/state", "t1",
+                            json={"state": {"beta": True}})
+    _not_found_like_missing(w, "POST", "/v1/threads/{id}/copy", "t1", json={})
+    r = c.post("/v1/threads/t1/compact", json={}, headers=w.b)
+    assert 400 <= r.status_code < 500 and "alpha" not in r.text
+    r = c.post("/v1/threads/search", json={"query": "secret"}, headers=w.b)
+    assert r.status_code == 200 and "secret" not in r.text
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -235,6 +278,10 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "memories/{id} DELETE": _memory_delete,
     "memories/{id}/history GET": _memory_history,
     "events/{id}/undo POST": _memory_undo,
+    "memories/list, export, delete (forget) POST": _memory_list_export_and_forget,
+    "memories/import POST (A's export into B)": _memory_import_stays_in_tenant,
+    "threads/{id} PATCH, checkpoint, context, state, copy, compact; threads/search": (
+        _thread_new_routes),
     "threads/{id} GET, messages GET, checkpoints GET": _thread_reads,
     "threads/list POST": _thread_list,
     "threads/{id} messages POST, DELETE, fork, rewind": _thread_writes,
@@ -262,7 +309,12 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/memories/{memory_id}/history", "/v1/events/{event_id}/undo",
                "/v1/threads", "/v1/threads/list", "/v1/threads/{thread_id}",
                "/v1/threads/{thread_id}/messages", "/v1/threads/{thread_id}/checkpoints",
-               "/v1/threads/{thread_id}/rewind", "/v1/threads/{thread_id}/fork"}
+               "/v1/threads/{thread_id}/rewind", "/v1/threads/{thread_id}/fork",
+               "/v1/memories/list", "/v1/memories/delete", "/v1/memories/export",
+               "/v1/memories/import", "/v1/threads/search",
+               "/v1/threads/{thread_id}/checkpoint", "/v1/threads/{thread_id}/state",
+               "/v1/threads/{thread_id}/copy", "/v1/threads/{thread_id}/compact",
+               "/v1/threads/{thread_id}/context"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Generic, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -64,6 +63,9 @@ from remem.memory.results import ChangeResult, MemoryPage, SearchResult
 from remem.memory.store_manager import AddResult
 from remem.memory.wire import load
 from remem.store.types import SearchMode
+
+if TYPE_CHECKING:  # remem.threads.remote imports this module
+    from remem.threads.remote import RemoteThreads
 
 __all__ = ["Client"]
 
@@ -193,6 +195,7 @@ class Client:
         self.timeout = timeout
         self._sync: httpx.Client | None = None
         self._async: httpx.AsyncClient | None = None
+        self._threads: RemoteThreads | None = None
 
     # -- transport shells ---------------------------------------------------------------------
 
@@ -230,11 +233,15 @@ class Client:
         return await self._asend(call_of(request))
 
     @property
-    def threads(self) -> Any:
-        """The server's conversation threads (``remem.threads.remote.RemoteThreads``)."""
-        # imported on first use: the threads client is optional for memory-only callers
-        remote = importlib.import_module("remem.threads.remote")
-        return remote.RemoteThreads(self)
+    def threads(self) -> RemoteThreads:
+        """The server's conversation threads, with :class:`~remem.threads.ThreadStore`'s
+        methods (one object per client, so handles compare equal)."""
+        if self._threads is None:
+            # imported on first use: remem.threads.remote imports this module
+            from remem.threads.remote import RemoteThreads
+
+            self._threads = RemoteThreads(self)
+        return self._threads
 
     # -- sync API (see Memory for the meaning of each argument) --------------------------------
     # the same signatures as Memory's, less ``actor`` (the server records the caller's key)

@@ -94,8 +94,9 @@ Limit = Annotated[int, Field(ge=1, le=1000)]
 Offset = Annotated[int, Field(ge=0, le=100_000)]
 """Results to skip: 0-100,000."""
 
-Timestamp = Annotated[float, BeforeValidator(_as_timestamp),
-                      Field(ge=-62_135_596_800, le=253_402_300_799)]
+# the bounds come before the validator so the JSON schema states them as minimum/maximum
+Timestamp = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799),
+                      BeforeValidator(_as_timestamp)]
 """Epoch seconds within years 1-9999 (an aware datetime is accepted from Python)."""
 
 JsonObject = Annotated[dict[str, Any], BeforeValidator(_as_dict)]

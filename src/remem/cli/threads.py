@@ -72,8 +72,8 @@ def threads_group() -> None:
 @click.option("--filter", "filter_", type=FilterType(), metavar="JSON",
               help='Keep threads whose metadata matches, e.g. \'{"user_id": "u1"}\'.')
 @click.option("--user", metavar="ID", help='Shorthand for --filter \'{"user_id": ID}\'.')
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
-              metavar="N", help="Show at most N threads.")
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=20, show_default=True,
+              metavar="N", help="Show at most N threads (1-1000).")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Skip the first N threads.")
 @common_options
@@ -121,6 +121,16 @@ def _checkpoint_row(checkpoint: Checkpoint) -> str:
             f"messages={checkpoint.position}  parent={checkpoint.parent_id or '-'}")
 
 
+def _all_checkpoints(threads: Any, thread_id: str) -> list[Any]:
+    """Every checkpoint of a thread, newest first, read a page (at most 1,000) at a time."""
+    out: list[Any] = []
+    while page := threads.checkpoints(thread_id, limit=1000, offset=len(out)):
+        out += page
+        if len(page) < 1000:
+            break
+    return out
+
+
 @threads_group.command()
 @click.argument("thread_id", metavar="THREAD")
 @click.option("--checkpoint", metavar="ID", help="Show the thread as it was at checkpoint ID.")
@@ -136,7 +146,8 @@ def show(ctx: click.Context, thread_id: str, checkpoint: str | None, last: int,
     threads = open_threads(ctx, db)
     info = threads.get(thread_id)
     if list_checkpoints:
-        checkpoints = threads.checkpoints(thread_id, limit=last or 1_000_000)
+        checkpoints = _all_checkpoints(threads, thread_id) if last == 0 else (
+            threads.checkpoints(thread_id, limit=min(last, 1000)))
         if json_output:
             emit_json({"thread": info.to_dict(),
                        "checkpoints": [cp.to_dict() for cp in checkpoints]})
@@ -219,8 +230,8 @@ def rewind(ctx: click.Context, thread_id: str, checkpoint: str, db: str,
 @threads_group.command()
 @click.argument("query")
 @click.option("--user", metavar="ID", help="Only this user's threads.")
-@click.option("--limit", type=click.IntRange(min=1), default=5, show_default=True, metavar="N",
-              help="Return at most N threads.")
+@click.option("--limit", type=click.IntRange(min=1, max=100), default=5, show_default=True,
+              metavar="N", help="Return at most N threads (1-100).")
 @click.option("--embedder", type=click.Choice(("none", "local", "openai", "fake")),
               default="none", show_default=True,
               help="Embedder for search by meaning (the one the threads were indexed with); "

@@ -112,8 +112,9 @@ def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
 
 def _checked_messages(value: Any) -> tuple[Message, ...]:
     messages = to_messages(value)
-    if not messages:
-        raise ValueError("nothing to remember: pass text or at least one message")
+    if not messages or not any(message.text.strip() for message in messages):
+        raise ValueError("nothing to remember: pass non-empty text or at least one message "
+                         "with text")
     if len(messages) > MAX_MESSAGES:
         raise ValueError(f"at most {MAX_MESSAGES} messages per add, got {len(messages)}; "
                          "split the conversation into several adds")
@@ -214,7 +215,7 @@ class SearchRequest(_Scoped[SearchResult]):
     limit: Limit = Field(10, description="most memories returned")
     offset: Offset = Field(0, description="memories to skip (for the next page)")
     as_of: Timestamp | None = Field(
-        None, description="what was valid at this time (epoch seconds or an aware datetime)")
+        None, description="what was valid at this time (epoch seconds)")
     include_invalid: bool = Field(False, description="also superseded and deleted memories")
     mode: SearchModeField = Field("auto", description="signals to rank by: auto (all the "
                                                       "store has), hybrid, keyword, vector")
