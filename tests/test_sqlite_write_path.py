@@ -30,7 +30,8 @@ M003 = [m.name for m in SQLITE_MIGRATIONS].index("m003_keyword_event_time") + 1
 
 def _downgrade_to_m003(path: Path) -> None:
     """Turn a current file back into the m003 schema (same data tables; the statistics and
-    their triggers gone, the per-item keyword index back), as remem before m004 left it."""
+    their triggers gone, the per-item keyword index and the text hash index back), as remem
+    before m004 left it."""
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         later = [m.name for m in SQLITE_MIGRATIONS[M003:]]
         conn.execute("BEGIN")
@@ -40,6 +41,10 @@ def _downgrade_to_m003(path: Path) -> None:
         conn.execute("DROP INDEX items_keyword_ttl")
         conn.execute("CREATE INDEX items_keyword ON items (ns, expires_at, doc_len) "
                      "WHERE doc_len > 0")
+        conn.execute("DROP INDEX vectors_seq")
+        conn.execute("CREATE INDEX vectors_seq ON vectors (seq)")
+        conn.execute("CREATE INDEX vectors_text_hash ON vectors (text_hash) "
+                     "WHERE text_hash IS NOT NULL")
         conn.executemany("DELETE FROM remem_migrations WHERE name = ?", [(n,) for n in later])
         conn.execute("COMMIT")
 
@@ -183,3 +188,40 @@ def test_a_batch_putting_one_key_twice_keeps_the_last(tmp_path: Path) -> None:
         hits = store.search(("u",), query="black coffee", mode="vector", limit=1)
         assert hits[0].key == "k" and hits[0].score == pytest.approx(1.0, abs=1e-5)
         assert _stats(tmp_path / "twice.db") == {"u\x1f": (2, 3)}
+
+
+def _prune_tombstones(path: Path) -> None:
+    """What a sweep does once 10,000 newer vector writes exist, all at once."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("DELETE FROM vector_tombstones")
+        conn.execute("UPDATE remem_meta SET value = (SELECT value FROM remem_meta WHERE "
+                     "key = 'vector_seq') WHERE key = 'tombstones_pruned_through'")
+
+
+def test_embedding_cache_after_upgrade_deletes_and_pruning(tmp_path: Path) -> None:
+    """The text hash map finds texts written before the upgrade and by another store on the
+    file, keeps a text stored twice when one copy is deleted, forgets deleted texts, and
+    rebuilds itself when tombstones it has not read were pruned."""
+    path = tmp_path / "cache.db"
+    with SQLiteStore(path, index=IndexConfig(FakeEmbedder(16), fields=("text",))) as store:
+        store.batch([PutOp(("a",), f"k{i}", {"text": f"memory {i}"}) for i in range(20)])
+    _downgrade_to_m003(path)
+    embedder = FakeEmbedder(16)
+    index = IndexConfig(embedder, fields=("text",))
+    with SQLiteStore(path, index=index) as store, SQLiteStore(path, index=index) as other:
+        store.batch([PutOp(("b",), f"k{i}", {"text": f"memory {i}"}) for i in range(20)])
+        assert embedder.texts_embedded == 0  # all stored before the upgrade
+        other.put(("c",), "new", {"text": "only in other"})  # embeds 1
+        store.delete(("a",), "k3")  # "memory 3" is left in ("b",) "k3"
+        store.delete(("c",), "new")
+        store.batch([PutOp(("d",), "x", {"text": "memory 3"}),
+                     PutOp(("d",), "y", {"text": "only in other"})])
+        assert embedder.texts_embedded == 2  # "only in other" was stored nowhere any more
+        store.put(("d",), "w", {"text": "memory 4"})  # "memory 4": a, b and d
+        other.delete(("d",), "w")
+        other.delete(("b",), "k4")
+        _prune_tombstones(path)  # store never read these two tombstones
+        store.put(("e",), "v", {"text": "memory 4"})
+        assert embedder.texts_embedded == 2  # rebuilt: the copy in ("a",) found
+        hits = store.search(("e",), query="memory 4", mode="vector", limit=1)
+        assert hits[0].key == "v" and hits[0].score == pytest.approx(1.0, abs=1e-5)

@@ -1,10 +1,11 @@
-"""VectorIndex against NumPy brute force, across several matrix blocks, with removals."""
+"""VectorIndex against NumPy brute force, across several matrix blocks, with removals; the
+text hash map of the embedding cache."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from remem.store.vectors import VectorIndex
+from remem.store.vectors import TextHashes, VectorIndex
 
 
 def test_ranking_matches_brute_force_across_blocks() -> None:
@@ -43,3 +44,18 @@ def _merge(order: list[int], extra: int, extra_score: float, scores: np.ndarray)
             placed = True
         out.append(int(j))
     return out if placed else [*out, extra]
+
+
+def test_text_hashes_keep_every_copy_of_a_text() -> None:
+    hashes = TextHashes()
+    hashes.add([1, 2, 3], [b"a", b"b", b"a"])
+    assert len(hashes) == 3 and hashes.ids_of([b"a", b"b", b"z"]) == [3, 2]
+    hashes.remove([3, 99])  # the newest copy of "a" goes: the older one stands in
+    assert hashes.ids_of([b"a"]) == [1]
+    hashes.add([4], [b"a"])
+    hashes.remove([1])  # an older copy goes: the newest stays
+    assert hashes.ids_of([b"a"]) == [4]
+    hashes.remove([4, 2])
+    assert hashes.ids_of([b"a", b"b"]) == [] and len(hashes) == 0
+    hashes.add([2], [b"c"])  # an id used again, for another text
+    assert hashes.ids_of([b"b", b"c"]) == [2]

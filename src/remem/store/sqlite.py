@@ -55,7 +55,7 @@ from remem.store.types import (
     SearchOp,
     from_timestamp,
 )
-from remem.store.vectors import VectorIndex, top_matches
+from remem.store.vectors import TextHashes, VectorIndex, top_matches
 
 __all__ = ["SQLiteStore"]
 
@@ -116,6 +116,7 @@ class SQLiteStore(BaseStore):
         self._cache_lock = threading.RLock()
         self._cache: VectorIndex | None = None
         self._cache_seq = -1
+        self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> SQLiteStore:
@@ -242,7 +243,7 @@ class SQLiteStore(BaseStore):
         self._stop_sweeper()
         self._conns.close()
         with self._cache_lock:
-            self._cache = None
+            self._cache = self._hashes = None
 
     # -- batch --------------------------------------------------------------------------------
 
@@ -430,18 +431,41 @@ class SQLiteStore(BaseStore):
             return conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
 
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, np.ndarray]:
-        """Vectors of this model already stored for these document text hashes."""
+        """Vectors already stored for these document text hashes: ids from the in-process
+        map (one read transaction syncs it and reads the vectors back)."""
         found: dict[bytes, np.ndarray] = {}
+        wanted = set(hashes)
         with self._connection() as conn:
-            for start in range(0, len(hashes), 500):
-                chunk = hashes[start:start + 500]
-                marks = ",".join("?" * len(chunk))
+            conn.execute("BEGIN")
+            try:
+                with self._cache_lock:
+                    ids = self._synced_hashes(conn).ids_of(wanted)
                 for digest, blob in conn.execute(
-                    f"SELECT text_hash, vec FROM vectors WHERE text_hash IN ({marks}) "
-                    "AND model_id = ?", [*chunk, self._model_id],
-                ):
-                    found[digest] = np.frombuffer(blob, dtype=np.float32).copy()
+                    "SELECT text_hash, vec FROM vectors WHERE id IN "
+                    "(SELECT value FROM json_each(?)) AND model_id = ?",
+                    (json.dumps(ids), self._model_id),
+                ) if ids else ():
+                    if digest in wanted:
+                        found[digest] = np.frombuffer(blob, dtype=np.float32).copy()
+            finally:
+                conn.execute("COMMIT")
         return found
+
+    def _synced_hashes(self, conn: sqlite3.Connection) -> TextHashes:
+        """The text hash map brought up to the database's current ``vector_seq``."""
+        seq, pruned = (int(_meta(conn, k)) for k in ("vector_seq", "tombstones_pruned_through"))
+        if self._hashes is None or self._hashes.seq < pruned:
+            self._hashes = TextHashes()  # tombstones it needs are gone: read everything
+        hashes = self._hashes
+        if seq != hashes.seq:
+            if hashes.seq >= 0:
+                hashes.remove(r[0] for r in conn.execute(
+                    "SELECT id FROM vector_tombstones WHERE seq > ?", (hashes.seq,)))
+            rows = conn.execute("SELECT id, text_hash FROM vectors WHERE seq > ? "
+                                "AND text_hash IS NOT NULL", (hashes.seq,)).fetchall()
+            hashes.add((r[0] for r in rows), (r[1] for r in rows))
+            hashes.seq = seq
+        return hashes
 
     def _drop_vectors(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.index is None and not txn.vectors_exist():
