@@ -21,6 +21,16 @@ __all__ = ["Durability", "SQLiteConnections"]
 
 Durability = Literal["normal", "full"]
 
+# WAL frames before a commit copies them into the database (SQLite's default is 1,000, 4 MB).
+# A checkpoint writes every page changed since the last one and fsyncs twice; a 100-item batch
+# into a 100k-item store changes ~430 pages, so at 1,000 nearly every other commit paid for a
+# checkpoint. At 10,000 (~40 MB of WAL) pages changed by many commits (index pages of each
+# namespace, the tails of posting lists) are copied once: steady-state batched puts went from
+# 5.2k to 8.0k items/s (median of 4 runs), at the cost of a longer pause (~80 ms) on the commit
+# that checkpoints. Durability is unchanged: commits are in the WAL either way.
+_CHECKPOINT_PAGES = 10_000
+_WAL_KEPT_BYTES = 64 * 2**20  # a checkpoint that empties the WAL truncates it to this
+
 # One in-process write lock per database file, shared by every store, thread store and key
 # store of this process that opens it. Writers of one process then queue on this lock in
 # turn, instead of on SQLite's busy handler, which sleeps in growing steps (up to 100 ms)
@@ -64,6 +74,8 @@ class SQLiteConnections:
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         if not self.in_memory:
             conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES}")
+            conn.execute(f"PRAGMA journal_size_limit = {_WAL_KEPT_BYTES}")
         conn.execute(f"PRAGMA synchronous = {'FULL' if self.durability == 'full' else 'NORMAL'}")
         self._all.append(conn)
         return conn
