@@ -273,7 +273,8 @@ def test_lock_timeouts_raise_store_error_with_the_fix(tmp_path: Path) -> None:
 def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A prefix of few items is searched item by item, a large one through the terms'
-    postings; both plans give the same hits and scores (forced here both ways)."""
+    postings; both plans give the same hits and scores (forced here both ways), before and
+    after the recent postings move into the term-ordered table."""
     import random
 
     from remem.store import sqlite as sqlite_module
@@ -298,6 +299,14 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     by_items = run()
     monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 0)  # postings first always
     by_postings = run()
+    # the same once the recent postings were moved into the term-ordered table
+    monkeypatch.setattr(sqlite_module, "_RECENT_POSTINGS", 1)
+    store.put(("other",), "k", {"text": "tea"})
+    merged = run()
+    monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 2000)
+    merged_by_items = run()
+    with closing(sqlite3.connect(tmp_path / "kw.db")) as conn:
+        assert conn.execute("SELECT count(*) FROM recent_postings").fetchone() == (0,)
     store.close()
-    assert by_items == by_postings
+    assert by_items == by_postings == merged == merged_by_items
     assert all(by_items[:3]) and by_items[3] == []

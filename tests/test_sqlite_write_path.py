@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from remem.embed import FakeEmbedder
 from remem.store import BaseStore, IndexConfig, InMemoryStore, KeywordConfig, PutOp, SQLiteStore
+from remem.store import sqlite as sqlite_module
 from remem.store.migrations import applied_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 from tests.conftest import FakeClock
@@ -29,9 +30,9 @@ M003 = [m.name for m in SQLITE_MIGRATIONS].index("m003_keyword_event_time") + 1
 
 
 def _downgrade_to_m003(path: Path) -> None:
-    """Turn a current file back into the m003 schema (same data tables; the statistics and
-    their triggers gone, the per-item keyword index and the text hash index back), as remem
-    before m004 left it."""
+    """Turn a current file back into the m003 schema (the same items, vectors and terms; the
+    statistics, their triggers and the recent postings gone, the per-item keyword index and
+    the text hash index back), as remem before m004 left it."""
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         later = [m.name for m in SQLITE_MIGRATIONS[M003:]]
         conn.execute("BEGIN")
@@ -41,6 +42,9 @@ def _downgrade_to_m003(path: Path) -> None:
         conn.execute("DROP INDEX items_keyword_ttl")
         conn.execute("CREATE INDEX items_keyword ON items (ns, expires_at, doc_len) "
                      "WHERE doc_len > 0")
+        conn.execute("INSERT INTO postings SELECT term, item_id, tf FROM recent_postings")
+        conn.execute("DROP TABLE recent_postings")
+        conn.execute("DELETE FROM remem_meta WHERE key = 'recent_postings'")
         conn.execute("DROP INDEX vectors_seq")
         conn.execute("CREATE INDEX vectors_seq ON vectors (seq)")
         conn.execute("CREATE INDEX vectors_text_hash ON vectors (text_hash) "
@@ -128,11 +132,19 @@ _ops = st.lists(st.one_of(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(ops=_ops, batched=st.booleans())
-def test_any_writes_give_reference_scores(tmp_path: Path, ops: list[Any], batched: bool) -> None:
+@given(ops=_ops, batched=st.booleans(), merge_at=st.sampled_from([1, 7, 20_000]))
+def test_any_writes_give_reference_scores(tmp_path: Path, ops: list[Any], batched: bool,
+                                          merge_at: int) -> None:
     """Puts (new, replacing, with and without expiry, keyword-indexed or not), deletes, expiry
-    and sweeps, one op per batch or all puts of a stretch in one batch: the statistics equal a
-    recount, and keyword hits and scores equal the in-memory store's."""
+    and sweeps, one op per batch or all puts of a stretch in one batch, with recent postings
+    moved into the main table after every write, now and then, or never: the statistics equal
+    a recount, and keyword hits and scores equal the in-memory store's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite_module, "_RECENT_POSTINGS", merge_at)
+        _check_writes(tmp_path, ops, batched)
+
+
+def _check_writes(tmp_path: Path, ops: list[Any], batched: bool) -> None:
     clocks = [FakeClock(), FakeClock()]
     path = tmp_path / f"p{next(_counter)}.db"
     stores: list[BaseStore] = [

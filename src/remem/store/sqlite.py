@@ -41,7 +41,7 @@ from remem.store.base import (
 )
 from remem.store.filters import parse_filter, to_sqlite
 from remem.store.migrations import apply_sqlite
-from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
+from remem.store.migrations.sqlite import SQLITE_MIGRATIONS, backfill_keywords
 from remem.store.types import (
     DeleteOp,
     GetOp,
@@ -66,6 +66,9 @@ _TOMBSTONES_KEPT = 10_000
 # prefixes with at most this many keyword-indexed items are searched item by item (measured:
 # a common term in a 100-item prefix of a 100k-item file, 10.7 ms through the term's postings)
 _SMALL_KEYWORD_SCOPE = 2000
+# rows of recent_postings that trigger their move into postings (m006); searches of a large
+# scope scan them, so this bounds that scan
+_RECENT_POSTINGS = 20_000
 _LOAD_CHUNK = 8192
 
 
@@ -144,7 +147,7 @@ class SQLiteStore(BaseStore):
                     self._model_id = self._register_model(conn, self.index)
                 if self.keyword is not None:
                     self._register_tokenizer(conn, self.keyword)
-                    self._backfill_keywords(conn)
+                    backfill_keywords(conn, self._terms_of)
             self._ready = True
         self._start_sweeper()
 
@@ -184,7 +187,7 @@ class SQLiteStore(BaseStore):
                 "SELECT value FROM remem_meta WHERE key = 'keyword_tokenizer'"
             ).fetchone()
             if row is not None and row[0] != name and conn.execute(
-                "SELECT 1 FROM postings LIMIT 1"
+                "SELECT 1 FROM postings UNION ALL SELECT 1 FROM recent_postings LIMIT 1"
             ).fetchone() is not None:
                 raise IndexConfigError(
                     f"{self.path} holds keyword terms made by tokenizer {row[0]!r}; this "
@@ -200,43 +203,14 @@ class SQLiteStore(BaseStore):
             conn.execute("ROLLBACK")
             raise
 
-    def _backfill_keywords(self, conn: sqlite3.Connection) -> None:
-        """Give items written before keyword search existed their terms, a chunk per
-        transaction, resuming where a killed run stopped (the marker holds the last id done)."""
+    def _terms_of(self, value: str) -> dict[str, int]:
+        """Term frequencies of a stored value (JSON text) under this store's keyword config."""
         assert self.keyword is not None
-        while True:
-            row = conn.execute(
-                "SELECT value FROM remem_meta WHERE key = 'keyword_backfill'"
-            ).fetchone()
-            if row is None:
-                return
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                rows = conn.execute(
-                    "SELECT id, value FROM items WHERE id > ? ORDER BY id LIMIT 1000",
-                    (int(row[0]),),
-                ).fetchall()
-                fields = self.keyword.fields or (
-                    self.index.fields if self.index is not None else ("$",))
-                for item_id, value in rows:
-                    terms: dict[str, int] = {}
-                    text = keyword_text(json.loads(value), fields)
-                    for term in self.keyword.tokenizer.tokenize(text):
-                        terms[term] = terms.get(term, 0) + 1
-                    conn.execute("DELETE FROM postings WHERE item_id = ?", (item_id,))
-                    conn.executemany("INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
-                                     [(t, item_id, tf) for t, tf in terms.items()])
-                    conn.execute("UPDATE items SET doc_len = ? WHERE id = ?",
-                                 (sum(terms.values()), item_id))
-                if rows:
-                    conn.execute("UPDATE remem_meta SET value = ? WHERE key = 'keyword_backfill'",
-                                 (str(rows[-1][0]),))
-                else:
-                    conn.execute("DELETE FROM remem_meta WHERE key = 'keyword_backfill'")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        fields = self.keyword.fields or (self.index.fields if self.index is not None else ("$",))
+        terms: dict[str, int] = {}
+        for term in self.keyword.tokenizer.tokenize(keyword_text(json.loads(value), fields)):
+            terms[term] = terms.get(term, 0) + 1
+        return terms
 
     def close(self) -> None:
         """Stop the sweeper and close every connection this store opened."""
@@ -402,17 +376,16 @@ class SQLiteStore(BaseStore):
             self._drop_postings(txn, replaced)
         # one vector_seq number for the whole run: no search runs between its puts
         seq = txn.bump_vector_seq() if any(p in prepared.put_vectors for p, _ in run) else 0
-        postings: list[tuple[str, int, int]] = []
+        postings: list[tuple[int, str, int]] = []
         vectors: list[tuple[int, str, int | None, bytes, int, bytes]] = []
         for (position, op), ns in zip(run, addresses, strict=True):
             item_id = ids[(ns, op.key)]
-            postings.extend((term, item_id, tf)
+            postings.extend((item_id, term, tf)
                             for term, tf in prepared.put_terms.get(position, {}).items())
             vectors.extend((item_id, f, self._model_id, v.tobytes(), seq, h)
                            for f, v, h in prepared.put_vectors.get(position, ()))
         if postings:
-            conn.executemany("INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
-                             postings)
+            _add_postings(conn, postings)
         if vectors:
             conn.executemany("INSERT INTO vectors (item_id, field, model_id, vec, seq, "
                              "text_hash) VALUES (?, ?, ?, ?, ?, ?)", vectors)
@@ -420,10 +393,11 @@ class SQLiteStore(BaseStore):
     def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.keyword is None and not txn.postings_exist():
             return
-        txn.conn.execute(
-            "DELETE FROM postings WHERE item_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(item_ids),),
-        )
+        for table in ("postings", "recent_postings"):
+            txn.conn.execute(
+                f"DELETE FROM {table} WHERE item_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(item_ids),),
+            )
 
     def _holds_vectors(self) -> bool:
         self.setup()
@@ -569,14 +543,16 @@ class SQLiteStore(BaseStore):
         terms_json = json.dumps(terms)
         if op.namespace_prefix and n_docs <= _SMALL_KEYWORD_SCOPE:
             # CROSS JOIN: SQLite keeps this join order (items, then their postings)
-            text = ("SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM items "
-                    "CROSS JOIN postings AS p ON p.item_id = items.id "
-                    f"AND p.term IN (SELECT value FROM json_each(?)) WHERE {where}")
+            text = " UNION ALL ".join(
+                f"SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM items CROSS JOIN "
+                f"{table} AS p ON p.item_id = items.id AND p.term IN "
+                f"(SELECT value FROM json_each(?)) WHERE {where}"
+                for table in ("postings", "recent_postings"))
+            args = [terms_json, *params] * 2
         else:
-            text = ("SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM postings AS p "
-                    "JOIN items ON items.id = p.item_id "
-                    f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}")
-        rows = conn.execute(text, [terms_json, *params]).fetchall()
+            text = _postings_of_terms("p.item_id, ns, key, p.term, p.tf, doc_len", where)
+            args = [terms_json, *params] * 2
+        rows = conn.execute(text, args).fetchall()
         decoded: dict[str, Namespace] = {}
         postings = []
         for item_id, ns, key, term, tf, length in rows:
@@ -589,9 +565,8 @@ class SQLiteStore(BaseStore):
         if narrowed:
             scope, scope_params = self._scope(op, now)
             doc_freq = dict(conn.execute(
-                "SELECT p.term, count(*) FROM postings AS p JOIN items ON items.id = p.item_id "
-                f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {scope} GROUP BY p.term",
-                [terms_json, *scope_params],
+                f"SELECT term, count(*) FROM ({_postings_of_terms('p.term', scope)}) "
+                "GROUP BY term", [terms_json, *scope_params] * 2,
             ).fetchall())
         else:
             doc_freq = {}
@@ -763,6 +738,30 @@ _UPSERT_TAIL = """ON CONFLICT (ns, key) DO UPDATE SET
   RETURNING id, ns, key"""
 
 
+def _postings_of_terms(columns: str, where: str) -> str:
+    """Postings (``p``) of some terms joined with their items matching ``where``, from both
+    tables; parameters: terms (JSON), then ``where``'s, twice. recent_postings has no term
+    index: it is scanned (CROSS JOIN keeps that order), never the items of the scope."""
+    return " UNION ALL ".join(
+        f"SELECT {columns} FROM {table} AS p {join} items ON items.id = p.item_id "
+        f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}"
+        for table, join in (("postings", "JOIN"), ("recent_postings", "CROSS JOIN")))
+
+
+def _add_postings(conn: sqlite3.Connection, rows: list[tuple[int, str, int]]) -> None:
+    """Append ``(item_id, term, tf)`` rows to recent_postings, moving them all into postings
+    (in term order: each posting list's tail is written once) once enough have gathered."""
+    conn.executemany("INSERT INTO recent_postings (item_id, term, tf) VALUES (?, ?, ?)", rows)
+    (held,) = conn.execute(
+        "UPDATE remem_meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'recent_postings' "
+        "RETURNING value", (len(rows),)).fetchone()
+    if int(held) >= _RECENT_POSTINGS:
+        conn.execute("INSERT INTO postings (term, item_id, tf) SELECT term, item_id, tf "
+                     "FROM recent_postings ORDER BY term, item_id")
+        conn.execute("DELETE FROM recent_postings")
+        conn.execute("UPDATE remem_meta SET value = '0' WHERE key = 'recent_postings'")
+
+
 def _put_run(ops: Sequence[Op], start: int) -> list[tuple[int, PutOp]]:
     """Consecutive unconditional puts from ``start`` with distinct addresses (one multi-row
     upsert must not touch a row twice: the later put of a key starts the next run)."""
@@ -804,7 +803,8 @@ class _Txn:
     def postings_exist(self) -> bool:
         if self._postings_exist is None:
             self._postings_exist = (
-                self.conn.execute("SELECT 1 FROM postings LIMIT 1").fetchone() is not None
+                self.conn.execute("SELECT 1 FROM postings UNION ALL "
+                                  "SELECT 1 FROM recent_postings LIMIT 1").fetchone() is not None
             )
         return self._postings_exist
 
