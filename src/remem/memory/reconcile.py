@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from remem.errors import ConflictError, NotFoundError
 from remem.memory.history import (
@@ -31,8 +31,12 @@ from remem.memory.manager import Extraction, MemoryUpdate, NewMemory
 from remem.memory.records import MemoryRecord, Source, new_memory_id, version_key
 from remem.store.types import Namespace, Op, PutOp
 
-__all__ = ["Change", "ChangeContext", "Plan", "Skip", "plan_changes", "plan_edit", "plan_undo",
-           "record_put", "write_change"]
+__all__ = ["Change", "ChangeContext", "ChangeOp", "Plan", "Skip", "plan_changes", "plan_edit",
+           "plan_undo", "record_put", "write_change"]
+
+#: what a change did to its record: a history op, or ``remove``: an undo took away the
+#: record an ``add`` had created (its history event is a ``restore`` to "absent")
+ChangeOp = Literal["add", "update", "invalidate", "delete", "restore", "remove"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +55,9 @@ class ChangeContext:
 @dataclass(frozen=True, slots=True)
 class Change:
     """One change applied to one memory: the history event and the record after it
-    (before it, for a hard delete)."""
+    (before it, for a hard delete, and for ``remove``: the record an undo took away)."""
 
-    op: HistoryOp
+    op: ChangeOp
     memory: MemoryRecord
     event_id: str
 
@@ -307,6 +311,9 @@ def plan_undo(events: Sequence[HistoryEvent], now_state: Mapping[str, MemoryReco
               ctx: ChangeContext) -> Plan:
     """Put each event's memory back to the event's ``before``.
 
+    Each change reports what happened to its record: ``restore`` (back to the event's
+    ``before``) or ``remove`` (the event created the record, so undo took it away).
+
     ``now_state``: each memory's current record (``None`` when absent). A memory that changed
     after the event (it is not in the state the event left) raises :class:`ConflictError`:
     undo the later change first.
@@ -329,7 +336,7 @@ def plan_undo(events: Sequence[HistoryEvent], now_state: Mapping[str, MemoryReco
             undo_event = _event(ctx, "restore", current.id, current.namespace, current, None,
                                 undoes=event.id)
             plan.ops += event_ops(undo_event)
-            plan.changes.append(Change("restore", current, undo_event.id))
+            plan.changes.append(Change("remove", current, undo_event.id))
             continue
         version = max(target.version, current_version or 0) + 1
         restored = target.evolve(version=version, updated_at=ctx.now,

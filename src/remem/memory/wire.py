@@ -78,6 +78,7 @@ IsoTime = Annotated[datetime, PlainSerializer(lambda t: t.isoformat(), return_ty
 
 Content = str | dict[str, Any]
 HistoryOpName = Literal["add", "update", "invalidate", "delete", "restore"]
+ChangeOpName = Literal["add", "update", "invalidate", "delete", "restore", "remove"]
 
 
 def _iso(ts: float | None) -> datetime | None:
@@ -190,9 +191,9 @@ class MemoryOut(Wire[MemoryRecord]):
 
 class ChangeOut(Wire[Change]):
     """One applied change: the history event's id and the memory after it (before it, for
-    a hard delete)."""
+    a hard delete; for ``remove``, the record an undo took away)."""
 
-    op: HistoryOpName
+    op: ChangeOpName
     event_id: str
     memory: MemoryOut
 
