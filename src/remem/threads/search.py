@@ -9,11 +9,18 @@ The index is the store's, not a second database: the store can be the same SQLit
 threads. Indexing happens right after an append commits; a crash in between leaves those
 messages unindexed until :meth:`ThreadIndex.index_thread` is run for the thread (the CLI's
 ``remem threads reindex``).
+
+What leaves a thread's current history leaves the index: a delete drops the thread's items, a
+rewind drops the positions the rewind took back (and indexes the ones it brought back). The
+index is another store with its own transactions, so these run right after the thread's change
+commits; :meth:`~remem.threads.store.ThreadStore.search` therefore also checks every hit
+against the thread's current history in one read transaction before answering, so a search
+never returns a message its thread no longer holds, even when a crash came in between.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +48,10 @@ class MessageMatch:
     score: float
     #: seconds since the epoch
     created_at: float
+
+
+#: given the matches found per thread id (best first), the ones still to answer with
+Keep = Callable[[Mapping[str, Sequence[MessageMatch]]], Mapping[str, Sequence[MessageMatch]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +136,28 @@ class ThreadIndex:
             self.store.batch([DeleteOp(item.namespace, item.key) for item in found])
             removed += len(found)
 
+    def remove_from(self, thread_id: str, position: int) -> int:
+        """Drop a thread's messages at ``position`` and after (what a rewind took back);
+        return how many items went."""
+        removed = 0
+        while True:
+            found = self.store.search(
+                self.namespace, filter={"thread_id": thread_id, "position": {"$gte": position}},
+                limit=500)
+            if not found:
+                return removed
+            self.store.batch([DeleteOp(item.namespace, item.key) for item in found])
+            removed += len(found)
+
     def search(self, query: str, *, owner: str | None = None, limit: int = 5,
                per_thread: int = 3, mode: SearchMode = "auto",
-               exclude: Sequence[str] = ()) -> list[ThreadHit]:
+               exclude: Sequence[str] = (), keep: Keep | None = None) -> list[ThreadHit]:
         """Threads whose messages match ``query`` (keywords and meaning), best first.
 
         ``owner``: only this owner's threads (``None``: everyone's). ``per_thread``: how many
         matching messages to return per thread. ``exclude``: thread ids to leave out (e.g.
-        the current conversation).
+        the current conversation). ``keep``: given the matches found per thread, the ones to
+        answer with (the thread store passes a check against each thread's current history).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError(f"query must be a non-empty string, got {query!r}")
@@ -152,7 +177,10 @@ class ThreadIndex:
                                  str(value.get("role", "")), str(value.get("text", "")),
                                  float(item.score or 0.0), float(value.get("created_at", 0.0)))
             grouped.setdefault(tid, (item.namespace[-1], []))[1].append(match)
-        hits = [ThreadHit(tid, owner_label, matches[0].score, tuple(matches[:per_thread]))
-                for tid, (owner_label, matches) in grouped.items()]
+        kept = keep({tid: matches for tid, (_, matches) in grouped.items()}) if keep \
+            else {tid: matches for tid, (_, matches) in grouped.items()}
+        hits = [ThreadHit(tid, grouped[tid][0], matches[0].score,
+                          tuple(matches[:per_thread]))
+                for tid, matches in kept.items() if matches and tid in grouped]
         hits.sort(key=lambda hit: -hit.score)
         return hits[:limit]

@@ -71,7 +71,7 @@ from remem.threads.types import Checkpoint, ThreadInfo
 
 if TYPE_CHECKING:
     from remem.llm.base import ChatModel
-    from remem.threads.search import ThreadHit, ThreadIndex
+    from remem.threads.search import MessageMatch, ThreadHit, ThreadIndex
     from remem.threads.summary import SummaryPolicy
     from remem.threads.thread import Thread
 
@@ -95,6 +95,22 @@ def _ttl_seconds(ttl: TTL, what: str = "ttl") -> float | None:
 
 def _dumps(value: Mapping[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _shared_prefix(base_of: Callable[[int], tuple[int | None, int]], a: Checkpoint,
+                   b: Checkpoint) -> int:
+    """How many leading positions checkpoints ``a`` and ``b`` share (the same stored rows)."""
+    end = min(a.position, b.position)
+    left = sql.segments(base_of, a.branch, 0, end)
+    right = sql.segments(base_of, b.branch, 0, end)
+    shared = 0
+    for x, y in zip(left, right, strict=False):
+        if x.branch != y.branch or x.start != y.start:
+            break
+        shared = min(x.stop, y.stop)
+        if x.stop != y.stop:
+            break
+    return shared
 
 
 def _checkpoint(row: Sequence[Any]) -> Checkpoint:
@@ -549,8 +565,30 @@ class ThreadStore(ThreadAPI):
         with self._transaction(write=True) as tx:
             info = self._head(tx, tid, lock=True)
             target = self._find_checkpoint(tx, tid, req.checkpoint_id)
-            return self._checkpoint_out(self._save(
-                tx, info, parent=target, metadata={"source": "rewind", "from": info.head.id}))
+            head = self._save(tx, info, parent=target,
+                              metadata={"source": "rewind", "from": info.head.id})
+            # what the index must forget (positions from `kept` on) and relearn (the target's)
+            kept = _shared_prefix(self._base_of(tx), info.head, target)
+            back = self._load(tx, target, kept, target.position) \
+                if self.index is not None and kept < target.position else []
+        if self.index is not None and (kept < info.head.position or back):
+            self._reindex_from(req.thread_id, info.metadata, kept, back)
+        return self._checkpoint_out(head)
+
+    def _reindex_from(self, thread_id: str, metadata: Mapping[str, Any], position: int,
+                      messages: Sequence[Message]) -> None:
+        """After a rewind committed: drop the index's items from ``position`` on and index
+        ``messages`` there. A failure is logged (the rewind stands; search still checks every
+        hit against the current history) with the repair."""
+        assert self.index is not None
+        try:
+            self.index.remove_from(thread_id, position)
+            if messages:
+                self.index.index_messages(thread_id, self._metadata_out(metadata), messages,
+                                          position)
+        except RememError as exc:
+            logger.warning("thread %r: rewound, but its search index was not updated (%s); "
+                           "run ThreadIndex.index_thread to repair", thread_id, exc)
 
     def _op_fork(self, req: ForkRequest) -> Thread:
         return self._derive(req, copy=False)
@@ -581,9 +619,27 @@ class ThreadStore(ThreadAPI):
         if self.index is None:
             raise UsageError("thread search needs an index: open the ThreadStore with "
                              "index=ThreadIndex(store) (a long-term store to index into)")
-        hits = self.index.search(req.query, owner=req.owner, limit=req.limit + 5,
-                                 per_thread=req.per_thread, exclude=req.exclude, mode=req.mode)
-        return [hit for hit in hits if self.exists(hit.thread_id)][:req.limit]
+        return self.index.search(req.query, owner=req.owner, limit=req.limit,
+                                 per_thread=req.per_thread, exclude=req.exclude, mode=req.mode,
+                                 keep=self._held)
+
+    def _held(self, found: Mapping[str, Sequence[MessageMatch]]
+              ) -> dict[str, list[MessageMatch]]:
+        """The matches that the threads' current histories hold, read in one transaction: the
+        index is updated after a thread's change commits, so it may lag (or, after a crash,
+        miss the change); the answer never does."""
+        kept: dict[str, list[MessageMatch]] = {}
+        with self._transaction(write=False) as tx:
+            for thread_id, matches in found.items():
+                try:
+                    head = self._head(tx, self._key(thread_id)).head
+                except NotFoundError:
+                    continue
+                kept[thread_id] = [
+                    match for match in matches if 0 <= match.position < head.position
+                    and self._load(tx, head, match.position, match.position + 1)[0].id
+                    == match.message_id]
+        return kept
 
     def _op_compact(self, req: CompactRequest) -> Checkpoint:
         from remem.threads.compaction import compact_thread
