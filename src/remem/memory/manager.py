@@ -6,14 +6,21 @@ delete, each memory shaped by one of the user's pydantic schemas (default :class
 Aliases are mapped back to real ids; an id the model invents is rejected: the answer goes back
 to the model once with the errors, and if it is still wrong the call fails with
 :class:`~remem.errors.StructuredOutputError`. Nothing is ever dropped silently.
+
+The prompt is grounded (:mod:`remem.memory.grounding`): it starts with the reference time,
+shows when each message was sent, and the instructions tell the model to keep each memory in
+the language it was stated in and to resolve relative times to dates. An insert or update may
+carry the validity the conversation states (``valid_from`` / ``valid_until``, ISO dates).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Annotated, Any, Literal, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -22,6 +29,13 @@ from remem.errors import InvalidInputError, StructuredOutputError
 from remem.llm.base import ChatModel, Usage
 from remem.memory.aliases import IdAliases
 from remem.memory.flow import Flow, StructuredCall, run_async, run_sync
+from remem.memory.grounding import (
+    LANGUAGE_RULE,
+    TIME_RULE,
+    date_to_timestamp,
+    reference_line,
+    timed_conversation,
+)
 from remem.memory.records import MemoryRecord
 from remem.messages.types import Message
 
@@ -70,30 +84,38 @@ class Fact(BaseModel):
 @dataclass(frozen=True, slots=True)
 class NewMemory:
     """A memory to insert: its content (text for :class:`Fact`, else the schema's JSON),
-    its kind, and the schema's name."""
+    its kind, the schema's name, and the validity the conversation stated (epoch seconds;
+    ``None``: not stated)."""
 
     content: str | dict[str, Any]
     kind: str = "fact"
     schema: str = "Fact"
+    valid_from: float | None = None
+    valid_until: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        return {"content": self.content, "kind": self.kind, "schema": self.schema}
+        return {"content": self.content, "kind": self.kind, "schema": self.schema,
+                "valid_from": self.valid_from, "valid_until": self.valid_until}
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryUpdate:
-    """New content for the existing memory ``id`` (a real id, mapped back from the alias)."""
+    """New content for the existing memory ``id`` (a real id, mapped back from the alias),
+    with the validity the conversation stated, as for :class:`NewMemory`."""
 
     id: str
     content: str | dict[str, Any]
     kind: str = "fact"
     schema: str = "Fact"
+    valid_from: float | None = None
+    valid_until: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return {"id": self.id, "content": self.content, "kind": self.kind,
-                "schema": self.schema}
+                "schema": self.schema, "valid_from": self.valid_from,
+                "valid_until": self.valid_until}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,17 +234,23 @@ class MemoryManager:
         single = len(self.schemas) == 1
         inserts: list[type[BaseModel]] = []
         updates: list[type[BaseModel]] = []
+        validity: dict[str, Any] = {
+            "valid_from": (date | None, Field(default=None, description=(
+                "Since when the memory holds, if the conversation says (ISO date)."))),
+            "valid_until": (date | None, Field(default=None, description=(
+                "Until when the memory holds, if the conversation says (ISO date)."))),
+        }
         for schema in self.schemas:
             name = schema.__name__
             tag: Any = Literal.__getitem__(name)  # a Literal of a name known only at run time
             type_field: Any = (tag, name) if single else (tag, ...)
             inserts.append(create_model(
                 f"Insert{name}", __config__=ConfigDict(extra="forbid"), type=type_field,
-                memory=(schema, ...)))
+                memory=(schema, ...), **validity))
             updates.append(create_model(
                 f"Update{name}", __config__=ConfigDict(extra="forbid"),
                 id=(int | str, Field(description="The id of the existing memory, as shown.")),
-                type=type_field, memory=(schema, ...)))
+                type=type_field, memory=(schema, ...), **validity))
         fields: dict[str, Any] = {}
         if self.enable_inserts:
             fields["inserts"] = (_list_of(_union(inserts)), Field(
@@ -244,8 +272,10 @@ class MemoryManager:
     # -- the prompt -----------------------------------------------------------------------------
 
     def prompt(self, messages: Sequence[Message], existing: Sequence[MemoryRecord],
-               aliases: IdAliases) -> tuple[Message, ...]:
-        """The messages sent to the model (the instructions travel separately)."""
+               aliases: IdAliases, now: float | None = None) -> tuple[Message, ...]:
+        """The messages sent to the model (the instructions travel separately): the
+        reference time (the latest message's time; ``now`` without messages), the existing
+        memories, and the conversation with the time each message was sent."""
         shown = [
             {"id": aliases.alias(record.id), "type": record.schema,
              "memory": memory_for_prompt(record)}
@@ -255,28 +285,33 @@ class MemoryManager:
                                          ("updates", self.enable_updates),
                                          ("deletes", self.enable_deletes)) if on]
         body = (
+            reference_line(messages, time.time() if now is None else now) + "\n\n"
             "Existing memories (refer to them by id):\n"
             + ("\n".join(json.dumps(entry, ensure_ascii=False) for entry in shown)
                if shown else "(none)")
-            + "\n\nConversation:\n" + (format_conversation(messages) or "(empty)")
+            + "\n\nConversation:\n" + (timed_conversation(messages) or "(empty)")
             + f"\n\nAnswer with the changes ({', '.join(allowed)}) as JSON."
         )
         return (Message.user(body),)
 
     def full_instructions(self) -> str:
-        """The system instructions: the user's (or the default) plus the schema rules."""
+        """The system instructions: the user's (or the default) plus the schema rules and the
+        grounding rules (language and time, :mod:`remem.memory.grounding`)."""
         base = self.instructions if self.instructions is not None else DEFAULT_INSTRUCTIONS
         kinds = ", ".join(self._by_name)
         return (f"{base}\n\nEach memory has a type ({kinds}) and a 'memory' object of that "
-                "type. Ids are the small integers shown next to existing memories.")
+                "type. Ids are the small integers shown next to existing memories.\n\n"
+                f"{LANGUAGE_RULE}\n{TIME_RULE}")
 
     # -- extraction -----------------------------------------------------------------------------
 
     def extract_flow(self, messages: Sequence[Message],
-                     existing: Sequence[MemoryRecord] = ()) -> Flow[Extraction]:
-        """The extraction as a flow (see :mod:`remem.memory.flow`)."""
+                     existing: Sequence[MemoryRecord] = (),
+                     now: float | None = None) -> Flow[Extraction]:
+        """The extraction as a flow (see :mod:`remem.memory.flow`); ``now``: the reference
+        time when there are no messages (default: the wall clock)."""
         aliases = IdAliases(record.id for record in existing)
-        convo = self.prompt(messages, existing, aliases)
+        convo = self.prompt(messages, existing, aliases, now)
         usage = Usage()
         attempts = 0
         rejected: list[str] = []
@@ -316,7 +351,11 @@ class MemoryManager:
                 errors.append(f"inserts[{position}].memory.content is empty; write the fact "
                               "or leave the insert out")
                 continue
-            inserts.append(NewMemory(content, kind, entry.type))
+            start, end, problem = _validity(entry, f"inserts[{position}]")
+            if problem:
+                errors.append(problem)
+                continue
+            inserts.append(NewMemory(content, kind, entry.type, start, end))
         for what, entries in (("updates", getattr(value, "updates", ())),
                               ("deletes", getattr(value, "deletes", ()))):
             for position, entry in enumerate(entries):
@@ -335,20 +374,38 @@ class MemoryManager:
                     deletes.append(real)
                 else:
                     content, kind = memory_from_model(entry.memory)
-                    updates.append(MemoryUpdate(real, content, kind, entry.type))
+                    start, end, problem = _validity(entry, f"updates[{position}]")
+                    if problem:
+                        errors.append(problem)
+                        continue
+                    updates.append(MemoryUpdate(real, content, kind, entry.type, start, end))
         return Extraction(tuple(inserts), tuple(updates), tuple(deletes)), errors
 
     def extract(self, messages: Sequence[Message] | str,
-                existing: Sequence[MemoryRecord] = ()) -> Extraction:
+                existing: Sequence[MemoryRecord] = (), now: float | None = None) -> Extraction:
         """Decide the changes for ``messages`` against ``existing`` memories (one call, plus
         one retry when the answer is invalid)."""
-        return run_sync(self.extract_flow(_messages(messages), existing), model=self.model)
+        return run_sync(self.extract_flow(_messages(messages), existing, now),
+                        model=self.model)
 
     async def aextract(self, messages: Sequence[Message] | str,
-                       existing: Sequence[MemoryRecord] = ()) -> Extraction:
+                       existing: Sequence[MemoryRecord] = (),
+                       now: float | None = None) -> Extraction:
         """Async :meth:`extract`."""
-        return await run_async(self.extract_flow(_messages(messages), existing),
+        return await run_async(self.extract_flow(_messages(messages), existing, now),
                                model=self.model)
+
+
+def _validity(entry: Any, where: str) -> tuple[float | None, float | None, str]:
+    """The stated validity of an insert or update as epoch seconds, or the problem."""
+    start: date | None = entry.valid_from
+    end: date | None = entry.valid_until
+    if start is not None and end is not None and end <= start:
+        return None, None, (f"{where}.valid_until = {end.isoformat()} is not after valid_from "
+                            f"= {start.isoformat()}; give an end after the start, or leave "
+                            "one out")
+    return (date_to_timestamp(start) if start is not None else None,
+            date_to_timestamp(end) if end is not None else None, "")
 
 
 def _list_of(item: Any) -> Any:

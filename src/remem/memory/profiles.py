@@ -5,6 +5,10 @@ operations. They are applied to a copy and the result is validated against the s
 patch that does not apply or breaks the schema goes back to the model once with the errors,
 and a second failure raises :class:`~remem.errors.StructuredOutputError`. The profile is a
 memory record (kind ``"profile"``) with a stable id, so history and undo work as for facts.
+
+The prompt is grounded like extraction (:mod:`remem.memory.grounding`): the reference time,
+when each message was sent, and the rules to keep values in the language they were stated in
+and to write relative times as dates.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from remem.errors import ConflictError, InvalidInputError, StructuredOutputError
 from remem.llm.base import ChatModel, Usage
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_async, run_sync
+from remem.memory.grounding import LANGUAGE_RULE, reference_line, timed_conversation
 from remem.memory.jsonpatch import PatchError, apply_patch
 from remem.memory.locking import LockSettings
-from remem.memory.manager import FixedSchemaModel, format_conversation
+from remem.memory.manager import FixedSchemaModel
 from remem.memory.namespaces import NamespaceTemplate
 from remem.memory.reconcile import Change, ChangeContext, Plan, plan_edit, write_change
 from remem.memory.records import MemoryRecord, Source
@@ -41,6 +46,13 @@ You keep a profile of the user up to date from conversations. Answer with JSON P
 (RFC 6902) operations that change the current profile to reflect what the conversation \
 states; answer with an empty list when nothing changes. Only record what is stated. Paths \
 are JSON pointers into the profile, e.g. /city or /languages/- to append."""
+
+#: always added to the instructions (the user's or the default)
+PROFILE_GROUNDING = (
+    LANGUAGE_RULE.replace("each memory", "each value") + " Write relative times (\"next "
+    "Friday\", \"since March\") as absolute dates, resolved against the time the message was "
+    "sent (shown in the conversation) or the reference time."
+)
 
 
 class PatchOperation(BaseModel):
@@ -107,7 +119,7 @@ class ProfileManager:
         self.model = model
         self.schema = schema
         self.template = NamespaceTemplate.of(namespace)
-        self.instructions = instructions or PROFILE_INSTRUCTIONS
+        self.instructions = f"{instructions or PROFILE_INSTRUCTIONS}\n\n{PROFILE_GROUNDING}"
         self.max_retries = max_retries
         self.max_attempts = max_attempts
         self.lock = lock or LockSettings()
@@ -119,14 +131,15 @@ class ProfileManager:
         except ValidationError:  # required fields: start from nothing
             return {}
 
-    def _prompt(self, profile: dict[str, Any] | None, messages: Sequence[Message]
-                ) -> tuple[Message, ...]:
+    def _prompt(self, profile: dict[str, Any] | None, messages: Sequence[Message],
+                now: float) -> tuple[Message, ...]:
         shown = profile if profile is not None else self._empty()
         schema = json.dumps(self.schema.model_json_schema(), ensure_ascii=False)
         return (Message.user(
+            f"{reference_line(messages, now)}\n\n"
             f"Profile schema ({self.schema.__name__}):\n{schema}\n\n"
             f"Current profile:\n{json.dumps(shown, ensure_ascii=False)}\n\n"
-            f"Conversation:\n{format_conversation(messages) or '(empty)'}\n\n"
+            f"Conversation:\n{timed_conversation(messages) or '(empty)'}\n\n"
             "Answer with the patches as JSON."),)
 
     def _validated(self, profile: dict[str, Any], patches: list[PatchOperation]
@@ -154,7 +167,8 @@ class ProfileManager:
                     thread_id: str | None = None) -> Flow[ProfileResult]:
         """The update as a flow."""
         ns = namespace if namespace is not None else self.template.fill(config or {})
-        msgs = as_message_list(messages)
+        now = self.clock()
+        msgs = as_message_list(messages, now)
         key = profile_id(ns, self.schema.__name__)
         usage = Usage()
         for _ in range(self.max_attempts):
@@ -163,7 +177,7 @@ class ProfileManager:
             old = MemoryRecord.from_item(item) if isinstance(item, Item) else None
             base = dict(old.content) if old is not None and isinstance(old.content, dict) \
                 else self._empty()
-            convo = self._prompt(base, msgs)
+            convo = self._prompt(base, msgs, now)
             attempts = 0
             while True:
                 answer = yield StructuredCall(convo, ProfilePatch, self.instructions,

@@ -141,7 +141,7 @@ def write_change(plan: Plan, ctx: ChangeContext, op: HistoryOp, before: MemoryRe
     """
     if (before is not None and before.invalid_at is None and after.invalid_at is None
             and before.content_hash != after.content_hash):
-        after = after.evolve(valid_at=ctx.now)
+        after = after.evolve(valid_at=ctx.now, recorded_at=ctx.now)
         plan.ops.append(version_put(before.evolve(invalid_at=ctx.now)))
     plan.ops.append(record_put(after, previous=before))
     if before is None:
@@ -156,13 +156,26 @@ def write_change(plan: Plan, ctx: ChangeContext, op: HistoryOp, before: MemoryRe
 
 def new_record(namespace: Namespace, memory: NewMemory | MemoryUpdate, ctx: ChangeContext, *,
                supersedes: str | None = None) -> MemoryRecord:
-    """A new current record for ``memory``."""
+    """A new current record for ``memory``: valid from the stated ``valid_from`` (else from
+    now) until the stated ``valid_until``, recorded now."""
     return MemoryRecord(
         id=new_memory_id(), namespace=namespace, content=memory.content, kind=memory.kind,
-        schema=memory.schema, valid_at=ctx.now, event_time=ctx.event_time, source=ctx.source,
-        metadata=dict(ctx.metadata), supersedes=supersedes, created_at=ctx.now,
-        updated_at=ctx.now,
+        schema=memory.schema,
+        valid_at=memory.valid_from if memory.valid_from is not None else ctx.now,
+        valid_until=memory.valid_until, recorded_at=ctx.now, event_time=ctx.event_time,
+        source=ctx.source, metadata=dict(ctx.metadata), supersedes=supersedes,
+        created_at=ctx.now, updated_at=ctx.now,
     )
+
+
+def _stated_end(old: MemoryRecord, fresh: MemoryRecord, now: float) -> float | None:
+    """The ``valid_until`` of a superseded record: the new fact's stated start when that is
+    in the past ("since March I live in Munich" ends Berlin in March), else its own. Never
+    before its own start: a fact the new one says was already over when it was recorded
+    keeps an empty validity (``as_of`` never finds it)."""
+    if fresh.valid_at < now and (old.valid_until is None or fresh.valid_at < old.valid_until):
+        return max(fresh.valid_at, old.valid_at)
+    return old.valid_until
 
 
 def plan_changes(extraction: Extraction, namespace: Namespace,
@@ -204,7 +217,7 @@ def plan_changes(extraction: Extraction, namespace: Namespace,
             plan.skipped.append(Skip("duplicate", update.content, duplicate.id))
             continue
         closed = old.evolve(invalid_at=ctx.now, superseded_by=fresh.id, version=old.version + 1,
-                            updated_at=ctx.now)
+                            updated_at=ctx.now, valid_until=_stated_end(old, fresh, ctx.now))
         write_change(plan, ctx, "invalidate", old, closed)
         write_change(plan, ctx, "add", None, fresh)
         invalidated.add(old.id)

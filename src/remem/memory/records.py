@@ -15,6 +15,17 @@ three kinds of bookkeeping items under the reserved top label ``"_remem"``:
 
 Invalidated memories stay (``invalid_at`` set); default searches hide them with
 :func:`current_filter`, ``as_of`` searches use :func:`as_of_filter`.
+
+Times of a record (epoch seconds), two clocks kept apart:
+
+* ``valid_at`` / ``valid_until``: when the fact holds in the world, as the conversation
+  stated it ("since March", "until next week"); ``valid_at`` is the time it was recorded when
+  nothing was stated, ``valid_until`` is ``None`` (open);
+* ``recorded_at``: when remem recorded what the record says; ``invalid_at``: when remem
+  stopped holding it current (superseded or deleted).
+
+Records written before ``recorded_at`` / ``valid_until`` existed read as recorded at their
+``valid_at`` (then always the write time) with no stated end: no migration is needed.
 """
 
 from __future__ import annotations
@@ -130,11 +141,17 @@ def current_filter() -> dict[str, Any]:
 
 def as_of_filter(ts: float) -> dict[str, Any]:
     """Store filter selecting memories that were valid at epoch time ``ts`` (including the
-    archived versions of memories edited in place since)."""
+    archived versions of memories edited in place since): valid from ``valid_at`` (stated,
+    or when recorded), not past a stated ``valid_until``, and not invalidated by then."""
     return {
         "type": {"$in": ["memory", "memory_version"]},
         "valid_at": {"$lte": ts},
-        "$or": [{"invalid_at": None}, {"invalid_at": {"$gt": ts}}],
+        "$and": [
+            {"$or": [{"invalid_at": None}, {"invalid_at": {"$gt": ts}}]},
+            # records older than valid_until have no such field
+            {"$or": [{"valid_until": {"$exists": False}}, {"valid_until": None},
+                     {"valid_until": {"$gt": ts}}]},
+        ],
     }
 
 
@@ -167,8 +184,11 @@ class MemoryRecord:
 
     ``content`` is text (the default ``Fact`` schema stores its text here) or a JSON object
     validated by a user schema named ``schema``. ``kind`` is the fact's kind (``"fact"``,
-    ``"preference"``...) or the schema name. ``valid_at`` / ``invalid_at`` are epoch seconds:
-    a memory is current while ``invalid_at`` is ``None``. ``version`` grows by one with every
+    ``"preference"``...) or the schema name. Times are epoch seconds: ``valid_at`` /
+    ``valid_until`` say when the fact holds as stated (``valid_at`` defaults to the time it
+    was recorded; ``valid_until`` ``None``: open), ``recorded_at`` when remem recorded it
+    (defaults to ``valid_at``), and a memory is current while ``invalid_at`` (when remem
+    superseded or deleted it) is ``None``. ``version`` grows by one with every
     change to the record; ``supersedes`` / ``superseded_by`` link a fact to the one that
     replaced it.
     """
@@ -189,10 +209,14 @@ class MemoryRecord:
     superseded_by: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+    valid_until: float | None = None
+    recorded_at: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.content_hash:
             object.__setattr__(self, "content_hash", content_hash(self.schema, self.content))
+        if not self.recorded_at:  # records from before recorded_at: valid_at was write time
+            object.__setattr__(self, "recorded_at", self.valid_at)
 
     @property
     def text(self) -> str:
@@ -205,8 +229,10 @@ class MemoryRecord:
         return "current" if self.invalid_at is None else "invalid"
 
     def is_valid_at(self, ts: float) -> bool:
-        """Whether the memory was valid at epoch time ``ts``."""
-        return self.valid_at <= ts and (self.invalid_at is None or self.invalid_at > ts)
+        """Whether the memory was valid at epoch time ``ts`` (what :func:`as_of_filter`
+        selects)."""
+        return (self.valid_at <= ts and (self.invalid_at is None or self.invalid_at > ts)
+                and (self.valid_until is None or self.valid_until > ts))
 
     def evolve(self, **changes: Any) -> MemoryRecord:
         """A copy with ``changes``; a new content gets a new hash."""
@@ -225,6 +251,8 @@ class MemoryRecord:
             "text": self.text,
             "status": self.status,
             "valid_at": self.valid_at,
+            "valid_until": self.valid_until,
+            "recorded_at": self.recorded_at,
             "invalid_at": self.invalid_at,
             "event_time": self.event_time,
             "source": self.source.to_dict(),
@@ -247,7 +275,8 @@ class MemoryRecord:
             content_hash=str(value.get("content_hash") or ""),
             version=int(value.get("version", 1)), metadata=dict(value.get("metadata") or {}),
             supersedes=value.get("supersedes"), superseded_by=value.get("superseded_by"),
-            created_at=created_at, updated_at=updated_at,
+            created_at=created_at, updated_at=updated_at, valid_until=value.get("valid_until"),
+            recorded_at=float(value.get("recorded_at") or 0.0),
         )
 
     @classmethod

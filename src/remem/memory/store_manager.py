@@ -113,10 +113,13 @@ def input_hash(messages: Sequence[Message]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def as_message_list(messages: Sequence[Message] | Message | str) -> tuple[Message, ...]:
-    """A string becomes one user message; a message or a sequence of them is kept."""
+def as_message_list(messages: Sequence[Message] | Message | str,
+                    now: float | None = None) -> tuple[Message, ...]:
+    """A string becomes one user message (sent at ``now``, when given); a message or a
+    sequence of them is kept, with their own times."""
     if isinstance(messages, str):
-        return (Message.user(messages),)
+        return (Message.user(messages) if now is None
+                else Message.user(messages, created_at=now),)
     if isinstance(messages, Message):
         return (messages,)
     out = tuple(messages)
@@ -236,7 +239,8 @@ class MemoryStoreManager:
                  kind: str = "fact") -> Flow[AddResult]:
         """The add as a flow (see the module docstring)."""
         ns = namespace if namespace is not None else self.namespace_for(config)
-        msgs = as_message_list(messages)
+        now = self.clock()
+        msgs = as_message_list(messages, now)
         digest = input_hash(msgs)
         ctx_source = Source(thread_id=thread_id,
                             message_ids=tuple(m.id for m in msgs), input_hash=digest)
@@ -264,7 +268,7 @@ class MemoryStoreManager:
         rejected: list[str] = []
         candidates = self._candidates(results)
         for attempt in range(1, self.max_attempts):
-            extraction = yield from self.extractor.extract_flow(msgs, candidates)
+            extraction = yield from self.extractor.extract_flow(msgs, candidates, now)
             usage = usage + extraction.usage
             rejected += extraction.rejected
             if extraction.empty:
@@ -287,7 +291,8 @@ class MemoryStoreManager:
         holder = _Decision()
 
         def decide(fresh: list[Result], head: int) -> Flow[Plan]:
-            extraction = yield from self.extractor.extract_flow(msgs, self._candidates(fresh))
+            extraction = yield from self.extractor.extract_flow(msgs, self._candidates(fresh),
+                                                                now)
             holder.extraction = extraction
             duplicates = yield StoreBatch([self._hash_search(ns, extraction)])
             return self._plan(ns, extraction, [*fresh, *duplicates], ctx=ctx)

@@ -151,6 +151,8 @@ class MemoryOut(Wire[MemoryRecord]):
     schema_: str = Field("Fact", alias="schema")
     status: Literal["current", "invalid"] = "current"
     valid_at: IsoTime | None = None
+    valid_until: IsoTime | None = None
+    recorded_at: IsoTime | None = None
     invalid_at: IsoTime | None = None
     event_time: IsoTime | None = None
     source: SourceOut = Field(default_factory=SourceOut)
@@ -168,7 +170,8 @@ class MemoryOut(Wire[MemoryRecord]):
         return cls(
             id=result.id, namespace=list(result.namespace), content=result.content,
             text=result.text, kind=result.kind, schema=result.schema, status=result.status,
-            valid_at=_iso(result.valid_at), invalid_at=_iso(result.invalid_at),
+            valid_at=_iso(result.valid_at), valid_until=_iso(result.valid_until),
+            recorded_at=_iso(result.recorded_at or None), invalid_at=_iso(result.invalid_at),
             event_time=_iso(result.event_time), source=SourceOut.of(result.source),
             content_hash=result.content_hash, version=result.version,
             metadata=result.metadata, supersedes=result.supersedes,
@@ -185,7 +188,8 @@ class MemoryOut(Wire[MemoryRecord]):
             source=self.source.value(), content_hash=self.content_hash,
             version=self.version, metadata=dict(self.metadata), supersedes=self.supersedes,
             superseded_by=self.superseded_by, created_at=_ts(self.created_at) or 0.0,
-            updated_at=_ts(self.updated_at) or 0.0,
+            updated_at=_ts(self.updated_at) or 0.0, valid_until=_ts(self.valid_until),
+            recorded_at=_ts(self.recorded_at) or 0.0,
         )
 
 

@@ -14,6 +14,10 @@ request is checked with the policy's counter to fit ``window - max_summary_token
 
 The work is written once, as a generator that yields requests and receives responses
 (:func:`_compaction`); :func:`compact` and :func:`acompact` are thin sync and async drivers.
+
+Every request is grounded like memory extraction (:mod:`remem.memory.grounding`): it starts
+with the reference time (the latest message's time), the transcript shows when messages were
+sent, and the instructions ask for absolute dates and the conversation's own language.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Literal
 
 from remem.errors import ContextWindowError, InvalidInputError, LLMError
 from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
+from remem.memory.grounding import SAME_MOMENT, format_moment, reference_line
 from remem.messages.types import ImagePart, Message
 from remem.threads.trim import leading_system
 from remem.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
@@ -57,6 +62,7 @@ repetition. Fold the new part of the conversation into the summary so far: keep 
 true, update what changed, and do not repeat the conversation line by line.
 Write the summary in the language of the conversation (in Chinese if the conversation is in \
 Chinese). 如果对话使用中文\uff0c请用中文撰写摘要。
+Write relative times ("next Friday") as dates, from the [time] a message was sent.
 Answer with the summary text only, no preamble. It must fit in {max_tokens} tokens \
 (about {words} English words or {max_tokens} Chinese characters)."""
 
@@ -162,10 +168,16 @@ def _keep_from(history: Sequence[Message], policy: SummaryPolicy) -> int:
 
 
 def _render(messages: Sequence[Message]) -> list[str]:
-    """One transcript line per message: who said it and what (tool calls and images named)."""
+    """One transcript line per message: who said it and what (tool calls and images named),
+    led by the time it was sent when that differs from the previous message's."""
     names: dict[str, str] = {}
     lines = []
+    last: float | None = None
     for message in messages:
+        sent = ""
+        if last is None or abs(message.created_at - last) > SAME_MOMENT:
+            sent = f"[{format_moment(message.created_at)}] "
+        last = message.created_at
         parts = [part.text if not isinstance(part, ImagePart) else "[image]"
                  for part in message.content]
         for call in message.tool_calls:
@@ -177,7 +189,7 @@ def _render(messages: Sequence[Message]) -> list[str]:
             label = f"Result of {tool}" + (" (error)" if message.is_error else "")
         else:
             label = message.role.capitalize() + (f" ({message.name})" if message.name else "")
-        lines.append(f"{label}: " + "\n".join(parts))
+        lines.append(f"{sent}{label}: " + "\n".join(parts))
     return lines
 
 
@@ -302,9 +314,11 @@ def _compaction(messages: Sequence[Message], summary: str | None, policy: Summar
         system += "\n" + policy.instructions
     queue = deque(piece for line in _render(history[:cut]) for piece in _pieces(line))
     running, usage, calls = previous, Usage(), 0
+    reference = reference_line(messages, 0.0)
 
     def frame(transcript: str) -> ChatRequest:
-        prompt = (f"Summary so far:\n<summary>\n{running or '(none yet)'}\n</summary>\n\n"
+        prompt = (f"{reference}\n\n"
+                  f"Summary so far:\n<summary>\n{running or '(none yet)'}\n</summary>\n\n"
                   f"Next part of the conversation:\n<conversation>\n{transcript}\n"
                   "</conversation>\n\nWrite the updated summary.")
         return ChatRequest((Message.system(system), Message.user(prompt)),
