@@ -12,7 +12,10 @@ Routes (all JSON; see ``/docs`` on a running server):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,10 +28,13 @@ from remem.server import routes_memory, routes_store, routes_threads
 from remem.server.errors import BodyLimitMiddleware, error_response, install_error_handlers
 from remem.server.keys import KEYS_NAMESPACE
 from remem.server.metrics import Metrics, MetricsMiddleware
+from remem.server.netguard import HostGuard, is_loopback
 from remem.server.state import ServerConfig, ServerState
 from remem.store.base import BaseStore
 
 __all__ = ["create_app"]
+
+logger = logging.getLogger("remem.server")
 
 
 def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = None) -> FastAPI:
@@ -74,14 +80,15 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
         """The process answers."""
         return {"status": "ok"}
 
+    probe = _ReadinessProbe(state)
+
     @app.get("/readyz", tags=["ops"], summary="Readiness",
              responses={503: {"description": "the database does not answer"}})
-    def readyz(request: Request) -> Any:
-        """The database answers a read."""
-        try:
-            state.store.list_namespaces(prefix=KEYS_NAMESPACE, limit=1)
-        except Exception as exc:  # any failure means "not ready", with the reason
-            return error_response(503, "not_ready", f"the store does not answer: {exc}")
+    async def readyz(request: Request) -> Any:
+        """The database answers a read within ``ready_timeout`` seconds."""
+        failure = await probe.check(config.ready_timeout)
+        if failure is not None:  # the reason is logged: it names hosts, ports and files
+            return error_response(503, "not_ready", f"the store does not answer: {failure}")
         return JSONResponse({"status": "ready", **state.describe()})
 
     @app.get("/metrics", tags=["ops"], summary="Prometheus metrics",
@@ -95,5 +102,50 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
         app.router.routes.append(Route(MCP_PATH, mcp_app, include_in_schema=False))
 
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    if not config.auth or is_loopback(config.host):
+        app.add_middleware(HostGuard)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
+
+
+class _ReadinessProbe:
+    """Reads the store in a thread of its own and waits for it at most a timeout. A store
+    that hangs (a database host that drops packets) keeps that one thread; later probes
+    answer at once that it is still waiting, so hung probes never pile up."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self._running: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    async def check(self, timeout: float) -> str | None:
+        """``None`` if the store answered within ``timeout`` seconds, else why not."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str | None] = loop.create_future()
+
+        def settle(result: str | None) -> None:
+            if not done.done():
+                done.set_result(result)
+
+        def read() -> None:
+            try:
+                self.state.store.list_namespaces(prefix=KEYS_NAMESPACE, limit=1)
+                result = None
+            except Exception as exc:
+                logger.warning("readiness check failed: %s", exc)
+                result = f"it failed ({type(exc).__name__}; the server log has the details)"
+            finally:
+                with self._lock:
+                    self._running = None
+            with contextlib.suppress(RuntimeError):  # the loop may be gone by now
+                loop.call_soon_threadsafe(settle, result)
+
+        with self._lock:
+            if self._running is not None:
+                return "an earlier check is still waiting for it"
+            self._running = threading.Thread(target=read, name="remem-readyz", daemon=True)
+            self._running.start()
+        try:
+            return await asyncio.wait_for(asyncio.shield(done), timeout)
+        except TimeoutError:
+            return f"no answer within {timeout:g} s"

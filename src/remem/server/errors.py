@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import traceback
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -36,8 +37,8 @@ from remem.errors import (
 from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
 from remem.server.schemas import ErrorBody
 
-__all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "error_response",
-           "install_error_handlers"]
+__all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "ErrorBoundary",
+           "error_response", "install_error_handlers", "scrub"]
 
 logger = logging.getLogger("remem.server")
 
@@ -51,6 +52,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (409, "conflict (a concurrent change)"),
         (413, "request body too large"),
         (422, "invalid input; `field` names it"),
+        (429, "too many requests for this key; `Retry-After` says when to retry"),
     )
 }
 
@@ -81,8 +83,26 @@ def _loc(loc: Sequence[Any]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def _validation(request: Request, exc: Exception) -> JSONResponse:
+async def _unauthorized(request: Request) -> JSONResponse | None:
+    """A 401 if ``request`` needs a key and has no valid one: FastAPI reads the body before
+    the route's key dependency runs, and a caller without a key learns nothing about it."""
+    from remem.server.auth import request_principal
+
+    if not request.scope["path"].startswith("/v1/"):
+        return None
+    try:
+        await request_principal(request)
+    except StarletteHTTPException as denied:
+        if denied.status_code in (400, 401):
+            return _http(request, denied)
+    return None
+
+
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    denied = await _unauthorized(request)
+    if denied is not None:
+        return denied
     details: list[dict[str, Any]] = []
     for err in exc.errors():
         loc = list(err.get("loc", ()))
@@ -101,12 +121,36 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
                           field=first["field"], details=details)
 
 
+#: what a server-side failure's message may not show: URLs, absolute file paths, host:port
+_LEAKS = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+"          # a URL or DSN
+                    r"|(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/:]+){2,}[\\/]?"  # a file path
+                    r"|\b[\w.-]+:\d{2,5}\b"                  # host:port
+                    r"|\[[0-9a-fA-F:]+\](?::\d+)?")            # [ipv6]:port
+
+
+def scrub(message: str) -> str:
+    """``message`` without URLs, file paths or host:port pairs (for server-side failures,
+    whose messages come from drivers and providers and may name where they failed)."""
+    return _LEAKS.sub("<redacted>", message)
+
+
+def _incident() -> str:
+    return uuid.uuid4().hex[:12]
+
+
 def _remem(request: Request, exc: Exception) -> JSONResponse:
     for cls, status, kind in ERROR_STATUS:
         if isinstance(exc, cls):
-            if status >= 500:
-                logger.warning("%s %s failed: %s", request.method, request.url.path, exc)
-            return error_response(status, kind, str(exc))
+            if status < 500:
+                return error_response(status, kind, str(exc))
+            incident = _incident()
+            logger.warning("%s %s failed (error id %s): %s", request.method, request.url.path,
+                           incident, exc)
+            if isinstance(exc, StoreError):  # driver messages name files, hosts and ports
+                return error_response(status, kind, f"the store failed (error id {incident}; "
+                                                    "the server log has the details); retry "
+                                                    "later")
+            return error_response(status, kind, f"{scrub(str(exc))} (error id {incident})")
     raise AssertionError("RememError is in ERROR_STATUS")  # pragma: no cover
 
 
@@ -134,8 +178,9 @@ def _allowed_methods(request: Request) -> str | None:
 
 def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    kind = {401: "unauthorized", 403: "forbidden", 404: "not_found",
-            405: "method_not_allowed", 413: "too_large"}.get(exc.status_code, "http_error")
+    kind = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+            405: "method_not_allowed", 413: "too_large", 421: "misdirected",
+            429: "rate_limited"}.get(exc.status_code, "http_error")
     headers = dict(exc.headers) if exc.headers else {}
     if exc.status_code == 405:
         allowed = _allowed_methods(request)
@@ -144,25 +189,95 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, kind, str(exc.detail), headers=headers or None)
 
 
-def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    if isinstance(exc, RecursionError):
+async def _http_checked(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # an unreadable body: the key is checked first
+        denied = await _unauthorized(request)
+        if denied is not None:
+            return denied
+    return _http(request, exc)
+
+
+#: frames that encode a route's result into the response body (FastAPI, Starlette)
+_ENCODING_FRAMES = frozenset({"serialize_response", "jsonable_encoder", "render"})
+#: frames that read and validate the request before the route runs
+_REQUEST_FRAMES = frozenset({"solve_dependencies", "request_body_to_args", "_get_body",
+                             "json", "body"})
+_RUN_FRAMES = frozenset({"run_endpoint_function"})
+
+
+def failure_phase(exc: BaseException) -> str:
+    """Where ``exc`` was raised: ``"request"`` (reading the request, before the route ran),
+    ``"response"`` (encoding the result of a route that completed) or ``"route"``."""
+    names = [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
+    if any(name in _ENCODING_FRAMES for name in names):
+        return "response"
+    if not any(name in _RUN_FRAMES for name in names) and any(
+            name in _REQUEST_FRAMES for name in names):
+        return "request"
+    return "route"
+
+
+def unexpected_response(method: str, path: str, exc: BaseException) -> JSONResponse:
+    """The answer to an exception no handler knows, by where it was raised.
+
+    Only a failure while reading the request is the client's (400, nothing was done). A
+    result that cannot be encoded means the operation completed, a write included: the 500
+    says so, with the error id the log records. Anything else is a 500 with an error id
+    (the route may or may not have completed its work)."""
+    phase = failure_phase(exc)
+    if phase == "request" and isinstance(exc, RecursionError):
         return error_response(400, "invalid_json", "the request body is nested too deeply",
                               field="body")
-    if isinstance(exc, ValueError):  # a library refusing a value we let through
-        return error_response(422, "invalid_input", str(exc))
-    incident = uuid.uuid4().hex[:12]
-    logger.error("unexpected error %s on %s %s", incident, request.method, request.url.path,
+    incident = _incident()
+    logger.error("unexpected error %s (%s phase) on %s %s", incident, phase, method, path,
                  exc_info=exc)
+    if phase == "response":
+        return error_response(500, "response_encoding", (
+            f"internal error {incident}: the operation completed (any change it made is saved) "
+            "but its result could not be encoded; read the data back, and see the server log"))
     return error_response(500, "internal",
                           f"internal error {incident}; the server log has the details")
 
 
+class ErrorBoundary:
+    """Answer any exception no handler took with :func:`unexpected_response`, without
+    re-raising it: Starlette's outermost handler re-raises after answering, which makes
+    uvicorn drop the keep-alive connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the app; on an exception before the answer started, answer it here."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:  # half an answer is out: only closing the connection can say so
+                raise
+            response = unexpected_response(scope.get("method", "?"), scope.get("path", "?"),
+                                           exc)
+            await response(scope, receive, send)
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Register the handlers on ``app``."""
+    """Register the handlers on ``app`` (and add :class:`ErrorBoundary`, which must stay the
+    innermost middleware: add it before the others)."""
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(RememError, _remem)
-    app.add_exception_handler(StarletteHTTPException, _http)
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_exception_handler(StarletteHTTPException, _http_checked)
+    app.add_middleware(ErrorBoundary)
 
 
 def _too_large_message(limit: int) -> str:

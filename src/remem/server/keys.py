@@ -129,6 +129,13 @@ class KeyStore:
         self._cache.pop(key_id, None)
         return _info(key_id, value)
 
+    def lookup(self, key_id: str) -> ApiKey | None:
+        """What is stored about key ``key_id`` (revoked or not), read from the store now;
+        ``None`` if there is no such key. For a process that holds a key, not its token
+        (``remem mcp --api-key``), to notice a revocation."""
+        item = self.store.get(KEYS_NAMESPACE, key_id, refresh_ttl=False)
+        return None if item is None else _info(key_id, item.value)
+
     def needs_read(self, token: str) -> bool:
         """Whether :meth:`verify` would read the store for ``token`` (its key is not cached,
         or was cached too long ago); otherwise verifying it does no I/O."""

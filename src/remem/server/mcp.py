@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import Field, WithJsonSchema
+from pydantic import ConfigDict, Field, WithJsonSchema
 from starlette.applications import Starlette
 
 from remem.errors import InvalidInputError, RememError, UnsupportedError
@@ -42,8 +45,9 @@ from remem.memory.requests import (
     UpdateRequest,
 )
 from remem.memory.wire import RESULT_MODELS
-from remem.server.auth import authenticate
+from remem.server.auth import admit, authenticate, token_of
 from remem.server.metrics import Receive, Scope, Send
+from remem.server.netguard import is_loopback, rebinding_refusal
 from remem.server.state import Principal, ServerState
 from remem.tools.schema import request_properties
 
@@ -52,7 +56,10 @@ __all__ = ["FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED", "McpAuthGate"
 
 MCP_PATH = "/mcp"
 
-Resolver = Callable[[Context | None], Principal]
+logger = logging.getLogger("remem.server")
+
+#: who a call acts for (a coroutine when finding out reads the store)
+Resolver = Callable[[Context | None], Principal | Awaitable[Principal]]
 
 INSTRUCTIONS = (
     "Long-term memory. Save durable facts about the user with add_memory (scope them with "
@@ -125,6 +132,31 @@ def result_json(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
     raise TypeError(f"no JSON shape declared for the result of {type(request).__name__}")
 
 
+def _encoded(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
+    """:func:`result_json`, or a tool error saying the call completed but its result could
+    not be encoded (never a failure the model would retry as if nothing happened)."""
+    try:
+        return result_json(request, result)
+    except (ValueError, RecursionError) as exc:
+        incident = uuid.uuid4().hex[:12]
+        logger.error("MCP result of %s not encodable (error id %s)", type(request).__name__,
+                     incident, exc_info=exc)
+        raise ToolError(f"internal error {incident}: the call completed (any change it made "
+                        "is saved) but its result could not be encoded; read the data back "
+                        "before retrying") from None
+
+
+def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
+    """Make tool ``name`` refuse arguments it does not declare (the mcp package ignores
+    them, so a misspelt ``user_id`` would silently act on the wrong scope)."""
+    tool = server._tool_manager.get_tool(name)  # no public way to reach a tool's arguments
+    assert tool is not None
+    base = tool.fn_metadata.arg_model
+    tool.fn_metadata.arg_model = type(base.__name__, (base,), {
+        "__module__": base.__module__,
+        "model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True)})
+
+
 def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
     """The tool function's signature: ``ctx``, then one parameter per request field whose
     JSON schema is the field's (the mcp package builds the input schema from it). Values are
@@ -153,7 +185,8 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
                   waits_on_llm: bool = False) -> Any:
-        who = resolve(ctx)
+        resolved = resolve(ctx)
+        who = await resolved if inspect.isawaitable(resolved) else resolved
         if write and who.read_only:
             raise ToolError("this API key is read-only; memories cannot be changed with it")
         try:
@@ -176,11 +209,12 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
                                            "infer=false")
                 return state.memory_for(who).run(request)
 
-            return result_json(request, await run(ctx, tool.writes, work, waits_on_llm=infer))
+            return _encoded(request, await run(ctx, tool.writes, work, waits_on_llm=infer))
 
         call.__name__ = tool.name
         call.__signature__ = _signature(tool, tool_defaults(state))  # type: ignore[attr-defined]
         server.add_tool(call, name=tool.name, description=tool.description)
+        _forbid_unknown_arguments(server, tool.name)
 
     for tool in tools:
         request_tool(tool)
@@ -199,21 +233,23 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
             return {"namespaces": shown[:limit]}
         return await run(ctx, False, call)  # type: ignore[no-any-return]
 
+    _forbid_unknown_arguments(server, "list_namespaces")
     return server
 
 
 def _bearer(headers: Any) -> str | None:
     if headers is None:
         return None
-    value = headers.get("authorization") or ""
-    if value.lower().startswith("bearer "):
-        return str(value[7:])
-    key = headers.get("x-api-key")
-    return str(key) if key else None
+    raw = getattr(headers, "raw", None)
+    if raw is None:  # a plain mapping: one value per name
+        raw = [(str(k).encode("latin-1"), str(v).encode("latin-1")) for k, v in
+               dict(headers).items()]
+    return token_of(raw)
 
 
 def http_resolver(state: ServerState) -> Resolver:
-    """Principals from the HTTP headers of each MCP request."""
+    """Principals from the HTTP headers of each MCP request (the gate already refused
+    missing, invalid and repeated keys, and counted the request against the key's rate)."""
     def resolve(ctx: Context | None) -> Principal:
         headers = ctx.headers if ctx is not None else None
         try:
@@ -221,6 +257,16 @@ def http_resolver(state: ServerState) -> Resolver:
         except Exception as exc:  # HTTPException: the gate already answered 401 for these
             raise ToolError(f"unauthorized: {getattr(exc, 'detail', exc)}") from None
     return resolve
+
+
+def _json_answer(status: int, error: str, message: str,
+                 headers: Sequence[tuple[bytes, bytes]] = ()) -> tuple[dict[str, Any], bytes]:
+    body = json.dumps({"error": error, "field": None, "details": [],
+                       "message": message}).encode()
+    start = {"type": "http.response.start", "status": status,
+             "headers": [(b"content-type", b"application/json"),
+                         (b"content-length", str(len(body)).encode()), *headers]}
+    return start, body
 
 
 class McpAuthGate:
@@ -232,44 +278,79 @@ class McpAuthGate:
         self.router = app.router  # the lifespan runs the session manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Check the key (in a worker thread: it may read the store), then pass through."""
-        if scope["type"] == "http" and self.state.config.auth:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                       for k, v in scope.get("headers", ())}
-            try:
-                await self.state.run(lambda: authenticate(self.state, _bearer(headers)))
-            except Exception as exc:
-                body = json.dumps({"error": "unauthorized", "field": None, "details": [],
-                                   "message": str(getattr(exc, "detail", exc))}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b"Bearer")]})
+        """Check Host and Origin (on loopback or without auth), the key (in a worker thread:
+        it may read the store) and the key's rate, then pass through."""
+        if scope["type"] == "http":
+            answer = await self._refusal(scope)
+            if answer is not None:
+                start, body = answer
+                await send(start)
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
 
+    async def _refusal(self, scope: Scope) -> tuple[dict[str, Any], bytes] | None:
+        config = self.state.config
+        if not config.auth or is_loopback(config.host):
+            refused = rebinding_refusal(scope)
+            if refused is not None:
+                return _json_answer(refused[0], "misdirected" if refused[0] == 421
+                                    else "forbidden", refused[1])
+        try:
+            token = token_of(scope.get("headers", ()))
+            who = await self.state.run(lambda: authenticate(self.state, token))
+            admit(self.state, who)
+        except Exception as exc:
+            status = int(getattr(exc, "status_code", 401))
+            extra: list[tuple[bytes, bytes]] = [
+                (k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in (getattr(exc, "headers", None) or {}).items()]
+            kind = {400: "bad_request", 429: "rate_limited"}.get(status, "unauthorized")
+            return _json_answer(status, kind, str(getattr(exc, "detail", exc)), extra)
+        return None
+
 
 def build_mcp_http(state: ServerState) -> McpAuthGate:
-    """The streamable HTTP app for ``/mcp`` (stateless, JSON answers), behind the key gate."""
+    """The streamable HTTP app for ``/mcp`` (stateless, JSON answers), behind the gate that
+    checks Host and Origin (:mod:`remem.server.netguard`, the server's one definition of
+    loopback), the key and its rate."""
     server = build_mcp(state, http_resolver(state))
-    loopback = state.config.host in ("127.0.0.1", "localhost", "::1")
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=loopback,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-    )
+    # the gate checks Host and Origin; the transport's own check knows only literal names
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True,
                                      json_response=True, transport_security=security,
                                      max_request_body_size=state.config.max_body_bytes)
     return McpAuthGate(app, state)
 
 
+def stdio_resolver(state: ServerState, principal: Principal, *,
+                   clock: Callable[[], float] = time.monotonic) -> Resolver:
+    """``principal`` for every call; if it came from a key, the key is looked up again
+    when the last look-up is older than ``key_cache_seconds``, so a revoked key stops
+    working within that time (a tool error names the fix)."""
+    if principal.key_id is None:
+        return lambda ctx: principal
+    key_id = principal.key_id
+    checked = [clock()]
+
+    async def resolve(ctx: Context | None) -> Principal:
+        now = clock()
+        if now - checked[0] >= state.config.key_cache_seconds:
+            key = await state.run(lambda: state.keys.lookup(key_id))
+            if key is None or not key.active:
+                raise ToolError(f"unauthorized: API key {key_id} was revoked; start the "
+                                "server with an active key ('remem keys create')")
+            checked[0] = now
+        return principal
+    return resolve
+
+
 async def serve_stdio(state: ServerState, principal: Principal, *,
                       forget: bool = False) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
-    serves :data:`FORGET_TOOL` too."""
+    serves :data:`FORGET_TOOL` too. A key's principal is re-checked (:func:`stdio_resolver`)."""
     tools = (*MCP_TOOLS, FORGET_TOOL) if forget else MCP_TOOLS
-    server = build_mcp(state, lambda ctx: principal, tools=tools)
+    server = build_mcp(state, stdio_resolver(state, principal), tools=tools)
     await server.run_stdio_async()
 
 

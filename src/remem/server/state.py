@@ -4,6 +4,7 @@ store (and one :class:`~remem.api.Memory`) per tenant."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import threading
 import weakref
@@ -18,6 +19,7 @@ from remem.embed.base import Embedder
 from remem.errors import ConfigError
 from remem.llm.base import ChatModel
 from remem.server.keys import KeyStore, tenant_prefix
+from remem.server.ratelimit import RateLimiter
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.scoped import ScopedStore
 
@@ -52,6 +54,10 @@ class ServerConfig:
     :meth:`ServerState.run`). ``thread_search``: index every appended thread message in the
     tenant's store (under ``("threads", <user_id>)``) so ``/v1/threads/search`` finds it;
     ``False`` saves that write (and its embedding) per message, and search answers 400.
+    ``rate_limit``: requests per second each key may make (``None``: unlimited), with bursts
+    of ``rate_burst`` (default: one second's worth); more get a 429 with ``Retry-After``
+    (see :mod:`remem.server.ratelimit`). ``ready_timeout``: seconds ``/readyz`` waits for the
+    store before answering 503.
     """
 
     db: str = "memory.db"
@@ -64,6 +70,9 @@ class ServerConfig:
     host: str = "127.0.0.1"
     store_threads: int = 2
     thread_search: bool = True
+    rate_limit: float | None = None
+    rate_burst: float | None = None
+    ready_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
@@ -73,6 +82,18 @@ class ServerConfig:
                 or not 1 <= self.store_threads <= 256):
             raise ConfigError(f"store_threads must be an integer from 1 to 256, got "
                               f"{self.store_threads!r} (remem serve --store-threads)")
+        for name in ("rate_limit", "rate_burst"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, int | float) or not math.isfinite(value) or value <= 0):
+                raise ConfigError(f"{name} must be a positive number or None, got {value!r}")
+        if self.rate_burst is not None and self.rate_burst < 1:
+            raise ConfigError(f"rate_burst must be at least 1, got {self.rate_burst!r}")
+        if (isinstance(self.ready_timeout, bool) or not isinstance(self.ready_timeout,
+                                                                   int | float)
+                or not 0 < self.ready_timeout <= 300):
+            raise ConfigError(f"ready_timeout must be seconds in (0, 300], got "
+                              f"{self.ready_timeout!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +120,8 @@ class ServerState:
     store: BaseStore
     keys: KeyStore
     owns_store: bool = True
+    #: requests per second per key (``None``: unlimited), from the config
+    limiter: RateLimiter | None = None
     _scoped: dict[str, ScopedStore] = field(default_factory=dict)
     _memories: dict[str, Memory] = field(default_factory=dict)
     _threads: ThreadStore | None = None
@@ -113,8 +136,10 @@ class ServerState:
         """Open the configured store (or use ``store``, which the caller keeps owning)."""
         owns = store is None
         base = open_server_store(config) if store is None else store
+        limiter = (RateLimiter(config.rate_limit, config.rate_burst)
+                   if config.rate_limit is not None else None)
         return cls(config, base, KeyStore(base, cache_seconds=config.key_cache_seconds),
-                   owns_store=owns)
+                   owns_store=owns, limiter=limiter)
 
     async def run(self, work: Callable[[], T], *, waits_on_llm: bool = False) -> T:
         """Run a request's blocking ``work`` in a worker thread and return its result.
