@@ -16,7 +16,9 @@ string, list and number has a limit), the same from Python as over HTTP. A bad v
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Self
@@ -28,11 +30,15 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
 )
 
 from remem.errors import InvalidInputError
+from remem.store.types import MAX_VALUE_DEPTH, nesting_problem
 
 __all__ = [
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
     "MAX_NAMESPACE_DEPTH",
     "JsonObject",
     "Label",
@@ -48,6 +54,12 @@ __all__ = [
 
 #: fewer than the store's 64 labels, so a server's tenant prefix always fits in front
 MAX_NAMESPACE_DEPTH = 60
+#: deepest nesting of a JSON field (metadata, state, content, filters; the field itself is
+#: level 1): fewer than the store's 64 levels per value, so what remem wraps around a field
+#: (a memory record, a history event's before/after) always fits
+MAX_JSON_DEPTH = MAX_VALUE_DEPTH - 4
+#: longest JSON field, in characters of compact JSON
+MAX_JSON_CHARS = 1_000_000
 _PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
 
 
@@ -61,6 +73,29 @@ def _as_dict(value: Any) -> Any:
     return dict(value) if isinstance(value, Mapping) and not isinstance(value, dict) else value
 
 
+def _json_object(value: Any, info: ValidationInfo) -> Any:
+    """A JSON object within :data:`MAX_JSON_DEPTH` levels and :data:`MAX_JSON_CHARS`
+    characters, holding only JSON values (checked before anything is written)."""
+    value = _as_dict(value)
+    if not isinstance(value, dict):
+        return value  # pydantic says what it expected
+    where = info.field_name or "value"
+    problem = nesting_problem(value, where, MAX_JSON_DEPTH)
+    if problem is not None:
+        raise ValueError(problem)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise ValueError(
+            f"{where} is not JSON: {exc}; use only dict, list, str, int, float, bool and None "
+            "(finite numbers, valid Unicode: no lone surrogates)") from None
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(f"{where} is {len(text)} characters as JSON; the limit is "
+                         f"{MAX_JSON_CHARS}")
+    return value
+
+
 def _as_timestamp(value: Any) -> Any:
     """Aware datetimes become epoch seconds; naive ones are refused (whose midnight?)."""
     if isinstance(value, datetime):
@@ -68,8 +103,7 @@ def _as_timestamp(value: Any) -> Any:
             raise ValueError("a datetime must be timezone-aware, e.g. "
                              "datetime(2026, 1, 1, tzinfo=UTC), or pass epoch seconds")
         return value.timestamp()
-    if isinstance(value, int | float) and not isinstance(value, bool) and not math.isfinite(
-            value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("must be a finite number of epoch seconds")
     return value
 
@@ -99,15 +133,28 @@ Timestamp = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799),
                       BeforeValidator(_as_timestamp)]
 """Epoch seconds within years 1-9999 (an aware datetime is accepted from Python)."""
 
-JsonObject = Annotated[dict[str, Any], BeforeValidator(_as_dict)]
-"""A JSON object."""
+JsonObject = Annotated[dict[str, Any], BeforeValidator(_json_object)]
+"""A JSON object: at most 60 levels deep, 1,000,000 characters as JSON."""
+
+
+#: how pydantic names the branch of a union in an error's location
+_UNION_TAG = re.compile(r"^(constrained-\w+|[\w-]+\[.*\])$")
 
 
 def invalid_input(exc: ValidationError, what: str) -> InvalidInputError:
     """One :class:`InvalidInputError` for a pydantic validation failure: every problem with
     its field path and rule (``limit: must be >= 1 (got 0)``)."""
+    errors = exc.errors(include_url=False)
+    # a union field (text or a JSON object) fails once per branch: keep the branch whose
+    # type matched (its error says what is wrong) over "should be a valid string"
+    specific = {e["loc"][:1] for e in errors if not e["type"].endswith("_type")}
     problems = []
-    for error in exc.errors(include_url=False):
+    for error in errors:
+        if error["type"].endswith("_type") and error["loc"][:1] in specific and len(
+                error["loc"]) > 1:
+            continue
+        error["loc"] = tuple(part for part in error["loc"]
+                             if not (isinstance(part, str) and _UNION_TAG.match(part)))
         # a validator's own message already says what is wrong: no "Value error, " before it
         message = error["msg"].removeprefix("Value error, ")
         if not error["loc"]:  # a rule over several fields (a scope is required...)
@@ -116,6 +163,9 @@ def invalid_input(exc: ValidationError, what: str) -> InvalidInputError:
         where = ".".join(str(part) for part in error["loc"])
         got = error.get("input")
         shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
+        if message.startswith(where):  # the message names the path inside the field itself
+            problems.append(message)
+            continue
         problems.append(f"{where}: {message} (got {shown[:80]})")
     return InvalidInputError(f"invalid {what}: " + "; ".join(problems))
 

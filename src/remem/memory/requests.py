@@ -13,10 +13,12 @@ a namespace directly.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     PlainSerializer,
@@ -110,6 +112,9 @@ def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
     return tuple(out)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _checked_messages(value: Any) -> tuple[Message, ...]:
     messages = to_messages(value)
     if not messages or not any(message.text.strip() for message in messages):
@@ -119,9 +124,15 @@ def _checked_messages(value: Any) -> tuple[Message, ...]:
         raise ValueError(f"at most {MAX_MESSAGES} messages per add, got {len(messages)}; "
                          "split the conversation into several adds")
     for position, message in enumerate(messages):
-        if len(message.text) > MAX_TEXT:
-            raise ValueError(f"message {position} has {len(message.text)} characters; at most "
+        text = message.text
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"message {position} has {len(text)} characters; at most "
                              f"{MAX_TEXT} per message")
+        bad = _SURROGATE.search(text)
+        if bad is not None:
+            raise ValueError(f"message {position} contains a lone surrogate "
+                             f"({bad.group()!r} at character {bad.start()}), which is not "
+                             "valid Unicode; decode the text with errors='replace'")
     return messages
 
 
@@ -158,9 +169,16 @@ Kind = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Actor = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Reason = Annotated[str, StringConstraints(max_length=2000)]
 Query = Annotated[str, StringConstraints(max_length=10_000)]
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is blank (only whitespace); pass the id printed by add or search")
+    return value
+
+
 #: a memory or history event id
 MemoryId = Annotated[str, StringConstraints(min_length=1, max_length=256,
-                                            pattern=r"^[^\x00-\x1f\x7f]+$")]
+                                            pattern=r"^[^\x00-\x1f\x7f]+$"),
+                     AfterValidator(_not_blank)]
 Version = Annotated[int, Field(ge=1, le=2**53)]
 #: an export line holds a record (content up to MAX_TEXT) or an event (before and after)
 ExportLine = Annotated[str, StringConstraints(max_length=4 * MAX_TEXT)]

@@ -30,12 +30,21 @@ import numpy.typing as npt
 
 from remem.embed.base import Embedder, normalize_rows
 from remem.embed.cache import TextKind, VectorMemo, text_hash
-from remem.errors import IndexConfigError, InvalidInputError, UnsupportedError, UsageError
+from remem.errors import (
+    EmbeddingError,
+    IndexConfigError,
+    InvalidInputError,
+    RememError,
+    UnsupportedError,
+    UsageError,
+)
 from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
 from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
 from remem.store.filters import MISSING, resolve_path
 from remem.store.types import (
+    MAX_TIMESTAMP,
+    MAX_TTL,
     NOT_PROVIDED,
     WILDCARD,
     DeleteOp,
@@ -168,10 +177,10 @@ class TTLConfig:
     def __post_init__(self) -> None:
         if isinstance(self.default_ttl, timedelta):
             object.__setattr__(self, "default_ttl", self.default_ttl.total_seconds())
-        if self.default_ttl is not None and not self.default_ttl > 0:
+        if self.default_ttl is not None and not 0 < self.default_ttl <= MAX_TTL:
             raise InvalidInputError(
-                f"TTLConfig.default_ttl must be a positive number of seconds or None, "
-                f"got {self.default_ttl!r}"
+                f"TTLConfig.default_ttl must be a positive number of seconds up to "
+                f"{MAX_TTL:.0e} (about 317 years) or None, got {self.default_ttl!r}"
             )
         if self.sweep_interval is not None and not self.sweep_interval > 0:
             raise InvalidInputError(
@@ -491,12 +500,33 @@ class BaseStore(ABC):
 
     def _embed(self, fn: Callable[[Sequence[str]], npt.NDArray[np.float32]],
                texts: list[str]) -> npt.NDArray[np.float32]:
+        """Unit vectors for ``texts``; an embedder's failure or a vector with NaN or infinity
+        (every score with it would be NaN) is an EmbeddingError. An all-zero vector is kept:
+        the bundled FakeEmbedder answers it for text without a word ("???", an emoji), and it
+        scores 0 against everything instead of poisoning results."""
         assert self.index is not None
-        array = np.asarray(fn(texts), dtype=np.float32)
+        model = self.index.model
+        try:
+            array = np.asarray(fn(texts), dtype=np.float32)
+        except RememError:
+            raise  # already typed (an EmbeddingError naming the model, a ConfigError...)
+        except Exception as exc:
+            raise EmbeddingError(
+                f"embedder {model!r} failed on {len(texts)} text(s): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         if array.shape != (len(texts), self.index.dims):
             raise IndexConfigError(
-                f"embedder {self.index.model!r} returned shape {array.shape} for {len(texts)} "
+                f"embedder {model!r} returned shape {array.shape} for {len(texts)} "
                 f"texts; expected ({len(texts)}, {self.index.dims})"
+            )
+        bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
+        if bad.size:
+            row = int(bad[0])
+            raise EmbeddingError(
+                f"embedder {model!r} returned NaN or infinite values for text {row} of "
+                f"{len(texts)} "
+                f"({texts[row][:60]!r}); nothing was written: fix or replace the embedder"
             )
         return normalize_rows(array)
 
@@ -557,7 +587,10 @@ class BaseStore(ABC):
         if op.expires_at is not None:
             return ttl, op.expires_at
         base = op.updated_at if op.updated_at is not None else now
-        return ttl, (base + float(ttl)) if ttl is not None else None
+        if ttl is None:
+            return None, None
+        # both are bounded when the op is built; the sum may still pass year 9999
+        return ttl, min(base + float(ttl), MAX_TIMESTAMP)
 
     def _refresh(self, flag: bool | None) -> bool:
         return self.ttl.refresh_on_read if flag is None else flag

@@ -29,7 +29,10 @@ Choices made so SQLite (3.40, JSON1 on text) and Python agree:
 * SQLite reads an integer outside the signed 64-bit range as a float (``inf`` past the float
   range); the Python predicate converts such stored integers the same way. Filter integers must
   fit in 64 bits and filter floats must be finite.
-* Logical nesting is capped at :data:`MAX_DEPTH` levels: SQLite's parser stack is small.
+* Logical nesting is capped at :data:`MAX_DEPTH` levels: SQLite's parser stack is small. A
+  filter holds at most :data:`MAX_CONDITIONS` conditions and :data:`MAX_OPERANDS` operand
+  values, so its SQL stays within SQLite's expression depth (1,000) and PostgreSQL's 65,535
+  parameters; a larger one is refused before any SQL is built.
 
 PostgreSQL (:func:`to_postgres`) filters a ``jsonb`` *shadow* of each value written by
 :func:`postgres_document`, which applies the same choices up front so jsonb agrees with the
@@ -56,7 +59,9 @@ from typing import Any, Final, Literal, TypeAlias, assert_never
 from remem.errors import FilterError, UsageError
 
 __all__ = [
+    "MAX_CONDITIONS",
     "MAX_DEPTH",
+    "MAX_OPERANDS",
     "MISSING",
     "And",
     "Compare",
@@ -88,6 +93,15 @@ CompareOp: TypeAlias = Literal["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]
 
 MAX_DEPTH: Final = 32
 """Deepest allowed nesting of ``$and``/``$or``/``$not`` (and implicit ANDs) in a filter."""
+
+MAX_CONDITIONS: Final = 200
+"""Most conditions in a filter: every field condition (``{"a": 1}``, each operator of
+``{"a": {"$gt": 1, "$lt": 5}}``) and every ``$and``/``$or``/``$not``, including the implicit
+AND of a dict with several keys. SQLite's expression depth (1,000) grows with each one."""
+
+MAX_OPERANDS: Final = 20_000
+"""Most operand values in a filter (an ``$in`` list counts each of its values): each is a
+SQL parameter, and PostgreSQL takes at most 65,535 per statement."""
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
@@ -350,7 +364,41 @@ def parse_filter(filter: Filter | None) -> FilterNode | None:
         return None
     node = _parse(filter, 0)
     _check_depth(node)
+    _check_size(node)
     return node
+
+
+def _check_size(node: FilterNode) -> None:
+    """Refuse a filter with more conditions or operands than its SQL can hold."""
+    conditions = operands = 0
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        conditions += 1
+        match current:
+            case And(children) | Or(children):
+                stack.extend(children)
+            case Not(child):
+                stack.append(child)
+            case In(_, values):
+                operands += len(values)
+            case Compare() | Contains():
+                operands += 1
+            case Exists():
+                pass
+            case _:
+                assert_never(current)
+    if conditions > MAX_CONDITIONS:
+        raise FilterError(
+            f"filter has {conditions} conditions (field conditions and $and/$or/$not, "
+            f"counting the implicit $and of a dict with several keys); the limit is "
+            f"{MAX_CONDITIONS}: match many values of one field with $in instead"
+        )
+    if operands > MAX_OPERANDS:
+        raise FilterError(
+            f"filter has {operands} operand values (each value of an $in/$nin list counts); "
+            f"the limit is {MAX_OPERANDS}: split the query into several searches"
+        )
 
 
 # --------------------------------------------------------------------------- Python evaluation

@@ -38,6 +38,7 @@ __all__ = [
     "SearchOp",
     "SignalScore",
     "from_timestamp",
+    "nesting_problem",
     "to_timestamp",
     "validate_key",
     "validate_namespace",
@@ -51,6 +52,14 @@ SEARCH_MODES: Final = ("auto", "hybrid", "keyword", "vector")
 MAX_LABEL_LENGTH: Final = 256
 MAX_KEY_LENGTH: Final = 1024
 MAX_DEPTH: Final = 64
+#: deepest nesting of objects and arrays in a value (the value itself is level 1): deeper
+#: values are refused when the op is built, so nothing is stored that cannot be read back
+MAX_VALUE_DEPTH: Final = 64
+#: longest TTL in seconds (about 317 years): an expiry must stay within year 9999
+MAX_TTL: Final = 10**10
+#: epoch seconds of 0001-01-01 and of the last second of 9999, the range of a datetime
+MIN_TIMESTAMP: Final = -62_135_596_800
+MAX_TIMESTAMP: Final = 253_402_300_799
 WILDCARD: Final = "*"
 
 
@@ -139,8 +148,48 @@ def validate_key(key: Any) -> str:
     return key
 
 
-def _reject_nonfinite(x: float) -> float:
-    raise ValueError("NaN and infinity are not JSON")
+#: a path while walking a value: (parent path, key or index), ``None`` at the root
+_Path: TypeAlias = "tuple[_Path, str | int] | None"
+
+
+def _render_path(root: str, path: _Path) -> str:
+    """``root.a.b[0]``, the middle cut out past eight steps so messages stay readable."""
+    steps: list[str | int] = []
+    while path is not None:
+        path, step = path
+        steps.append(step)
+    steps.reverse()
+    shown = [f"[{s}]" if isinstance(s, int) else f".{str(s)[:40]}" for s in steps]
+    if len(shown) > 8:
+        shown = [*shown[:4], f"(...{len(shown) - 6} more...)", *shown[-2:]]
+    return root + "".join(shown)
+
+
+def nesting_problem(value: Any, root: str, limit: int = MAX_VALUE_DEPTH) -> str | None:
+    """Why ``value`` nests objects and arrays deeper than ``limit`` levels (``value`` itself
+    is level 1), naming the path to the first container past the limit; ``None`` if it fits.
+
+    The walk is iterative, so a value nested thousands of levels (or one that contains
+    itself) is refused instead of overflowing Python's recursion limit.
+    """
+    stack: list[tuple[Any, int, _Path]] = [(value, 1, None)]
+    while stack:
+        node, depth, path = stack.pop()
+        children: Any
+        if isinstance(node, Mapping):
+            children = node.items()
+        elif isinstance(node, list | tuple):
+            children = enumerate(node)
+        else:
+            continue
+        if depth > limit:
+            return (f"{_render_path(root, path)}: nested deeper than {limit} levels of "
+                    "objects and arrays; flatten it, or store the deep part as a JSON string")
+        for step, child in children:
+            if isinstance(child, Mapping | list | tuple):
+                stack.append((child, depth + 1, (path, step if isinstance(step, int)
+                                                  else str(step))))
+    return None
 
 
 def validate_value(value: Any) -> dict[str, Any]:
@@ -163,6 +212,9 @@ def _validated_value(value: Any) -> tuple[dict[str, Any], str]:
             f"value must be a JSON object (a dict), got {type(value).__name__}; "
             'wrap it, e.g. {"content": value}'
         )
+    problem = nesting_problem(value, "value")
+    if problem is not None:
+        raise InvalidValueError(problem)
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         text.encode("utf-8")
@@ -201,13 +253,25 @@ def _ttl_seconds(ttl: float | timedelta | NotProvided | None) -> float | NotProv
         raise InvalidInputError(
             f"ttl must be seconds (a number) or a timedelta, got {type(ttl).__name__}"
         )
-    if not math.isfinite(ttl) or ttl <= 0:
+    if not ttl > 0:  # NaN too (it compares false)
         raise InvalidInputError(f"ttl must be a positive number of seconds, got {ttl!r}")
+    if ttl > MAX_TTL:  # infinity and ints too large for a float too
+        raise InvalidInputError(
+            f"ttl must be at most {MAX_TTL:.0e} seconds (about 317 years, so the expiry stays "
+            f"within year 9999), got {_short(ttl)}; pass ttl=None for an item that never "
+            "expires"
+        )
     return float(ttl)
 
 
+def _short(number: float) -> str:
+    text = repr(number)
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} digits)"
+
+
 def to_timestamp(value: datetime | float | None, name: str) -> float | None:
-    """An aware datetime or epoch seconds as epoch seconds (``None`` stays ``None``)."""
+    """An aware datetime or epoch seconds as epoch seconds (``None`` stays ``None``), within
+    years 1-9999 (what a datetime can hold, so it can be read back)."""
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -216,9 +280,15 @@ def to_timestamp(value: datetime | float | None, name: str) -> float | None:
                 f"{name} must be timezone-aware: pass datetime(..., tzinfo=UTC) or epoch seconds"
             )
         return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            isinstance(value, float) and math.isnan(value)):
         raise InvalidInputError(
             f"{name} must be an aware datetime or epoch seconds, got {value!r}"
+        )
+    if not MIN_TIMESTAMP <= value <= MAX_TIMESTAMP:  # infinities and huge ints too
+        raise InvalidInputError(
+            f"{name} must be epoch seconds within years 1-9999 ({MIN_TIMESTAMP} to "
+            f"{MAX_TIMESTAMP}), got {_short(value)}"
         )
     return float(value)
 
@@ -350,7 +420,8 @@ class PutOp:
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "value_json", text)
         object.__setattr__(self, "ttl", _ttl_seconds(self.ttl))
-        object.__setattr__(self, "event_at", to_timestamp(self.event_at, "event_at"))
+        for name in ("event_at", "created_at", "updated_at", "expires_at", "if_updated_at"):
+            object.__setattr__(self, name, to_timestamp(getattr(self, name), name))
         if self.index is not None and self.index is not False:
             if (isinstance(self.index, str) or not isinstance(self.index, Sequence)
                     or not all(isinstance(f, str) and f for f in self.index)):

@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -63,6 +64,7 @@ __all__ = [
     "GetThreadRequest",
     "ListThreadsRequest",
     "MessagesRequest",
+    "NewThreadId",
     "RewindRequest",
     "SearchThreadsRequest",
     "SetMetadataRequest",
@@ -81,6 +83,23 @@ OMITTABLE = frozenset({"ttl"})
 
 ThreadId = ScopeId
 """A thread id: 1-256 printable characters."""
+
+
+def _routable(value: str) -> str:
+    if "/" in value:
+        raise ValueError("must not contain '/': the id is a segment of the thread's URL "
+                         "(/v1/threads/<id>), where no route could reach it; use another "
+                         "separator such as ':' or '-'")
+    if value in (".", ".."):
+        raise ValueError(f"{value!r} is not allowed: URLs resolve it as a relative path")
+    return value
+
+
+NewThreadId = Annotated[ThreadId, AfterValidator(_routable), WithJsonSchema({
+    "type": "string", "minLength": 1, "maxLength": 256, "pattern": r"^[^\x00-\x1f\x7f/]+$",
+    "not": {"enum": [".", ".."]}})]
+"""The id of a thread being created: a thread id without ``/`` and not ``.`` or ``..``, so
+every route can reach it (ids made before this rule still work from Python)."""
 
 CheckpointId = ScopeId
 """A checkpoint id: 1-256 printable characters."""
@@ -220,8 +239,9 @@ class CreateThreadRequest(ThreadRequest[Thread]):
 
     operation: ClassVar[str] = "create"
 
-    thread_id: ThreadId | None = Field(None, description="the new thread's id (generated "
-                                                         "when left out; 409 if taken)")
+    thread_id: NewThreadId | None = Field(
+        None, description="the new thread's id (generated when left out; 409 if taken; "
+                          "no '/')")
     metadata: JsonObject | None = Field(
         None, description="JSON to list and search threads by (e.g. {\"user_id\": \"u1\"})")
     messages: FirstMessages = Field(None, description="its first messages")
@@ -330,8 +350,8 @@ class RewindRequest(_OnThread[Checkpoint]):
 class _Derive(_OnThread[Thread]):
     checkpoint_id: CheckpointId | None = Field(
         None, description="where the new thread starts (null: the head)")
-    new_thread_id: ThreadId | None = Field(
-        None, description="the new thread's id (generated when left out)")
+    new_thread_id: NewThreadId | None = Field(
+        None, description="the new thread's id (generated when left out; no '/')")
     metadata: JsonObject | None = Field(None, description="merged into the source's metadata")
     ttl: Seconds | None = Field(None, description="seconds until it expires; null: never; "
                                                   "left out: the source thread's TTL")
