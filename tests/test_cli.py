@@ -62,11 +62,14 @@ def error_line(result: Result, code: int) -> str:
 @pytest.fixture
 def filled(db: Path) -> Path:
     """A store with a few items in several namespaces."""
-    ok(store(db, "put", "users.u1.memories", "m1", '{"text": "likes tea", "stars": 5}'))
-    ok(store(db, "put", "users.u1.memories", "m2", '{"text": "hates rain", "stars": 1}'))
-    ok(store(db, "put", "users.u2.memories", "m1", '{"text": "plays chess", "stars": 3}'))
-    ok(store(db, "put", "users.u2.prefs", "theme", '{"theme": "dark"}'))
-    ok(store(db, "put", '["users", "alice@example.com"]', "note", '{"text": "dotted label"}'))
+    def put(*args: str) -> None:  # no embedder: these items have no vectors
+        ok(store(db, "--embedder", "none", "put", *args))
+
+    put("users.u1.memories", "m1", '{"text": "likes tea", "stars": 5}')
+    put("users.u1.memories", "m2", '{"text": "hates rain", "stars": 1}')
+    put("users.u2.memories", "m1", '{"text": "plays chess", "stars": 3}')
+    put("users.u2.prefs", "theme", '{"theme": "dark"}')
+    put('["users", "alice@example.com"]', "note", '{"text": "dotted label"}')
     return db
 
 
@@ -271,7 +274,8 @@ def test_bad_key_and_options_exit_2(db: Path) -> None:
 
 
 def test_search_by_meaning_without_embedder_exits_2(filled: Path) -> None:
-    line = error_line(store(filled, "search", "--query", "tea", "--mode", "vector"), 2)
+    line = error_line(store(filled, "--embedder", "none", "search", "--query", "tea", "--mode",
+                            "vector"), 2)
     assert "--embedder local" in line
 
 
@@ -284,7 +288,8 @@ def test_reindex_embeds_items_written_without_an_embedder(filled: Path) -> None:
 
 
 def test_keyword_search_needs_no_embedder(filled: Path) -> None:
-    hits = json.loads(ok(store(filled, "--json", "search", "--query", "tea")).stdout)
+    hits = json.loads(ok(store(filled, "--json", "--embedder", "none", "search", "--query",
+                               "tea")).stdout)
     assert hits and all("keyword" in hit["details"] for hit in hits)
 
 

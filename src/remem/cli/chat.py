@@ -17,7 +17,7 @@ from typing import TextIO
 import click
 
 from remem.api import Memory
-from remem.cli.common import make_embedder
+from remem.cli.common import db_option, embedder_option, make_embedder
 from remem.errors import LLMError, NotFoundError
 from remem.llm.base import ChatModel, ChatRequest
 from remem.llm.config import require_model
@@ -60,8 +60,7 @@ def _read_line(stdin: TextIO, echo: bool) -> str | None:
 
 
 @click.command(name="chat")
-@click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db", show_envvar=True,
-              help="SQLite file holding the threads and memories (created if missing).")
+@db_option("SQLite file holding the threads and memories (created if missing).")
 @click.option("--thread", "thread_id", metavar="ID",
               help="Resume thread ID (a new thread gets this id if none exists).")
 @click.option("--user", default="me", show_default=True, metavar="ID",
@@ -74,9 +73,7 @@ def _read_line(stdin: TextIO, echo: bool) -> str | None:
 @click.option("--max-tokens", type=click.IntRange(min=200), default=8000, show_default=True,
               metavar="N", help="Token budget of the thread's messages in each prompt; past "
                                 "it the thread is summarised.")
-@click.option("--embedder", type=click.Choice(("none", "local", "openai", "fake")),
-              default="none", show_default=True,
-              help="Embedder for memory and thread search by meaning (none: keywords only).")
+@embedder_option("Embedder for memory and thread search by meaning (none: keywords only).")
 def chat_command(db: str, thread_id: str | None, user: str, system: str, memories: int,
                  remember: bool, max_tokens: int, embedder: str) -> None:
     """Chat with the configured model, keeping the thread and using memory.
@@ -92,7 +89,7 @@ def chat_command(db: str, thread_id: str | None, user: str, system: str, memorie
         ctx.call_on_close(close)
     index = None if embedder == "none" else IndexConfig(make_embedder(embedder),
                                                         fields=("text",))
-    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)))
+    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)), strict=True)
     ctx.call_on_close(store.close)
     memory = Memory(store, llm=model)
     policy = SummaryPolicy(trigger_tokens=max_tokens, keep_tokens=max_tokens // 4)

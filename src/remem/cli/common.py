@@ -13,13 +13,14 @@ import io
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
 from remem.errors import InvalidInputError, NamespaceError, RememError
+from remem.settings import EMBEDDERS, load_settings
 from remem.store.filters import parse_filter
 from remem.store.types import Namespace, validate_namespace
 
@@ -31,6 +32,10 @@ __all__ = [
     "JsonObjectType",
     "NamespaceType",
     "RememGroup",
+    "db_option",
+    "db_param",
+    "embedder_option",
+    "embedder_param",
     "format_namespace",
     "parse_json_object",
     "parse_namespace",
@@ -277,3 +282,44 @@ def make_embedder(name: str) -> Embedder:
             "smoke run (its recall is meaningless)"
         ) from None
     return LocalEmbedder()
+
+
+# -- the shared defaults (remem.settings): one --db and one --embedder for every command ---------
+
+FC = TypeVar("FC", bound=Callable[..., Any])
+
+DB_DEFAULT_HELP = "Default: $REMEM_DB, else db in remem.toml, else remem.db."
+EMBEDDER_DEFAULT_HELP = ("Default: $REMEM_EMBEDDER, else embedder in remem.toml, else local. "
+                         "Use the one the database's vectors were made with.")
+
+
+def _resolved(key: str) -> Any:
+    """A callback turning an option left out (``None``) into the shared default."""
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+        settings = load_settings(db=value) if key == "db" else load_settings(embedder=value)
+        return str(getattr(settings, key))
+    return callback
+
+
+def db_param(help: str, *, metavar: str = "PATH") -> click.Option:
+    """``--db``, defaulting as every command does (:mod:`remem.settings`)."""
+    return click.Option(["--db"], metavar=metavar, default=None, callback=_resolved("db"),
+                        help=f"{help} {DB_DEFAULT_HELP}")
+
+
+def embedder_param(help: str) -> click.Option:
+    """``--embedder``, defaulting as every command does (:mod:`remem.settings`)."""
+    return click.Option(["--embedder"], type=click.Choice(EMBEDDERS), default=None,
+                        callback=_resolved("embedder"), help=f"{help} {EMBEDDER_DEFAULT_HELP}")
+
+
+def db_option(help: str, *, metavar: str = "PATH") -> Callable[[FC], FC]:
+    """:func:`db_param` as a decorator."""
+    return click.option("--db", metavar=metavar, default=None, callback=_resolved("db"),
+                        help=f"{help} {DB_DEFAULT_HELP}")
+
+
+def embedder_option(help: str) -> Callable[[FC], FC]:
+    """:func:`embedder_param` as a decorator."""
+    return click.option("--embedder", type=click.Choice(EMBEDDERS), default=None,
+                        callback=_resolved("embedder"), help=f"{help} {EMBEDDER_DEFAULT_HELP}")

@@ -22,7 +22,13 @@ from rich.console import Console
 from rich.table import Table
 
 from remem.api import Memory
-from remem.cli.common import CommandFailed, format_namespace, make_embedder
+from remem.cli.common import (
+    CommandFailed,
+    db_param,
+    embedder_param,
+    format_namespace,
+    make_embedder,
+)
 from remem.cli.options import option_name, request_command
 from remem.cli.render import emit_json, result_json, write_atomically
 from remem.memory import HistoryEvent, MemoryRecord
@@ -41,14 +47,13 @@ from remem.memory.requests import (
 )
 from remem.memory.results import ChangeResult
 from remem.memory.store_manager import AddResult
-from remem.store import is_dsn
+from remem.store import check_embedder, is_dsn
 from remem.store.types import from_timestamp
 
 __all__ = ["MEMORY_COMMANDS", "SESSION_OPTIONS"]
 
 R = TypeVar("R", bound=MemoryRequest[Any])
 
-EMBEDDERS = ("local", "fake", "openai", "none")
 
 SESSION_OPTIONS = ("db", "embedder", "json_output")
 """The parameters every memory command has beside its request's fields."""
@@ -72,20 +77,16 @@ class Session:
         embedder = False if self.embedder == "none" else make_embedder(self.embedder)
         memory = Memory.open(self.db, embedder=embedder)
         click.get_current_context().call_on_close(memory.close)
+        check_embedder(memory.store, self.db)  # never search a vector database by keywords
         return memory
 
 
 def _session_params() -> list[click.Parameter]:
     return [
-        click.Option(["--db"], metavar="PATH", envvar="REMEM_DB", default="remem.db",
-                     show_default=True, show_envvar=True,
-                     help="SQLite database file, ':memory:', or a postgresql:// DSN."),
-        click.Option(["--embedder"], type=click.Choice(EMBEDDERS), default="local",
-                     show_default=True,
-                     help="Embedder for search by meaning: 'local' (offline model), 'fake' "
-                          "(deterministic, for trying things out), 'openai' (REMEM_EMBED_*) "
-                          "or 'none' (keywords only). Use the same one for every command on "
-                          "a database."),
+        db_param("SQLite database file, ':memory:', or a postgresql:// DSN."),
+        embedder_param("Embedder for search by meaning: 'local' (offline model), 'fake' "
+                       "(deterministic, for trying things out), 'openai' (REMEM_EMBED_*) "
+                       "or 'none' (keywords only)."),
         click.Option(["--json", "json_output"], is_flag=True,
                      help="Machine output: one JSON document on stdout."),
     ]

@@ -9,16 +9,17 @@ import ipaddress
 import json
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
 
-from remem.cli.common import CommandFailed, make_embedder
+from remem.cli.common import CommandFailed, db_option, embedder_option, make_embedder
 from remem.embed.base import Embedder
+from remem.store import is_dsn
 
 __all__ = ["SERVICE_COMMANDS", "app_from_env", "keys_group", "mcp_command", "serve_command"]
 
-EMBEDDERS = ("fake", "local", "openai", "none")
 _DB_HELP = "SQLite file or postgresql:// DSN the server keeps memories and keys in."
 
 
@@ -37,6 +38,15 @@ def _embedder(name: str) -> Embedder | None:
     return None if name == "none" else make_embedder(name)
 
 
+def _refuse_keyword_only(db: str, embedder: str) -> None:
+    """``--embedder none`` on a database with vectors is refused before serving it (its
+    searches would quietly use keywords only)."""
+    if embedder == "none" and (db == ":memory:" or is_dsn(db) or Path(db).exists()):
+        from remem.store import open_store
+
+        open_store(db, strict=True).close()
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine."""
     if host == "localhost":
@@ -48,16 +58,14 @@ def is_loopback(host: str) -> bool:
 
 
 @click.command("serve")
-@click.option("--db", metavar="PATH|DSN", envvar="REMEM_DB", default="memory.db",
-              show_default=True, help=_DB_HELP)
+@db_option(_DB_HELP, metavar="PATH|DSN")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--no-auth", is_flag=True,
               help="Serve without API keys, every request as tenant 'local' (loopback only).")
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=1 << 20,
               show_default=True, help="Larger request bodies are refused with 413.")
-@click.option("--embedder", type=click.Choice(EMBEDDERS), default="local", show_default=True,
-              help="Vectors for hybrid search ('none': keyword search only).")
+@embedder_option("Vectors for hybrid search ('none': keyword search only).")
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP at /mcp.")
 @click.option("--graceful-timeout", type=click.IntRange(min=0), default=30,
               show_default=True, metavar="SECONDS",
@@ -84,6 +92,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
             f"--no-auth serves everyone as one tenant, so it binds to loopback only; got "
             f"--host {host} (use 127.0.0.1, or create keys and drop --no-auth)",
             param_hint="'--no-auth'")
+    _refuse_keyword_only(db, embedder)
     import uvicorn
 
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
@@ -132,8 +141,7 @@ def app_from_env() -> Any:
 
 
 @click.group("keys")
-@click.option("--db", metavar="PATH|DSN", envvar="REMEM_DB", default="memory.db",
-              show_default=True, help=_DB_HELP)
+@db_option(_DB_HELP, metavar="PATH|DSN")
 @click.pass_context
 def keys_group(ctx: click.Context, db: str) -> None:
     """Create, list and revoke the server's API keys (stored hashed in --db)."""
@@ -156,7 +164,8 @@ def _key_store(ctx: click.Context) -> object:
     from remem.store import open_store
 
     db = str(ctx.obj)
-    store = open_store(db)
+    _server_extra()  # the key store is the server's: say which extra, not a bare import error
+    store = open_store(db)  # keys are never searched by meaning: any embedder will do
     ctx.call_on_close(store.close)
     return KeyStore(store)
 
@@ -226,13 +235,12 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 
 
 @click.command("mcp")
-@click.option("--db", metavar="PATH|DSN", envvar="REMEM_DB", default="memory.db",
-              show_default=True, help=_DB_HELP)
+@db_option(_DB_HELP, metavar="PATH|DSN")
 @click.option("--tenant", default=None,
               help="Act for this tenant (default: 'local', the tenant of serve --no-auth).")
 @click.option("--api-key", envvar="REMEM_API_KEY", default=None,
               help="Act for this key's tenant (and honour --read-only keys).")
-@click.option("--embedder", type=click.Choice(EMBEDDERS), default="local", show_default=True)
+@embedder_option("Vectors for hybrid search ('none': keyword search only).")
 @click.option("--allow-forget", is_flag=True,
               help="Also serve forget_memories, which forgets every memory of a scope in one "
                    "call (off by default: too much for a tool a prompt could misuse).")
@@ -251,6 +259,7 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
 
     if tenant is not None and api_key is not None:
         raise click.UsageError("pass --tenant or --api-key, not both")
+    _refuse_keyword_only(db, embedder)
     state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
                                           llm=model_from_env(), mcp=False))
     try:

@@ -19,15 +19,19 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from remem.cli.common import DB_DEFAULT_HELP as DB_DEFAULT_HELP
 from remem.cli.common import (
     CommandFailed,
     FilterType,
     JsonObjectType,
     NamespaceType,
+    db_option,
+    embedder_option,
     format_namespace,
     make_embedder,
 )
 from remem.cli.render import emit_json, print_item, results_table, write_atomically
+from remem.settings import EMBEDDERS
 from remem.store import (
     NOT_PROVIDED,
     BaseStore,
@@ -44,8 +48,6 @@ from remem.store.types import SearchMode
 
 __all__ = ["EMBEDDERS", "StoreSettings", "store_group"]
 
-EMBEDDERS = ("none", "local", "openai", "fake")
-"""Values of ``--embedder``."""
 SEARCH_MODES = ("auto", "hybrid", "keyword", "vector")
 
 MEMORY_DB = ":memory:"
@@ -59,7 +61,7 @@ class StoreSettings:
 
     db: str
     json: bool = False
-    embedder: str = "none"
+    embedder: str = "local"
     _store: BaseStore | None = field(default=None, repr=False)
 
     def open(self, *, create: bool = False) -> BaseStore:
@@ -78,7 +80,7 @@ class StoreSettings:
             )
         index = (None if self.embedder == "none"
                  else IndexConfig(embedder=make_embedder(self.embedder)))
-        store = open_store(self.db, index=index)
+        store = open_store(self.db, index=index, strict=True)
         click.get_current_context().call_on_close(store.close)
         self._store = store
         return store
@@ -124,7 +126,7 @@ def store_options(*, embedder: bool = False) -> Callable[[F], F]:
     options = [
         click.option("--db", metavar="PATH", default=None, expose_value=False,
                      callback=_override("db"),
-                     help=_DB_HELP + " Default: $REMEM_DB, else remem.db."),
+                     help=f"{_DB_HELP} {DB_DEFAULT_HELP}"),
         click.option("--json", "json_output", is_flag=True, default=False, expose_value=False,
                      callback=_override("json"), help=_JSON_HELP),
     ]
@@ -144,11 +146,9 @@ def store_options(*, embedder: bool = False) -> Callable[[F], F]:
 
 
 @click.group(name="store")
-@click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
-              show_default=True, show_envvar=True, help=_DB_HELP)
+@db_option(_DB_HELP)
 @click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)
-@click.option("--embedder", type=click.Choice(EMBEDDERS), default="none", show_default=True,
-              help=_EMBEDDER_HELP)
+@embedder_option(_EMBEDDER_HELP)
 @click.pass_context
 def store_group(ctx: click.Context, db: str, json_output: bool, embedder: str) -> None:
     """Read and write the long-term store: JSON items under namespaces.

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from remem.cli.common import CommandFailed, FilterType, make_embedder
+from remem.cli.common import CommandFailed, FilterType, db_option, embedder_option, make_embedder
 from remem.cli.render import compact_json, emit_json
 from remem.messages.types import Message
 from remem.store import IndexConfig, KeywordConfig, is_dsn, open_store
@@ -23,25 +23,27 @@ __all__ = ["open_threads", "threads_group"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_DB_HELP = ("SQLite database file (the same file as the store) or a postgresql:// DSN. "
-            "Default: $REMEM_DB, else remem.db.")
+_DB_HELP = "SQLite database file (the same file as the store) or a postgresql:// DSN."
+_EMBEDDER_HELP = ("Embedder of the thread search index (the one the threads were indexed "
+                  "with); 'none': keywords only.")
 
 
 def common_options(command: F) -> F:
     """``--db`` and ``--json`` on every ``remem threads`` command."""
     command = click.option("--json", "json_output", is_flag=True,
                            help="Machine output: print one JSON document on stdout.")(command)
-    return click.option("--db", metavar="PATH", envvar="REMEM_DB", default="remem.db",
-                        show_envvar=True, help=_DB_HELP)(command)
+    return db_option(_DB_HELP)(command)
 
 
 def open_threads(ctx: click.Context, db: str, *, create: bool = False,
-                 index: ThreadIndex | None = None) -> ThreadStore:
+                 embedder: str | None = None) -> ThreadStore:
     """The thread store in ``db``, closed when the command ends; a missing file is an error
-    unless ``create``."""
+    unless ``create``. With ``embedder``, its search index too (the commands that change or
+    search what the index holds: search, rm, rewind, fork --copy)."""
     if not create and db != ":memory:" and not is_dsn(db) and not Path(db).exists():
         raise CommandFailed(f"no database at {db}; pass --db PATH or set REMEM_DB "
                             "(`remem chat` creates one)")
+    index = thread_index(ctx, db, embedder) if embedder is not None else None
     threads = ThreadStore(db, index=index)
     threads.setup()
     ctx.call_on_close(threads.close)
@@ -175,11 +177,14 @@ def show(ctx: click.Context, thread_id: str, checkpoint: str | None, last: int,
 
 @threads_group.command()
 @click.argument("thread_ids", metavar="THREAD...", nargs=-1, required=True)
+@embedder_option(_EMBEDDER_HELP)
 @common_options
 @click.pass_context
-def rm(ctx: click.Context, thread_ids: tuple[str, ...], db: str, json_output: bool) -> None:
-    """Delete threads (forks made from them keep their messages)."""
-    threads = open_threads(ctx, db)
+def rm(ctx: click.Context, thread_ids: tuple[str, ...], embedder: str, db: str,
+       json_output: bool) -> None:
+    """Delete threads (forks made from them keep their messages); their messages leave
+    thread search."""
+    threads = open_threads(ctx, db, embedder=embedder)
     deleted = {thread_id: threads.delete(thread_id) for thread_id in thread_ids}
     if json_output:
         emit_json({"deleted": [t for t, done in deleted.items() if done],
@@ -195,12 +200,13 @@ def rm(ctx: click.Context, thread_ids: tuple[str, ...], db: str, json_output: bo
 @click.option("--id", "new_id", metavar="ID", help="The new thread's id (default: a new one).")
 @click.option("--copy", is_flag=True,
               help="Copy the messages instead of sharing them with the source.")
+@embedder_option(_EMBEDDER_HELP)
 @common_options
 @click.pass_context
 def fork(ctx: click.Context, thread_id: str, checkpoint: str | None, new_id: str | None,
-         copy: bool, db: str, json_output: bool) -> None:
+         copy: bool, embedder: str, db: str, json_output: bool) -> None:
     """Start a new thread from THREAD (at its head or an earlier checkpoint)."""
-    threads = open_threads(ctx, db)
+    threads = open_threads(ctx, db, embedder=embedder if copy else None)
     make = threads.copy if copy else threads.fork
     made = make(thread_id, checkpoint, new_thread_id=new_id)
     info = made.info()
@@ -214,12 +220,14 @@ def fork(ctx: click.Context, thread_id: str, checkpoint: str | None, new_id: str
 @threads_group.command()
 @click.argument("thread_id", metavar="THREAD")
 @click.argument("checkpoint", metavar="CHECKPOINT")
+@embedder_option(_EMBEDDER_HELP)
 @common_options
 @click.pass_context
-def rewind(ctx: click.Context, thread_id: str, checkpoint: str, db: str,
+def rewind(ctx: click.Context, thread_id: str, checkpoint: str, embedder: str, db: str,
            json_output: bool) -> None:
-    """Move THREAD back to CHECKPOINT (a new head; later checkpoints stay readable)."""
-    head = open_threads(ctx, db).rewind(thread_id, checkpoint)
+    """Move THREAD back to CHECKPOINT (a new head; later checkpoints stay readable). The
+    messages it takes back leave thread search."""
+    head = open_threads(ctx, db, embedder=embedder).rewind(thread_id, checkpoint)
     if json_output:
         emit_json(head.to_dict())
         return
@@ -232,17 +240,13 @@ def rewind(ctx: click.Context, thread_id: str, checkpoint: str, db: str,
 @click.option("--user", metavar="ID", help="Only this user's threads.")
 @click.option("--limit", type=click.IntRange(min=1, max=100), default=5, show_default=True,
               metavar="N", help="Return at most N threads (1-100).")
-@click.option("--embedder", type=click.Choice(("none", "local", "openai", "fake")),
-              default="none", show_default=True,
-              help="Embedder for search by meaning (the one the threads were indexed with); "
-                   "none searches keywords only.")
+@embedder_option(_EMBEDDER_HELP)
 @common_options
 @click.pass_context
 def search(ctx: click.Context, query: str, user: str | None, limit: int, embedder: str,
            db: str, json_output: bool) -> None:
     """Find past threads by keywords (and meaning, with --embedder)."""
-    index = thread_index(ctx, db, embedder)
-    threads = open_threads(ctx, db, index=index)
+    threads = open_threads(ctx, db, embedder=embedder)
     hits = threads.search(query, owner=user, limit=limit)
     if json_output:
         emit_json([hit.to_dict() for hit in hits])
@@ -262,6 +266,6 @@ def thread_index(ctx: click.Context, db: str, embedder: str) -> ThreadIndex:
     """The thread search index in the store of ``db`` (created if needed)."""
     index = (None if embedder == "none"
              else IndexConfig(make_embedder(embedder), fields=("text",)))
-    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)))
+    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)), strict=True)
     ctx.call_on_close(store.close)
     return ThreadIndex(store)
