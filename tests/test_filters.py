@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 from remem.errors import FilterError, UsageError
 from remem.store.filters import (
+    MAX_CONDITIONS,
     MAX_DEPTH,
+    MAX_OPERANDS,
     MISSING,
     And,
     Compare,
@@ -511,6 +513,61 @@ def test_nesting_limit_guards_deep_input() -> None:
         node = Not(node)
     with pytest.raises(FilterError, match="deeper than"):
         to_sqlite(node)
+
+
+def _alternating_wide(levels: int, width: int) -> dict[str, Any]:
+    """AND/OR alternating ``levels`` deep, each level with ``width`` sibling conditions."""
+    flt: dict[str, Any] = {"a": {"$contains": "x"}}
+    for level in range(levels - 1):
+        siblings = [{f"k{level}_{i}": {"$ne": i}} for i in range(width)]
+        flt = {"$or" if level % 2 else "$and": [flt, *siblings]}
+    return flt
+
+
+def _conditions(flt: Mapping[str, Any]) -> int:
+    node = parse_filter(flt)
+    count, stack = 0, [node]
+    while stack:
+        current = stack.pop()
+        count += 1
+        if isinstance(current, And | Or):
+            stack.extend(current.children)
+        elif isinstance(current, Not):
+            stack.append(current.child)
+    return count
+
+
+@pytest.mark.parametrize("shape", [
+    lambda n: {"$or": [{"a": {"$contains": "x"}} for _ in range(n - 1)]},
+    lambda n: {f"k{i}": {"$ne": i} for i in range(n - 1)},
+    lambda n: {"$and": [{"$or": [{"a": i}, {"b": {"$ne": i}}]} for i in range(n // 3)]},
+    lambda n: {"$or": [{} for _ in range(n - 1)]},
+], ids=["or-chain", "wide-dict", "and-of-ors", "or-of-empty"])
+def test_condition_limit(shape: Any) -> None:
+    # the largest filter allowed still compiles to SQL SQLite's parser accepts (its expression
+    # depth limit is 1,000); one condition more is refused before any SQL, naming the limit
+    docs: dict[int, dict[str, Any]] = {1: {"a": ["x"], "b": 1}, 2: {"a": 2}, 3: {}}
+    biggest = shape(MAX_CONDITIONS)
+    assert MAX_CONDITIONS - 2 <= _conditions(biggest) <= MAX_CONDITIONS
+    _both(docs, biggest)
+    with pytest.raises(FilterError, match=f"conditions .*the limit is {MAX_CONDITIONS}"):
+        parse_filter(shape(MAX_CONDITIONS + 3))
+
+
+def test_condition_limit_with_the_deepest_nesting() -> None:
+    # depth and width at once: 32 alternating levels of 5 conditions each
+    flt = _alternating_wide(MAX_DEPTH, 5)
+    assert _conditions(flt) <= MAX_CONDITIONS
+    _both({1: {"a": ["x"]}, 2: {"a": "y"}}, flt)
+
+
+def test_operand_limit() -> None:
+    docs: dict[int, dict[str, Any]] = {1: {"a": 1.0}, 2: {"a": 7}, 3: {"a": "1"}}
+    numbers = list(range(MAX_OPERANDS - 1))
+    assert _both(docs, {"a": {"$in": numbers}, "b": {"$exists": False}}) == {1, 2}
+    with pytest.raises(FilterError, match=f"{MAX_OPERANDS + 1} operand values.*the limit is "
+                                          f"{MAX_OPERANDS}"):
+        parse_filter({"a": {"$in": list(range(MAX_OPERANDS))}, "b": 1})
 
 
 # --------------------------------------------------------------------------- property test
