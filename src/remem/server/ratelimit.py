@@ -33,8 +33,8 @@ class TokenBucket:
         will be (nothing is spent then)."""
         self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.rate)
         self.updated = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        if self.tokens >= 1.0 - 1e-9:  # a whole token, give or take clock arithmetic
+            self.tokens = max(0.0, self.tokens - 1.0)
             return 0.0
         return (1.0 - self.tokens) / self.rate
 
