@@ -2,15 +2,16 @@
 
     python benchmarks/ratelimit.py --rate 100 --clients 32 --duration 20
 
-A fresh SQLite database and API key, then a server child process (uvicorn, one worker,
-``ServerConfig(rate_limit=RATE)``, so bursts of one second's worth) on a free loopback port. ``--clients``
-clients, each on a keep-alive connection of its own, send ``GET /v1/store/namespaces`` with
-the one key as fast as they are answered, for ``--duration`` seconds. The admitted rate is
-the 200s counted between the second and the last second of the run (the first
-two seconds, which spend the initial burst, and the last, cut by the deadline, are left
-out), divided by the time between them. (With ``rate_burst=1`` a key gets less than its
-rate whenever the server stalls longer than one request's share of a second: tokens
-cannot accumulate past the burst.) Target: within 5% of ``--rate``. 429s must all carry ``Retry-After``.
+A fresh SQLite database and API key, then a server child process (uvicorn, one
+worker, ``ServerConfig(rate_limit=RATE)``: bursts of one second's worth) on a free
+loopback port. ``--clients`` clients, each on a keep-alive connection of its own, send
+``GET /v1/store/namespaces`` with the one key as fast as they are answered, for
+``--duration`` seconds. The admitted rate is the 200s counted from the end of the second
+second to the start of the last (the first two spend the initial burst, the last is cut by
+the deadline), divided by that time. Target: within 5% of ``--rate``; every 429 carries
+``Retry-After``. (With ``rate_burst=1`` a key gets less than its rate whenever the server
+stalls longer than one request's share of a second: tokens cannot accumulate past the
+burst.)
 """
 
 from __future__ import annotations
