@@ -161,3 +161,37 @@ def test_a_rewind_on_the_command_line_takes_the_words_out_of_thread_search(
                for m in hit["matches"])
     with open_store(db) as raw:
         assert raw.search(("threads",), query="passport", mode="keyword") == []
+
+
+def test_store_namespaces_hides_the_bookkeeping_unless_asked(clean: Path) -> None:
+    for user in ("alice", "bob"):
+        assert run("add", f"{user} likes tea", "--user", user, "--no-infer",
+                   "--embedder", "fake").exit_code == 0
+    env = {"REMEM_EMBEDDER": "fake"}
+    shown = json.loads(run("store", "--json", "namespaces", env=env).stdout)
+    assert shown == [["memories", "user", "alice"], ["memories", "user", "bob"]]
+    every = json.loads(run("store", "--json", "namespaces", "--all", env=env).stdout)
+    assert any(ns[0].startswith("_remem") for ns in every) and len(every) > len(shown)
+    text = run("store", "namespaces", "--limit", "1", "--offset", "1", env=env).stdout
+    assert text == "memories.user.bob\n"
+
+
+def test_ids_never_wrap_in_80_columns(clean: Path) -> None:
+    env = {"REMEM_EMBEDDER": "fake", "COLUMNS": "80"}
+    for text in ("Alice drinks green tea every single morning before she goes to work "
+                 "at the observatory on the hill", "Alice plays the cello"):
+        assert run("add", text, "--user", "alice", "--no-infer", env=env).exit_code == 0
+    listed = json.loads(run("list", "--user", "alice", "--json", env=env).stdout)
+    ids = [m["id"] for m in listed["memories"]]
+    assert len(ids) == 2
+    for command in (["list", "--user", "alice"], ["search", "tea", "--user", "alice"]):
+        out = run(*command, env=env).stdout
+        for memory_id in ids if command[0] == "list" else ids[:1]:
+            assert any(memory_id in line for line in out.splitlines()), (memory_id, out)
+    from remem.threads import ThreadStore
+
+    long_id = "support-conversation-2026-11-25-customer-4711-billing"
+    with ThreadStore(clean / "remem.db") as threads:
+        threads.create(long_id, metadata={"user_id": "alice", "topic": "x" * 50})
+    out = run("threads", "ls", env=env).stdout
+    assert any(long_id in line for line in out.splitlines()), out

@@ -142,8 +142,14 @@ def _print_changes(result: AddResult | ChangeResult) -> None:
 def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | None) -> None:
     table = Table(show_edge=False, pad_edge=False)
     columns = ["id", "memory", "kind", "valid since", "status"]
+    id_width = max((len(record.id) for record in records), default=2)
     for name in columns + (["score"] if scores is not None else []):
-        table.add_column(name, overflow="fold")
+        if name == "id":  # ids are pasted into history/undo/update: never wrapped
+            table.add_column(name, no_wrap=True, min_width=id_width)
+        elif name in ("valid since", "status", "score"):
+            table.add_column(name, no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
     for row, record in enumerate(records):
         cells = [record.id, record.text, record.kind, _time(record.valid_at), record.status]
         if scores is not None:

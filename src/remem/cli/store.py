@@ -51,6 +51,9 @@ __all__ = ["EMBEDDERS", "StoreSettings", "store_group"]
 SEARCH_MODES = ("auto", "hybrid", "keyword", "vector")
 
 MEMORY_DB = ":memory:"
+#: the first label of remem's own namespaces (remem.memory.records.RESERVED_LABEL, and the
+#: server's "_remem_server")
+INTERNAL_PREFIX = "_remem"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -303,13 +306,21 @@ def search(settings: StoreSettings, prefix: Namespace, filter_: dict[str, Any] |
               metavar="N", help="Return at most N namespaces.")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Skip the first N namespaces.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list remem's own bookkeeping namespaces (_remem..., e.g. memory "
+                   "history and API keys).")
 @store_options()
 @pass_settings
 def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namespace | None,
-               max_depth: int | None, limit: int, offset: int) -> None:
-    """List the namespaces that hold items, sorted, one per line."""
-    found = settings.open().list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
-                                            limit=limit, offset=offset)
+               max_depth: int | None, limit: int, offset: int, show_all: bool) -> None:
+    """List the namespaces that hold items, sorted, one per line (remem's own bookkeeping
+    namespaces only with --all)."""
+    store = settings.open()
+    if show_all:
+        found = store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
+                                      limit=limit, offset=offset)
+    else:
+        found = _user_namespaces(store, prefix, suffix, max_depth, limit, offset)
     if settings.json:
         emit_json([list(ns) for ns in found])
         return
@@ -317,6 +328,28 @@ def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namesp
         click.echo("no namespaces found", err=True)
     for ns in found:
         click.echo(format_namespace(ns))
+
+
+def _is_internal(namespace: Namespace) -> bool:
+    """remem's bookkeeping (memory history, id aliases, gates, API keys) lives under labels
+    starting with ``_remem``."""
+    return bool(namespace) and namespace[0].startswith(INTERNAL_PREFIX)
+
+
+def _user_namespaces(store: BaseStore, prefix: Namespace | None, suffix: Namespace | None,
+                     max_depth: int | None, limit: int, offset: int) -> list[Namespace]:
+    """``limit`` namespaces after ``offset``, counting only the non-internal ones (pages
+    through the store's listing, which counts them all)."""
+    wanted, start, page = offset + limit, 0, max(limit + offset, 100)
+    found: list[Namespace] = []
+    while len(found) < wanted:
+        batch = store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth,
+                                      limit=page, offset=start)
+        found.extend(ns for ns in batch if not _is_internal(ns))
+        if len(batch) < page:
+            break
+        start += page
+    return found[offset:wanted]
 
 
 # -- maintenance --------------------------------------------------------------------------------

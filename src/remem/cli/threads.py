@@ -94,9 +94,11 @@ def ls(ctx: click.Context, filter_: dict[str, Any] | None, user: str | None, lim
         click.echo("no threads")
         return
     table = Table(show_edge=False, pad_edge=False)
+    id_width = max(len(info.thread_id) for info in found)
     for name in ("thread", "messages", "updated", "metadata"):
-        table.add_column(name, overflow="fold" if name == "thread" else "ellipsis",
-                         no_wrap=name != "thread")
+        # thread ids are pasted into show/rewind/fork: never wrapped
+        table.add_column(name, overflow="ellipsis", no_wrap=True,
+                         min_width=id_width if name == "thread" else None)
     for info in found:
         table.add_row(Text(info.thread_id), str(info.length), _when(info.updated_at),
                       Text(compact_json(dict(info.metadata), 60)))
