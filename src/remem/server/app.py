@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi_offline import FastAPIOffline
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
@@ -32,7 +33,10 @@ from remem.server.netguard import HostGuard, is_loopback
 from remem.server.state import ServerConfig, ServerState
 from remem.store.base import BaseStore
 
-__all__ = ["create_app"]
+__all__ = ["DOCS_ASSETS", "create_app"]
+
+#: where the Swagger UI and ReDoc files of ``/docs`` and ``/redoc`` are served
+DOCS_ASSETS = "/docs-assets"
 
 logger = logging.getLogger("remem.server")
 
@@ -63,8 +67,10 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
         else:
             yield
 
-    app = FastAPI(
+    # the docs pages load Swagger UI and ReDoc from this package's files, never a CDN
+    app: FastAPI = FastAPIOffline(
         title="remem", version=__version__, lifespan=lifespan,
+        static_url=DOCS_ASSETS, favicon_url=f"{DOCS_ASSETS}/favicon.png",
         description="Memory for LLM agents as a service: memories, the raw store, health and "
                     "metrics. Every request is confined to the tenant of its API key.",
     )
