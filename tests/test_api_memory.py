@@ -420,3 +420,63 @@ def test_export_a_scope_and_refuse_bookkeeping_on_import(mem: Memory) -> None:
     record["namespace"] = ["_remem", "ids"]
     with pytest.raises(InvalidInputError, match=r"line 1.*reserves"):
         mem.import_([json.dumps(record)])
+
+
+def test_infer_false_stores_one_memory_per_user_message_by_default(mem: Memory) -> None:
+    """Reproduction: a conversation stored as is became one memory of every line
+    ('I like jazz\\nNoted, you like jazz.')."""
+    talk = [{"role": "system", "content": "be brief"},
+            {"role": "user", "content": "I like jazz"},
+            {"role": "assistant", "content": "Noted, you like jazz."},
+            {"role": "user", "content": "I play the piano"},
+            {"role": "assistant", "content": "Nice!"}]
+    added = mem.add(talk, user_id="alice", infer=False)
+    assert [r.text for r in added.added] == ["I like jazz", "I play the piano"]
+    turns = mem.add(talk, user_id="bob", infer=False, split="turns")
+    assert [r.text for r in turns.added] == ["I like jazz\nNoted, you like jazz.",
+                                             "I play the piano\nNice!"]
+    whole = mem.add(talk, user_id="carol", infer=False, split="none")
+    assert [r.text for r in whole.added] == [
+        "I like jazz\nNoted, you like jazz.\nI play the piano\nNice!"]
+    again = mem.add([{"role": "user", "content": "I like jazz"},
+                     {"role": "user", "content": "i like jazz."}], user_id="dave", infer=False)
+    assert [r.text for r in again.added] == ["I like jazz"]
+    assert [s.reason for s in again.skipped] == ["duplicate"]
+    with pytest.raises(InvalidInputError, match=r"split='user_messages'.*no user message"):
+        mem.add([{"role": "assistant", "content": "Hello"}], user_id="erin", infer=False)
+    assert [r.text for r in mem.add([{"role": "assistant", "content": "Hello"}],
+                                    user_id="erin", infer=False, split="turns").added] == [
+        "Hello"]
+    with pytest.raises(InvalidInputError, match="split"):
+        mem.add("x", user_id="alice", infer=False, split="sentences")  # type: ignore[arg-type]
+
+
+def test_a_long_text_is_one_memory_embedded_in_sentence_chunks(tmp_path: Path) -> None:
+    from remem.memory.chunks import CHUNK_CHARS, chunk_text
+
+    # sentences that share no word, so a vector of the whole text matches none of them well
+    sentences = [f"Harbor{i} lemur{i} kiwi{i} lantern{i} meadow{i} violin{i} comet{i}."
+                 for i in range(350)]
+    text = " ".join(sentences)
+    assert len(text) > 20_000
+    embedder = FakeEmbedder()
+    with Memory.open(tmp_path / "m.db", embedder=embedder) as mem:
+        mem.add("A short note about tea", user_id="alice", infer=False)
+        record = mem.add(text, user_id="alice", infer=False).added[0]
+        assert record.text == text  # one record, the text whole
+        chunks = chunk_text(text)
+        assert len(chunks) > 20 and "".join(chunks) == text
+        assert all(len(c) <= CHUNK_CHARS and c.endswith(". ") for c in chunks[:-1])
+        query = sentences[250]
+        hit = mem.search(query, user_id="alice", mode="vector")[0]
+        assert hit.memory.id == record.id
+        # scored by its best chunk (one vector per chunk), not by one vector of the whole text
+        (asked,), (whole,) = embedder.embed_queries([query]), embedder.embed_documents([text])
+        best = float((embedder.embed_documents(chunks) @ asked).max())
+        assert hit.score == pytest.approx(best, abs=1e-4) and best > float(whole @ asked)
+        # the chunks go with the record through export and import
+        out = io.StringIO()
+        mem.export(out, user_id="alice")
+    with Memory.open(tmp_path / "copy.db", embedder=FakeEmbedder()) as copy:
+        copy.import_(out.getvalue().splitlines())
+        assert copy.search(query, user_id="alice", mode="vector")[0].memory.id == record.id

@@ -81,7 +81,7 @@ from remem.memory.results import (
     MemoryPage,
     SearchResult,
 )
-from remem.memory.store_manager import AddResult, MemoryStoreManager
+from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
 
@@ -200,7 +200,7 @@ class Memory:
             flow = self.formation.add_flow(
                 request.messages, namespace=self._scope(request), infer=request.infer,
                 metadata=request.metadata, actor=request.actor, thread_id=request.thread_id,
-                kind=request.kind)
+                kind=request.kind, split=request.split)
             return flow, self._model() if request.infer else None
         if isinstance(request, SearchRequest):
             # recency is measured from the moment searched (as_of), else from now
@@ -267,13 +267,14 @@ class Memory:
             agent_id: str | None = None, thread_id: str | None = None,
             namespace: Sequence[str] | None = None, infer: bool = True,
             metadata: Mapping[str, Any] | None = None, kind: str = "fact",
-            actor: str = "user") -> AddResult:
+            actor: str = "user", split: Split = "user_messages") -> AddResult:
         """Remember what ``messages`` say.
 
         ``infer=True`` extracts memories with one LLM call and reconciles them with what is
         stored (none for an exact duplicate); ``infer=False`` stores the text as is (kind
-        ``kind``), embedded and searchable at once. The result lists the changes, what was
-        skipped, and the LLM calls and tokens it cost.
+        ``kind``), embedded and searchable at once: one memory per user message, per turn
+        (``split="turns"``) or of the whole conversation (``split="none"``). The result
+        lists the changes, what was skipped, and the LLM calls and tokens it cost.
         """
         return self.run(AddRequest.of(**_args(locals())))
 
@@ -367,7 +368,7 @@ class Memory:
                    agent_id: str | None = None, thread_id: str | None = None,
                    namespace: Sequence[str] | None = None, infer: bool = True,
                    metadata: Mapping[str, Any] | None = None, kind: str = "fact",
-                   actor: str = "user") -> AddResult:
+                   actor: str = "user", split: Split = "user_messages") -> AddResult:
         """Async :meth:`add`."""
         return await self.arun(AddRequest.of(**_args(locals())))
 

@@ -60,7 +60,7 @@ from remem.memory.requests import (
     UpdateRequest,
 )
 from remem.memory.results import ChangeResult, MemoryPage, SearchResult
-from remem.memory.store_manager import AddResult
+from remem.memory.store_manager import AddResult, Split
 from remem.memory.wire import load
 from remem.store.types import SearchMode
 
@@ -249,7 +249,8 @@ class Client:
     def add(self, messages: MessagesInput, *, user_id: str | None = None,
             agent_id: str | None = None, thread_id: str | None = None,
             namespace: Sequence[str] | None = None, infer: bool = True,
-            metadata: Mapping[str, Any] | None = None, kind: str = "fact") -> AddResult:
+            metadata: Mapping[str, Any] | None = None, kind: str = "fact",
+            split: Split = "user_messages") -> AddResult:
         """:meth:`remem.api.Memory.add` on the server (its LLM does ``infer=True``)."""
         return self.run(AddRequest.of(**_args(locals())))
 
@@ -320,7 +321,8 @@ class Client:
     async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
                    agent_id: str | None = None, thread_id: str | None = None,
                    namespace: Sequence[str] | None = None, infer: bool = True,
-                   metadata: Mapping[str, Any] | None = None, kind: str = "fact") -> AddResult:
+                   metadata: Mapping[str, Any] | None = None, kind: str = "fact",
+                   split: Split = "user_messages") -> AddResult:
         """Async :meth:`add`."""
         return await self.arun(AddRequest.of(**_args(locals())))
 

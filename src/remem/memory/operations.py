@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from remem.errors import ConflictError, ImportFormatError, InvalidInputError, NotFoundError
+from remem.memory.chunks import chunk_index_fields
 from remem.memory.flow import Flow, StoreBatch
 from remem.memory.history import HistoryEvent, event_ops, id_index_op
 from remem.memory.locking import LockSettings
@@ -453,7 +454,8 @@ def import_lines(store: BaseStore, lines: Iterable[str], *, batch_size: int = 50
                 key = str(data.get("key") or record.id)
                 pending.append(PutOp(ns, key, data["memory"], event_at=record.event_time,
                                      created_at=data.get("created_at"),
-                                     updated_at=data.get("updated_at")))
+                                     updated_at=data.get("updated_at"),
+                                     index=chunk_index_fields(data["memory"])))
                 if key == record.id:
                     pending.append(id_index_op(record.id, ns))
             elif "event" in data:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from remem.errors import ConflictError, NotFoundError
+from remem.memory.chunks import chunk_index_fields
 from remem.memory.history import (
     HistoryEvent,
     HistoryOp,
@@ -104,14 +105,17 @@ def version_put(record: MemoryRecord) -> PutOp:
     value = record.to_value()
     value["type"] = "memory_version"
     return PutOp(record.namespace, version_key(record.id, record.version), value,
-                 event_at=record.event_time)
+                 event_at=record.event_time, index=chunk_index_fields(value))
 
 
 def record_put(record: MemoryRecord, *, previous: MemoryRecord | None = None) -> PutOp:
-    """The put of a record; conditional on ``previous``'s ``updated_at`` when given."""
+    """The put of a record; conditional on ``previous``'s ``updated_at`` when given. A long
+    text is embedded chunk by chunk (:mod:`remem.memory.chunks`)."""
     event_at = record.event_time
+    value = record.to_value()
     return PutOp(
-        record.namespace, record.id, record.to_value(), event_at=event_at,
+        record.namespace, record.id, value, event_at=event_at,
+        index=chunk_index_fields(value),
         if_updated_at=previous.updated_at if previous is not None and previous.updated_at
         else None,
     )

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
+from remem.memory.chunks import CHUNK_CHARS, CHUNKS_FIELD, chunk_text
 from remem.messages.types import new_id
 from remem.store.types import Item, Namespace
 
@@ -241,8 +242,10 @@ class MemoryRecord:
         return replace(self, **changes)
 
     def to_value(self) -> dict[str, Any]:
-        """The store value (what :meth:`from_item` reads back)."""
-        return {
+        """The store value (what :meth:`from_item` reads back). A text longer than
+        :data:`~remem.memory.chunks.CHUNK_CHARS` also goes in as its sentence chunks
+        (``text_chunks``), embedded one vector each (:mod:`remem.memory.chunks`)."""
+        value = {
             "type": "memory",
             "id": self.id,
             "kind": self.kind,
@@ -262,6 +265,10 @@ class MemoryRecord:
             "supersedes": self.supersedes,
             "superseded_by": self.superseded_by,
         }
+        text = self.text
+        if len(text) > CHUNK_CHARS:
+            value[CHUNKS_FIELD] = {str(i): c for i, c in enumerate(chunk_text(text))}
+        return value
 
     @classmethod
     def from_value(cls, namespace: Namespace, value: Mapping[str, Any], *,

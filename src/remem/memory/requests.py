@@ -31,7 +31,7 @@ from remem.errors import MessageFormatError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
 from remem.memory.results import ChangeResult, ExportResult, ImportResult, MemoryPage, SearchResult
-from remem.memory.store_manager import AddResult
+from remem.memory.store_manager import AddResult, Split
 from remem.messages import from_openai, to_openai
 from remem.messages.types import Message
 from remem.requests import (
@@ -218,6 +218,10 @@ class AddRequest(_Scoped[AddResult]):
                                           "with what is stored; false stores the text as is")
     metadata: JsonObject | None = Field(None, description="JSON kept with each new memory")
     kind: Kind = Field("fact", description="the kind of a memory stored as is (infer=false)")
+    split: Split = Field(
+        "user_messages", description="how text stored as is (infer=false) becomes memories: "
+                                     "one per user message, one per turn (a user message "
+                                     "and its replies), or none (the whole conversation)")
     actor: Actor = Field("user", description="who made the change (recorded in history; "
                                              "servers record the caller's key instead)")
 

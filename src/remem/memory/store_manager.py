@@ -21,7 +21,7 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from remem.errors import ConflictError, InvalidInputError
 from remem.llm.base import ChatModel, Usage
@@ -49,7 +49,12 @@ from remem.messages.types import Message
 from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, Namespace, Op, Result, SearchOp
 
-__all__ = ["AddResult", "MemoryStoreManager", "derive_queries", "input_hash"]
+__all__ = ["AddResult", "MemoryStoreManager", "Split", "derive_queries", "input_hash",
+           "split_texts"]
+
+#: how ``add(infer=False)`` turns a conversation into memories: one per user message, one
+#: per turn (a user message and the replies up to the next one), or one for everything
+Split = Literal["user_messages", "turns", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,26 @@ def derive_queries(messages: Sequence[Message], limit: int) -> list[str]:
             seen.pop(key, None)
             seen[key] = text[:1000]
     return list(seen.values())[-limit:]
+
+
+def split_texts(messages: Sequence[Message], split: Split) -> list[str]:
+    """The texts ``add(infer=False)`` stores for ``messages`` (system messages and empty
+    texts left out; a turn's or the whole conversation's messages joined by line breaks)."""
+    groups: list[list[str]] = []
+    for message in messages:
+        text = message.text.strip()
+        if not text or message.role == "system":
+            continue
+        if split == "user_messages":
+            if message.role == "user":
+                groups.append([text])
+        elif split == "none":
+            groups[:1] = [[*(groups[0] if groups else []), text]]
+        elif message.role == "user" or not groups:  # turns: a user message opens one
+            groups.append([text])
+        else:
+            groups[-1].append(text)
+    return ["\n".join(group) for group in groups]
 
 
 def input_hash(messages: Sequence[Message]) -> str:
@@ -236,8 +261,9 @@ class MemoryStoreManager:
                  config: Mapping[str, Any] | None = None, *, namespace: Namespace | None = None,
                  infer: bool = True, metadata: Mapping[str, Any] | None = None,
                  actor: str = "user", thread_id: str | None = None,
-                 kind: str = "fact") -> Flow[AddResult]:
-        """The add as a flow (see the module docstring)."""
+                 kind: str = "fact", split: Split = "user_messages") -> Flow[AddResult]:
+        """The add as a flow (see the module docstring); ``split``: how ``infer=False``
+        stores a conversation (:func:`split_texts`)."""
         ns = namespace if namespace is not None else self.namespace_for(config)
         now = self.clock()
         msgs = as_message_list(messages, now)
@@ -246,11 +272,18 @@ class MemoryStoreManager:
                             message_ids=tuple(m.id for m in msgs), input_hash=digest)
         event_time = max((m.created_at for m in msgs), default=None)
         if not infer:
-            text = "\n".join(m.text.strip() for m in msgs if m.text.strip())
-            if not text:
-                raise InvalidInputError("add(infer=False) got no text to store; pass a "
-                                        "non-empty string or messages with text")
-            return (yield from self.store_flow(ns, [NewMemory(text, kind, "Fact")],
+            if split not in ("user_messages", "turns", "none"):
+                raise InvalidInputError(f"split must be 'user_messages', 'turns' or 'none', "
+                                        f"got {split!r}")
+            texts = split_texts(msgs, split)
+            if not texts:
+                raise InvalidInputError(
+                    f"add(infer=False, split={split!r}) got no text to store"
+                    + (": there is no user message with text; pass split='turns' or "
+                       "split='none' to store the other messages"
+                       if split == "user_messages" and split_texts(msgs, "none")
+                       else "; pass a non-empty string or messages with text"))
+            return (yield from self.store_flow(ns, [NewMemory(t, kind, "Fact") for t in texts],
                                                source=ctx_source, event_time=event_time,
                                                metadata=metadata, actor=actor))
         if not format_conversation(msgs):
