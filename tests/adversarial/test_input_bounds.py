@@ -271,3 +271,36 @@ def test_non_finite_vectors_are_refused(fault: str) -> None:
             s.batch([PutOp(("ns",), "a", {"text": "tea"}),
                      PutOp(("ns",), "b", {"text": "coffee"})])
         assert s.search(("ns",)) == []
+
+
+# -- JSONL import -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("levels", "message"), [
+    (MAX_VALUE_DEPTH + 1, f"line 2: value.a.a.*nested deeper than {MAX_VALUE_DEPTH} levels"),
+    (100_000, f"line 2: nested too deeply to read; values nest at most {MAX_VALUE_DEPTH}"),
+])
+def test_import_refuses_deep_lines_naming_them(store: SQLiteStore, levels: int,
+                                               message: str) -> None:
+    import json
+
+    from remem.errors import ImportFormatError
+    from remem.store.jsonl import import_jsonl
+
+    ok = json.dumps({"namespace": ["ns"], "key": "ok", "value": {"a": 1}})
+    deep = ('{"namespace": ["ns"], "key": "deep", "value": ' + '{"a": ' * levels + "1"
+            + "}" * levels + "}")
+    with pytest.raises(ImportFormatError, match=message):
+        import_jsonl(store, [ok, deep])
+    assert store.search(("ns",)) == []
+
+
+def test_import_refuses_ttls_past_year_9999(store: SQLiteStore) -> None:
+    import json
+
+    from remem.errors import ImportFormatError
+    from remem.store.jsonl import import_jsonl
+
+    line = json.dumps({"namespace": ["ns"], "key": "k", "value": {}, "ttl": 3e11})
+    with pytest.raises(ImportFormatError, match="line 1: ttl must be at most"):
+        import_jsonl(store, [line])

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from remem.errors import ImportFormatError, InvalidInputError
 from remem.store.base import BaseStore
-from remem.store.types import PutOp
+from remem.store.types import MAX_VALUE_DEPTH, PutOp
 
 __all__ = ["export_jsonl", "import_jsonl"]
 
@@ -51,6 +51,10 @@ def _ops(lines: Iterable[str]) -> Iterator[PutOp]:
             record = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ImportFormatError(f"line {number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:  # thousands of levels: past the 64 a value may have anyway
+            raise ImportFormatError(
+                f"line {number}: nested too deeply to read; values nest at most "
+                f"{MAX_VALUE_DEPTH} levels of objects and arrays") from None
         if not isinstance(record, dict):
             raise ImportFormatError(f"line {number}: expected a JSON object per line")
         missing = [k for k in ("namespace", "key", "value") if k not in record]
