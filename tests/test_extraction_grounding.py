@@ -9,20 +9,23 @@ written before these fields existed read back unchanged (a value without them, p
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from remem.api import Memory
+from remem.embed import FakeEmbedder
 from remem.llm import ChatRequest, ScriptedModel
 from remem.memory import ProfileManager
 from remem.memory.grounding import LANGUAGE_RULE, TIME_RULE, format_moment
 from remem.memory.records import MemoryRecord
 from remem.memory.store_manager import MemoryStoreManager
 from remem.messages import Message
+from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import PutOp
 from remem.threads.summary import SummaryPolicy, compact
 from tests.conftest import FakeClock
@@ -44,17 +47,39 @@ def prompt_text(request: ChatRequest) -> str:
     return request.messages[-1].text
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+_schemas = itertools.count()
 
 
-def test_next_friday_is_resolved_against_the_reference_date(kind: str,
-                                                            clock: FakeClock) -> None:
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield str(request.param)
+    for store in _opened:
+        store.close()
+    _opened.clear()
+
+
+_opened: list[BaseStore] = []
+
+
+def store_of(kind: str, request: pytest.FixtureRequest) -> BaseStore:
+    """A store indexed like Memory.open's; PostgreSQL in a fresh schema of the test
+    database (its as_of filter and per-chunk vectors are SQL, not Python)."""
+    if kind != "postgres":
+        return make_store(kind)
+    dsn = request.getfixturevalue("pg_database")
+    store = open_store(dsn, schema=f"grounding{next(_schemas)}",
+                       index=IndexConfig(FakeEmbedder(), fields=("text",)),
+                       keyword=KeywordConfig(fields=("text",)))
+    _opened.append(store)
+    return store
+
+
+def test_next_friday_is_resolved_against_the_reference_date(
+        kind: str, clock: FakeClock, request: pytest.FixtureRequest) -> None:
     llm = ScriptedModel([{"inserts": [{
         "memory": {"content": "Flies to Tokyo on 2025-06-20", "kind": "plan"},
         "valid_from": "2025-06-20"}]}])
-    mem = Memory(make_store(kind), llm=llm, clock=clock)
+    mem = Memory(store_of(kind, request), llm=llm, clock=clock)
     said = Message.user("I fly to Tokyo next Friday", created_at=clock.now)
     added = mem.add(said, user_id="alice").added[0]
 
@@ -79,13 +104,14 @@ def test_next_friday_is_resolved_against_the_reference_date(kind: str,
         added.id]
 
 
-def test_a_chinese_conversation_stays_chinese_with_its_own_timestamps(kind: str) -> None:
+def test_a_chinese_conversation_stays_chinese_with_its_own_timestamps(
+        kind: str, request: pytest.FixtureRequest) -> None:
     llm = ScriptedModel([
         {"inserts": [{"memory": {"content": "住在北京"}}]},
         {"updates": [{"id": 0, "memory": {"content": "住在上海"}, "valid_from": "2025-03-01"}]},
     ])
     clock = FakeClock(day("2025-01-10"))
-    mem = Memory(make_store(kind), llm=llm, clock=clock)
+    mem = Memory(store_of(kind, request), llm=llm, clock=clock)
     beijing = mem.add(Message.user("我住在北京", created_at=clock.now), user_id="li").added[0]
     clock.now = said = day("2025-07-10") + 9 * 3600 + 30
     moved = mem.add([Message.user("我从三月开始就住在上海了", created_at=said),
@@ -115,10 +141,11 @@ def test_a_chinese_conversation_stays_chinese_with_its_own_timestamps(kind: str)
     assert [h.memory.text for h in mem.search(user_id="li")] == ["住在上海"]
 
 
-def test_a_stated_end_closes_the_memory_for_as_of(kind: str, clock: FakeClock) -> None:
+def test_a_stated_end_closes_the_memory_for_as_of(kind: str, clock: FakeClock,
+                                                  request: pytest.FixtureRequest) -> None:
     llm = ScriptedModel([{"inserts": [{"memory": {"content": "Is in Paris"},
                                         "valid_until": "2025-06-22"}]}])
-    mem = Memory(make_store(kind), llm=llm, clock=clock)
+    mem = Memory(store_of(kind, request), llm=llm, clock=clock)
     paris = mem.add("I'm in Paris until next Sunday", user_id="alice").added[0]
     assert (paris.valid_at, paris.valid_until) == (clock.now, day("2025-06-22"))
     assert paris.status == "current"
@@ -159,9 +186,9 @@ def test_a_plain_string_is_read_now(clock: FakeClock) -> None:
     assert prompt_text(llm.requests[1]).split("\n", 1)[0] in shown
 
 
-def test_records_from_before_recorded_at_read_as_they_were(kind: str, tmp_path: Path,
-                                                            clock: FakeClock) -> None:
-    store = make_store(kind)
+def test_records_from_before_recorded_at_read_as_they_were(
+        kind: str, clock: FakeClock, request: pytest.FixtureRequest) -> None:
+    store = store_of(kind, request)
     mem = Memory(store, clock=clock)
     fresh = mem.add("Has a cat", user_id="alice", infer=False).added[0]
     old_value = fresh.to_value()
@@ -217,3 +244,13 @@ def test_summaries_carry_the_reference_time_and_the_language_rule(text: str) -> 
     assert f"[Sunday 2025-06-15 08:00 UTC] User: {text}" in prompt
     system = system_text(request)
     assert "in the language of the conversation" in system and "as dates" in system
+
+
+def test_a_long_memory_is_found_by_a_sentence_on_every_backend(
+        kind: str, clock: FakeClock, request: pytest.FixtureRequest) -> None:
+    sentences = [f"Harbor{i} lemur{i} kiwi{i} lantern{i} meadow{i} violin{i}." for i in range(60)]
+    mem = Memory(store_of(kind, request), clock=clock)
+    mem.add("A short note about tea", user_id="alice", infer=False)
+    record = mem.add(" ".join(sentences), user_id="alice", infer=False).added[0]
+    hit = mem.search(sentences[40], user_id="alice", mode="vector")[0]
+    assert hit.memory.id == record.id and hit.score is not None and hit.score > 0.2
