@@ -38,3 +38,18 @@ def test_create_list_revoke_with_db_before_or_after_the_subcommand(tmp_path: Pat
             created["key_id"]]
     finally:
         store.close()
+
+
+def test_keys_without_the_server_extra_names_the_install_command(tmp_path: Path) -> None:
+    """Before: 'unexpected ModuleNotFoundError ... (please report this)'."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['fastapi'] = None; sys.modules['mcp'] = None; "
+            "from remem.cli import main; sys.argv = ['remem', 'keys', '--db', sys.argv[1], "
+            "'create', '--tenant', 'acme']; main()")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "k.db")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "pip install 'remem[server]'" in done.stderr
+    assert "please report" not in done.stderr

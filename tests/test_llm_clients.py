@@ -523,3 +523,21 @@ def test_exhausted_quota_is_not_retried(server: LoopbackServer, make: Make) -> N
         make("openai").complete(ask())
     assert not isinstance(info.value, RateLimitError)
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_openai_without_a_key_fails_before_the_first_request(
+        monkeypatch: pytest.MonkeyPatch, is_async: bool) -> None:
+    """Before: four attempts against api.openai.com, then a connection error. A server that
+    needs no key (Ollama, the loopback server) keeps working without one (test above)."""
+    from remem.errors import ConfigError
+
+    for name in ("REMEM_LLM_API_KEY", "OPENAI_API_KEY", "REMEM_LLM_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with OpenAIChatModel("gpt-4.1-mini", max_retries=3, timeout=2) as model, \
+            pytest.raises(ConfigError, match="OPENAI_API_KEY") as raised:
+        if is_async:
+            asyncio.run(model.acomplete(ask()))
+        else:
+            model.complete(ask())
+    assert "api.openai.com" in str(raised.value) and "base_url" in str(raised.value)

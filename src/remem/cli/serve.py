@@ -145,6 +145,7 @@ def app_from_env() -> Any:
 @click.pass_context
 def keys_group(ctx: click.Context, db: str) -> None:
     """Create, list and revoke the server's API keys (stored hashed in --db)."""
+    _server_extra()  # the key store is the server's: name the extra, not a bare import error
     ctx.obj = db
 
 
@@ -164,7 +165,6 @@ def _key_store(ctx: click.Context) -> object:
     from remem.store import open_store
 
     db = str(ctx.obj)
-    _server_extra()  # the key store is the server's: say which extra, not a bare import error
     store = open_store(db)  # keys are never searched by meaning: any embedder will do
     ctx.call_on_close(store.close)
     return KeyStore(store)

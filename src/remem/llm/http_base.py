@@ -239,6 +239,7 @@ class HTTPChatModel:
         if not isinstance(request, ChatRequest):
             raise UsageError(f"{type(self).__name__}.complete takes a ChatRequest, got "
                              f"{type(request).__name__}; build ChatRequest((Message.user(...),))")
+        self._check_ready()
         check_host_allowed(self._url)
         mode = self._mode()
         while True:
@@ -331,6 +332,11 @@ class HTTPChatModel:
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self._secrets)
+
+    def _check_ready(self) -> None:
+        """Raise :class:`~remem.errors.ConfigError` when a request could not succeed as
+        configured (e.g. no key for a provider that needs one): called before the first
+        request, so nothing is sent or retried (providers override)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"User-Agent": user_agent(), **self._auth_headers()}

@@ -32,6 +32,8 @@ from remem.messages.convert_openai import from_openai_message, to_openai
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "OpenAIChatModel", "StructuredMode"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: OpenAI's own API host: requests to it need a key
+OPENAI_HOST = "api.openai.com"
 
 StructuredMode = Literal["json_schema", "json_object", "prompt"]
 _MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object", "prompt")
@@ -97,6 +99,15 @@ class OpenAIChatModel(HTTPChatModel):
         return self._structured_mode
 
     # -- hooks -----------------------------------------------------------------------------------
+
+    def _check_ready(self) -> None:
+        # OpenAI answers every keyless request with 401: fail before sending (and retrying)
+        if not self._api_key and self._url.host == OPENAI_HOST:
+            raise ConfigError(
+                f"OpenAIChatModel({self.model!r}) talks to {OPENAI_HOST}, which needs an "
+                "API key, and none is set: pass api_key= or set REMEM_LLM_API_KEY or "
+                "OPENAI_API_KEY. For a local server that needs none (Ollama, vLLM...), "
+                "set base_url= (or REMEM_LLM_BASE_URL) to it")
 
     def _auth_headers(self) -> dict[str, str]:
         if not self._api_key:
