@@ -38,7 +38,7 @@ from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
 from remem.server.schemas import ErrorBody
 
 __all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "ErrorBoundary",
-           "error_response", "install_error_handlers", "scrub"]
+           "classify", "error_response", "install_error_handlers", "scrub"]
 
 logger = logging.getLogger("remem.server")
 
@@ -138,20 +138,28 @@ def _incident() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _remem(request: Request, exc: Exception) -> JSONResponse:
+def classify(exc: RememError, where: str) -> tuple[int, str, str]:
+    """``(status, error kind, message)`` for a remem error: a client's error keeps its
+    message (it names the field, rule and fix); a server-side failure is logged with an
+    error id (``where`` says what failed) and its message shows the id, never a file path,
+    URL, host or port."""
     for cls, status, kind in ERROR_STATUS:
         if isinstance(exc, cls):
             if status < 500:
-                return error_response(status, kind, str(exc))
+                return status, kind, str(exc)
             incident = _incident()
-            logger.warning("%s %s failed (error id %s): %s", request.method, request.url.path,
-                           incident, exc)
+            logger.warning("%s failed (error id %s): %s", where, incident, exc)
             if isinstance(exc, StoreError):  # driver messages name files, hosts and ports
-                return error_response(status, kind, f"the store failed (error id {incident}; "
-                                                    "the server log has the details); retry "
-                                                    "later")
-            return error_response(status, kind, f"{scrub(str(exc))} (error id {incident})")
+                return status, kind, (f"the store failed (error id {incident}; the server "
+                                      "log has the details); retry later")
+            return status, kind, f"{scrub(str(exc))} (error id {incident})"
     raise AssertionError("RememError is in ERROR_STATUS")  # pragma: no cover
+
+
+def _remem(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RememError)
+    status, kind, message = classify(exc, f"{request.method} {request.url.path}")
+    return error_response(status, kind, message)
 
 
 _VERBS = frozenset({"get", "put", "post", "delete", "patch", "options", "head"})

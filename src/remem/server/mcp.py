@@ -46,6 +46,7 @@ from remem.memory.requests import (
 )
 from remem.memory.wire import RESULT_MODELS
 from remem.server.auth import admit, authenticate, token_of
+from remem.server.errors import classify
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.netguard import is_loopback, rebinding_refusal
 from remem.server.state import Principal, ServerState
@@ -191,8 +192,8 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
             raise ToolError("this API key is read-only; memories cannot be changed with it")
         try:
             return await state.run(lambda: fn(who), waits_on_llm=waits_on_llm)
-        except RememError as exc:
-            raise ToolError(f"{type(exc).__name__}: {exc}") from None
+        except RememError as exc:  # a server-side failure shows an error id, no paths
+            raise ToolError(f"{type(exc).__name__}: {classify(exc, 'MCP tool')[2]}") from None
 
     def request_tool(tool: McpTool) -> None:
         async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
