@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -150,9 +150,11 @@ class UndoMachine(RuleBasedStateMachine):
         before = self._store_current()
         try:
             result = self.mem.undo(event_id)
-        except (ConflictError, NotFoundError):
+        except (ConflictError, NotFoundError) as exc:
             assert self._store_current() == before  # a refused undo changes nothing
+            event(f"undo refused: {type(exc).__name__}")
             return
+        event("undo: " + (" + ".join(sorted({c.op for c in result.changes})) or "nothing"))
         self._note(result)
         after = self._store_current()
         for change in result.changes:
