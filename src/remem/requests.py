@@ -16,7 +16,6 @@ string, list and number has a limit), the same from Python as over HTTP. A bad v
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -34,7 +33,7 @@ from pydantic import (
 )
 
 from remem.errors import InvalidInputError
-from remem.store.types import MAX_VALUE_DEPTH, nesting_problem
+from remem.store.types import MAX_VALUE_DEPTH, NestingError, bounded_json
 
 __all__ = [
     "MAX_JSON_CHARS",
@@ -80,12 +79,10 @@ def _json_object(value: Any, info: ValidationInfo) -> Any:
     if not isinstance(value, dict):
         return value  # pydantic says what it expected
     where = info.field_name or "value"
-    problem = nesting_problem(value, where, MAX_JSON_DEPTH)
-    if problem is not None:
-        raise ValueError(problem)
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        text.encode("utf-8")
+        text = bounded_json(value, where, MAX_JSON_DEPTH)
+    except NestingError:
+        raise  # a ValueError: its message names the path
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise ValueError(
             f"{where} is not JSON: {exc}; use only dict, list, str, int, float, bool and None "

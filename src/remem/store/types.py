@@ -23,12 +23,17 @@ if TYPE_CHECKING:  # filters imports this module
     from remem.store.filters import FilterNode
 
 __all__ = [
+    "MAX_TIMESTAMP",
+    "MAX_TTL",
+    "MAX_VALUE_DEPTH",
+    "MIN_TIMESTAMP",
     "NOT_PROVIDED",
     "DeleteOp",
     "GetOp",
     "Item",
     "ListNamespacesOp",
     "Namespace",
+    "NestingError",
     "NotProvided",
     "Op",
     "PutOp",
@@ -37,6 +42,7 @@ __all__ = [
     "SearchMode",
     "SearchOp",
     "SignalScore",
+    "bounded_json",
     "from_timestamp",
     "nesting_problem",
     "to_timestamp",
@@ -200,6 +206,38 @@ def validate_value(value: Any) -> dict[str, Any]:
     return _validated_value(value)[0]
 
 
+class NestingError(ValueError):
+    """A JSON value nests deeper than its limit (raised by :func:`bounded_json`)."""
+
+
+def bounded_json(value: Any, root: str, limit: int) -> str:
+    """``value`` as compact JSON text, valid UTF-8, nesting at most ``limit`` levels.
+
+    Raises :class:`NestingError` naming the path past the limit (see :func:`nesting_problem`),
+    else what ``json.dumps`` or UTF-8 encoding raise (``TypeError``, ``ValueError``,
+    ``UnicodeEncodeError``).
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (RecursionError, ValueError) as exc:
+        # past ~1,000 levels the encoder overflows the stack, and a value that contains itself
+        # is a ValueError: the iterative walk names where either passes the limit
+        problem = nesting_problem(value, root, limit)
+        if problem is not None:
+            raise NestingError(problem) from None
+        if isinstance(exc, RecursionError):
+            raise NestingError(f"{root} is nested too deeply to encode") from None
+        raise
+    # each level opens a bracket: with no more brackets than levels allowed (the usual case,
+    # checked in C) the value cannot be too deep, and the walk is skipped
+    if text.count("{") + text.count("[") > limit:
+        problem = nesting_problem(value, root, limit)
+        if problem is not None:
+            raise NestingError(problem)
+    text.encode("utf-8")
+    return text
+
+
 def _validated_value(value: Any) -> tuple[dict[str, Any], str]:
     """A JSON-clean deep copy of ``value`` and its compact JSON text.
 
@@ -212,12 +250,10 @@ def _validated_value(value: Any) -> tuple[dict[str, Any], str]:
             f"value must be a JSON object (a dict), got {type(value).__name__}; "
             'wrap it, e.g. {"content": value}'
         )
-    problem = nesting_problem(value, "value")
-    if problem is not None:
-        raise InvalidValueError(problem)
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        text.encode("utf-8")
+        text = bounded_json(value, "value", MAX_VALUE_DEPTH)
+    except NestingError as exc:
+        raise InvalidValueError(str(exc)) from None
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
         raise InvalidValueError(
             f"value is not JSON-serialisable: {exc}; use only dict, list, str, int, float, "

@@ -42,6 +42,7 @@ from remem.llm.base import ChatModel
 from remem.memory.requests import Messages
 from remem.messages.types import Message
 from remem.requests import JsonObject, Limit, Offset, Request, ScopeId
+from remem.store.types import MAX_TTL
 from remem.threads.search import ThreadHit
 from remem.threads.summary import SummaryPolicy
 from remem.threads.thread import Thread
@@ -115,7 +116,7 @@ def _seconds(value: Any) -> Any:
 
 
 # constraints before the validator, or pydantic writes them into the JSON schema as "gt"/"le"
-Seconds = Annotated[float, Field(gt=0, le=10**10), BeforeValidator(_seconds)]
+Seconds = Annotated[float, Field(gt=0, le=MAX_TTL), BeforeValidator(_seconds)]
 """A time to live: seconds (or a ``timedelta`` from Python), more than 0, at most 10^10."""
 
 Position = Annotated[int, Field(ge=-10**9, le=10**9)]
