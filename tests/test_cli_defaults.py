@@ -195,3 +195,35 @@ def test_ids_never_wrap_in_80_columns(clean: Path) -> None:
         threads.create(long_id, metadata={"user_id": "alice", "topic": "x" * 50})
     out = run("threads", "ls", env=env).stdout
     assert any(long_id in line for line in out.splitlines()), out
+
+
+def test_tenant_sees_what_the_server_wrote_for_that_tenant(clean: Path) -> None:
+    """Memories written by `remem serve` live under tenants.<t>; --tenant reads and writes
+    that tenant's view, as the server's keys do."""
+    from remem.server.state import Principal, ServerConfig, ServerState
+
+    state = ServerState.open(ServerConfig(db=clean / "remem.db", embedder=FakeEmbedder()))
+    try:
+        state.memory_for(Principal("acme")).add("Alice drinks green tea", user_id="alice",
+                                                infer=False)
+    finally:
+        state.close()
+    env = {"REMEM_EMBEDDER": "fake"}
+    mine = json.loads(run("list", "--user", "alice", "--json", env=env).stdout)
+    assert mine["memories"] == []  # not the default view's
+    acme = run("list", "--user", "alice", "--tenant", "acme", "--json", env=env)
+    assert acme.exit_code == 0, acme.output
+    assert [m["text"] for m in json.loads(acme.stdout)["memories"]] == ["Alice drinks green tea"]
+    found = json.loads(run("search", "green tea", "--user", "alice", "--tenant", "acme",
+                           "--json", env=env).stdout)
+    assert found["hits"][0]["memory"]["text"] == "Alice drinks green tea"
+    assert run("add", "Alice moved to Lisbon", "--user", "alice", "--tenant", "acme",
+               "--no-infer", env=env).exit_code == 0
+    state = ServerState.open(ServerConfig(db=clean / "remem.db", embedder=FakeEmbedder()))
+    try:
+        texts = {m.text for m in state.memory_for(Principal("acme")).get_all(user_id="alice")}
+    finally:
+        state.close()
+    assert texts == {"Alice drinks green tea", "Alice moved to Lisbon"}
+    bad = run("list", "--user", "alice", "--tenant", "a/b", env=env)
+    assert bad.exit_code == 2 and "tenant" in bad.stderr

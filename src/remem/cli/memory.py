@@ -31,6 +31,7 @@ from remem.cli.common import (
 )
 from remem.cli.options import option_name, request_command
 from remem.cli.render import emit_json, result_json, write_atomically
+from remem.errors import InvalidInputError
 from remem.memory import HistoryEvent, MemoryRecord
 from remem.memory.requests import (
     AddRequest,
@@ -48,24 +49,27 @@ from remem.memory.requests import (
 from remem.memory.results import ChangeResult
 from remem.memory.store_manager import AddResult
 from remem.store import check_embedder, is_dsn
-from remem.store.types import from_timestamp
+from remem.store.scoped import ScopedStore
+from remem.store.types import Namespace, from_timestamp
 
 __all__ = ["MEMORY_COMMANDS", "SESSION_OPTIONS"]
 
 R = TypeVar("R", bound=MemoryRequest[Any])
 
 
-SESSION_OPTIONS = ("db", "embedder", "json_output")
+SESSION_OPTIONS = ("db", "embedder", "tenant", "json_output")
 """The parameters every memory command has beside its request's fields."""
 
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """Where a command works: the database, the embedder, and whether to print JSON."""
+    """Where a command works: the database, the embedder, whether to print JSON, and the
+    tenant whose view to open (``None``: the database's own namespaces)."""
 
     db: str
     embedder: str
     json_output: bool
+    tenant: str | None = None
 
     def open(self, *, create: bool = False) -> Memory:
         """Open the memory (closed when the command ends); a missing file is an error
@@ -78,7 +82,23 @@ class Session:
         memory = Memory.open(self.db, embedder=embedder)
         click.get_current_context().call_on_close(memory.close)
         check_embedder(memory.store, self.db)  # never search a vector database by keywords
-        return memory
+        if self.tenant is None:
+            return memory
+        return Memory(ScopedStore(memory.store, _tenant_prefix(self.tenant)))
+
+
+def _tenant_prefix(tenant: str) -> Namespace:
+    """Where ``remem serve`` keeps ``tenant``'s memories (the server's own rule)."""
+    try:
+        from remem.server.keys import tenant_prefix
+    except ImportError as exc:
+        raise CommandFailed(f"--tenant opens the server's tenants, which needs the server "
+                            f"extra ({exc.name} is missing): pip install 'remem[server]'"
+                            ) from None
+    try:
+        return tenant_prefix(tenant)
+    except InvalidInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--tenant'") from None
 
 
 def _session_params() -> list[click.Parameter]:
@@ -87,6 +107,9 @@ def _session_params() -> list[click.Parameter]:
         embedder_param("Embedder for search by meaning: 'local' (offline model), 'fake' "
                        "(deterministic, for trying things out), 'openai' (REMEM_EMBED_*) "
                        "or 'none' (keywords only)."),
+        click.Option(["--tenant"], metavar="NAME", default=None,
+                     help="Work in this tenant's memories, those `remem serve` keeps for its "
+                          "API keys (default: the database's own)."),
         click.Option(["--json", "json_output"], is_flag=True,
                      help="Machine output: one JSON document on stdout."),
     ]
@@ -97,8 +120,9 @@ def memory_command(model: type[R], *, name: str, params: Sequence[click.Paramete
     """A command built from ``model`` plus ``params`` and the session options; the body
     gets the :class:`Session`, the validated request and each of ``params`` by name."""
     def decorate(body: Callable[..., None]) -> click.Command:
-        def run(request: R, db: str, embedder: str, json_output: bool, **extra: Any) -> None:
-            body(Session(db, embedder, json_output), request, **extra)
+        def run(request: R, db: str, embedder: str, tenant: str | None, json_output: bool,
+                **extra: Any) -> None:
+            body(Session(db, embedder, json_output, tenant), request, **extra)
 
         run.__doc__ = body.__doc__
         return request_command(model, name=name,
@@ -318,9 +342,10 @@ def export_command(session: Session, request: ExportRequest, path: Path) -> None
 
 @click.command(name="import")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
-def import_command(path: Path, db: str, embedder: str, json_output: bool) -> None:
+def import_command(path: Path, db: str, embedder: str, tenant: str | None,
+                   json_output: bool) -> None:
     """Read memories and history from JSONL written by `remem export` ('-' for stdin)."""
-    memory = Session(db, embedder, json_output).open(create=True)
+    memory = Session(db, embedder, json_output, tenant).open(create=True)
     if str(path) == "-":
         count = memory.import_(sys.stdin)
     else:
