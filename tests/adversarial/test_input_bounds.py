@@ -304,3 +304,27 @@ def test_import_refuses_ttls_past_year_9999(store: SQLiteStore) -> None:
     line = json.dumps({"namespace": ["ns"], "key": "k", "value": {}, "ttl": 3e11})
     with pytest.raises(ImportFormatError, match="line 1: ttl must be at most"):
         import_jsonl(store, [line])
+
+
+def test_message_metadata_and_tool_arguments_are_bounded() -> None:
+    from remem.messages import Message
+
+    # before: 3,000 levels of message metadata raised a raw PydanticSerializationError, and
+    # 100 levels were stored though HTTP could not encode them back
+    with ThreadStore(":memory:") as threads:
+        thread = threads.create()
+        for levels in (MAX_JSON_DEPTH + 1, 3_000):
+            with pytest.raises(InvalidInputError, match=r"messages\[0\]\.metadata\.a\.a.*"
+                                                        rf"nested deeper than {MAX_JSON_DEPTH}"):
+                threads.append(thread.id, [Message.user("hi", metadata=nested(levels))])
+        deep_args = '{"a":' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1)
+        call = {"id": "c1", "type": "function",
+                "function": {"name": "f", "arguments": deep_args}}
+        with pytest.raises(InvalidInputError, match=r"messages\[1\]\.tool_calls\[0\]\."
+                                                    r"arguments\.a"):
+            threads.append(thread.id, [{"role": "user", "content": "hi"},
+                                       {"role": "assistant", "content": None,
+                                        "tool_calls": [call]}])
+        assert threads.messages(thread.id) == []
+        threads.append(thread.id, [Message.user("hi", metadata=nested(MAX_JSON_DEPTH))])
+        assert threads.messages(thread.id)[0].metadata == nested(MAX_JSON_DEPTH)

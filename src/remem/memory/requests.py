@@ -35,6 +35,7 @@ from remem.memory.store_manager import AddResult, Split
 from remem.messages import from_openai, to_openai
 from remem.messages.types import Message
 from remem.requests import (
+    MAX_JSON_DEPTH,
     JsonObject,
     Limit,
     NamespacePath,
@@ -44,6 +45,7 @@ from remem.requests import (
     ScopeId,
     Timestamp,
 )
+from remem.store.types import nesting_problem
 
 __all__ = [
     "MAX_MESSAGES",
@@ -133,6 +135,14 @@ def _checked_messages(value: Any) -> tuple[Message, ...]:
             raise ValueError(f"message {position} contains a lone surrogate "
                              f"({bad.group()!r} at character {bad.start()}), which is not "
                              "valid Unicode; decode the text with errors='replace'")
+        # the JSON a message carries is bounded like every JSON field (it is stored as is)
+        parts = [(f"messages[{position}].metadata", message.metadata)] + [
+            (f"messages[{position}].tool_calls[{i}].arguments", call.arguments)
+            for i, call in enumerate(message.tool_calls)]
+        for where, data in parts:
+            problem = nesting_problem(data, where, MAX_JSON_DEPTH) if data else None
+            if problem is not None:
+                raise ValueError(problem)
     return messages
 
 
