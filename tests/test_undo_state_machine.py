@@ -145,8 +145,18 @@ class UndoMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.events))
     @rule(data=st.data())
     def undo(self, data: st.DataObject) -> None:
+        # the latest events half the time: undoable more often than any old one
+        self._undo(data.draw(st.sampled_from(self.events[-2:]) | st.sampled_from(self.events)))
+
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data(), half=st.sampled_from([-1, -2]))
+    def supersede_then_undo(self, data: st.DataObject, half: int) -> None:
+        """The reported case, often: undo either half of a supersession at once."""
+        self.supersede(data)
+        self._undo(self.events[half])
+
+    def _undo(self, event_id: str) -> None:
         self._tick()
-        event_id = data.draw(st.sampled_from(self.events))
         before = self._store_current()
         try:
             result = self.mem.undo(event_id)
