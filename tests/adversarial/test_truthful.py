@@ -136,3 +136,38 @@ def test_answer_and_store_agree_on_deep_metadata(depth: int, tmp_path: Path) -> 
             assert 400 <= r.status_code < 500 and stored == [], r.text
         assert http.get("/healthz").status_code == 200
     app.state.remem.close()
+
+
+def test_each_phase_answers_for_itself() -> None:
+    """A route's own failure, a library refusing a value, and a result the encoder refuses:
+    each answered by what it is, on one keep-alive connection."""
+    app = create_app(ServerConfig(db=":memory:", mcp=False, auth=False))
+    done: list[str] = []
+
+    @app.get("/probe/boom")
+    def boom() -> None:
+        raise RuntimeError("internals")
+
+    @app.get("/probe/refused")
+    def refused() -> None:
+        raise ValueError("a library refuses this value")
+
+    @app.get("/probe/unencodable", response_model=dict[str, Any])
+    def unencodable() -> dict[str, Any]:
+        done.append("work")
+        return {"deep": _nest(400)}
+
+    with ThreadedServer(app) as server, httpx.Client(base_url=server.url) as http:
+        assert http.get("/healthz").status_code == 200
+        before = _ports(http)
+        r = http.get("/probe/boom")
+        assert r.status_code == 500 and r.json()["error"] == "internal", r.text
+        assert "internals" not in r.text
+        r = http.get("/probe/refused")
+        assert r.status_code == 422 and r.json()["error"] == "invalid_input", r.text
+        r = http.get("/probe/unencodable")
+        assert r.status_code == 500 and r.json()["error"] == "response_encoding", r.text
+        assert done == ["work"]
+        assert http.get("/healthz").status_code == 200
+        assert _ports(http) == before
+    app.state.remem.close()

@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic_core import PydanticSerializationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
@@ -217,6 +218,8 @@ _RUN_FRAMES = frozenset({"run_endpoint_function"})
 def failure_phase(exc: BaseException) -> str:
     """Where ``exc`` was raised: ``"request"`` (reading the request, before the route ran),
     ``"response"`` (encoding the result of a route that completed) or ``"route"``."""
+    if isinstance(exc, PydanticSerializationError):  # only results are serialised
+        return "response"
     names = [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
     if any(name in _ENCODING_FRAMES for name in names):
         return "response"
@@ -231,12 +234,15 @@ def unexpected_response(method: str, path: str, exc: BaseException) -> JSONRespo
 
     Only a failure while reading the request is the client's (400, nothing was done). A
     result that cannot be encoded means the operation completed, a write included: the 500
-    says so, with the error id the log records. Anything else is a 500 with an error id
-    (the route may or may not have completed its work)."""
+    says so, with the error id the log records. A ``ValueError`` inside the route is a
+    library refusing a value validation let through (422, as before). Anything else is a
+    500 with an error id (the route may or may not have completed its work)."""
     phase = failure_phase(exc)
     if phase == "request" and isinstance(exc, RecursionError):
         return error_response(400, "invalid_json", "the request body is nested too deeply",
                               field="body")
+    if phase == "route" and isinstance(exc, ValueError):
+        return error_response(422, "invalid_input", scrub(str(exc)))
     incident = _incident()
     logger.error("unexpected error %s (%s phase) on %s %s", incident, phase, method, path,
                  exc_info=exc)
