@@ -169,3 +169,12 @@ def test_search_never_returns_what_a_history_does_not_hold(
         for hit in shared.search(word, owner=owner, limit=50, per_thread=50):
             for match in hit.matches:
                 assert (hit.thread_id, match.position, match.message_id) in holds
+
+
+def test_a_new_owner_takes_the_thread_out_of_the_old_owners_search(
+        threads: ThreadStore) -> None:
+    chat = threads.create("t", metadata={"user_id": "u1"})
+    chat.append(Message.user("my salary is 5000"))
+    threads.set_metadata("t", {"user_id": "u2"})
+    assert threads.search("salary", owner="u1", mode="keyword") == []
+    assert threads.search("salary", owner="u2", mode="keyword")[0].thread_id == "t"

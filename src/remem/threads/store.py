@@ -461,7 +461,17 @@ class ThreadStore(ThreadAPI):
             sets = ", ".join(f"{name} = {mark}" for name, mark, _ in columns)
             tx.execute(f"UPDATE threads SET {sets} WHERE id = ?",
                        (*(value for _, _, value in columns), tid))
-            return self._info_out(self._head(tx, tid))
+            updated = self._info_out(self._head(tx, tid))
+        if self.index is not None and self.index.owner_of(updated.metadata) != \
+                self.index.owner_of(self._metadata_out(info.metadata)):
+            # the index files messages under their owner: move them to the new one's
+            try:
+                self.index.index_thread(self, req.thread_id)
+            except RememError as exc:
+                logger.warning("thread %r: owner changed, but its search index was not "
+                               "moved (%s); run ThreadIndex.index_thread to repair",
+                               req.thread_id, exc)
+        return updated
 
     def sweep(self) -> int:
         """Delete expired threads now; return how many. Reads never see expired threads
