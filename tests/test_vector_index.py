@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from remem.store.vectors import TextHashes, VectorIndex
+from remem.store.vectors import TextHashes, VectorIndex, _smallest
 
 
 def test_ranking_matches_brute_force_across_blocks() -> None:
@@ -59,3 +59,17 @@ def test_text_hashes_keep_every_copy_of_a_text() -> None:
     assert hashes.ids_of([b"a", b"b"]) == [] and len(hashes) == 0
     hashes.add([2], [b"c"])  # an id used again, for another text
     assert hashes.ids_of([b"b", b"c"]) == [2]
+
+
+def test_smallest_is_exact_even_when_the_sample_misleads() -> None:
+    rng = np.random.default_rng(3)
+    for n, k in ((100_000, 256), (100_000, 1024), (30_000, 4096), (5_000, 256), (600, 256)):
+        values = rng.standard_normal(n).astype(np.float32)
+        values[rng.integers(0, n, n // 3)] = 0.5  # many ties
+        got = _smallest(values, k)
+        assert len(got) == k == len(set(got.tolist()))
+        assert np.sort(values[got]).tolist() == np.sort(values)[:k].tolist()
+    values = np.full(100_000, 1e9, dtype=np.float32)
+    values[::48] = np.arange(len(values[::48]))  # the sample is all the small values: its
+    got = _smallest(values, 256)  # cut lets 11 pass, fewer than 256, so all are partitioned
+    assert np.sort(values[got]).tolist() == np.sort(values)[:256].tolist()

@@ -188,8 +188,8 @@ class VectorIndex:
             if stage >= count:
                 order = np.argsort(negated, kind="stable")[:count]
             else:
-                top = np.argpartition(negated, stage - 1)[:stage]
-                order = top[np.argsort(negated[top], kind="stable")]
+                top = _smallest(negated, stage)
+                order = top[np.lexsort((top, negated[top]))]  # ties in row order
             # ties at a stage boundary may swap members between stages: skip what was sent
             order = order[~emitted[order]]
             emitted[order] = True
@@ -245,6 +245,21 @@ class TextHashes:
     def ids_of(self, hashes: Iterable[bytes]) -> list[int]:
         """Vector ids of the hashes held (one per hash)."""
         return [self._id_of[h] for h in hashes if h in self._id_of]
+
+
+def _smallest(values: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``k`` smallest values (any order; ``k < len(values)``).
+
+    A full ``argpartition`` of 100k scores took 1 ms of a 8 ms search. A strided sample
+    gives a cut that about ``2 k`` values pass; only those are partitioned. Exact: when
+    fewer than ``k`` pass (an unlucky sample), the whole array is partitioned instead."""
+    step = len(values) // (8 * k)
+    if step >= 2:
+        sample = np.partition(values[::step], 2 * k // step)
+        passed = np.flatnonzero(values <= sample[2 * k // step])
+        if len(passed) >= k:
+            return passed[np.argpartition(values[passed], k - 1)[:k]]
+    return np.argpartition(values, k - 1)[:k]
 
 
 def _dot_rows(matrix: npt.NDArray[np.float32],
