@@ -428,6 +428,8 @@ def run_worker(name: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
             stored += len(after)
         m["peak_rss_mb"] = (peak_rss_bytes() - base_rss) / 2**20
         m["rss_per_item"] = (peak_rss_bytes() - base_rss - stored * DIMS * 4) / stored
+        if b.files:  # the WAL as the store leaves it between checkpoints (disk in use)
+            m["wal_mb"] = (b.files[1].stat().st_size if b.files[1].exists() else 0) / 2**20
         b.close()
         if b.files:
             size = file_bytes(b.files)
@@ -472,6 +474,7 @@ METRICS: list[tuple[str, str, str | None, str]] = [
     ("rss_load_mb", "RSS after load (MB)", "low", "{:,.1f}"),
     ("peak_rss_mb", "peak RSS (MB)", "low", "{:,.1f}"),
     ("rss_per_item", "peak RSS/item above vectors (B)", None, "{:,.0f}"),
+    ("wal_mb", "SQLite WAL before close (MB)", "low", "{:,.1f}"),
     ("file_mb", "SQLite file after checkpoint (MB)", "low", "{:,.1f}"),
     ("file_per_item", "SQLite file/item (B)", "low", "{:,.0f}"),
 ]
