@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from remem.errors import InvalidInputError, NamespaceError
 from remem.memory import IdAliases, NamespaceTemplate
+from remem.memory.chunks import chunk_text
 from remem.memory.records import content_hash, normalize_text
 from remem.memory.store_manager import derive_queries, input_hash
 from remem.messages import Message
@@ -64,3 +65,20 @@ def test_namespace_templates() -> None:
         NamespaceTemplate("memories")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="reserves"):
         NamespaceTemplate(("_remem", "{user_id}")).fill({"user_id": "u"})
+
+
+@given(st.text(max_size=3000), st.integers(1, 400))
+def test_chunks_join_back_to_the_text_and_fit(text: str, size: int) -> None:
+    chunks = chunk_text(text, size)
+    assert "".join(chunks) == text
+    assert all(0 < len(chunk) <= size for chunk in chunks) or chunks == [""]
+
+
+@given(st.lists(st.sampled_from(["Short one.", "A somewhat longer sentence here!",
+                                 "Is it a question?", "\u6211\u5f88\u597d\u3002",
+                                 "Line without a stop\n"]), min_size=1, max_size=200))
+def test_chunks_end_at_sentence_boundaries(sentences: list[str]) -> None:
+    text = " ".join(sentences)
+    chunks = chunk_text(text, 100)
+    for chunk in chunks[:-1]:  # no sentence is longer than a chunk: none is cut
+        assert chunk.rstrip(" ").endswith((".", "!", "?", "\u3002", "\n")), chunk
