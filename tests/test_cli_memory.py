@@ -43,7 +43,7 @@ def test_add_search_history_undo(db: str) -> None:
     events = ok_json("history", memory["id"], "--db", db)["events"]
     assert [e["op"] for e in events] == ["add"]
     undone = ok_json("undo", events[0]["id"], "--db", db)
-    assert undone["changes"][0]["op"] == "restore"
+    assert undone["changes"][0]["op"] == "remove"  # undoing an add removes the record
     texts = [h["memory"]["text"] for h in ok_json("search", "--user", "alice",
                                                    "--db", db)["hits"]]
     assert texts == ["Alice lives in Porto"]

@@ -280,7 +280,8 @@ def test_http_route_is_the_request(op: Operation, openapi: dict[str, Any]) -> No
 # -- the same JSON on every surface ------------------------------------------------------------
 
 _ID = re.compile(r"\b(mem|evt|msg)_[0-9a-f]{26}\b")
-_TIME_KEYS = {"valid_at", "invalid_at", "event_time", "created_at", "updated_at", "at"}
+_TIME_KEYS = {"valid_at", "invalid_at", "valid_until", "recorded_at", "event_time",
+              "created_at", "updated_at", "at"}
 
 
 def _normal(data: Any, key: str = "") -> Any:
