@@ -250,7 +250,10 @@ class _Embedder(FakeEmbedder):
         if self.fault == "raise":
             raise ConnectionError("the model server went away")
         vectors = super().embed_documents(texts).copy()
-        vectors[-1, 0] = np.nan if self.fault == "nan" else np.inf
+        if self.fault == "zero":
+            vectors[-1] = 0
+        else:
+            vectors[-1, 0] = np.nan if self.fault == "nan" else np.inf
         return vectors
 
 
@@ -262,12 +265,13 @@ def test_an_embedder_failure_is_an_embedding_error_with_its_cause() -> None:
         assert s.get(("ns",), "k") is None
 
 
-@pytest.mark.parametrize("fault", ["nan", "inf"])
-def test_non_finite_vectors_are_refused(fault: str) -> None:
-    # before: stored silently, and searches then scored nan
+@pytest.mark.parametrize(("fault", "what"), [("nan", "NaN or infinite values"),
+                                           ("inf", "NaN or infinite values"),
+                                           ("zero", "an all-zero vector")])
+def test_non_finite_and_zero_vectors_are_refused(fault: str, what: str) -> None:
+    # before: stored silently, and searches then scored nan (or 0 for the zero vector)
     with SQLiteStore(":memory:", index=IndexConfig(_Embedder(fault), fields=("text",))) as s:
-        with pytest.raises(EmbeddingError, match=r"NaN or infinite values for text 1 of 2 "
-                                                 r"\('coffee'\)"):
+        with pytest.raises(EmbeddingError, match=rf"{what} for text 1 of 2 \('coffee'\)"):
             s.batch([PutOp(("ns",), "a", {"text": "tea"}),
                      PutOp(("ns",), "b", {"text": "coffee"})])
         assert s.search(("ns",)) == []

@@ -1,7 +1,8 @@
 """Input limits every backend enforces the same way, before anything is written: values nest
 at most 64 levels, filters hold at most 200 conditions and 20,000 operands, TTLs and
-timestamps stay within year 9999, and an embedder's failure or non-finite vectors are an
-EmbeddingError. What the limits allow is stored and read back by every read."""
+timestamps stay within year 9999, and an embedder's failure, non-finite vectors and all-zero
+vectors for text with a word are an EmbeddingError. What the limits allow is stored and read
+back by every read."""
 
 from __future__ import annotations
 
@@ -91,11 +92,14 @@ class _Faulty(FakeEmbedder):
         if self.fault == "raise":
             raise OSError("the model file is gone")
         vectors = super().embed_documents(texts).copy()
-        vectors[0, 3] = np.nan if self.fault == "nan" else -np.inf
+        if self.fault == "zero":
+            vectors[0] = 0
+        else:
+            vectors[0, 3] = np.nan if self.fault == "nan" else -np.inf
         return vectors
 
 
-@pytest.mark.parametrize("fault", ["raise", "nan", "inf"])
+@pytest.mark.parametrize("fault", ["raise", "nan", "inf", "zero"])
 def test_embedder_faults_are_embedding_errors_and_write_nothing(make_store: Factory,
                                                                 fault: str) -> None:
     store = make_store(index=IndexConfig(_Faulty(fault), fields=("text",)))
@@ -103,6 +107,19 @@ def test_embedder_faults_are_embedding_errors_and_write_nothing(make_store: Fact
         store.batch([PutOp(("a",), "plain", {"x": 1}), PutOp(("a",), "k", {"text": "tea"})])
     if fault == "raise":
         assert isinstance(info.value.__cause__, OSError)
+    elif fault == "zero":
+        assert "an all-zero vector for text 0 of 1 ('tea')" in str(info.value)
     else:
         assert "NaN or infinite values for text 0 of 1 ('tea')" in str(info.value)
     assert store.search(("a",)) == []
+
+
+def test_text_without_a_word_may_embed_to_zeros(make_store: Factory) -> None:
+    # the FakeEmbedder's answer for punctuation or an emoji: stored, scoring 0, never NaN
+    store = make_store(index=IndexConfig(FakeEmbedder(8), fields=("text",)))
+    store.put(("a",), "symbols", {"text": "?! 🙂"})
+    store.put(("a",), "tea", {"text": "tea"})
+    hits = store.search(("a",), query="tea", mode="vector")
+    assert [(h.key, h.score) for h in hits] == [("tea", pytest.approx(1.0)),
+                                                ("symbols", 0.0)]
+    assert [h.score for h in store.search(("a",), query="???", mode="vector")] == [0.0, 0.0]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -156,6 +157,10 @@ class KeywordHits:
     doc_freq: dict[str, int]
     n_docs: int
     total_len: int
+
+
+#: a word character: a text with one has content an embedder must place somewhere
+_WORD = re.compile(r"\w")
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,10 +505,11 @@ class BaseStore(ABC):
 
     def _embed(self, fn: Callable[[Sequence[str]], npt.NDArray[np.float32]],
                texts: list[str]) -> npt.NDArray[np.float32]:
-        """Unit vectors for ``texts``; an embedder's failure or a vector with NaN or infinity
-        (every score with it would be NaN) is an EmbeddingError. An all-zero vector is kept:
-        the bundled FakeEmbedder answers it for text without a word ("???", an emoji), and it
-        scores 0 against everything instead of poisoning results."""
+        """Unit vectors for ``texts``. An embedder's failure is an EmbeddingError (its cause
+        chained), and so is a vector it returns with NaN or infinity (every score with it would
+        be NaN) or of all zeros for a text with a word in it (the vector says nothing, every
+        score with it is 0). Text without a word ("???", an emoji) may embed to zeros: the
+        bundled FakeEmbedder does."""
         assert self.index is not None
         model = self.index.model
         try:
@@ -520,12 +526,14 @@ class BaseStore(ABC):
                 f"embedder {model!r} returned shape {array.shape} for {len(texts)} "
                 f"texts; expected ({len(texts)}, {self.index.dims})"
             )
-        bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
-        if bad.size:
-            row = int(bad[0])
+        finite = np.asarray(np.isfinite(array).all(axis=1), dtype=bool).tolist()
+        zero = np.asarray(~array.any(axis=1), dtype=bool).tolist()
+        for row, (ok, empty) in enumerate(zip(finite, zero, strict=True)):
+            if ok and (not empty or not _WORD.search(texts[row])):
+                continue
+            what = "an all-zero vector" if ok else "NaN or infinite values"
             raise EmbeddingError(
-                f"embedder {model!r} returned NaN or infinite values for text {row} of "
-                f"{len(texts)} "
+                f"embedder {model!r} returned {what} for text {row} of {len(texts)} "
                 f"({texts[row][:60]!r}); nothing was written: fix or replace the embedder"
             )
         return normalize_rows(array)
