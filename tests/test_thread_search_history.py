@@ -178,3 +178,22 @@ def test_a_new_owner_takes_the_thread_out_of_the_old_owners_search(
     threads.set_metadata("t", {"user_id": "u2"})
     assert threads.search("salary", owner="u1", mode="keyword") == []
     assert threads.search("salary", owner="u2", mode="keyword")[0].thread_id == "t"
+
+
+def test_a_rewind_takes_the_words_out_of_search_in_postgres(pg_database: str) -> None:
+    from remem.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_database, schema="thread_rewind",
+                          keyword=KeywordConfig(fields=("text",)))
+    with store, ThreadStore(pg_database, schema="thread_rewind",
+                            index=ThreadIndex(store)) as threads:
+        chat = threads.create("t", metadata={"user_id": "u"})
+        first = chat.append(Message.user("book a table for two"))
+        chat.append(Message.user("my passport number is X123"))
+        threads.rewind("t", first.id)
+        assert threads.search("passport", mode="keyword") == []
+        assert threads.index is not None
+        assert indexed(threads.index) == held(threads, "t")
+        chat.append(Message.user("the passport is renewed"))
+        assert [m.position for h in threads.search("passport", mode="keyword")
+                for m in h.matches] == [1]
