@@ -33,7 +33,13 @@ from pydantic import (
 )
 
 from remem.errors import InvalidInputError
-from remem.store.types import MAX_VALUE_DEPTH, NestingError, bounded_json
+from remem.store.types import (
+    MAX_TIMESTAMP,
+    MAX_VALUE_DEPTH,
+    MIN_TIMESTAMP,
+    NestingError,
+    bounded_json,
+)
 
 __all__ = [
     "MAX_JSON_CHARS",
@@ -126,7 +132,7 @@ Offset = Annotated[int, Field(ge=0, le=100_000)]
 """Results to skip: 0-100,000."""
 
 # the bounds come before the validator so the JSON schema states them as minimum/maximum
-Timestamp = Annotated[float, Field(ge=-62_135_596_800, le=253_402_300_799),
+Timestamp = Annotated[float, Field(ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP),
                       BeforeValidator(_as_timestamp)]
 """Epoch seconds within years 1-9999 (an aware datetime is accepted from Python)."""
 
