@@ -332,3 +332,26 @@ def test_message_metadata_and_tool_arguments_are_bounded() -> None:
         assert threads.messages(thread.id) == []
         threads.append(thread.id, [Message.user("hi", metadata=nested(MAX_JSON_DEPTH))])
         assert threads.messages(thread.id)[0].metadata == nested(MAX_JSON_DEPTH)
+
+
+def test_json_at_the_limit_reads_back_over_http(client: TestClient) -> None:
+    deep = nested(MAX_JSON_DEPTH)
+    added = client.post("/v1/memories", json={"messages": "deep tea", "user_id": "edge",
+                                              "infer": False, "metadata": deep})
+    assert added.status_code == 200, added.text
+    memory_id = added.json()["changes"][0]["memory"]["id"]
+    patched = client.patch(f"/v1/memories/{memory_id}", json={"metadata": deep,
+                                                              "content": "deep green tea"})
+    assert patched.status_code == 200, patched.text
+    assert client.get(f"/v1/memories/{memory_id}").json()["metadata"] == deep
+    history = client.get(f"/v1/memories/{memory_id}/history")
+    assert history.status_code == 200 and len(history.json()["events"]) == 2
+    hits = client.post("/v1/memories/search", json={"user_id": "edge", "query": "tea"})
+    assert hits.status_code == 200 and hits.json()["hits"][0]["memory"]["metadata"] == deep
+    made = client.post("/v1/threads", json={"thread_id": "edge", "metadata": deep,
+                                            "messages": [{"role": "user", "content": "hi"}]})
+    assert made.status_code in (200, 201), made.text
+    state = client.post("/v1/threads/edge/state", json={"state": deep})
+    assert state.status_code == 200, state.text
+    assert client.get("/v1/threads/edge").json()["metadata"] == deep
+    assert client.get("/v1/threads/edge/checkpoint").status_code == 200
