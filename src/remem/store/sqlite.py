@@ -336,40 +336,37 @@ class SQLiteStore(BaseStore):
         self._put_many(txn, [(position, op)], prepared)
 
     def _put_many(self, txn: _Txn, run: list[tuple[int, PutOp]], prepared: Prepared) -> None:
-        """Upsert puts of distinct addresses in a few statements: the items (multi-row), then
-        every term and vector of the run. Only replaced items have old terms and vectors to
-        drop: an inserted row's id is above the largest id before the insert (SQLite assigns
-        max + 1; a random id once max is 2**63 - 1 at worst costs a useless delete)."""
+        """Upsert puts of distinct addresses in a few statements: the items (``executemany``,
+        2-3x cheaper per row than one multi-row upsert with RETURNING), then every term and
+        vector of the run. SQLite gives an inserted row the largest id + 1, so when the
+        largest id grew by the run's length every row was new, with ids in run order; else
+        the ids are read back. Only replaced items (ids up to the old largest) have old terms
+        and vectors to drop."""
         conn, now = txn.conn, prepared.now
         (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()
         addresses = [encode_ns(op.namespace) for _, op in run]
-        ids: dict[tuple[str, str], int] = {}
-        for explicit in (False, True):
-            rows: list[Any] = []
-            for (position, op), ns in zip(run, addresses, strict=True):
-                if (op.created_at is not None) is not explicit:
-                    continue
-                ttl, expires_at = self._expiry_for(op, now)
-                rows.append((ns, op.key, op.value_json,
-                             op.created_at if explicit else now,
-                             op.updated_at if op.updated_at is not None else now,
-                             ttl, expires_at, op.event_ts,
-                             sum(prepared.put_terms.get(position, {}).values())))
-            # an explicit created_at (import, reindex) is kept; otherwise the first write's
-            # stays, unless the old item had expired (then this is a new item)
-            tail = _UPSERT_TAIL.format(created="excluded.created_at" if explicit else
-                                       "CASE WHEN items.expires_at IS NOT NULL AND "
-                                       "items.expires_at <= ? THEN excluded.created_at "
-                                       "ELSE items.created_at END")
-            per = max(1, _max_variables(conn) // 9 - 1)
-            for start in range(0, len(rows), per):
-                chunk = rows[start:start + per]
-                params = [value for row in chunk for value in row]
-                if not explicit:
-                    params.append(now)
-                text = f"{_UPSERT_HEAD} {','.join([_ROW] * len(chunk))} {tail}"
-                ids.update(((ns, key), item_id)
-                           for item_id, ns, key in conn.execute(text, params).fetchall())
+        rows: list[tuple[Any, ...]] = []
+        for (position, op), ns in zip(run, addresses, strict=True):
+            ttl, expires_at = self._expiry_for(op, now)
+            rows.append((ns, op.key, op.value_json,
+                         op.created_at if op.created_at is not None else now,
+                         op.updated_at if op.updated_at is not None else now,
+                         ttl, expires_at, op.event_ts,
+                         sum(prepared.put_terms.get(position, {}).values()),
+                         op.created_at is not None, now))
+        conn.executemany(_UPSERT, rows)
+        (last,) = conn.execute("SELECT max(id) FROM items").fetchone()
+        if last - top == len(rows):
+            ids = {address: top + 1 + i for i, address in
+                   enumerate(zip(addresses, (op.key for _, op in run), strict=True))}
+        else:
+            ids = {}
+            for start in range(0, len(rows), 400):
+                chunk = rows[start:start + 400]
+                ids.update(((ns, key), item_id) for item_id, ns, key in conn.execute(
+                    f"SELECT i.id, i.ns, i.key FROM (VALUES {','.join(['(?, ?)'] * len(chunk))})"
+                    " AS v CROSS JOIN items AS i ON i.ns = v.column1 AND i.key = v.column2",
+                    [v for row in chunk for v in row[:2]]))
         replaced = [item_id for item_id in ids.values() if item_id <= top]
         if replaced:
             self._drop_vectors(txn, replaced)
@@ -728,14 +725,16 @@ class SQLiteStore(BaseStore):
         return None if row is None else row[0]
 
 
-_UPSERT_HEAD = ("INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at, "
-                "event_at, doc_len) VALUES")
-_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_UPSERT_TAIL = """ON CONFLICT (ns, key) DO UPDATE SET
-    value = excluded.value, created_at = {created}, updated_at = excluded.updated_at,
-    ttl = excluded.ttl, expires_at = excluded.expires_at, event_at = excluded.event_at,
-    doc_len = excluded.doc_len
-  RETURNING id, ns, key"""
+# an explicit created_at (import, reindex) is kept; otherwise the first write's stays, unless
+# the old item had expired (then this is a new item). Parameters: the columns, explicit, now.
+_UPSERT = """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, expires_at, event_at,
+                   doc_len) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (ns, key) DO UPDATE SET
+    value = excluded.value,
+    created_at = CASE WHEN ?10 OR (items.expires_at IS NOT NULL AND items.expires_at <= ?11)
+                 THEN excluded.created_at ELSE items.created_at END,
+    updated_at = excluded.updated_at, ttl = excluded.ttl, expires_at = excluded.expires_at,
+    event_at = excluded.event_at, doc_len = excluded.doc_len"""
 
 
 def _postings_of_terms(columns: str, where: str) -> str:
@@ -776,11 +775,6 @@ def _put_run(ops: Sequence[Op], start: int) -> list[tuple[int, PutOp]]:
         seen.add((op.namespace, op.key))
         run.append((position, op))
     return run
-
-
-def _max_variables(conn: sqlite3.Connection) -> int:
-    """How many ``?`` one statement may hold (999 before SQLite 3.32, 32766 since)."""
-    return conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str:
