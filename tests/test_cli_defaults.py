@@ -227,3 +227,14 @@ def test_tenant_sees_what_the_server_wrote_for_that_tenant(clean: Path) -> None:
     assert texts == {"Alice drinks green tea", "Alice moved to Lisbon"}
     bad = run("list", "--user", "alice", "--tenant", "a/b", env=env)
     assert bad.exit_code == 2 and "tenant" in bad.stderr
+
+
+def test_another_embedder_than_the_vectors_is_refused_with_the_cli_fix(clean: Path) -> None:
+    assert run("add", "Alice drinks tea", "--user", "alice", "--no-infer",
+               "--embedder", "fake").exit_code == 0
+    for command in (["search", "tea", "--user", "alice"], ["store", "namespaces"],
+                    ["threads", "search", "tea"]):
+        refused = run(*command, env={"REMEM_EMBEDDER": "local"})
+        assert refused.exit_code == 1, (command, refused.output)
+        assert "holds vectors of model 'fake-" in refused.stderr
+        assert "--embedder fake" in refused.stderr, refused.stderr

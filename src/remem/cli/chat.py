@@ -17,7 +17,7 @@ from typing import TextIO
 import click
 
 from remem.api import Memory
-from remem.cli.common import db_option, embedder_option, make_embedder
+from remem.cli.common import db_option, embedder_hint, embedder_option, make_embedder
 from remem.errors import LLMError, NotFoundError
 from remem.llm.base import ChatModel, ChatRequest
 from remem.llm.config import require_model
@@ -89,7 +89,9 @@ def chat_command(db: str, thread_id: str | None, user: str, system: str, memorie
         ctx.call_on_close(close)
     index = None if embedder == "none" else IndexConfig(make_embedder(embedder),
                                                         fields=("text",))
-    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)), strict=True)
+    with embedder_hint(db):
+        store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)),
+                           strict=True)
     ctx.call_on_close(store.close)
     memory = Memory(store, llm=model)
     policy = SummaryPolicy(trigger_tokens=max_tokens, keep_tokens=max_tokens // 4)

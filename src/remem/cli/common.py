@@ -13,13 +13,14 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
-from remem.errors import InvalidInputError, NamespaceError, RememError
+from remem.errors import IndexConfigError, InvalidInputError, NamespaceError, RememError
 from remem.settings import EMBEDDERS, load_settings
 from remem.store.filters import parse_filter
 from remem.store.types import Namespace, validate_namespace
@@ -34,6 +35,7 @@ __all__ = [
     "RememGroup",
     "db_option",
     "db_param",
+    "embedder_hint",
     "embedder_option",
     "embedder_param",
     "format_namespace",
@@ -323,3 +325,30 @@ def embedder_option(help: str) -> Callable[[FC], FC]:
     """:func:`embedder_param` as a decorator."""
     return click.option("--embedder", type=click.Choice(EMBEDDERS), default=None,
                         callback=_resolved("embedder"), help=f"{help} {EMBEDDER_DEFAULT_HELP}")
+
+
+@contextmanager
+def embedder_hint(db: str) -> Iterator[None]:
+    """Opening ``db`` with another embedder than its vectors' fails in the backend, whose
+    message names the models; add the option that fixes it on the command line."""
+    try:
+        yield
+    except IndexConfigError as exc:
+        if "--embedder" in str(exc):
+            raise
+        from remem.settings import embedder_for_model
+        from remem.store import open_store, stored_vector_models
+
+        try:
+            raw = open_store(db)  # no embedder, not strict: only to read which models
+            try:
+                names = sorted({n for n in map(embedder_for_model, stored_vector_models(raw))
+                                if n is not None})
+            finally:
+                raw.close()
+        except RememError:
+            raise exc from None
+        if len(names) != 1:
+            raise
+        raise IndexConfigError(f"{exc} (on the command line: --embedder {names[0]}, or "
+                               f"REMEM_EMBEDDER={names[0]})") from None

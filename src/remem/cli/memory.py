@@ -25,6 +25,7 @@ from remem.api import Memory
 from remem.cli.common import (
     CommandFailed,
     db_param,
+    embedder_hint,
     embedder_param,
     format_namespace,
     make_embedder,
@@ -79,7 +80,8 @@ class Session:
             raise CommandFailed(f"no database at {self.db}; pass --db PATH or set REMEM_DB "
                                 "(`remem add` or `remem import` create one)")
         embedder = False if self.embedder == "none" else make_embedder(self.embedder)
-        memory = Memory.open(self.db, embedder=embedder)
+        with embedder_hint(self.db):
+            memory = Memory.open(self.db, embedder=embedder)
         click.get_current_context().call_on_close(memory.close)
         check_embedder(memory.store, self.db)  # never search a vector database by keywords
         if self.tenant is None:

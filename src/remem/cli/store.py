@@ -26,6 +26,7 @@ from remem.cli.common import (
     JsonObjectType,
     NamespaceType,
     db_option,
+    embedder_hint,
     embedder_option,
     format_namespace,
     make_embedder,
@@ -83,7 +84,8 @@ class StoreSettings:
             )
         index = (None if self.embedder == "none"
                  else IndexConfig(embedder=make_embedder(self.embedder)))
-        store = open_store(self.db, index=index, strict=True)
+        with embedder_hint(self.db):
+            store = open_store(self.db, index=index, strict=True)
         click.get_current_context().call_on_close(store.close)
         self._store = store
         return store

@@ -13,7 +13,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from remem.cli.common import CommandFailed, FilterType, db_option, embedder_option, make_embedder
+from remem.cli.common import (
+    CommandFailed,
+    FilterType,
+    db_option,
+    embedder_hint,
+    embedder_option,
+    make_embedder,
+)
 from remem.cli.render import compact_json, emit_json
 from remem.messages.types import Message
 from remem.store import IndexConfig, KeywordConfig, is_dsn, open_store
@@ -268,6 +275,8 @@ def thread_index(ctx: click.Context, db: str, embedder: str) -> ThreadIndex:
     """The thread search index in the store of ``db`` (created if needed)."""
     index = (None if embedder == "none"
              else IndexConfig(make_embedder(embedder), fields=("text",)))
-    store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)), strict=True)
+    with embedder_hint(db):
+        store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)),
+                           strict=True)
     ctx.call_on_close(store.close)
     return ThreadIndex(store)
