@@ -238,3 +238,10 @@ def test_another_embedder_than_the_vectors_is_refused_with_the_cli_fix(clean: Pa
         assert refused.exit_code == 1, (command, refused.output)
         assert "holds vectors of model 'fake-" in refused.stderr
         assert "--embedder fake" in refused.stderr, refused.stderr
+
+
+def test_mcp_names_the_embedder_of_the_vectors(clean: Path) -> None:
+    assert run("add", "Dan rides bikes", "--user", "dan", "--no-infer",
+               "--embedder", "fake").exit_code == 0
+    refused = run("mcp", env={"REMEM_EMBEDDER": "local"})
+    assert refused.exit_code == 1 and "--embedder fake" in refused.stderr, refused.stderr

@@ -14,7 +14,13 @@ from typing import Any
 
 import click
 
-from remem.cli.common import CommandFailed, db_option, embedder_option, make_embedder
+from remem.cli.common import (
+    CommandFailed,
+    db_option,
+    embedder_hint,
+    embedder_option,
+    make_embedder,
+)
 from remem.embed.base import Embedder
 from remem.store import is_dsn
 
@@ -108,7 +114,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                     timeout_graceful_shutdown=graceful_timeout, access_log=False,
                     timeout_keep_alive=KEEP_ALIVE)
         return
-    app = _build_app(settings)
+    with embedder_hint(db):
+        app = _build_app(settings)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level,
                     timeout_graceful_shutdown=graceful_timeout, access_log=False,
@@ -260,8 +267,9 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
     if tenant is not None and api_key is not None:
         raise click.UsageError("pass --tenant or --api-key, not both")
     _refuse_keyword_only(db, embedder)
-    state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
-                                          llm=model_from_env(), mcp=False))
+    with embedder_hint(db):
+        state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
+                                              llm=model_from_env(), mcp=False))
     try:
         if api_key is not None:
             key = state.keys.verify(api_key)
