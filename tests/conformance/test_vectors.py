@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pytest
 
 from remem.embed import FakeEmbedder
-from remem.errors import IndexConfigError, UnsupportedError
+from remem.errors import EmbeddingError, IndexConfigError, UnsupportedError
 from remem.store import BaseStore, IndexConfig, PutOp, SearchOp
 from tests.conformance.conftest import Factory
 
@@ -126,8 +126,9 @@ def test_embedder_failure_writes_nothing(make_store: Factory) -> None:
             raise RuntimeError("model crashed")
 
     store = make_store(index=IndexConfig(Broken(8), fields=("text",)))
-    with pytest.raises(RuntimeError):
+    with pytest.raises(EmbeddingError) as info:
         store.batch([PutOp(("a",), "plain", {"x": 1}), PutOp(("a",), "k", {"text": "t"})])
+    assert isinstance(info.value.__cause__, RuntimeError)  # the embedder's own error, chained
     assert store.search(("a",)) == []
 
 
