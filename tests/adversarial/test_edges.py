@@ -134,9 +134,10 @@ def test_unknown_tool_arguments_are_a_readable_tool_error() -> None:
 
     typo, listed, fine = asyncio.run(run())
     app.state.remem.close()
-    assert typo.is_error and "userid" in typo.content[0].text
-    assert "Extra inputs are not permitted" in typo.content[0].text
-    assert listed.is_error and "prefx" in listed.content[0].text
+    message = typo.content[0].text
+    assert typo.is_error and "unknown argument 'userid'" in message, message
+    assert "user_id" in message and "://" not in message  # names the fix, no links
+    assert listed.is_error and "unknown argument 'prefx'" in listed.content[0].text
     assert not fine.is_error
 
 

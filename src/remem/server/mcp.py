@@ -27,7 +27,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 from starlette.applications import Starlette
 
 from remem.errors import InvalidInputError, RememError, UnsupportedError
@@ -147,15 +148,34 @@ def _encoded(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
                         "before retrying") from None
 
 
+class _KnownArguments(BaseModel):
+    """Mixed into a tool's argument model: an argument the tool does not declare is an error
+    that names it and the arguments there are (the mcp package would drop it silently)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, hide_input_in_errors=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = {f.alias or name for name, f in cls.model_fields.items()}
+            unknown = sorted(str(k) for k in data if k not in known)
+            if unknown:
+                raise PydanticCustomError(
+                    "unknown_argument", "unknown argument {unknown}; this tool takes {known}",
+                    {"unknown": ", ".join(map(repr, unknown)),
+                     "known": ", ".join(sorted(known))})
+        return data
+
+
 def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
-    """Make tool ``name`` refuse arguments it does not declare (the mcp package ignores
-    them, so a misspelt ``user_id`` would silently act on the wrong scope)."""
+    """Make tool ``name`` refuse arguments it does not declare (a misspelt ``user_id``
+    would otherwise act on the wrong scope)."""
     tool = server._tool_manager.get_tool(name)  # no public way to reach a tool's arguments
     assert tool is not None
     base = tool.fn_metadata.arg_model
-    tool.fn_metadata.arg_model = type(base.__name__, (base,), {
-        "__module__": base.__module__,
-        "model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True)})
+    tool.fn_metadata.arg_model = type(base.__name__, (base, _KnownArguments),
+                                      {"__module__": base.__module__})
 
 
 def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
