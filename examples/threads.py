@@ -28,8 +28,9 @@ from remem.tokens import count_messages
 
 def summarise(request: ChatRequest) -> str:
     """Stands in for a model's summary: the user's lines of the part to fold."""
-    asked = [line.split(":", 1)[1].strip() for line in request.messages[1].text.splitlines()
-             if line.startswith("User:")]
+    # a line may start with the time it was sent ("[Sunday 2025-06-15 15:06 UTC] User: ...")
+    asked = [line.split("User:", 1)[1].strip()
+             for line in request.messages[1].text.splitlines() if "User:" in line]
     return "The user asked how to cook: " + ", ".join(
         text.removeprefix("How do I make ").split(" at home")[0] for text in asked)
 
