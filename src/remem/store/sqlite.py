@@ -344,11 +344,10 @@ class SQLiteStore(BaseStore):
         and vectors to drop."""
         conn, now = txn.conn, prepared.now
         (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()
-        addresses = [encode_ns(op.namespace) for _, op in run]
         rows: list[tuple[Any, ...]] = []
-        for (position, op), ns in zip(run, addresses, strict=True):
+        for position, op in run:
             ttl, expires_at = self._expiry_for(op, now)
-            rows.append((ns, op.key, op.value_json,
+            rows.append((encode_ns(op.namespace), op.key, op.value_json,
                          op.created_at if op.created_at is not None else now,
                          op.updated_at if op.updated_at is not None else now,
                          ttl, expires_at, op.event_ts,
@@ -357,30 +356,32 @@ class SQLiteStore(BaseStore):
         conn.executemany(_UPSERT, rows)
         (last,) = conn.execute("SELECT max(id) FROM items").fetchone()
         if last - top == len(rows):
-            ids = {address: top + 1 + i for i, address in
-                   enumerate(zip(addresses, (op.key for _, op in run), strict=True))}
+            item_ids = list(range(top + 1, last + 1))
         else:
-            ids = {}
+            found: dict[tuple[str, str], int] = {}
             for start in range(0, len(rows), 400):
                 chunk = rows[start:start + 400]
-                ids.update(((ns, key), item_id) for item_id, ns, key in conn.execute(
+                found.update(((ns, key), item_id) for item_id, ns, key in conn.execute(
                     f"SELECT i.id, i.ns, i.key FROM (VALUES {','.join(['(?, ?)'] * len(chunk))})"
                     " AS v CROSS JOIN items AS i ON i.ns = v.column1 AND i.key = v.column2",
                     [v for row in chunk for v in row[:2]]))
-        replaced = [item_id for item_id in ids.values() if item_id <= top]
-        if replaced:
-            self._drop_vectors(txn, replaced)
-            self._drop_postings(txn, replaced)
+            item_ids = [found[(row[0], row[1])] for row in rows]
+            replaced = [item_id for item_id in item_ids if item_id <= top]
+            if replaced:
+                self._drop_vectors(txn, replaced)
+                self._drop_postings(txn, replaced)
         # one vector_seq number for the whole run: no search runs between its puts
-        seq = txn.bump_vector_seq() if any(p in prepared.put_vectors for p, _ in run) else 0
+        put_terms, put_vectors, model = prepared.put_terms, prepared.put_vectors, self._model_id
+        seq = txn.bump_vector_seq() if any(p in put_vectors for p, _ in run) else 0
         postings: list[tuple[int, str, int]] = []
         vectors: list[tuple[int, str, int | None, bytes, int, bytes]] = []
-        for (position, op), ns in zip(run, addresses, strict=True):
-            item_id = ids[(ns, op.key)]
-            postings.extend((item_id, term, tf)
-                            for term, tf in prepared.put_terms.get(position, {}).items())
-            vectors.extend((item_id, f, self._model_id, v.tobytes(), seq, h)
-                           for f, v, h in prepared.put_vectors.get(position, ()))
+        for (position, _), item_id in zip(run, item_ids, strict=True):
+            terms = put_terms.get(position)
+            if terms:
+                postings += [(item_id, term, tf) for term, tf in terms.items()]
+            fields = put_vectors.get(position)
+            if fields:
+                vectors += [(item_id, f, model, v.tobytes(), seq, h) for f, v, h in fields]
         if postings:
             _add_postings(conn, postings)
         if vectors:
