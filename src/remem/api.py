@@ -83,6 +83,7 @@ from remem.memory.results import (
 )
 from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
+from remem.store.base import refuse_in_event_loop
 from remem.store.types import Namespace, SearchMode, validate_namespace
 
 __all__ = ["Memory", "MessagesInput", "to_messages"]
@@ -241,6 +242,7 @@ class Memory:
     def run(self, request: MemoryRequest[R]) -> R:
         """Run one memory request and return its result: ``run(SearchRequest(query="tea",
         user_id="alice"))`` is ``search("tea", user_id="alice")``."""
+        refuse_in_event_loop("Memory", request.operation or "run")
         if isinstance(request, ExportRequest):
             lines = tuple(export_lines(self.store, self._export_prefix(request)))
             return cast(R, ExportResult(lines))
