@@ -5,7 +5,6 @@ These commands need the ``server`` extra (FastAPI, uvicorn, mcp), imported only 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 from datetime import UTC, datetime
@@ -53,16 +52,6 @@ def _refuse_keyword_only(db: str, embedder: str) -> None:
         open_store(db, strict=True).close()
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @click.command("serve")
 @db_option(_DB_HELP, metavar="PATH|DSN")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -81,11 +70,22 @@ def is_loopback(host: str) -> bool:
 @click.option("--store-threads", type=click.IntRange(1, 256), default=2, show_default=True,
               help="Requests per worker running store work at once (more only contend for "
                    "the GIL); adds that wait on an LLM do not count.")
+@click.option("--rate-limit", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="PER_SECOND",
+              help="Requests per second each API key may make (default: unlimited); more "
+                   "get 429 with Retry-After.")
+@click.option("--rate-burst", type=click.FloatRange(min=1), default=None, metavar="N",
+              help="Requests a key may send at once above its rate (default: one second's "
+                   "worth).")
+@click.option("--ready-timeout", type=click.FloatRange(min=0, min_open=True), default=5.0,
+              show_default=True, metavar="SECONDS",
+              help="How long /readyz waits for the database before answering 503.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
-                  store_threads: int, log_level: str) -> None:
+                  store_threads: int, rate_limit: float | None, rate_burst: float | None,
+                  ready_timeout: float, log_level: str) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -93,6 +93,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     for infer=true adds comes from the REMEM_LLM_* variables.
     """
     _server_extra()
+    from remem.server.netguard import is_loopback  # the server's own loopback rule
+
     if no_auth and not is_loopback(host):
         raise click.BadParameter(
             f"--no-auth serves everyone as one tenant, so it binds to loopback only; got "
@@ -103,7 +105,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
 
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
                 "embedder": embedder, "mcp": not no_mcp, "host": host,
-                "store_threads": store_threads}
+                "store_threads": store_threads, "rate_limit": rate_limit,
+                "rate_burst": rate_burst, "ready_timeout": ready_timeout}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -138,7 +141,10 @@ def _build_app(settings: dict[str, Any]) -> Any:
                           max_body_bytes=settings["max_body_bytes"],
                           embedder=_embedder(settings["embedder"]), llm=model_from_env(),
                           mcp=settings["mcp"], host=settings["host"],
-                          store_threads=settings["store_threads"])
+                          store_threads=settings["store_threads"],
+                          rate_limit=settings.get("rate_limit"),
+                          rate_burst=settings.get("rate_burst"),
+                          ready_timeout=settings.get("ready_timeout", 5.0))
     return create_app(config)
 
 
