@@ -172,3 +172,20 @@ def test_stdio_mcp_rechecks_a_revoked_key() -> None:
     refused = asyncio.run(call())
     assert refused.is_error and "revoked" in refused.content[0].text
     app.state.remem.close()
+
+
+def test_validation_messages_read_without_pydantic_prefix() -> None:
+    from fastapi.testclient import TestClient
+
+    from remem.embed import FakeEmbedder
+    from remem.server import ServerConfig, create_app
+
+    app = create_app(ServerConfig(db=":memory:", auth=False, embedder=FakeEmbedder(),
+                                  mcp=False))
+    with TestClient(app) as client:
+        r = client.post("/v1/threads", json={"thread_id": "a/b"})
+    assert r.status_code == 422
+    body = r.json()
+    assert body["field"] == "body.thread_id" and "/" in body["message"]
+    assert "Value error" not in body["message"]
+    assert all("Value error" not in d["message"] for d in body["details"])

@@ -114,7 +114,9 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
         # drop pydantic's union branch names ("str", "list[...]") from the path
         loc = [p for p in loc if not (isinstance(p, str) and ("[" in p or p in {
             "str", "constrained-str", "int", "float", "bool", "dict[str,any]"}))]
-        details.append({"field": _loc(loc), "message": str(err.get("msg", "invalid"))})
+        # a validator's own message already says what is wrong: no "Value error, " before it
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        details.append({"field": _loc(loc), "message": message})
     first = details[0] if details else {"field": None, "message": "invalid request"}
     more = f" (and {len(details) - 1} more problems)" if len(details) > 1 else ""
     return error_response(422, "validation_error",
