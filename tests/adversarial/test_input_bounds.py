@@ -355,3 +355,16 @@ def test_json_at_the_limit_reads_back_over_http(client: TestClient) -> None:
     assert state.status_code == 200, state.text
     assert client.get("/v1/threads/edge").json()["metadata"] == deep
     assert client.get("/v1/threads/edge/checkpoint").status_code == 200
+
+
+def test_cli_json_argument_nested_past_the_parser_is_a_clear_error() -> None:
+    from click.testing import CliRunner
+
+    from remem.cli import cli
+
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    result = CliRunner().invoke(cli, ["search", "--db", ":memory:", "--embedder", "fake",
+                                      "--user", "u", "--filter", deep])
+    assert result.exit_code == 2, result.output
+    assert "nested deeper than remem accepts" in result.output
+    assert "Traceback" not in result.output

@@ -21,9 +21,10 @@ import click
 
 from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
 from remem.errors import IndexConfigError, InvalidInputError, NamespaceError, RememError
+from remem.requests import MAX_JSON_DEPTH
 from remem.settings import EMBEDDERS, load_settings
 from remem.store.filters import parse_filter
-from remem.store.types import Namespace, validate_namespace
+from remem.store.types import MAX_VALUE_DEPTH, Namespace, validate_namespace
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -105,6 +106,11 @@ def parse_json_object(text: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:  # deeper than the parser's stack: far past any limit remem takes
+        raise InvalidInputError(
+            f"nested deeper than remem accepts (stored values: {MAX_VALUE_DEPTH} levels, "
+            f"JSON fields of requests: {MAX_JSON_DEPTH})"
         ) from None
     if not isinstance(data, dict):
         raise InvalidInputError(
