@@ -14,7 +14,13 @@ import pytest
 
 from remem.api import Memory
 from remem.embed import FakeEmbedder
-from remem.errors import ConfigError, ConflictError, InvalidInputError, NotFoundError
+from remem.errors import (
+    ConfigError,
+    ConflictError,
+    IndexConfigError,
+    InvalidInputError,
+    NotFoundError,
+)
 from remem.memory.requests import ExportRequest
 from remem.messages import Message
 from tests.conftest import FakeClock
@@ -480,3 +486,13 @@ def test_a_long_text_is_one_memory_embedded_in_sentence_chunks(tmp_path: Path) -
     with Memory.open(tmp_path / "copy.db", embedder=FakeEmbedder()) as copy:
         copy.import_(out.getvalue().splitlines())
         assert copy.search(query, user_id="alice", mode="vector")[0].memory.id == record.id
+
+
+def test_open_without_an_embedder_refuses_a_file_with_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.db"
+    with Memory.open(path, embedder=FakeEmbedder()) as mem:
+        mem.add("Alice drinks green tea", user_id="alice", infer=False)
+    with pytest.raises(IndexConfigError, match="fake"):
+        Memory.open(path, embedder=False)
+    with Memory.open(path, embedder=FakeEmbedder()) as mem:  # the same embedder still opens it
+        assert len(mem.search("tea", user_id="alice")) == 1

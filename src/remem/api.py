@@ -138,15 +138,19 @@ class Memory:
         """Open (creating if needed) a memory at ``path_or_dsn``.
 
         ``embedder``: ``None`` loads the offline local model
-        (:class:`~remem.embed.local.LocalEmbedder`); ``False`` keeps keyword search only;
-        tests pass :class:`~remem.embed.FakeEmbedder`. Other options go to :class:`Memory`.
+        (:class:`~remem.embed.local.LocalEmbedder`); ``False`` keeps keyword search only
+        (refused, naming the model, for a file that already holds vectors); tests pass
+        :class:`~remem.embed.FakeEmbedder`. Other options go to :class:`Memory`.
         """
         if embedder is None or embedder is True:
             from remem.embed.local import LocalEmbedder
 
             embedder = LocalEmbedder()
         index = IndexConfig(embedder, fields=MEMORY_FIELDS) if embedder else None
-        store = open_store(path_or_dsn, index=index, keyword=KeywordConfig(fields=MEMORY_FIELDS))
+        # without an embedder, a file that holds vectors is refused (naming their model):
+        # its searches would otherwise run on keywords alone without saying so
+        store = open_store(path_or_dsn, index=index, keyword=KeywordConfig(fields=MEMORY_FIELDS),
+                           strict=index is None)
         return cls(store, llm=llm, owns_store=True, **options)
 
     # -- plumbing ---------------------------------------------------------------------------------
