@@ -4,6 +4,12 @@ Works with the stock ``sqlite3`` module (no extensions): filters compile to JSON
 are float32 BLOBs, and vector search runs exactly in NumPy over an in-process matrix that is
 kept in step with the table through a sequence number (see ``m002_vectors``).
 
+Writes are shaped by what a commit costs, which is mostly the pages it changes (each goes to
+the WAL, then to the database at a checkpoint): a run of puts is a handful of statements; BM25
+corpus statistics are per-namespace sums kept by triggers (``m004``), not an index over every
+item; the embedding cache looks texts up in process (``m005``); new postings are appended in
+item order and moved into term order in bulk (``m006``).
+
 Concurrency: each thread gets its own connection to a file; ``:memory:`` has one connection
 behind a lock. Writing batches take the write lock up front (``BEGIN IMMEDIATE``), so two
 writers queue on SQLite's busy timeout instead of failing on a lock upgrade. With WAL and
@@ -41,7 +47,12 @@ from remem.store.base import (
 )
 from remem.store.filters import parse_filter, to_sqlite
 from remem.store.migrations import apply_sqlite
-from remem.store.migrations.sqlite import SQLITE_MIGRATIONS, backfill_keywords
+from remem.store.migrations.sqlite import (
+    SQLITE_MIGRATIONS,
+    backfill_keywords,
+    register_model,
+    register_tokenizer,
+)
 from remem.store.types import (
     DeleteOp,
     GetOp,
@@ -144,64 +155,13 @@ class SQLiteStore(BaseStore):
             with self._connection() as conn:
                 apply_sqlite(conn, SQLITE_MIGRATIONS)
                 if self.index is not None:
-                    self._model_id = self._register_model(conn, self.index)
+                    self._model_id = register_model(conn, self.path, self.index.model,
+                                                    self.index.dims)
                 if self.keyword is not None:
-                    self._register_tokenizer(conn, self.keyword)
+                    register_tokenizer(conn, self.path, self.keyword.tokenizer.name)
                     backfill_keywords(conn, self._terms_of)
             self._ready = True
         self._start_sweeper()
-
-    def _register_model(self, conn: sqlite3.Connection, index: IndexConfig) -> int:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            rows = conn.execute("SELECT id, name, dims FROM embedding_models").fetchall()
-            in_use = conn.execute("SELECT DISTINCT model_id FROM vectors").fetchall()
-            used = {r[0] for r in in_use}
-            for model_id, name, dims in rows:
-                if model_id in used and (name != index.model or dims != index.dims):
-                    raise IndexConfigError(
-                        f"{self.path} holds vectors of model {name!r} ({dims} dims); this "
-                        f"store was opened with {index.model!r} ({index.dims} dims). Open it "
-                        f"with the same embedder, or export and re-import into a new file"
-                    )
-            match = [r[0] for r in rows if r[1] == index.model and r[2] == index.dims]
-            if match:
-                model_id = int(match[0])
-            else:
-                cursor = conn.execute(
-                    "INSERT INTO embedding_models (name, dims) VALUES (?, ?)",
-                    (index.model, index.dims),
-                )
-                model_id = int(cursor.lastrowid or 0)
-            conn.execute("COMMIT")
-            return model_id
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _register_tokenizer(self, conn: sqlite3.Connection, config: KeywordConfig) -> None:
-        name = config.tokenizer.name
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            row = conn.execute(
-                "SELECT value FROM remem_meta WHERE key = 'keyword_tokenizer'"
-            ).fetchone()
-            if row is not None and row[0] != name and conn.execute(
-                "SELECT 1 FROM postings UNION ALL SELECT 1 FROM recent_postings LIMIT 1"
-            ).fetchone() is not None:
-                raise IndexConfigError(
-                    f"{self.path} holds keyword terms made by tokenizer {row[0]!r}; this "
-                    f"store was opened with {name!r}. Open it with the same tokenizer "
-                    "(KeywordConfig(tokenizer=...)), or export and re-import into a new file"
-                )
-            conn.execute(
-                "INSERT INTO remem_meta (key, value) VALUES ('keyword_tokenizer', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (name,)
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def _terms_of(self, value: str) -> dict[str, int]:
         """Term frequencies of a stored value (JSON text) under this store's keyword config."""
