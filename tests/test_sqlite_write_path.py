@@ -18,6 +18,7 @@ from remem.store import BaseStore, IndexConfig, InMemoryStore, KeywordConfig, Pu
 from remem.store import sqlite as sqlite_module
 from remem.store.migrations import applied_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
+from remem.store.types import SearchMode
 from tests.conftest import FakeClock
 
 WORDS = ["tea", "green", "coffee", "paris", "rain", "北京", "烤鸭", "garden"]
@@ -64,11 +65,12 @@ def _stats(path: Path) -> dict[str, tuple[int, int]]:
     return kept
 
 
-def _results(store: BaseStore) -> list[list[tuple[tuple[str, ...], str, float | None]]]:
+def _results(store: BaseStore, modes: tuple[SearchMode, ...] = ("keyword",)
+             ) -> list[list[tuple[tuple[str, ...], str, float | None]]]:
     return [[(h.namespace, h.key, h.score)
-             for h in store.search(prefix, query=query, mode="keyword", limit=50,
+             for h in store.search(prefix, query=query, mode=mode, limit=50,
                                    refresh_ttl=False)]
-            for prefix in PREFIXES for query in QUERIES]
+            for prefix in PREFIXES for query in QUERIES for mode in modes]
 
 
 def _fill(store: BaseStore, clock: FakeClock) -> None:
@@ -81,20 +83,24 @@ def _fill(store: BaseStore, clock: FakeClock) -> None:
     clock.advance(50)  # "gone" has expired, unswept; "ttl" lives
 
 
-def test_upgrade_to_keyword_stats_keeps_every_score(tmp_path: Path) -> None:
+def test_upgrade_keeps_every_result_and_score(tmp_path: Path) -> None:
+    """A file of the m003 schema (as remem wrote it before m004) upgrades in place: keyword,
+    vector and hybrid searches give what they gave, and what the in-memory store gives."""
     clock = FakeClock()
     path = tmp_path / "old.db"
-    keyword = KeywordConfig(fields=("text",))
-    with SQLiteStore(path, keyword=keyword, clock=clock) as store:
+    config: dict[str, Any] = {"keyword": KeywordConfig(fields=("text",)),
+                              "index": IndexConfig(FakeEmbedder(16), fields=("text",))}
+    modes: tuple[SearchMode, ...] = ("keyword", "vector", "hybrid")
+    with SQLiteStore(path, clock=clock, **config) as store:
         _fill(store, clock)
-        before = _results(store)
+        before = _results(store, modes)
     _downgrade_to_m003(path)
     with closing(sqlite3.connect(path)) as conn:
         assert "m004_keyword_stats" not in applied_sqlite(conn)
-    reference = InMemoryStore(keyword=keyword, clock=FakeClock())
+    reference = InMemoryStore(clock=FakeClock(), **config)
     _fill(reference, reference.clock)  # type: ignore[arg-type]
-    with SQLiteStore(path, keyword=keyword, clock=clock) as store:
-        assert _results(store) == before == _results(reference)
+    with SQLiteStore(path, clock=clock, **config) as store:
+        assert _results(store, modes) == before == _results(reference, modes)
         assert _stats(path)  # filled by the migration, equal to a recount
         store.put(("u", "b"), "after", {"text": "green tea"})  # and kept from then on
         assert _stats(path)[encode(("u", "b"))][0] == 7
