@@ -10,7 +10,8 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── FilterError                     a filter is malformed (names operator and path)
     │   ├── InvalidValueError               an item value is not a JSON object
     │   ├── ImportFormatError               a JSONL line cannot be imported
-    │   └── MessageFormatError              a message or provider dict cannot be converted
+    │   ├── MessageFormatError              a message or provider dict cannot be converted
+    │   └── TemplateVariableError           a prompt drops or invents a template variable
     ├── NotFoundError (LookupError)         a thread, checkpoint, memory or event does not exist
     ├── ConflictError                       a write lost a race (version check); retry it
     ├── UsageError                          the API is used in a way it does not support
@@ -25,6 +26,7 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── ContextWindowError              the prompt does not fit the model's window
     │   ├── LLMResponseError                the provider's answer cannot be read (malformed body)
     │   └── StructuredOutputError           the answer is not valid for the schema (has raw text)
+    │       └── PromptRewriteError          a rewritten prompt still breaks its variables
     ├── ToolError                           a tool call failed; its message is meant for the model
     └── StoreError                          the storage layer failed
         └── MigrationError                  the database schema cannot be brought up to date
@@ -50,10 +52,12 @@ __all__ = [
     "MigrationError",
     "NamespaceError",
     "NotFoundError",
+    "PromptRewriteError",
     "RateLimitError",
     "RememError",
     "StoreError",
     "StructuredOutputError",
+    "TemplateVariableError",
     "ToolError",
     "UnsupportedError",
     "UsageError",
@@ -86,6 +90,10 @@ class ImportFormatError(InvalidInputError):
 
 class MessageFormatError(InvalidInputError):
     """A message, or a provider's message dict, cannot be read or converted."""
+
+
+class TemplateVariableError(InvalidInputError):
+    """A prompt's text drops a declared template variable or uses an undeclared one."""
 
 
 class NotFoundError(RememError, LookupError):
@@ -172,3 +180,8 @@ class StructuredOutputError(LLMError):
 
 class ToolError(RememError):
     """A tool call was invalid or failed; the message is written for the model to read."""
+
+
+class PromptRewriteError(StructuredOutputError):
+    """A model's rewritten prompt broke the template variables again after one retry with the
+    error; ``raw`` is its last answer and nothing was stored."""
