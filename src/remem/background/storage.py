@@ -1,0 +1,359 @@
+"""Where jobs live: SQLite (a file), PostgreSQL (a schema), or a process's memory.
+
+:class:`~remem.background.queue.JobQueue` holds every rule (:mod:`remem.background.rules`)
+and speaks to storage only through :meth:`JobStorage.transaction`, which yields a
+:class:`JobTx`: load jobs (locked for the transaction), insert and update them. So the queue
+is written once and the three backends store the same thing.
+
+* SQLite: a write transaction is ``BEGIN IMMEDIATE`` (the database's write lock, taken up
+  front, so a claim is exclusive across processes); WAL; one connection per OS thread.
+* PostgreSQL: a psycopg pool whose ``search_path`` is the store's schema; a claim selects
+  due rows ``FOR UPDATE SKIP LOCKED``, so workers take different jobs without waiting on
+  each other; other writes lock the one row they change (``FOR UPDATE``).
+* memory: dicts behind a lock (one process; tests and ``:memory:`` stores).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Protocol
+
+from remem._sqlite import SQLiteConnections
+from remem.background import sql
+from remem.background.jobs import Job, JobStatus
+from remem.background.rules import claimable
+from remem.errors import ConfigError, ConflictError, StoreError
+from remem.store.migrations import apply_sqlite
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["JobStorage", "JobTx", "MemoryJobStorage", "PostgresJobStorage",
+           "SQLiteJobStorage"]
+
+
+class JobTx(Protocol):
+    """One open transaction over the jobs. Reads in a write transaction lock what they read
+    until it ends."""
+
+    def get(self, job_id: str) -> Job | None:
+        """The job with this id."""
+        ...
+
+    def by_key(self, tenant: str, idempotency_key: str) -> Job | None:
+        """The job enqueued under this idempotency key."""
+        ...
+
+    def pending(self, tenant: str, debounce_key: str) -> Job | None:
+        """The queued job of this debounce key (at most one)."""
+        ...
+
+    def due(self, now: float, limit: int, kinds: Sequence[str] | None) -> list[Job]:
+        """Up to ``limit`` claimable jobs (:func:`~remem.background.rules.claimable`), oldest
+        due first; none queued behind a running job of its debounce key."""
+        ...
+
+    def find(self, *, tenant: str | None, status: JobStatus | None, kind: str | None,
+             thread_id: str | None, limit: int) -> list[Job]:
+        """Jobs matching every filter given, newest first."""
+        ...
+
+    def counts(self, tenant: str | None) -> dict[str, int]:
+        """How many jobs have each status."""
+        ...
+
+    def oldest_due(self, tenant: str | None, now: float) -> float | None:
+        """The earliest ``run_after`` of a queued job due by ``now``."""
+        ...
+
+    def insert(self, job: Job) -> None:
+        """Store a new job."""
+        ...
+
+    def update(self, job: Job) -> None:
+        """Store a job's new state."""
+        ...
+
+
+class JobStorage(Protocol):
+    """A database holding jobs."""
+
+    def setup(self) -> None:
+        """Connect and create or migrate the jobs table (idempotent)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+    def transaction(self, write: bool) -> Any:
+        """A context manager yielding a :class:`JobTx`; commits on success."""
+        ...
+
+
+def _where(tenant: str | None, status: JobStatus | None, kind: str | None,
+           thread_id: str | None) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    for column, value in (("tenant", tenant), ("status", status), ("kind", kind),
+                          ("thread_id", thread_id)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+class _SQLTx:
+    """:class:`JobTx` over a DB-API connection; ``lock``: what locks a read row."""
+
+    def __init__(self, conn: Any, *, placeholder: str, lock: str, skip_locked: str) -> None:
+        self.conn = conn
+        self.placeholder = placeholder
+        self.lock = lock
+        self.skip_locked = skip_locked
+
+    def _run(self, query: str, params: Sequence[Any] = ()) -> Any:
+        if self.placeholder != "?":
+            query = query.replace("?", self.placeholder)
+        return self.conn.execute(query, params)
+
+    def _one(self, query: str, params: Sequence[Any]) -> Job | None:
+        row = self._run(query + self.lock, params).fetchone()
+        return sql.job_of_row(row) if row is not None else None
+
+    def get(self, job_id: str) -> Job | None:
+        return self._one(f"{sql.SELECT} WHERE id = ?", (job_id,))
+
+    def by_key(self, tenant: str, idempotency_key: str) -> Job | None:
+        return self._one(f"{sql.SELECT} WHERE tenant = ? AND idempotency_key = ?",
+                         (tenant, idempotency_key))
+
+    def pending(self, tenant: str, debounce_key: str) -> Job | None:
+        return self._one(f"{sql.SELECT} WHERE tenant = ? AND debounce_key = ? AND "
+                         "status = 'queued'", (tenant, debounce_key))
+
+    def due(self, now: float, limit: int, kinds: Sequence[str] | None) -> list[Job]:
+        rows = self._run(sql.due_sql(kinds, self.skip_locked),
+                         (now, now, now, *(kinds or ()), limit)).fetchall()
+        return [sql.job_of_row(row) for row in rows]
+
+    def find(self, *, tenant: str | None, status: JobStatus | None, kind: str | None,
+             thread_id: str | None, limit: int) -> list[Job]:
+        where, params = _where(tenant, status, kind, thread_id)
+        rows = self._run(f"{sql.SELECT}{where} ORDER BY created_at DESC, id DESC LIMIT ?",
+                         (*params, limit)).fetchall()
+        return [sql.job_of_row(row) for row in rows]
+
+    def counts(self, tenant: str | None) -> dict[str, int]:
+        where, params = _where(tenant, None, None, None)
+        rows = self._run(f"SELECT status, COUNT(*) FROM remem_jobs{where} GROUP BY status",
+                         params).fetchall()
+        return {status: int(count) for status, count in rows}
+
+    def oldest_due(self, tenant: str | None, now: float) -> float | None:
+        where, params = _where(tenant, "queued", None, None)
+        row = self._run(f"SELECT MIN(run_after) FROM remem_jobs{where} AND run_after <= ?",
+                        (*params, now)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def insert(self, job: Job) -> None:
+        self._run(sql.INSERT, sql.row_of_job(job))
+
+    def update(self, job: Job) -> None:
+        row = sql.row_of_job(job)
+        self._run(sql.UPDATE, (*row[1:], row[0]))
+
+
+class SQLiteJobStorage:
+    """Jobs in a SQLite file (the store's), beside its tables."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        self.path = os.fspath(path)
+        if self.path == ":memory:":
+            raise ConfigError("a job queue in SQLite needs a file that every worker can open; "
+                              "for one process use JobQueue.in_memory() (':memory:')")
+        self._conns = SQLiteConnections(self.path, owner="JobQueue", busy_timeout=busy_timeout)
+        self._setup_lock = threading.Lock()
+        self._ready = False
+
+    def setup(self) -> None:
+        if self._ready:
+            return
+        with self._setup_lock:
+            if not self._ready:
+                with self._conns.connection() as conn:
+                    apply_sqlite(conn, sql.JOB_MIGRATIONS)
+                self._ready = True
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[JobTx]:
+        self.setup()
+        with self._conns.writing() if write else nullcontext(), \
+                self._conns.connection() as conn:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield _SQLTx(conn, placeholder="?", lock="", skip_locked="")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._conns.close()
+
+
+class PostgresJobStorage:
+    """Jobs in a PostgreSQL schema (the ``postgres`` extra), by default the store's."""
+
+    def __init__(self, dsn: str, *, schema: str = "remem", pool_max_size: int = 4,
+                 connect_timeout: float = 10.0) -> None:
+        from remem.store.postgres.sql import quote_ident
+
+        self.dsn = dsn
+        self.schema = schema
+        self._q = quote_ident(schema)
+        self.pool_max_size = pool_max_size
+        self.connect_timeout = connect_timeout
+        self._pool: ConnectionPool[Any] | None = None
+        self._setup_lock = threading.Lock()
+        self._closed = False
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
+                "keepalives": 1, "keepalives_idle": 30, "application_name": "remem-jobs"}
+
+    def _configure(self, conn: Any) -> None:
+        conn.execute(f"SET search_path TO {self._q}")
+
+    def setup(self) -> None:
+        if self._pool is not None:
+            return
+        with self._setup_lock:
+            if self._pool is not None:
+                return
+            if self._closed:
+                raise StoreError("this JobQueue is closed; open a new one")
+            try:
+                import psycopg
+                import psycopg_pool
+            except ImportError as exc:
+                raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
+                                  f"pip install 'remem[postgres]' ({exc})") from None
+            from remem.store.migrations.postgres import apply_postgres
+
+            try:
+                with psycopg.connect(self.dsn, **self._kwargs()) as conn:
+                    apply_postgres(conn, self.schema, self._q, sql.JOB_MIGRATIONS_POSTGRES)
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL setup failed (schema {self.schema}): {exc}"
+                                 ) from exc
+            pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+                self.dsn, min_size=1, max_size=self.pool_max_size, kwargs=self._kwargs(),
+                configure=self._configure, open=False, timeout=self.connect_timeout,
+                name=f"remem-jobs:{self.schema}")
+            pool.open(wait=False)
+            self._pool = pool
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[JobTx]:
+        import psycopg
+
+        self.setup()
+        assert self._pool is not None
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield _SQLTx(conn, placeholder="%s", lock=" FOR UPDATE" if write else "",
+                             skip_locked=" FOR UPDATE SKIP LOCKED" if write else "")
+        except psycopg.errors.UniqueViolation as exc:
+            raise ConflictError(f"a concurrent write created the same job first: "
+                                f"{exc.diag.message_detail or exc}; retry") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL error (schema {self.schema}): {exc}") from exc
+
+    def close(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+class _MemoryTx:
+    def __init__(self, jobs: dict[str, Job]) -> None:
+        self.jobs = jobs
+
+    def get(self, job_id: str) -> Job | None:
+        return self.jobs.get(job_id)
+
+    def by_key(self, tenant: str, idempotency_key: str) -> Job | None:
+        return next((j for j in self.jobs.values() if j.tenant == tenant
+                     and j.idempotency_key == idempotency_key), None)
+
+    def pending(self, tenant: str, debounce_key: str) -> Job | None:
+        return next((j for j in self.jobs.values() if j.tenant == tenant
+                     and j.debounce_key == debounce_key and j.status == "queued"), None)
+
+    def due(self, now: float, limit: int, kinds: Sequence[str] | None) -> list[Job]:
+        running = {(j.tenant, j.debounce_key) for j in self.jobs.values()
+                   if j.status == "running" and j.debounce_key is not None
+                   and j.lease_until is not None and j.lease_until >= now}
+        found = [j for j in self.jobs.values() if claimable(j, now)
+                 and (kinds is None or j.kind in kinds)
+                 and (j.debounce_key is None or j.status == "running"
+                      or (j.tenant, j.debounce_key) not in running)]
+        found.sort(key=lambda j: (j.run_after, j.id))
+        return found[:limit]
+
+    def find(self, *, tenant: str | None, status: JobStatus | None, kind: str | None,
+             thread_id: str | None, limit: int) -> list[Job]:
+        found = [j for j in self.jobs.values()
+                 if (tenant is None or j.tenant == tenant)
+                 and (status is None or j.status == status)
+                 and (kind is None or j.kind == kind)
+                 and (thread_id is None or j.thread_id == thread_id)]
+        found.sort(key=lambda j: (j.created_at, j.id), reverse=True)
+        return found[:limit]
+
+    def counts(self, tenant: str | None) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for job in self.jobs.values():
+            if tenant is None or job.tenant == tenant:
+                counts[job.status] = counts.get(job.status, 0) + 1
+        return counts
+
+    def oldest_due(self, tenant: str | None, now: float) -> float | None:
+        due = [j.run_after for j in self.jobs.values() if j.status == "queued"
+               and j.run_after <= now and (tenant is None or j.tenant == tenant)]
+        return min(due, default=None)
+
+    def insert(self, job: Job) -> None:
+        if job.id in self.jobs:
+            raise ConflictError(f"job {job.id} already exists")
+        self.jobs[job.id] = job
+
+    def update(self, job: Job) -> None:
+        self.jobs[job.id] = job
+
+
+class MemoryJobStorage:
+    """Jobs in this process's memory: gone when it exits (tests, ``:memory:`` stores)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.RLock()
+
+    def setup(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[JobTx]:
+        with self._lock:
+            # a copy per transaction: an error part-way leaves the jobs as they were
+            working = dict(self._jobs)
+            yield _MemoryTx(working)
+            if write:
+                self._jobs = working
