@@ -32,8 +32,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 
+from remem.context.assemble import ContextRequest, aassemble, assemble
+from remem.context.types import ContextResult, ContextSection
 from remem.embed.base import Embedder
 from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
@@ -85,6 +87,10 @@ from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.base import refuse_in_event_loop
 from remem.store.types import Namespace, SearchMode, validate_namespace
+
+if TYPE_CHECKING:
+    from remem.threads.api import ThreadAPI
+    from remem.tokens import TokenCounter
 
 __all__ = ["Memory", "MessagesInput", "to_messages"]
 
@@ -247,6 +253,8 @@ class Memory:
         """Run one memory request and return its result: ``run(SearchRequest(query="tea",
         user_id="alice"))`` is ``search("tea", user_id="alice")``."""
         refuse_in_event_loop("Memory", request.operation or "run")
+        if isinstance(request, ContextRequest):  # no thread store: its sections are absent
+            return cast(R, assemble(self, request))
         if isinstance(request, ExportRequest):
             lines = tuple(export_lines(self.store, self._export_prefix(request)))
             return cast(R, ExportResult(lines))
@@ -257,6 +265,8 @@ class Memory:
 
     async def arun(self, request: MemoryRequest[R]) -> R:
         """Async :meth:`run`."""
+        if isinstance(request, ContextRequest):
+            return cast(R, await aassemble(self, request))
         if isinstance(request, ExportRequest | ImportRequest):
             # the store's item iterator is sync: a worker thread
             result: R = await asyncio.to_thread(self.run, cast(MemoryRequest[R], request))
@@ -368,6 +378,24 @@ class Memory:
                 return import_lines(self.store, handle)
         return import_lines(self.store, source)
 
+    def context(self, query: str | None = None, *, user_id: str | None = None,
+                agent_id: str | None = None, thread_id: str | None = None,
+                namespace: Sequence[str] | None = None, budget_tokens: int | None = None,
+                sections: Sequence[str | ContextSection] | None = None,
+                memory_limit: int = 20, recent_limit: int = 50,
+                token_counter: TokenCounter | None = None,
+                threads: ThreadAPI | None = None) -> ContextResult:
+        """The context for a model call within ``budget_tokens`` (see ``docs/context.md``):
+        the profile, memories relevant to ``query``, and with ``threads`` (a thread store)
+        the running summary and recent messages of ``thread_id``. ``sections``: names or
+        :class:`~remem.context.ContextSection` objects, highest priority first. Whole items
+        are kept or dropped (lowest priority first); the result renders to a string or to
+        messages and reports tokens per section and what was left out."""
+        refuse_in_event_loop("Memory", "context")
+        arguments = _args(locals())
+        del arguments["threads"]
+        return assemble(self, ContextRequest.of(**arguments), threads)
+
     # -- async API --------------------------------------------------------------------------
 
     async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
@@ -426,6 +454,19 @@ class Memory:
     async def aundo(self, event_id: str, *, actor: str = "user") -> ChangeResult:
         """Async :meth:`undo`."""
         return await self.arun(UndoRequest.of(**_args(locals())))
+
+    async def acontext(self, query: str | None = None, *, user_id: str | None = None,
+                       agent_id: str | None = None, thread_id: str | None = None,
+                       namespace: Sequence[str] | None = None,
+                       budget_tokens: int | None = None,
+                       sections: Sequence[str | ContextSection] | None = None,
+                       memory_limit: int = 20, recent_limit: int = 50,
+                       token_counter: TokenCounter | None = None,
+                       threads: ThreadAPI | None = None) -> ContextResult:
+        """Async :meth:`context`."""
+        arguments = _args(locals())
+        del arguments["threads"]
+        return await aassemble(self, ContextRequest.of(**arguments), threads)
 
     async def aexport(self, target: str | os.PathLike[str] | IO[str], *,
                       user_id: str | None = None, agent_id: str | None = None,
