@@ -97,7 +97,8 @@ def test_rendering_as_few_shot_messages() -> None:
     messages = render_examples([episode, Episode(situation="s", action="a")])
     assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
     assert messages[0].text == "User asks for a refund"
-    assert messages[1].text == "Thought: Check the date\nAction: Approved the refund\nResult: Thanked"
+    assert messages[1].text == (
+        "Thought: Check the date\nAction: Approved the refund\nResult: Thanked")
     assert messages[3].text == "Action: a"
     assert {m.name for m in messages} == {"example"}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from remem.episodic.schema import Episode
 from remem.messages.types import Message
-from remem.retrieval.tokenize import DefaultTokenizer
+from remem.retrieval import DefaultTokenizer
 from remem.tokens import DEFAULT_COUNTER, TokenCounter, count_messages
 
 __all__ = ["Selection", "example_messages", "fit_examples", "render_examples", "similarity"]
