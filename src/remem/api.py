@@ -34,6 +34,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 
+from remem.background.requests import (
+    CancelResult,
+    FlushResult,
+    SubmitRequest,
+    SubmitResult,
+    ThreadJobsRequest,
+)
 from remem.context.assemble import ContextRequest, aassemble, assemble
 from remem.context.types import ContextResult, ContextSection
 from remem.embed.base import Embedder
@@ -89,6 +96,7 @@ from remem.store.base import refuse_in_event_loop
 from remem.store.types import Namespace, SearchMode, validate_namespace
 
 if TYPE_CHECKING:
+    from remem.background.extraction import MemoryJobs
     from remem.threads.api import ThreadAPI
     from remem.tokens import TokenCounter
 
@@ -481,10 +489,72 @@ class Memory:
         """Async :meth:`import_` (in a worker thread)."""
         return await asyncio.to_thread(self.import_, source)
 
+    # -- background extraction (remem.background) --------------------------------------------
+
+    @property
+    def background(self) -> MemoryJobs:
+        """Background extraction: the job queue beside the store and its worker
+        (``mem.background.start()`` runs jobs in a thread of this process; ``remem worker``
+        runs them in other processes)."""
+        jobs: MemoryJobs | None = self.__dict__.get("_background")
+        if jobs is None:
+            from remem.background.extraction import MemoryJobs
+
+            jobs = self.__dict__["_background"] = MemoryJobs(self)
+        return jobs
+
+    def submit(self, messages: MessagesInput, *, thread_id: str, user_id: str | None = None,
+               agent_id: str | None = None, namespace: Sequence[str] | None = None,
+               delay: float = 30.0,
+               metadata: Mapping[str, Any] | None = None) -> SubmitResult:
+        """Remember what ``messages`` say in the background, after ``delay`` seconds of
+        quiet on the thread: a new submission meanwhile replaces the pending job and carries
+        its messages, so one extraction (one LLM call) covers them all. Returns at once,
+        with the job's id; the job survives restarts (it is in the store's database)."""
+        return self.background.submit(SubmitRequest.of(**_args(locals())))
+
+    def flush(self, thread_id: str, *, user_id: str | None = None,
+              agent_id: str | None = None,
+              namespace: Sequence[str] | None = None) -> FlushResult:
+        """Run the thread's pending extraction now (without a scope: every pending one of
+        the thread) and return the jobs with their results."""
+        return self.background.flush(ThreadJobsRequest.of(**_args(locals())))
+
+    def cancel(self, thread_id: str, *, user_id: str | None = None,
+               agent_id: str | None = None,
+               namespace: Sequence[str] | None = None) -> CancelResult:
+        """Drop the thread's pending extraction; return the ids of the jobs dropped."""
+        return self.background.cancel(ThreadJobsRequest.of(**_args(locals())))
+
+    async def asubmit(self, messages: MessagesInput, *, thread_id: str,
+                      user_id: str | None = None, agent_id: str | None = None,
+                      namespace: Sequence[str] | None = None, delay: float = 30.0,
+                      metadata: Mapping[str, Any] | None = None) -> SubmitResult:
+        """Async :meth:`submit` (in a worker thread)."""
+        request = SubmitRequest.of(**_args(locals()))
+        return await asyncio.to_thread(self.background.submit, request)
+
+    async def aflush(self, thread_id: str, *, user_id: str | None = None,
+                     agent_id: str | None = None,
+                     namespace: Sequence[str] | None = None) -> FlushResult:
+        """Async :meth:`flush` (in a worker thread)."""
+        request = ThreadJobsRequest.of(**_args(locals()))
+        return await asyncio.to_thread(self.background.flush, request)
+
+    async def acancel(self, thread_id: str, *, user_id: str | None = None,
+                      agent_id: str | None = None,
+                      namespace: Sequence[str] | None = None) -> CancelResult:
+        """Async :meth:`cancel` (in a worker thread)."""
+        request = ThreadJobsRequest.of(**_args(locals()))
+        return await asyncio.to_thread(self.background.cancel, request)
+
     # -- lifecycle --------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the store if this memory opened it."""
+        background = self.__dict__.get("_background")
+        if background is not None:  # stop its worker thread before the store goes
+            background.close()
         if self._owns_store:
             self.store.close()
 

@@ -13,6 +13,11 @@ One ``add``:
    changed meanwhile (another writer), the decision is made again on the fresh state;
    otherwise the plan (:mod:`remem.memory.reconcile`) and its history are written with the
    lock's release in one atomic batch.
+
+Effects once: an add given an ``idempotency_key`` (a background job's id) writes a marker under
+:data:`APPLIED_NAMESPACE` in the same batch as its changes, and its history events carry the
+key as their ``change_id``. An add with a key already applied (a job re-run after a crash)
+writes nothing and calls no model.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from remem.errors import ConflictError, InvalidInputError
@@ -38,6 +43,7 @@ from remem.memory.manager import (
 from remem.memory.namespaces import NamespaceTemplate
 from remem.memory.reconcile import Change, ChangeContext, Plan, Skip, plan_changes
 from remem.memory.records import (
+    RESERVED_LABEL,
     MemoryRecord,
     Source,
     content_hash,
@@ -47,14 +53,26 @@ from remem.memory.records import (
 from remem.memory.writer import commit, head_of, head_op
 from remem.messages.types import Message
 from remem.store.base import BaseStore
-from remem.store.types import GetOp, Item, Namespace, Op, Result, SearchOp
+from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result, SearchOp
 
-__all__ = ["AddResult", "MemoryStoreManager", "Split", "derive_queries", "input_hash",
-           "split_texts"]
+__all__ = ["APPLIED_NAMESPACE", "AddResult", "MemoryStoreManager", "Split", "derive_queries",
+           "input_hash", "split_texts"]
 
 #: how ``add(infer=False)`` turns a conversation into memories: one per user message, one
 #: per turn (a user message and the replies up to the next one), or one for everything
 Split = Literal["user_messages", "turns", "none"]
+
+#: where an add with an ``idempotency_key`` records that its changes were written (one item
+#: per key, written in the batch of the changes)
+APPLIED_NAMESPACE: Namespace = (RESERVED_LABEL, "applied")
+
+
+def _applied_read(key: str | None) -> list[Op]:
+    return [GetOp(APPLIED_NAMESPACE, key)] if key is not None else []
+
+
+def _already_applied(ns: Namespace, key: str) -> AddResult:
+    return AddResult(ns, skipped=(Skip(f"already applied (idempotency key {key})"),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,10 +279,17 @@ class MemoryStoreManager:
                  config: Mapping[str, Any] | None = None, *, namespace: Namespace | None = None,
                  infer: bool = True, metadata: Mapping[str, Any] | None = None,
                  actor: str = "user", thread_id: str | None = None,
-                 kind: str = "fact", split: Split = "user_messages") -> Flow[AddResult]:
+                 kind: str = "fact", split: Split = "user_messages",
+                 idempotency_key: str | None = None) -> Flow[AddResult]:
         """The add as a flow (see the module docstring); ``split``: how ``infer=False``
-        stores a conversation (:func:`split_texts`)."""
+        stores a conversation (:func:`split_texts`); ``idempotency_key``: apply the
+        changes at most once under this key."""
         ns = namespace if namespace is not None else self.namespace_for(config)
+        key = idempotency_key
+        if key is not None:
+            [marker] = yield StoreBatch(_applied_read(key))
+            if isinstance(marker, Item):
+                return _already_applied(ns, key)
         now = self.clock()
         msgs = as_message_list(messages, now)
         digest = input_hash(msgs)
@@ -285,7 +310,8 @@ class MemoryStoreManager:
                        else "; pass a non-empty string or messages with text"))
             return (yield from self.store_flow(ns, [NewMemory(t, kind, "Fact") for t in texts],
                                                source=ctx_source, event_time=event_time,
-                                               metadata=metadata, actor=actor))
+                                               metadata=metadata, actor=actor,
+                                               idempotency_key=key))
         if not format_conversation(msgs):
             return AddResult(ns)
         read = self._reads(ns, msgs, digest)
@@ -308,7 +334,8 @@ class MemoryStoreManager:
                 return AddResult(ns, usage=usage, rejected=tuple(rejected))
             try:
                 plan = yield from self._write(ns, candidates, extraction, ctx_source,
-                                              event_time, metadata, actor, (read.ops, head))
+                                              event_time, metadata, actor, (read.ops, head),
+                                              key)
             except _Stale as stale:
                 candidates, head = stale.candidates, stale.head
                 continue
@@ -330,9 +357,12 @@ class MemoryStoreManager:
             duplicates = yield StoreBatch([self._hash_search(ns, extraction)])
             return self._plan(ns, extraction, [*fresh, *duplicates], ctx=ctx)
 
-        ctx = self._context(ctx_source, event_time, metadata, actor, True)
-        plan = yield from commit(ns, read.ops, decide, self._held_lock())
-        assert holder.extraction is not None
+        ctx = self._context(ctx_source, event_time, metadata, actor, True, key)
+        plan = yield from commit(ns, [*read.ops, *_applied_read(key)],
+                                 self._once(ns, key, ctx, decide), self._held_lock())
+        if holder.extraction is None:  # another run of the same key got there first
+            return AddResult(ns, skipped=tuple(plan.skipped), usage=usage,
+                             write_attempts=self.max_attempts, rejected=tuple(rejected))
         usage = usage + holder.extraction.usage
         rejected += holder.extraction.rejected
         return AddResult(ns, tuple(plan.changes), tuple(plan.skipped), usage,
@@ -341,21 +371,47 @@ class MemoryStoreManager:
     def store_flow(self, namespace: Namespace, memories: Sequence[NewMemory], *,
                    source: Source | None = None, event_time: float | None = None,
                    metadata: Mapping[str, Any] | None = None,
-                   actor: str = "user") -> Flow[AddResult]:
+                   actor: str = "user",
+                   idempotency_key: str | None = None) -> Flow[AddResult]:
         """Store ``memories`` as given (no LLM call); exact duplicates of current memories
         are skipped. One write under the namespace's lock."""
         extraction = Extraction(inserts=tuple(memories))
         plan = yield from self._write(namespace, [], extraction, source or Source(),
-                                      event_time, metadata, actor, None)
+                                      event_time, metadata, actor, None, idempotency_key)
         return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), 1)
 
     def _context(self, source: Source, event_time: float | None,
-                 metadata: Mapping[str, Any] | None, actor: str, extracted: bool
-                 ) -> ChangeContext:
-        return ChangeContext(now=self.clock(), actor=actor, source=source,
-                             event_time=event_time, metadata=dict(metadata or {}),
-                             reason="extracted from conversation" if extracted
-                             else "stored as given")
+                 metadata: Mapping[str, Any] | None, actor: str, extracted: bool,
+                 idempotency_key: str | None = None) -> ChangeContext:
+        ctx = ChangeContext(now=self.clock(), actor=actor, source=source,
+                            event_time=event_time, metadata=dict(metadata or {}),
+                            reason="extracted from conversation" if extracted
+                            else "stored as given")
+        # the events of a keyed add share its key as their change id: history names the job
+        return replace(ctx, change_id=idempotency_key) if idempotency_key else ctx
+
+    @staticmethod
+    def _once(ns: Namespace, key: str | None, ctx: ChangeContext,
+              plan_for: Callable[[list[Result], int], Flow[Plan]]
+              ) -> Callable[[list[Result], int], Flow[Plan]]:
+        """``plan_for`` made idempotent under ``key``: the commit's reads end with the
+        key's marker (read under the lock); when present, nothing is planned; otherwise the
+        plan also writes the marker, in the same atomic batch as its changes."""
+        if key is None:
+            return plan_for
+
+        def once(results: list[Result], head: int) -> Flow[Plan]:
+            if isinstance(results[-1], Item):
+                return Plan(skipped=[Skip(f"already applied (idempotency key {key})")])
+            plan = yield from plan_for(results[:-1], head)
+            if plan.ops:
+                plan.ops.append(PutOp(APPLIED_NAMESPACE, key, {
+                    "type": "applied", "namespace": list(ns), "at": ctx.now,
+                    "events": [change.event_id for change in plan.changes]},
+                    index=False, ttl=None))
+            return plan
+
+        return once
 
     def _held_lock(self) -> LockSettings:
         # the model is called while the lock is held: the ticket must outlive that call
@@ -385,7 +441,8 @@ class MemoryStoreManager:
 
     def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord], extraction: Extraction,
                source: Source, event_time: float | None, metadata: Mapping[str, Any] | None,
-               actor: str, recheck: tuple[Sequence[Op], int] | None) -> Flow[Plan]:
+               actor: str, recheck: tuple[Sequence[Op], int] | None,
+               idempotency_key: str | None = None) -> Flow[Plan]:
         """Commit ``extraction`` under the lock.
 
         ``recheck``: the candidate reads and the namespace counter seen when the model was
@@ -399,7 +456,8 @@ class MemoryStoreManager:
             self._hash_search(ns, extraction),
             *(GetOp(ns, target) for target in targets),
         ]
-        ctx = self._context(source, event_time, metadata, actor, recheck is not None)
+        ctx = self._context(source, event_time, metadata, actor, recheck is not None,
+                            idempotency_key)
 
         def plan_for(results: list[Result], head: int) -> Flow[Plan]:
             if recheck is not None and head != recheck[1]:
@@ -410,7 +468,8 @@ class MemoryStoreManager:
                 results = [*results, *again]
             return self._plan(ns, extraction, results, ctx=ctx)
 
-        plan = yield from commit(ns, reads, plan_for, self.lock)
+        plan = yield from commit(ns, [*reads, *_applied_read(idempotency_key)],
+                                 self._once(ns, idempotency_key, ctx, plan_for), self.lock)
         return plan
 
     def add(self, messages: Sequence[Message] | Message | str,

@@ -1,0 +1,156 @@
+"""Debounced extraction: ``Memory.submit`` / ``flush`` / ``cancel`` over the job queue.
+
+A submission is queued under a debounce key (the thread and the namespace it writes to). It
+runs once nothing new arrived on that key for ``delay`` seconds: a newer submission while it
+is pending replaces it and carries its messages (:class:`~remem.background.jobs.Submission`).
+The job runs one extraction (one LLM call) over every message it holds, through the same
+flow as ``Memory.add``, with the job id as the add's idempotency key: a job re-run after a
+crash applies its changes at most once (:mod:`remem.memory.store_manager`).
+
+:class:`MemoryJobs` is what ``Memory.submit`` & co. call; the server and ``remem worker`` use
+it too, with ``tenant`` naming an API key's tenant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from remem.background.jobs import Job, Submission
+from remem.background.queue import JobQueue
+from remem.background.requests import (
+    CancelResult,
+    FlushResult,
+    SubmitRequest,
+    SubmitResult,
+    ThreadJobsRequest,
+)
+from remem.background.worker import Handler, Worker
+from remem.memory.flow import run_sync
+from remem.memory.namespaces import resolve_scope
+from remem.messages.types import Message
+from remem.store.types import Namespace
+
+if TYPE_CHECKING:
+    from remem.api import Memory
+
+__all__ = ["EXTRACT", "NOOP", "MemoryJobs", "debounce_key", "extraction_handler",
+           "noop_handler"]
+
+#: the job kind of a debounced extraction
+EXTRACT = "extract"
+#: a job that does nothing (benchmarks, health checks)
+NOOP = "noop"
+
+
+def debounce_key(namespace: Namespace, thread_id: str) -> str:
+    """Submissions with the same key replace each other while pending."""
+    return json.dumps([thread_id, list(namespace)], ensure_ascii=False, separators=(",", ":"))
+
+
+def noop_handler(job: Job) -> Mapping[str, Any]:
+    """Do nothing; the result echoes the payload's ``n`` (if any)."""
+    return {"n": job.payload.get("n")}
+
+
+def extraction_handler(memory_for: Callable[[str], Memory]) -> Handler:
+    """The handler of :data:`EXTRACT` jobs: one ``add(infer=True)`` over the job's messages,
+    keyed by the job id; ``memory_for(tenant)``: the memory the job writes to."""
+    from remem.llm.config import require_model
+
+    def run(job: Job) -> Mapping[str, Any]:
+        memory = memory_for(job.tenant)
+        payload = job.payload
+        messages = tuple(Message.model_validate(m) for m in payload.get("messages", []))
+        flow = memory.formation.add_flow(
+            messages, namespace=tuple(payload["namespace"]), infer=True,
+            metadata=payload.get("metadata"), actor=payload.get("actor", "background"),
+            thread_id=job.thread_id, idempotency_key=job.id)
+        result = run_sync(flow, memory.store, memory.llm or require_model())
+        return {**result.to_dict(), "messages": len(messages)}
+
+    return run
+
+
+def _payload(request: SubmitRequest, namespace: Namespace) -> dict[str, Any]:
+    return {"namespace": list(namespace), "metadata": request.metadata}
+
+
+class MemoryJobs:
+    """Background extraction for one :class:`~remem.api.Memory` (``tenant``: whose jobs,
+    on a server; ``""`` otherwise). ``queue``: by default the one beside the memory's store.
+    """
+
+    def __init__(self, memory: Memory, queue: JobQueue | None = None, *,
+                 tenant: str = "") -> None:
+        self.memory = memory
+        self.queue = queue if queue is not None else JobQueue.beside(memory.store,
+                                                                      clock=memory.clock)
+        self.tenant = tenant
+        self._worker: Worker | None = None
+
+    def _namespace(self, request: SubmitRequest | ThreadJobsRequest) -> Namespace:
+        return resolve_scope(self.memory.template, user_id=request.user_id,
+                             agent_id=request.agent_id, thread_id=request.thread_id,
+                             namespace=request.namespace)
+
+    def submit(self, request: SubmitRequest) -> SubmitResult:
+        """Queue (or extend the pending) extraction of the request's thread."""
+        namespace = self._namespace(request)
+        key = debounce_key(namespace, request.thread_id)
+        stamped = [m.model_dump(mode="json") for m in request.messages]
+        job = self.queue.submit(Submission(
+            EXTRACT, key, request.thread_id, stamped, _payload(request, namespace),
+            delay=request.delay, tenant=self.tenant))
+        replaced = job.created_at != job.updated_at
+        if self._worker is not None:
+            self._worker.wake()
+        return SubmitResult.of(job, replaced)
+
+    def _key(self, request: ThreadJobsRequest) -> str | None:
+        return (debounce_key(self._namespace(request), request.thread_id)
+                if request.has_scope else None)
+
+    def flush(self, request: ThreadJobsRequest) -> FlushResult:
+        """Run the thread's pending extraction now, in this thread; a job a worker elsewhere
+        took first is returned as it stands."""
+        jobs = self.queue.flush(request.thread_id, debounce_key=self._key(request),
+                                tenant=self.tenant)
+        worker = self.worker()
+        finished: list[Job] = []
+        for job in jobs:
+            claimed = self.queue.claim_one(job.id, worker.name, lease=worker.lease)
+            after = worker.run_job(claimed) if claimed is not None else None
+            finished.append(after or self.queue.get(job.id))
+        return FlushResult.of(finished)
+
+    def cancel(self, request: ThreadJobsRequest) -> CancelResult:
+        """Drop the thread's pending extraction (a running one finishes)."""
+        jobs = self.queue.cancel_pending(request.thread_id, debounce_key=self._key(request),
+                                         tenant=self.tenant)
+        return CancelResult(tuple(job.id for job in jobs))
+
+    def worker(self, **options: Any) -> Worker:
+        """The worker running this memory's jobs (created on first use)."""
+        if self._worker is None:
+            memory = self.memory
+            self._worker = Worker(self.queue, {EXTRACT: extraction_handler(lambda _: memory),
+                                               NOOP: noop_handler}, **options)
+        return self._worker
+
+    def run_due(self) -> list[Job]:
+        """Run every due job of this memory now, in this thread."""
+        return self.worker().run_due()
+
+    def start(self, *, concurrency: int = 1, poll: float = 1.0) -> Worker:
+        """Run jobs in a background thread of this process until :meth:`close`."""
+        worker = self.worker(concurrency=concurrency, poll=poll)
+        worker.start()
+        return worker
+
+    def close(self) -> None:
+        """Stop the worker thread (running jobs finish) and close the queue."""
+        if self._worker is not None:
+            self._worker.stop()
+        self.queue.close()
