@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from remem.embed import FakeEmbedder
 from remem.server import ServerConfig, create_app
@@ -177,11 +178,14 @@ def test_health_readiness_metrics_and_docs(client: TestClient) -> None:
     assert ready["vector_search"] is True and ready["llm"] is False
     client.post("/v1/store/search", json={})
     text = client.get("/metrics").text
-    assert 'remem_http_requests_total{method="POST",route="/v1/store/search",status="200"}' \
-        in text
-    assert 'remem_http_request_duration_seconds_bucket{method="POST",' \
-           'route="/v1/store/search",le="+Inf"}' in text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    search = (("method", "POST"), ("route", "/v1/store/search"))
+    assert samples[("remem_http_requests_total", (*search, ("status", "200")))] >= 1
+    assert samples[("remem_http_request_duration_seconds_bucket",
+                    (("le", "+Inf"), *search))] >= 1
     assert "# TYPE remem_http_requests_in_flight gauge" in text
+    assert "tenant" not in text  # /metrics needs no key: it names no tenant
     schema = client.get("/openapi.json").json()
     assert schema["info"]["title"] == "remem" and "/v1/memories/search" in schema["paths"]
     assert set(schema["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
@@ -239,3 +243,27 @@ def test_every_memory_route_declares_its_answer(client: TestClient) -> None:
             for verb, operation in operations.items():
                 answer = operation["responses"]["200"]["content"]["application/json"]
                 assert "$ref" in answer["schema"], (verb, path)
+
+
+def test_the_rebinding_guard_answers_are_in_the_openapi_schema() -> None:
+    """On loopback every operation documents the guard's 421 (foreign Host) and 403 (foreign
+    Origin), and the answers have the documented error body; a server bound elsewhere with
+    keys has no guard and documents none."""
+    app = create_app(ServerConfig(db=":memory:", mcp=False))
+    with TestClient(app) as c:
+        schema = c.get("/openapi.json").json()
+        operations = [op for item in schema["paths"].values() for op in item.values()]
+        assert len(operations) > 20
+        for op in operations:
+            assert "421" in op["responses"] and "403" in op["responses"]
+            assert "rebinding" in op["responses"]["421"]["description"]
+        assert schema["paths"]["/v1/memories"]["post"]["responses"]["421"]["content"][
+            "application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+        r = c.get("/healthz", headers={"Host": "evil.example"})
+        assert r.status_code == 421 and r.json()["error"] == "misdirected"
+        assert set(r.json()) == {"error", "message", "field", "details"}
+    guarded_nowhere = create_app(ServerConfig(db=":memory:", mcp=False, host="0.0.0.0"))
+    paths = guarded_nowhere.openapi()["paths"]
+    assert all("421" not in op["responses"] for item in paths.values() for op in item.values())
+    guarded_nowhere.state.remem.close()
+    app.state.remem.close()

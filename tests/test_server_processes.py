@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from prometheus_client.parser import text_string_to_metric_families
 
 from remem.cli import cli
 from remem.server.keys import KeyStore
@@ -144,6 +145,31 @@ def test_kill_takes_every_worker_of_a_multi_worker_server(tmp_path: Path) -> Non
             httpx.get(server.url + "/healthz", timeout=2.0)
     finally:
         server.close()
+
+
+def test_workers_report_the_same_metrics(tmp_path: Path) -> None:
+    """`--workers 2`: /metrics sums every worker's counters (prometheus_client's
+    multiprocess mode), so whichever worker answers reports the same totals."""
+    db = str(tmp_path / "metrics.db")
+    files = tmp_path / "prometheus"
+    with ServerProcess(["--db", db, *SERVE, "--workers", "2"],
+                       env={"PROMETHEUS_MULTIPROC_DIR": str(files)}) as server:
+
+        def healthz_count() -> float:
+            text = httpx.get(server.url + "/metrics").text  # a new connection each time
+            return sum(s.value for family in text_string_to_metric_families(text)
+                       for s in family.samples
+                       if s.name == "remem_http_requests_total"
+                       and s.labels["route"] == "/healthz")
+
+        before = healthz_count()
+        for _ in range(40):
+            assert httpx.get(server.url + "/healthz").status_code == 200
+        answers = {healthz_count() for _ in range(8)}
+        assert answers == {before + 40}
+        # both workers wrote their values to the shared directory
+        pids = {path.stem.rpartition("_")[2] for path in files.glob("*.db")}
+        assert len(pids) >= 2
 
 
 def test_no_auth_binds_only_to_loopback(tmp_path: Path) -> None:

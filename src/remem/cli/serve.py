@@ -80,12 +80,22 @@ def _refuse_keyword_only(db: str, embedder: str) -> None:
 @click.option("--ready-timeout", type=click.FloatRange(min=0, min_open=True), default=5.0,
               show_default=True, metavar="SECONDS",
               help="How long /readyz waits for the database before answering 503.")
+@click.option("--quota-items", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Items (memories, store items, thread search entries) each tenant may "
+                   "keep (default: unlimited); writes past it get 413 quota_exceeded.")
+@click.option("--quota-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="Bytes of stored values (compact JSON) each tenant may keep (default: "
+                   "unlimited); writes past it get 413 quota_exceeded.")
+@click.option("--metrics-token", envvar="REMEM_METRICS_TOKEN", default=None, metavar="TOKEN",
+              help="Serve per-tenant metrics at /metrics/tenants to this bearer token "
+                   "(at least 16 characters; default: not served). /metrics names no tenant.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
-                  ready_timeout: float, log_level: str) -> None:
+                  ready_timeout: float, quota_items: int | None, quota_bytes: int | None,
+                  metrics_token: str | None, log_level: str) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -106,10 +116,17 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
                 "embedder": embedder, "mcp": not no_mcp, "host": host,
                 "store_threads": store_threads, "rate_limit": rate_limit,
-                "rate_burst": rate_burst, "ready_timeout": ready_timeout}
+                "rate_burst": rate_burst, "ready_timeout": ready_timeout,
+                "quota_items": quota_items, "quota_bytes": quota_bytes,
+                "metrics_token": metrics_token}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
+    from remem.server.metrics import MULTIPROC_VAR, prepare_multiprocess_dir
+
+    if workers > 1 or os.environ.get(MULTIPROC_VAR):
+        # the workers' counters go to files in one directory, which /metrics adds up
+        prepare_multiprocess_dir()
     if workers > 1:  # each worker process builds its app from the settings in the environment
         os.environ[_SETTINGS_VAR] = json.dumps(settings)
         uvicorn.run("remem.cli.serve:app_from_env", factory=True, host=host, port=port,
@@ -144,7 +161,10 @@ def _build_app(settings: dict[str, Any]) -> Any:
                           store_threads=settings["store_threads"],
                           rate_limit=settings.get("rate_limit"),
                           rate_burst=settings.get("rate_burst"),
-                          ready_timeout=settings.get("ready_timeout", 5.0))
+                          ready_timeout=settings.get("ready_timeout", 5.0),
+                          quota_items=settings.get("quota_items"),
+                          quota_bytes=settings.get("quota_bytes"),
+                          metrics_token=settings.get("metrics_token"))
     return create_app(config)
 
 

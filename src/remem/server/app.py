@@ -28,8 +28,13 @@ from remem import __version__
 from remem.server import routes_memory, routes_store, routes_threads
 from remem.server.errors import BodyLimitMiddleware, error_response, install_error_handlers
 from remem.server.keys import KEYS_NAMESPACE
-from remem.server.metrics import Metrics, MetricsMiddleware
-from remem.server.netguard import HostGuard, is_loopback
+from remem.server.metrics import (
+    CONTENT_TYPE,
+    Metrics,
+    MetricsMiddleware,
+    install_tenant_metrics,
+)
+from remem.server.netguard import HostGuard, document_guard, is_loopback
 from remem.server.state import ServerConfig, ServerState
 from remem.store.base import BaseStore
 
@@ -100,9 +105,12 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     @app.get("/metrics", tags=["ops"], summary="Prometheus metrics",
              response_class=PlainTextResponse)
     def metrics_text() -> PlainTextResponse:
-        """Request counts and latencies in the Prometheus text format."""
-        return PlainTextResponse(metrics.render(),
-                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+        """Request counts and latencies in the Prometheus text format (no tenant names;
+        with several workers, the sum of all of them)."""
+        return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE)
+
+    if config.metrics_token is not None:
+        install_tenant_metrics(app, metrics, config.metrics_token)
 
     if mcp_app is not None:
         app.router.routes.append(Route(MCP_PATH, mcp_app, include_in_schema=False))
@@ -110,6 +118,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if not config.auth or is_loopback(config.host):
         app.add_middleware(HostGuard)
+        document_guard(app)  # its 421 and 403 answers appear in the OpenAPI schema
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

@@ -36,6 +36,7 @@ from remem.errors import (
     UsageError,
 )
 from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
+from remem.server.quotas import QuotaExceededError
 from remem.server.schemas import ErrorBody
 
 __all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "ErrorBoundary",
@@ -51,7 +52,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (403, "read-only key used for a write"),
         (404, "not found"),
         (409, "conflict (a concurrent change)"),
-        (413, "request body too large"),
+        (413, "request body too large (`too_large`), or the write would pass one of the "
+              "tenant's storage quotas (`quota_exceeded`: nothing was written)"),
         (422, "invalid input; `field` names it"),
         (429, "too many requests for this key; `Retry-After` says when to retry"),
     )
@@ -59,6 +61,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 #: remem errors -> (status, error kind); the first matching class wins
 ERROR_STATUS: Sequence[tuple[type[Exception], int, str]] = (
+    (QuotaExceededError, 413, "quota_exceeded"),
     (InvalidInputError, 422, "invalid_input"),
     (NotFoundError, 404, "not_found"),
     (ConflictError, 409, "conflict"),
@@ -162,7 +165,8 @@ def classify(exc: RememError, where: str) -> tuple[int, str, str]:
 def _remem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RememError)
     status, kind, message = classify(exc, f"{request.method} {request.url.path}")
-    return error_response(status, kind, message)
+    field = f"quota.{exc.quota}" if isinstance(exc, QuotaExceededError) else None
+    return error_response(status, kind, message, field=field)
 
 
 _VERBS = frozenset({"get", "put", "post", "delete", "patch", "options", "head"})

@@ -1,21 +1,56 @@
-"""Request metrics in the Prometheus text format, kept in process (no dependency).
+"""Request metrics in the Prometheus text format, through ``prometheus_client``.
 
-Counters and latency histograms are labelled by method, route template (never the raw path,
-which would carry ids) and status; there is no tenant label, so ``/metrics`` reveals nothing
-about who stores what.
+``/metrics`` serves request counts and latency histograms labelled by method, route
+template (never the raw path, which would carry ids) and status, the requests in flight
+and when the server started. It names no tenant: it needs no key, so anyone who can reach
+the port can read it.
+
+Per-tenant series (requests by tenant and status class) are kept apart and served only at
+``/metrics/tenants`` to the operator's bearer token (``remem serve --metrics-token``);
+without a token that route does not exist.
+
+With ``remem serve --workers N`` the workers are separate processes: each writes its
+counters to files in one directory (``prometheus_client``'s multiprocess mode, switched on
+by ``PROMETHEUS_MULTIPROC_DIR``, which :func:`prepare_multiprocess_dir` sets before the
+workers start), and whichever worker answers ``/metrics`` adds up every worker's files, so
+all workers report the same totals.
 """
 
 from __future__ import annotations
 
-import bisect
-import threading
+import atexit
+import glob
+import hmac
+import os
+import shutil
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
-__all__ = ["BUCKETS", "Metrics", "MetricsMiddleware"]
+from fastapi import FastAPI, Request
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["BUCKETS", "CONTENT_TYPE", "MULTIPROC_VAR", "TENANT_PREFIX", "Metrics",
+           "MetricsMiddleware", "install_tenant_metrics", "prepare_multiprocess_dir",
+           "token_matches"]
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+#: the Prometheus text format's content type
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: the variable that switches prometheus_client to its multiprocess mode
+MULTIPROC_VAR = "PROMETHEUS_MULTIPROC_DIR"
+#: metric names of the per-tenant series, never served on ``/metrics``
+TENANT_PREFIX = "remem_tenant_"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -24,65 +59,124 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+def prepare_multiprocess_dir() -> str:
+    """Point ``PROMETHEUS_MULTIPROC_DIR`` at an empty directory for the workers about to
+    start: the one already set (its metric files from an earlier run are removed, nothing
+    else), or a new temporary one, removed when this process exits."""
+    path = os.environ.get(MULTIPROC_VAR)
+    if path:
+        os.makedirs(path, exist_ok=True)
+        for stale in glob.glob(os.path.join(glob.escape(path), "*.db")):
+            os.remove(stale)  # counters of a previous run would be added to this one's
+        return path
+    path = tempfile.mkdtemp(prefix="remem-metrics-")
+    os.environ[MULTIPROC_VAR] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+class _Selected(Collector):
+    """The metric families of ``source`` whose name starts with ``prefix`` (``keep``) or
+    does not (``not keep``)."""
+
+    def __init__(self, source: Callable[[], Iterable[Metric]], prefix: str,
+                 keep: bool) -> None:
+        self.source = source
+        self.prefix = prefix
+        self.keep = keep
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.source():
+            if family.name.startswith(self.prefix) == self.keep:
+                yield family
+
+
 class Metrics:
-    """Thread-safe counters and histograms, rendered by :meth:`render`."""
+    """The server's metrics; :meth:`render` and :meth:`render_tenants` expose them.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: dict[tuple[str, str, str], int] = {}
-        self._hist: dict[tuple[str, str], list[float]] = {}  # bucket counts + [sum, count]
-        self.in_flight = 0
-        self.started = time.time()
+    ``multiprocess_dir``: where the workers' metric files are (default: the
+    ``PROMETHEUS_MULTIPROC_DIR`` variable; unset, this process's own values)."""
 
-    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        """Record one finished request."""
-        with self._lock:
-            key = (method, route, str(status))
-            self._requests[key] = self._requests.get(key, 0) + 1
-            hist = self._hist.setdefault((method, route), [0.0] * (len(BUCKETS) + 2))
-            hist[bisect.bisect_left(BUCKETS, seconds)] += 1  # the first bucket >= seconds
-            hist[-2] += seconds
-            hist[-1] += 1
+    def __init__(self, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir or os.environ.get(MULTIPROC_VAR) or None
+        # a registry per app: several apps in one process (tests) must not collide
+        self._own = CollectorRegistry()
+        self.requests = Counter(
+            "remem_http_requests", "HTTP requests by method, route and status.",
+            ["method", "route", "status"], registry=self._own)
+        self.duration = Histogram(
+            "remem_http_request_duration_seconds", "Time to answer a request.",
+            ["method", "route"], buckets=BUCKETS, registry=self._own)
+        self.in_flight = Gauge(
+            "remem_http_requests_in_flight", "Requests being answered now.",
+            multiprocess_mode="livesum", registry=self._own)
+        started = Gauge(
+            "remem_process_start_time_seconds", "When the server (its oldest worker) started "
+            "(epoch).", multiprocess_mode="min", registry=self._own)
+        started.set(time.time())
+        self.tenant_requests = Counter(
+            f"{TENANT_PREFIX}http_requests", "HTTP requests by tenant and status class "
+            "(2xx, 4xx, ...).", ["tenant", "status_class"], registry=self._own)
+
+    def observe(self, method: str, route: str, status: int, seconds: float,
+                tenant: str | None = None) -> None:
+        """Record one finished request (and its tenant's count, if it had one)."""
+        self.requests.labels(method, route, str(status)).inc()
+        self.duration.labels(method, route).observe(seconds)
+        if tenant is not None:
+            self.tenant_requests.labels(tenant, f"{status // 100}xx").inc()
+
+    def _source(self) -> Callable[[], Iterable[Metric]]:
+        if self.multiprocess_dir is None:
+            return self._own.collect
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(  # type: ignore[no-untyped-call]
+            merged, path=self.multiprocess_dir)
+        return merged.collect
+
+    def _render(self, tenants: bool) -> str:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Selected(self._source(), TENANT_PREFIX, tenants))
+        return generate_latest(registry).decode("utf-8")
 
     def render(self) -> str:
-        """The Prometheus text exposition (version 0.0.4)."""
-        lines = [
-            "# HELP remem_http_requests_total HTTP requests by method, route and status.",
-            "# TYPE remem_http_requests_total counter",
-        ]
-        with self._lock:
-            for (method, route, status), count in sorted(self._requests.items()):
-                lines.append(f'remem_http_requests_total{{method="{method}",route="{_esc(route)}",'
-                             f'status="{status}"}} {count}')
-            lines += [
-                "# HELP remem_http_request_duration_seconds Time to answer a request.",
-                "# TYPE remem_http_request_duration_seconds histogram",
-            ]
-            for (method, route), hist in sorted(self._hist.items()):
-                labels = f'method="{method}",route="{_esc(route)}"'
-                running = 0
-                for bound, in_bucket in zip(BUCKETS, hist, strict=False):
-                    running += int(in_bucket)
-                    lines.append(f'remem_http_request_duration_seconds_bucket{{{labels},'
-                                 f'le="{bound}"}} {running}')
-                lines.append(f'remem_http_request_duration_seconds_bucket{{{labels},le="+Inf"}} '
-                             f"{int(hist[-1])}")
-                lines.append(f"remem_http_request_duration_seconds_sum{{{labels}}} {hist[-2]}")
-                lines.append(f"remem_http_request_duration_seconds_count{{{labels}}} "
-                             f"{int(hist[-1])}")
-            lines += [
-                "# HELP remem_http_requests_in_flight Requests being answered now.",
-                "# TYPE remem_http_requests_in_flight gauge",
-                f"remem_http_requests_in_flight {self.in_flight}",
-                "# HELP remem_process_start_time_seconds When the server started (epoch).",
-                "# TYPE remem_process_start_time_seconds gauge",
-                f"remem_process_start_time_seconds {self.started}",
-            ]
-        return "\n".join(lines) + "\n"
+        """The Prometheus text of every series without a tenant (``/metrics``)."""
+        return self._render(tenants=False)
+
+    def render_tenants(self) -> str:
+        """The Prometheus text of the per-tenant series (``/metrics/tenants``)."""
+        return self._render(tenants=True)
 
 
-def _esc(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def token_matches(expected: str, authorization: str | None) -> bool:
+    """Whether an ``Authorization`` header carries ``Bearer <expected>`` (compared in
+    constant time)."""
+    if not authorization:
+        return False
+    scheme, _, credentials = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        credentials.strip().encode("utf-8", "surrogatepass"),
+        expected.encode("utf-8", "surrogatepass"))
+
+
+def install_tenant_metrics(app: FastAPI, metrics: Metrics, token: str) -> None:
+    """Serve :meth:`Metrics.render_tenants` at ``GET /metrics/tenants`` on ``app`` (a FastAPI
+    app) to requests that carry ``Authorization: Bearer <token>``; others get a 401."""
+    from fastapi.responses import PlainTextResponse, Response
+
+    from remem.server.errors import error_response
+
+    @app.get("/metrics/tenants", tags=["ops"], summary="Per-tenant Prometheus metrics",
+             response_class=PlainTextResponse,
+             responses={401: {"description": "no or another metrics token"}})
+    def tenant_metrics(request: Request) -> Response:
+        """Requests by tenant and status class, for the operator's metrics token only
+        (``remem serve --metrics-token``): tenant names are not for every caller."""
+        if not token_matches(token, request.headers.get("authorization")):
+            return error_response(401, "unauthorized", "this route needs the server's metrics "
+                                  "token: send 'Authorization: Bearer <remem serve "
+                                  "--metrics-token>'", headers={"WWW-Authenticate": "Bearer"})
+        return PlainTextResponse(metrics.render_tenants(), media_type=CONTENT_TYPE)
 
 
 class MetricsMiddleware:
@@ -93,7 +187,7 @@ class MetricsMiddleware:
         self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Time the request and record its route template and status."""
+        """Time the request and record its route template, status and tenant."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -106,13 +200,16 @@ class MetricsMiddleware:
                 status = int(message["status"])
             await send(message)
 
-        self.metrics.in_flight += 1
+        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, send_status)
         finally:
-            self.metrics.in_flight -= 1
+            self.metrics.in_flight.dec()
             route = scope.get("route")
             template = getattr(route, "path", None) or (
                 "/mcp" if scope.get("path", "").startswith("/mcp") else "unmatched")
+            # the route's key check leaves who asked in the request state
+            who = (scope.get("state") or {}).get("remem_principal")
             self.metrics.observe(scope.get("method", "GET"), template, status,
-                                 time.perf_counter() - start)
+                                 time.perf_counter() - start,
+                                 getattr(who, "tenant", None))

@@ -16,11 +16,23 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from typing import Any
 from urllib.parse import urlsplit
 
 from remem.server.metrics import ASGIApp, Receive, Scope, Send
 
-__all__ = ["HostGuard", "host_name", "is_loopback", "rebinding_refusal"]
+__all__ = ["GUARD_RESPONSES", "HostGuard", "document_guard", "host_name", "is_loopback",
+           "rebinding_refusal"]
+
+#: the answers :class:`HostGuard` gives, as OpenAPI responses of every operation it guards
+GUARD_RESPONSES: dict[str, dict[str, Any]] = {
+    "421": {"description": "misdirected: the Host header names neither a loopback address nor "
+                           "the address the server is bound to (DNS rebinding protection of a "
+                           "loopback or keyless server)"},
+    "403": {"description": "an Origin header names another site (DNS rebinding protection of "
+                           "a loopback or keyless server)"},
+}
+_VERBS = frozenset({"get", "put", "post", "delete", "patch", "options", "head", "trace"})
 
 
 def is_loopback(host: str) -> bool:
@@ -77,6 +89,31 @@ def rebinding_refusal(scope: Scope) -> tuple[int, str] | None:
             return 403, ("requests from web pages of other origins are refused on a "
                          "loopback or keyless server (DNS rebinding protection)")
     return None
+
+
+def document_guard(app: Any) -> None:
+    """Add :data:`GUARD_RESPONSES` to every operation of ``app``'s OpenAPI schema (a FastAPI
+    app whose routes :class:`HostGuard` guards), with the error body every route answers."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema: dict[str, Any] = build()  # FastAPI builds it once and caches it
+        body = ({"content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/ErrorBody"}}}}
+                if "ErrorBody" in schema.get("components", {}).get("schemas", {}) else {})
+        for path_item in schema.get("paths", {}).values():
+            for verb, operation in path_item.items():
+                if verb not in _VERBS:
+                    continue
+                responses = operation.setdefault("responses", {})
+                for status, answer in GUARD_RESPONSES.items():
+                    if status not in responses:
+                        responses[status] = {**answer, **body}
+                    elif answer["description"] not in responses[status]["description"]:
+                        responses[status]["description"] += f"; or {answer['description']}"
+        return schema
+
+    app.openapi = openapi
 
 
 class HostGuard:

@@ -19,6 +19,7 @@ from remem.embed.base import Embedder
 from remem.errors import ConfigError
 from remem.llm.base import ChatModel
 from remem.server.keys import KeyStore, tenant_prefix
+from remem.server.quotas import Quota, QuotaStore
 from remem.server.ratelimit import RateLimiter
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.scoped import ScopedStore
@@ -57,7 +58,12 @@ class ServerConfig:
     ``rate_limit``: requests per second each key may make (``None``: unlimited), with bursts
     of ``rate_burst`` (default: one second's worth); more get a 429 with ``Retry-After``
     (see :mod:`remem.server.ratelimit`). ``ready_timeout``: seconds ``/readyz`` waits for the
-    store before answering 503.
+    store before answering 503. ``quota_items`` / ``quota_bytes``: the items and bytes of
+    values each tenant may keep (``None``: unlimited); a write past them gets a 413
+    ``quota_exceeded`` and writes nothing (see :mod:`remem.server.quotas`).
+    ``quota_recount_seconds``: how old a tenant's exact count may get in a process.
+    ``metrics_token``: the bearer token ``/metrics/tenants`` (per-tenant series) asks for
+    (``None``: that route answers 404; ``/metrics`` never shows tenants).
     """
 
     db: str = "memory.db"
@@ -73,6 +79,10 @@ class ServerConfig:
     rate_limit: float | None = None
     rate_burst: float | None = None
     ready_timeout: float = 5.0
+    quota_items: int | None = None
+    quota_bytes: int | None = None
+    quota_recount_seconds: float = 60.0
+    metrics_token: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
@@ -94,6 +104,15 @@ class ServerConfig:
                 or not 0 < self.ready_timeout <= 300):
             raise ConfigError(f"ready_timeout must be seconds in (0, 300], got "
                               f"{self.ready_timeout!r}")
+        self.quota()  # validates the quota settings, naming the option
+        if self.metrics_token is not None and (not isinstance(self.metrics_token, str)
+                                               or len(self.metrics_token.strip()) < 16):
+            raise ConfigError("metrics_token must be a string of at least 16 characters "
+                              "(remem serve --metrics-token, or REMEM_METRICS_TOKEN)")
+
+    def quota(self) -> Quota:
+        """The per-tenant storage quota these settings describe."""
+        return Quota(self.quota_items, self.quota_bytes, self.quota_recount_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +180,14 @@ class ServerState:
         """The store as ``principal``'s tenant sees it."""
         scoped = self._scoped.get(principal.tenant)
         if scoped is None:
+            quota = self.config.quota()
             with self._lock:
-                scoped = self._scoped.setdefault(
-                    principal.tenant, ScopedStore(self.store, tenant_prefix(principal.tenant)))
+                scoped = self._scoped.get(principal.tenant)
+                if scoped is None:
+                    prefix = tenant_prefix(principal.tenant)
+                    scoped = (QuotaStore(self.store, prefix, quota, tenant=principal.tenant)
+                              if quota.active else ScopedStore(self.store, prefix))
+                    self._scoped[principal.tenant] = scoped
         return scoped
 
     def memory_for(self, principal: Principal) -> Memory:

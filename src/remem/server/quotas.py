@@ -1,0 +1,222 @@
+"""Storage quotas per tenant: how many items and how many bytes of values a tenant may keep.
+
+What counts: every item of the tenant's store outside remem's bookkeeping (``"_remem"``):
+memories (current and invalidated), raw store items, and the thread search index. Its
+size is the value as compact UTF-8 JSON (vectors and index rows are not counted). History,
+ids and locks are bookkeeping: they are not counted and never refused, so an undo or a
+hard delete always goes through, and frees room.
+
+How it is enforced: the tenant's store is a :class:`QuotaStore`, which checks each write
+batch before it runs. A batch that would leave the tenant over a quota writes nothing and
+raises :class:`QuotaExceededError` (HTTP 413 ``quota_exceeded``; waiting does not free room,
+so it is not a 429). A batch that does not grow the tenant (deletes, a smaller update) is
+always allowed, even over the quota.
+
+The usage is counted exactly by reading every item of the tenant (:func:`measure`), at
+most every ``recount_seconds`` per tenant and process; in between, each batch's exact
+growth is added (its keys are read before it runs). Before a refusal the tenant is counted
+again, so a refusal is always based on a fresh count. The quota is soft by what other
+processes (``--workers``, other servers) wrote since this process last counted, and by the
+batches running at the same moment.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from remem.errors import ConfigError, UsageError
+from remem.store import BaseStore, DeleteOp, GetOp, Item, Op, PutOp, Result
+from remem.store.scoped import ScopedStore
+
+__all__ = ["BOOKKEEPING", "Quota", "QuotaExceededError", "QuotaStore", "Usage",
+           "batch_growth", "measure", "value_bytes"]
+
+#: the top namespace label of remem's bookkeeping items, which quotas do not count
+BOOKKEEPING = "_remem"
+
+
+class QuotaExceededError(UsageError):
+    """A write would leave a tenant over one of its storage quotas (nothing was written).
+
+    ``quota`` is ``"items"`` or ``"bytes"``; ``limit`` the quota, ``usage`` the tenant's
+    usage before the write, ``after`` what it would have been."""
+
+    def __init__(self, message: str, *, quota: str, limit: int, usage: int,
+                 after: int) -> None:
+        super().__init__(message)
+        self.quota = quota
+        self.limit = limit
+        self.usage = usage
+        self.after = after
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """Limits per tenant: ``max_items`` items and ``max_bytes`` bytes of values (``None``:
+    unlimited); ``recount_seconds``: how old a tenant's exact count may get in a process."""
+
+    max_items: int | None = None
+    max_bytes: int | None = None
+    recount_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name, option in (("max_items", "--quota-items"), ("max_bytes", "--quota-bytes")):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ConfigError(f"quota {name} must be a positive integer or None, got "
+                                  f"{value!r} (remem serve {option})")
+        if (isinstance(self.recount_seconds, bool)
+                or not isinstance(self.recount_seconds, int | float)
+                or not 0 <= self.recount_seconds <= 86_400):
+            raise ConfigError(f"quota recount_seconds must be seconds in [0, 86400], got "
+                              f"{self.recount_seconds!r}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set."""
+        return self.max_items is not None or self.max_bytes is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What a tenant holds: ``items`` and ``bytes`` of values (bookkeeping excluded)."""
+
+    items: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.items + other.items, self.bytes + other.bytes)
+
+
+def value_bytes(value: Mapping[str, Any]) -> int:
+    """The size quotas count for a value: its compact JSON in UTF-8."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _counted(namespace: Sequence[str]) -> bool:
+    return not namespace or namespace[0] != BOOKKEEPING
+
+
+def measure(items: Iterable[Item]) -> Usage:
+    """The usage ``items`` amount to (bookkeeping items are skipped)."""
+    count = size = 0
+    for item in items:
+        if _counted(item.namespace):
+            count += 1
+            size += value_bytes(item.value)
+    return Usage(count, size)
+
+
+def batch_growth(ops: Sequence[Op], existing: Mapping[tuple[tuple[str, ...], str], int]
+                 ) -> Usage:
+    """How much running ``ops`` grows a tenant, given the value size of each key the ops write
+    that exists now (``existing``; absent keys do not exist). Later ops on a key replace
+    earlier ones, as in a batch."""
+    final: dict[tuple[tuple[str, ...], str], int | None] = {}
+    for op in ops:
+        if isinstance(op, PutOp | DeleteOp) and _counted(op.namespace):
+            where = (tuple(op.namespace), op.key)
+            final[where] = value_bytes(op.value) if isinstance(op, PutOp) else None
+    items = size = 0
+    for where, after in final.items():
+        before = existing.get(where)
+        items += (after is not None) - (before is not None)
+        size += (after or 0) - (before or 0)
+    return Usage(items, size)
+
+
+class _Ledger:
+    """One tenant's usage as last counted, plus the growth of the batches since."""
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None
+        self.counted_at = 0.0
+        self.lock = threading.Lock()
+
+
+class QuotaStore(ScopedStore):
+    """A tenant's :class:`~remem.store.scoped.ScopedStore` that refuses write batches over
+    ``quota`` (see the module docstring). ``tenant`` names the tenant in refusals; ``clock``
+    (monotonic seconds) decides when a count is stale."""
+
+    def __init__(self, inner: BaseStore, prefix: Sequence[str], quota: Quota, *,
+                 tenant: str, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(inner, prefix)
+        self.quota = quota
+        self.tenant = tenant
+        self._monotonic = clock
+        self._ledger = _Ledger()
+
+    def usage(self, *, fresh: bool = False) -> Usage:
+        """The tenant's usage: counted again if ``fresh`` or the count is stale."""
+        ledger = self._ledger
+        with ledger.lock:
+            stale = (ledger.usage is None or fresh or self._monotonic() - ledger.counted_at
+                     >= self.quota.recount_seconds)
+        if stale:  # counted outside the lock: a large tenant takes a while to read
+            counted = measure(self.iter_items(()))
+            with ledger.lock:
+                ledger.usage, ledger.counted_at = counted, self._monotonic()
+        with ledger.lock:
+            assert ledger.usage is not None
+            return ledger.usage
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` if they leave the tenant within its quota; else raise
+        :class:`QuotaExceededError` and write nothing."""
+        op_list = list(ops)
+        writes = [op for op in op_list
+                  if isinstance(op, PutOp | DeleteOp) and _counted(op.namespace)]
+        # deletes alone are never refused; they are only read first to keep a running count
+        deletes_only = not any(isinstance(op, PutOp) for op in writes)
+        if not writes or (deletes_only and self._ledger.usage is None):
+            return super().batch(op_list)
+        growth = self._growth(writes)
+        if growth.items > 0 or growth.bytes > 0:
+            usage = self.usage()
+            if self._refusal(usage, growth) is not None:
+                usage = self.usage(fresh=True)  # refuse only on a fresh count
+                refusal = self._refusal(usage, growth)
+                if refusal is not None:
+                    raise refusal
+        results = super().batch(op_list)
+        with self._ledger.lock:
+            if self._ledger.usage is not None:
+                self._ledger.usage = self._ledger.usage + growth
+        return results
+
+    def _growth(self, writes: Sequence[Op]) -> Usage:
+        keys = {(tuple(op.namespace), op.key) for op in writes
+                if isinstance(op, PutOp | DeleteOp)}
+        gets = [GetOp(namespace, key, refresh_ttl=False) for namespace, key in keys]
+        found = super().batch(gets)
+        existing = {(tuple(item.namespace), item.key): value_bytes(item.value)
+                    for item in found if isinstance(item, Item)}
+        return batch_growth(writes, existing)
+
+    def _refusal(self, usage: Usage, growth: Usage) -> QuotaExceededError | None:
+        after = usage + growth
+        limit = self.quota.max_items
+        if limit is not None and growth.items > 0 and after.items > limit:
+            return QuotaExceededError(
+                f"tenant {self.tenant!r} holds {usage.items:,} items and this write adds "
+                f"{growth.items:,}, over its quota of {limit:,} items (remem serve "
+                "--quota-items); nothing was written. Delete memories (hard=true) or store "
+                "items to make room, or ask the operator to raise the quota",
+                quota="items", limit=limit, usage=usage.items, after=after.items)
+        limit = self.quota.max_bytes
+        if limit is not None and growth.bytes > 0 and after.bytes > limit:
+            return QuotaExceededError(
+                f"tenant {self.tenant!r} holds {usage.bytes:,} bytes of values and this write "
+                f"adds {growth.bytes:,}, over its quota of {limit:,} bytes (remem serve "
+                "--quota-bytes); nothing was written. Delete memories (hard=true) or store "
+                "items to make room, or ask the operator to raise the quota",
+                quota="bytes", limit=limit, usage=usage.bytes, after=after.bytes)
+        return None
