@@ -13,9 +13,11 @@ import click
 from remem import __version__
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
+from remem.cli.episodes import episodes_group
 from remem.cli.eval import eval_group
 from remem.cli.memory import MEMORY_COMMANDS
 from remem.cli.pg import pg_group
+from remem.cli.prompts import prompts_group
 from remem.cli.serve import SERVICE_COMMANDS
 from remem.cli.store import store_group
 from remem.cli.threads import threads_group
@@ -39,6 +41,8 @@ cli.add_command(eval_group)
 cli.add_command(pg_group)
 cli.add_command(threads_group)
 cli.add_command(chat_command)
+cli.add_command(prompts_group)
+cli.add_command(episodes_group)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp
