@@ -12,7 +12,7 @@ the same context.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from remem.context.types import (
@@ -27,7 +27,8 @@ from remem.context.types import (
     render_text,
 )
 from remem.errors import InvalidInputError
-from remem.tokens import MESSAGE_OVERHEAD, TokenCounter, count_messages
+from remem.messages.types import Message
+from remem.tokens import MESSAGE_OVERHEAD, TokenCounter, count_message, count_messages
 
 __all__ = ["SectionOffer", "context_tokens", "pack"]
 
@@ -49,10 +50,20 @@ class _Cost:
     message: int  # in the message rendering
 
 
-def context_tokens(blocks: Sequence[Block], counter: TokenCounter) -> int:
-    """What ``blocks`` cost: the larger of the string and the message renderings."""
-    return max(counter.count(render_text(blocks)),
-               count_messages(render_messages(blocks), counter))
+def context_tokens(blocks: Sequence[Block], counter: TokenCounter,
+                   message_costs: Mapping[int, int] | None = None) -> int:
+    """What ``blocks`` cost: the larger of the string and the message renderings.
+    ``message_costs``: known :func:`~remem.tokens.count_messages` of conversation items, by
+    ``id()`` of the item (a message list costs the sum of its messages, so parts add up)."""
+    text = counter.count(render_text(blocks))
+    if message_costs is None:
+        return max(text, count_messages(render_messages(blocks), counter))
+    system = render_text([block for block in blocks if not block.conversation])
+    messages = count_message(Message.system(system), counter) if system else 0
+    for block in blocks:
+        if block.conversation:
+            messages += sum(message_costs[id(item)] for item in block.items)
+    return max(text, messages)
 
 
 def _blocks(offers: Sequence[SectionOffer], kept: Sequence[list[ContextItem]]) -> list[Block]:
@@ -74,9 +85,13 @@ def pack(offers: Sequence[SectionOffer], budget: int | None,
     names = [offer.name for offer in offers]
     if len(set(names)) != len(names):
         raise InvalidInputError(f"context sections must have distinct names, got {names}")
-    if budget is not None and context_tokens(
-            _blocks(offers, [list(offer.items) for offer in offers]), counter) <= budget:
-        budget = None  # everything fits as a whole (sums of parts may say otherwise)
+    costs = {id(item): count_messages(item.messages, counter)
+             for offer in offers for item in offer.items if item.messages}
+    everything = [list(offer.items) for offer in offers]
+    whole = context_tokens(_blocks(offers, everything), counter, costs)
+    if budget is None or whole <= budget:
+        # everything fits as a whole (sums of parts may say otherwise)
+        return _result(offers, everything, whole, limit, counter, [])
     kept: list[list[ContextItem]] = [[] for _ in offers]
     positions: list[list[int]] = [[] for _ in offers]  # where each kept item was offered
     dropped: list[tuple[int, int, DroppedItem]] = []
@@ -90,7 +105,7 @@ def pack(offers: Sequence[SectionOffer], budget: int | None,
         for i, item in enumerate(offer.items):
             cost = _Cost(counter.count(item_text(item)) + 1, 0)
             if conversation:
-                cost.message = count_messages(item.messages, counter)
+                cost.message = costs.get(id(item), 0)
             else:
                 cost.message = cost.text
             alone[s, i] = max(cost.text, cost.message)
@@ -108,12 +123,10 @@ def pack(offers: Sequence[SectionOffer], budget: int | None,
                     budget + budget // 4 + 8:
                 # near the edge the sum of parts may overestimate: count the whole
                 kept[s].append(item)
-                blocks = _blocks(offers, kept)
-                exact_text = counter.count(render_text(blocks))
-                exact_messages = count_messages(render_messages(blocks), counter)
+                exact = context_tokens(_blocks(offers, kept), counter, costs)
                 kept[s].pop()
-                if max(exact_text, exact_messages) <= budget:
-                    fits, text_next, message_next = True, exact_text, exact_messages
+                if exact <= budget:
+                    fits, text_next, message_next = True, exact, exact
             if fits:
                 kept[s].append(item)
                 positions[s].append(i)
@@ -123,20 +136,25 @@ def pack(offers: Sequence[SectionOffer], budget: int | None,
                 dropped.append((s, i, DroppedItem(offer.name, item.key, alone[s, i],
                                                   "over_budget")))
                 cut = offer.contiguous
-    tokens = context_tokens(_blocks(offers, kept), counter)
+    tokens = context_tokens(_blocks(offers, kept), counter, costs)
     while budget is not None and tokens > budget:
         # the counter is not additive here: drop the lowest priority item kept and recount
         s = max(index for index, items in enumerate(kept) if items)
         item, i = kept[s].pop(), positions[s].pop()
         dropped.append((s, i, DroppedItem(offers[s].name, item.key, alone[s, i],
                                           "over_budget")))
-        tokens = context_tokens(_blocks(offers, kept), counter)
-    blocks = _blocks(offers, kept)
+        tokens = context_tokens(_blocks(offers, kept), counter, costs)
+    return _result(offers, kept, tokens, limit, counter, dropped)
+
+
+def _result(offers: Sequence[SectionOffer], kept: Sequence[list[ContextItem]], tokens: int,
+            budget: int | None, counter: TokenCounter,
+            dropped: list[tuple[int, int, DroppedItem]]) -> ContextResult:
     reports = tuple(
         SectionReport(offer.name,
                       counter.count(block_text(offer.title, kept[s])) if kept[s] else 0,
                       len(kept[s]), len(offer.items) - len(kept[s]))
         for s, offer in enumerate(offers))
     dropped.sort(key=lambda entry: (entry[0], entry[1]))
-    return ContextResult(tuple(blocks), tokens, limit, counter.name, reports,
+    return ContextResult(tuple(_blocks(offers, kept)), tokens, budget, counter.name, reports,
                          tuple(entry[2] for entry in dropped))
