@@ -18,7 +18,7 @@ from remem.errors import (
     TemplateVariableError,
 )
 from remem.memory.flow import StoreBatch
-from remem.procedural import PromptRegistry, check_variables, render, variables
+from remem.procedural import PromptRegistry, check_variables, diff_texts, render, variables
 from remem.store import BaseStore, InMemoryStore, SQLiteStore
 
 _schemas = itertools.count()
@@ -59,7 +59,7 @@ def test_versions_history_diff_and_rollback(store: BaseStore) -> None:
     assert history[1].trajectories == ({"id": "t1", "feedback": {"score": 0.2}},)
     assert prompts.diff("support") == (
         "--- support@v1\n+++ support@v2\n@@ -1,2 +1,2 @@\n You help {user}.\n-Be brief.\n"
-        "\\ No newline at end of file\n+Be brief and kind.\n\\ No newline at end of file\n")
+        "+Be brief and kind.\n")
     restored = prompts.rollback("support", 1)
     assert (restored.version, restored.kind, restored.rolled_back_to) == (3, "rollback", 1)
     assert prompts.get("support").text == first.text
@@ -164,6 +164,13 @@ def test_async_twins_match() -> None:
         return [v.text for v in await prompts.ahistory("p")]
 
     assert asyncio.run(scenario()) == ["A {x}", "B {x}", "A {x}"]
+
+
+def test_diff_marks_a_trailing_newline_only_when_it_changes() -> None:
+    assert diff_texts("a\nb", "a\nb") == ""
+    assert diff_texts("a", "a\n").endswith("\\ No newline at end of file\n+a\n")
+    assert diff_texts("a\n", "b\n", old_label="x", new_label="y") == (
+        "--- x\n+++ y\n@@ -1 +1 @@\n-a\n+b\n")
 
 
 def test_template_variables_and_escapes() -> None:

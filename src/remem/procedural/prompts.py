@@ -107,7 +107,12 @@ class PromptVersion:
 
 def diff_texts(old: str, new: str, *, old_label: str = "before", new_label: str = "after",
                context: int = 3) -> str:
-    """A unified diff (:mod:`difflib`) of two prompt texts; ``""`` when they are equal."""
+    """A unified diff (:mod:`difflib`) of two prompt texts; ``""`` when they are equal.
+
+    Prompts rarely end with a newline; when neither (or both) does, the last lines are compared
+    as lines, so the diff carries no "No newline at end of file" markers."""
+    if old.endswith("\n") == new.endswith("\n") and not old.endswith("\n"):
+        old, new = old + "\n", new + "\n"
     lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                  fromfile=old_label, tofile=new_label, n=context)
     out = []
