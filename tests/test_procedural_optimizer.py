@@ -182,6 +182,19 @@ def test_auto_commit_and_commit_conflicts() -> None:
     assert unchanged.committed is None and prompts.get("qa").version == 3
 
 
+def test_a_trajectory_built_directly_reads_any_feedback_shape() -> None:
+    built = Trajectory([Message.user("hi")], {"score": 1, "comment": "ok", "tag": "x"})
+    assert built.has_feedback and built.feedback is not None
+    assert (built.feedback.score, built.feedback.comment, dict(built.feedback.details)) == (
+        1.0, "ok", {"tag": "x"})
+    assert isinstance(built.messages, tuple)
+    assert Trajectory((Message.user("hi"),), "  ").feedback is None
+    with pytest.raises(InvalidInputError, match=r"Trajectory\.feedback is a bool"):
+        Trajectory((Message.user("hi"),), True)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"score'\] must be a finite number"):
+        Trajectory((Message.user("hi"),), {"score": float("nan")})  # type: ignore[arg-type]
+
+
 def test_bad_arguments_are_typed_errors() -> None:
     model = ScriptedModel()
     with pytest.raises(InvalidInputError, match="strategy must be one of"):

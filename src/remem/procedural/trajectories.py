@@ -94,6 +94,14 @@ class Trajectory:
     feedback: Feedback | None = None
     id: str | None = None
 
+    def __post_init__(self) -> None:
+        # built directly, it still takes any feedback shape and a list of messages
+        object.__setattr__(self, "messages", _messages(self.messages, "Trajectory.messages"))
+        object.__setattr__(self, "feedback", Feedback.of(self.feedback,
+                                                         where="Trajectory.feedback"))
+        if self.id is not None and not isinstance(self.id, str):
+            raise InvalidInputError(f"Trajectory.id must be text, got {self.id!r}")
+
     @staticmethod
     def of(value: Any, *, where: str = "trajectory") -> Trajectory:
         """Read a :class:`Trajectory`, a ``(messages, feedback)`` pair, or a dict with
