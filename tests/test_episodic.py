@@ -139,6 +139,15 @@ def test_extract_from_a_thread_is_one_call_and_cites_the_thread(store: BaseStore
     assert [e.id for e in episodes.list()] == [episode.id]
     found = episodes.search("parcel broken refund")
     assert [e.id for e in found] == [episode.id]
+    episodes.add_many([{"situation": "User's parcel arrived broken; wants money back now",
+                        "action": "Asked for a photo, then refunded"},
+                       {"situation": "User cannot log in", "action": "Sent a reset link"}])
+    chosen = episodes.select_examples("my parcel is broken, refund me", k=3)
+    # one of the two near-identical parcel episodes; the log-in one is under the relevance floor
+    assert len(chosen.examples) == 1 and chosen.duplicates == 1
+    assert "parcel arrived broken" in chosen.examples[0].situation
+    loose = episodes.select_examples("my parcel is broken, refund me", k=3, min_relevance=0.0)
+    assert [e.situation for e in loose.examples][1:] == ["User cannot log in"]
     episodes.delete(episode.id)
     with pytest.raises(NotFoundError):
         episodes.get(episode.id)

@@ -117,8 +117,7 @@ def test_conflicts_and_missing_prompts_name_the_fix() -> None:
         prompts.update("p", "  ")
 
 
-def test_a_lost_race_is_retried_on_fresh_data_and_loses_nothing() -> None:
-    store = InMemoryStore()
+def test_a_lost_race_is_retried_on_fresh_data_and_loses_nothing(store: BaseStore) -> None:
     prompts = PromptRegistry(store)
     prompts.create("p", "v1")
     rival = PromptRegistry(store)
@@ -202,3 +201,47 @@ def test_render_fills_exactly_the_variables_found(parts: list[str],
     for name in names:
         assert f"<{name}>" in rendered
     assert check_variables(text, names) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.just("update"), st.text(alphabet="abc {}x\n", min_size=1, max_size=20)),
+    st.tuples(st.just("rollback"), st.integers(min_value=1, max_value=12))), max_size=10))
+def test_history_is_every_write_in_order(steps: list[tuple[str, object]]) -> None:
+    prompts = PromptRegistry(InMemoryStore())
+    prompts.create("p", "start {x}")
+    texts = ["start {x}"]
+    for kind, arg in steps:
+        try:
+            if kind == "update":
+                prompts.update("p", str(arg))
+                texts.append(str(arg))
+            else:
+                assert isinstance(arg, int)
+                prompts.rollback("p", arg)
+                texts.append(texts[arg - 1])
+        except (TemplateVariableError, NotFoundError, InvalidInputError):
+            # refused writes store nothing: a text without exactly {x}, a version not yet
+            # written, or blank text
+            pass
+    history = prompts.history("p")
+    assert [v.version for v in history] == list(range(1, len(texts) + 1))
+    assert [v.text for v in history] == texts
+    assert all(variables(v.text) == ("x",) for v in history)
+    assert prompts.get("p").text == texts[-1]
+
+
+def test_public_surface() -> None:
+    import remem.episodic
+    import remem.procedural
+
+    assert sorted(remem.procedural.__all__) == [
+        "Feedback", "MultiOptimization", "Optimization", "PromptOptimizer", "PromptRegistry",
+        "PromptVersion", "STRATEGIES", "Strategy", "Trajectory", "check_variables",
+        "diff_texts", "render", "variable_problem", "variables"]
+    assert sorted(remem.episodic.__all__) == [
+        "Episode", "EpisodeDraft", "EpisodeStore", "Extracted", "Selection",
+        "example_messages", "fit_examples", "render_examples", "similarity"]
+    for module in (remem.procedural, remem.episodic):
+        for name in module.__all__:
+            assert getattr(module, name).__doc__ or name in ("STRATEGIES", "Strategy"), name
