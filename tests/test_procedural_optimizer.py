@@ -195,6 +195,18 @@ def test_a_trajectory_built_directly_reads_any_feedback_shape() -> None:
         Trajectory((Message.user("hi"),), {"score": float("nan")})  # type: ignore[arg-type]
 
 
+def test_long_conversations_reach_the_model_with_their_middle_left_out() -> None:
+    from remem.procedural.trajectories import MAX_CONVERSATION_CHARS
+
+    long = "start " + "x" * (3 * MAX_CONVERSATION_CHARS) + " end"
+    model = ScriptedModel([REWRITE])
+    PromptOptimizer(model, strategy="prompt_memory").optimize_text(
+        PROMPT, [([Message.user(long)], "too long")])
+    sent = model.requests[0].messages[-1].text
+    assert "user: start" in sent and "x end" in sent and "characters left out" in sent
+    assert len(sent) < 2 * MAX_CONVERSATION_CHARS
+
+
 def test_bad_arguments_are_typed_errors() -> None:
     model = ScriptedModel()
     with pytest.raises(InvalidInputError, match="strategy must be one of"):

@@ -182,7 +182,7 @@ class PromptOptimizer:
     def _named_flow(self, name: str, trajectories: tuple[Trajectory, ...], strategy: Strategy,
                     auto_commit: bool) -> Flow[Optimization]:
         registry = self._need_registry()
-        current = yield from registry._get_flow(name, None)
+        current = yield from registry.get_flow(name)
         result = yield from self._text_flow(current.text, current.variables, trajectories,
                                             strategy, name, current.version)
         if auto_commit:
@@ -196,12 +196,11 @@ class PromptOptimizer:
         if not result.changed:
             return result
         registry = self._need_registry()
-        change = registry._update_change(
+        stored = yield from registry.update_flow(
             result.name, result.new_text, author=f"optimizer:{result.strategy}",
             reason=result.reasoning or f"{result.strategy} optimization",
             trajectories=[t.reference() for t in result.trajectories],
-            expected_version=result.base_version, declared=result.variables)
-        stored = yield from registry._write_flow(result.name, change)
+            expected_version=result.base_version, variables=result.variables)
         return _with(result, committed=stored)
 
     def _many_flow(self, names: Sequence[str], trajectories: tuple[Trajectory, ...],
@@ -212,7 +211,7 @@ class PromptOptimizer:
                                     f"{names!r}")
         current = {}
         for name in names:
-            current[name] = yield from registry._get_flow(name, None)
+            current[name] = yield from registry.get_flow(name)
         usage = Usage()
         reasoning = ""
         if len(names) == 1:

@@ -316,6 +316,22 @@ class PromptRegistry:
         return diff_texts(by_version[old_v].text, by_version[new_v].text,
                           old_label=f"{name}@v{old_v}", new_label=f"{name}@v{new_v}")
 
+    # -- flows for composition ----------------------------------------------------------------
+
+    def get_flow(self, name: str, version: int | None = None) -> Flow[PromptVersion]:
+        """:meth:`get` as a flow, to run inside another flow (:mod:`remem.memory.flow`)."""
+        return self._get_flow(name, version)
+
+    def update_flow(self, name: str, text: str, *, author: str = "user", reason: str = "",
+                    trajectories: Sequence[Mapping[str, Any]] = (),
+                    expected_version: int | None = None,
+                    variables: Sequence[str] | None = None) -> Flow[PromptVersion]:
+        """:meth:`update` as a flow, to run inside another flow."""
+        change = self._update_change(name, text, author=author, reason=reason,
+                                     trajectories=trajectories,
+                                     expected_version=expected_version, declared=variables)
+        return self._write_flow(name, change)
+
     # -- blocking API ---------------------------------------------------------------------------
 
     def create(self, name: str, text: str, *, variables: Sequence[str] | None = None,

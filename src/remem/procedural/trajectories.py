@@ -21,6 +21,8 @@ __all__ = ["Feedback", "Trajectory", "as_trajectories", "format_trajectories"]
 
 
 _EXCERPT_CHARS = 300
+#: a conversation longer than this is shown to the optimizing model with its middle elided
+MAX_CONVERSATION_CHARS = 6_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,12 @@ def format_trajectories(trajectories: Sequence[Trajectory]) -> str:
     for number, trajectory in enumerate(trajectories, 1):
         feedback = (json.dumps(trajectory.feedback.to_dict(), ensure_ascii=False)
                     if trajectory.has_feedback and trajectory.feedback else "(none)")
-        blocks.append(f"<trajectory {number}>\n{trajectory.conversation() or '(empty)'}\n"
+        text = trajectory.conversation() or "(empty)"
+        if len(text) > MAX_CONVERSATION_CHARS:
+            # the start says what was asked, the end how it went; the model needs both
+            half = MAX_CONVERSATION_CHARS // 2
+            text = (f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n"
+                    f"{text[-half:]}")
+        blocks.append(f"<trajectory {number}>\n{text}\n"
                       f"Feedback: {feedback}\n</trajectory {number}>")
     return "\n\n".join(blocks) or "(no trajectories)"
