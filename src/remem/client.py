@@ -30,6 +30,13 @@ from urllib.parse import quote
 
 import httpx
 
+from remem.background.requests import (
+    CancelResult,
+    FlushResult,
+    SubmitRequest,
+    SubmitResult,
+    ThreadJobsRequest,
+)
 from remem.errors import (
     ConfigError,
     ConflictError,
@@ -154,6 +161,25 @@ def call_of(request: MemoryRequest[R]) -> _Call[R]:
         return _Call("POST", f"/v1/events/{_id(request.event_id)}/undo", parse)
     raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
                      "requests in remem.memory.requests")
+
+
+def submit_call(request: SubmitRequest) -> _Call[SubmitResult]:
+    """The HTTP call of a submission (``POST /v1/memories/submit``)."""
+    return _Call("POST", "/v1/memories/submit", SubmitResult.from_dict,
+                 request.model_dump(mode="json"))
+
+
+def flush_call(request: ThreadJobsRequest) -> _Call[FlushResult]:
+    """The HTTP call of a flush (``POST /v1/memories/flush``)."""
+    return _Call("POST", "/v1/memories/flush", lambda data: FlushResult(tuple(data["jobs"])),
+                 request.model_dump(mode="json"))
+
+
+def cancel_call(request: ThreadJobsRequest) -> _Call[CancelResult]:
+    """The HTTP call of a cancel (``POST /v1/memories/cancel``)."""
+    return _Call("POST", "/v1/memories/cancel",
+                 lambda data: CancelResult(tuple(data["cancelled"])),
+                 request.model_dump(mode="json"))
 
 
 def _args(values: dict[str, Any]) -> dict[str, Any]:
@@ -391,6 +417,58 @@ class Client:
             for chunk in _chunks(lines):
                 count += (await self.arun(ImportRequest.of(lines=chunk))).count
         return count
+
+    # -- background extraction (POST /v1/memories/submit, /v1/jobs) ---------------------------
+
+    def submit(self, messages: MessagesInput, *, thread_id: str, user_id: str | None = None,
+               agent_id: str | None = None, namespace: Sequence[str] | None = None,
+               delay: float = 30.0,
+               metadata: Mapping[str, Any] | None = None) -> SubmitResult:
+        """:meth:`remem.api.Memory.submit` on the server (answers at once with the job)."""
+        return self._send(submit_call(SubmitRequest.of(**_args(locals()))))
+
+    def flush(self, thread_id: str, *, user_id: str | None = None,
+              agent_id: str | None = None,
+              namespace: Sequence[str] | None = None) -> FlushResult:
+        """:meth:`remem.api.Memory.flush` on the server."""
+        return self._send(flush_call(ThreadJobsRequest.of(**_args(locals()))))
+
+    def cancel(self, thread_id: str, *, user_id: str | None = None,
+               agent_id: str | None = None,
+               namespace: Sequence[str] | None = None) -> CancelResult:
+        """:meth:`remem.api.Memory.cancel` on the server."""
+        return self._send(cancel_call(ThreadJobsRequest.of(**_args(locals()))))
+
+    async def asubmit(self, messages: MessagesInput, *, thread_id: str,
+                      user_id: str | None = None, agent_id: str | None = None,
+                      namespace: Sequence[str] | None = None, delay: float = 30.0,
+                      metadata: Mapping[str, Any] | None = None) -> SubmitResult:
+        """Async :meth:`submit`."""
+        return await self._asend(submit_call(SubmitRequest.of(**_args(locals()))))
+
+    async def aflush(self, thread_id: str, *, user_id: str | None = None,
+                     agent_id: str | None = None,
+                     namespace: Sequence[str] | None = None) -> FlushResult:
+        """Async :meth:`flush`."""
+        return await self._asend(flush_call(ThreadJobsRequest.of(**_args(locals()))))
+
+    async def acancel(self, thread_id: str, *, user_id: str | None = None,
+                      agent_id: str | None = None,
+                      namespace: Sequence[str] | None = None) -> CancelResult:
+        """Async :meth:`cancel`."""
+        return await self._asend(cancel_call(ThreadJobsRequest.of(**_args(locals()))))
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """One of the tenant's jobs (``GET /v1/jobs/{id}``) as JSON."""
+        return self._send(_Call("GET", f"/v1/jobs/{_id(job_id)}", dict))
+
+    def jobs(self, *, status: str | None = None, thread_id: str | None = None,
+             limit: int = 100) -> list[dict[str, Any]]:
+        """The tenant's jobs, newest first (``GET /v1/jobs``), as JSON."""
+        params = {k: v for k, v in (("status", status), ("thread_id", thread_id),
+                                    ("limit", limit)) if v is not None}
+        return self._send(_Call("GET", "/v1/jobs", lambda data: list(data["jobs"]),
+                                params=params))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -15,12 +15,14 @@ from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
 from remem.cli.episodes import episodes_group
 from remem.cli.eval import eval_group
+from remem.cli.jobs import jobs_group
 from remem.cli.memory import MEMORY_COMMANDS
 from remem.cli.pg import pg_group
 from remem.cli.prompts import prompts_group
 from remem.cli.serve import SERVICE_COMMANDS
 from remem.cli.store import store_group
 from remem.cli.threads import threads_group
+from remem.cli.worker import worker_command
 
 __all__ = ["cli", "main"]
 
@@ -40,6 +42,8 @@ cli.add_command(store_group)
 cli.add_command(eval_group)
 cli.add_command(pg_group)
 cli.add_command(threads_group)
+cli.add_command(jobs_group)
+cli.add_command(worker_command)
 cli.add_command(chat_command)
 cli.add_command(prompts_group)
 cli.add_command(episodes_group)

@@ -91,11 +91,16 @@ def _refuse_keyword_only(db: str, embedder: str) -> None:
                    "(at least 16 characters; default: not served). /metrics names no tenant.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
+@click.option("--workers-in-process", type=click.IntRange(0, 256), default=0,
+              show_default=True, metavar="N",
+              help="Also run background jobs (POST /v1/memories/submit) in each server "
+                   "process, N at once (0: leave them to `remem worker`).")
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
                   ready_timeout: float, quota_items: int | None, quota_bytes: int | None,
-                  metrics_token: str | None, log_level: str) -> None:
+                  metrics_token: str | None, log_level: str,
+                  workers_in_process: int = 0) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -118,7 +123,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "store_threads": store_threads, "rate_limit": rate_limit,
                 "rate_burst": rate_burst, "ready_timeout": ready_timeout,
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
-                "metrics_token": metrics_token}
+                "metrics_token": metrics_token, "workers_in_process": workers_in_process}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -165,7 +170,12 @@ def _build_app(settings: dict[str, Any]) -> Any:
                           quota_items=settings.get("quota_items"),
                           quota_bytes=settings.get("quota_bytes"),
                           metrics_token=settings.get("metrics_token"))
-    return create_app(config)
+    app = create_app(config)
+    if settings.get("workers_in_process"):
+        from remem.server.routes_jobs import install_in_process_worker
+
+        install_in_process_worker(app, int(settings["workers_in_process"]))
+    return app
 
 
 def app_from_env() -> Any:

@@ -239,6 +239,10 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
 
     for tool in tools:
         request_tool(tool)
+    if state.config.llm is not None:  # background extraction needs the server's model
+        from remem.server.routes_jobs import add_submit_tool
+
+        add_submit_tool(server, state, run)
 
     @server.tool()
     async def list_namespaces(prefix: list[str] | None = None, limit: int = 100,

@@ -1,0 +1,263 @@
+"""Background memory over HTTP: ``POST /v1/memories/submit`` (and flush, cancel) and
+``/v1/jobs``, confined to the caller's tenant like every route.
+
+A submission is queued in the server's database (beside the store) and answered ``202`` with
+its job id at once; ``remem worker`` processes, or the server itself with
+``remem serve --workers-in-process N`` (:func:`install_in_process_worker`), run it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import anyio.to_thread
+from fastapi import APIRouter, FastAPI, Path, Query
+from fastapi import Request as HttpRequest
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from remem.background import STATUSES, JobQueue, JobStatus
+from remem.background.extraction import EXTRACT, NOOP, MemoryJobs, extraction_handler, noop_handler
+from remem.background.requests import SubmitRequest, ThreadJobsRequest
+from remem.background.worker import Worker
+from remem.errors import UnsupportedError
+from remem.server.auth import Reader, Writer, server_state
+from remem.server.errors import ERROR_RESPONSES
+from remem.server.state import Principal, ServerState
+
+__all__ = ["add_submit_tool", "install_in_process_worker", "jobs_queue", "queue_of", "router"]
+
+log = logging.getLogger("remem.server")
+
+router = APIRouter(prefix="/v1", tags=["jobs"], responses=ERROR_RESPONSES)
+
+JobIdPath = Annotated[str, Path(description="a job id", min_length=1, max_length=64)]
+
+
+class JobOut(BaseModel):
+    """One job (times in ISO 8601)."""
+
+    id: str
+    kind: str
+    status: JobStatus
+    payload: dict[str, Any]
+    attempts: int
+    max_attempts: int
+    idempotency_key: str | None
+    debounce_key: str | None
+    thread_id: str | None
+    claimed_by: str | None
+    lease_until: str | None
+    heartbeat_at: str | None
+    run_after: str | None
+    result: dict[str, Any] | None
+    error: str | None
+    created_at: str | None
+    updated_at: str | None
+    finished_at: str | None
+
+
+class JobsOut(BaseModel):
+    """Jobs, newest first."""
+
+    jobs: list[JobOut]
+
+
+class SubmitOut(BaseModel):
+    """The job that will run a submission."""
+
+    job_id: str
+    status: str
+    run_after: str = Field(description="when it runs unless replaced (ISO 8601)")
+    messages: int = Field(description="messages the job holds")
+    replaced: bool = Field(description="the submission extended a pending job")
+
+
+class CancelOut(BaseModel):
+    """Ids of the pending jobs dropped."""
+
+    cancelled: list[str]
+
+
+class StatsOut(BaseModel):
+    """Queue depth by status, lag of the oldest due job (seconds), failures."""
+
+    counts: dict[str, int]
+    depth: int
+    lag: float
+    failures: int
+
+
+def queue_of(state: ServerState) -> JobQueue:
+    """The server's job queue, beside its store (opened on first use, one per state)."""
+    queue: JobQueue | None = getattr(state, "_remem_jobs", None)
+    if queue is None:
+        with state._lock:
+            queue = getattr(state, "_remem_jobs", None)
+            if queue is None:
+                queue = JobQueue.beside(state.store)
+                state._remem_jobs = queue  # type: ignore[attr-defined]
+    return queue
+
+
+def jobs_queue(http: HttpRequest | FastAPI) -> JobQueue:
+    """The job queue of the app serving ``http``."""
+    app = http if isinstance(http, FastAPI) else http.app
+    return queue_of(app.state.remem)
+
+
+def _memory_jobs(http: HttpRequest, who: Principal) -> MemoryJobs:
+    state = server_state(http)
+    return MemoryJobs(state.memory_for(who), jobs_queue(http), tenant=who.tenant)
+
+
+def _needs_llm(http: HttpRequest) -> None:
+    if server_state(http).config.llm is None:
+        raise UnsupportedError(
+            "background extraction needs an LLM and this server has none configured: start "
+            "the server with REMEM_LLM_* set, or add memories with \"infer\": false")
+
+
+@router.post("/memories/submit", response_model=SubmitOut, status_code=202,
+             summary="Submit messages for background extraction", tags=["memories"])
+async def submit_memories(body: SubmitRequest, who: Writer, http: HttpRequest) -> SubmitOut:
+    """Queue extraction of ``messages`` after ``delay`` seconds of quiet on the thread; a
+    later submission to the same thread and scope replaces the pending job and carries its
+    messages. Answers at once with the job id."""
+    _needs_llm(http)
+    jobs = _memory_jobs(http, who)
+    result = await server_state(http).run(lambda: jobs.submit(body))
+    return SubmitOut(**result.to_dict())
+
+
+@router.post("/memories/flush", response_model=JobsOut, summary="Run a thread's pending "
+             "extraction now", tags=["memories"])
+async def flush_memories(body: ThreadJobsRequest, who: Writer, http: HttpRequest) -> JobsOut:
+    """Run the thread's pending extraction now and answer with the jobs and their results."""
+    _needs_llm(http)
+    jobs = _memory_jobs(http, who)
+    result = await server_state(http).run(lambda: jobs.flush(body), waits_on_llm=True)
+    return JobsOut(jobs=[JobOut(**job) for job in result.jobs])
+
+
+@router.post("/memories/cancel", response_model=CancelOut, summary="Drop a thread's pending "
+             "extraction", tags=["memories"])
+async def cancel_memories(body: ThreadJobsRequest, who: Writer,
+                          http: HttpRequest) -> CancelOut:
+    """Drop the thread's pending extraction (a running one finishes)."""
+    jobs = _memory_jobs(http, who)
+    result = await server_state(http).run(lambda: jobs.cancel(body))
+    return CancelOut(cancelled=list(result.cancelled))
+
+
+@router.get("/jobs", response_model=JobsOut, summary="List jobs")
+async def list_jobs(
+    who: Reader, http: HttpRequest,
+    status: Annotated[JobStatus | None, Query(description=f"one of {', '.join(STATUSES)}")]
+    = None,
+    kind: Annotated[str | None, Query(max_length=64)] = None,
+    thread_id: Annotated[str | None, Query(max_length=256)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobsOut:
+    """The tenant's jobs, newest first."""
+    queue = jobs_queue(http)
+    found = await server_state(http).run(lambda: queue.list_jobs(
+        status=status, kind=kind, thread_id=thread_id, tenant=who.tenant, limit=limit))
+    return JobsOut(jobs=[JobOut(**job.to_dict()) for job in found])
+
+
+@router.get("/jobs/stats", response_model=StatsOut, summary="Queue depth, lag, failures")
+async def job_stats(who: Reader, http: HttpRequest) -> StatsOut:
+    """How many of the tenant's jobs have each status, how late the oldest due one is."""
+    queue = jobs_queue(http)
+    stats = await server_state(http).run(lambda: queue.stats(tenant=who.tenant))
+    return StatsOut(**stats.to_dict())
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, summary="Get a job")
+async def get_job(job_id: JobIdPath, who: Reader, http: HttpRequest) -> JobOut:
+    """One of the tenant's jobs: payload, attempts, lease, result or last error."""
+    queue = jobs_queue(http)
+    job = await server_state(http).run(lambda: queue.get(job_id, tenant=who.tenant))
+    return JobOut(**job.to_dict())
+
+
+@router.post("/jobs/{job_id}/retry", response_model=JobOut, summary="Retry a job")
+async def retry_job(job_id: JobIdPath, who: Writer, http: HttpRequest) -> JobOut:
+    """Queue a failed, dead or cancelled job again (attempts reset)."""
+    queue = jobs_queue(http)
+    job = await server_state(http).run(lambda: queue.retry(job_id, tenant=who.tenant))
+    return JobOut(**job.to_dict())
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobOut, summary="Cancel a job")
+async def cancel_job(job_id: JobIdPath, who: Writer, http: HttpRequest) -> JobOut:
+    """Drop a queued (or failed, dead) job."""
+    queue = jobs_queue(http)
+    job = await server_state(http).run(lambda: queue.cancel(job_id, tenant=who.tenant))
+    return JobOut(**job.to_dict())
+
+
+def install_in_process_worker(app: FastAPI, concurrency: int, *, poll: float = 1.0) -> None:
+    """Run a :class:`~remem.background.worker.Worker` inside the server while it serves
+    (``remem serve --workers-in-process N``): started with the app, stopped (running jobs
+    finish, the rest are released) when it shuts down. Tenants' jobs run on their views."""
+    state = app.state.remem
+
+    def memory_for(tenant: str) -> Any:
+        return state.memory_for(Principal(tenant=tenant))
+
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(application: FastAPI) -> AsyncIterator[Any]:
+        worker = Worker(jobs_queue(application),
+                        {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler},
+                        concurrency=concurrency, poll=poll)
+        worker.start()
+        log.info("in-process worker %s: %d at once", worker.name, concurrency)
+        try:
+            async with inner(application) as value:
+                yield value
+        finally:
+            await anyio.to_thread.run_sync(worker.stop)
+
+    app.router.lifespan_context = lifespan
+
+
+SUBMIT_TOOL_DESCRIPTION = (
+    "Remember a conversation turn in the background: facts are extracted once the thread "
+    "has been quiet for delay seconds (a later call for the same thread extends the pending "
+    "job). Answers at once with the job id.")
+
+
+def add_submit_tool(server: Any, state: ServerState, run: Any) -> None:
+    """Add the MCP tool ``submit_memories`` (parameters: :class:`SubmitRequest`'s fields) to
+    ``server``; ``run(ctx, write, fn)`` is the MCP server's way of acting for the caller."""
+    from remem.errors import InvalidInputError
+    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+
+    tool = McpTool("submit_memories", SubmitRequest, True,  # type: ignore[arg-type]
+                   SUBMIT_TOOL_DESCRIPTION)
+
+    async def submit_memories(ctx: Context | None = None,
+                              **arguments: Any) -> dict[str, Any]:
+        try:
+            request = SubmitRequest.of(**arguments)
+        except InvalidInputError as exc:
+            raise ToolError(f"InvalidInputError: {exc}") from None
+
+        def work(who: Principal) -> dict[str, Any]:
+            jobs = MemoryJobs(state.memory_for(who), queue_of(state), tenant=who.tenant)
+            return jobs.submit(request).to_dict()
+
+        result: dict[str, Any] = await run(ctx, True, work)
+        return result
+
+    submit_memories.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
+    server.add_tool(submit_memories, name=tool.name, description=tool.description)
+    _forbid_unknown_arguments(server, tool.name)
