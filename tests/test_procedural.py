@@ -115,6 +115,15 @@ def test_conflicts_and_missing_prompts_name_the_fix() -> None:
             prompts.get(bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="non-empty text"):
         prompts.update("p", "  ")
+    with pytest.raises(InvalidInputError, match=r"variables\[1\] = '1st' is not a template"):
+        prompts.update("p", "v3 {a}", variables=["a", "1st"])
+    with pytest.raises(InvalidInputError, match="variables must be a list of names"):
+        prompts.update("p", "v3 {a}", variables="a")
+    with pytest.raises(InvalidInputError, match="author must be non-empty text"):
+        prompts.update("p", "v3", author="")
+    with pytest.raises(InvalidInputError, match="expected_version must be an int >= 1"):
+        prompts.update("p", "v3", expected_version=0)
+    assert prompts.get("p").version == 2
 
 
 def test_a_lost_race_is_retried_on_fresh_data_and_loses_nothing(store: BaseStore) -> None:

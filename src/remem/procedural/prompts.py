@@ -58,6 +58,31 @@ def _check_name(name: Any) -> str:
     return name
 
 
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _check_declared(declared: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Declared variable names, sorted, or ``None`` (take them from the text)."""
+    if declared is None:
+        return None
+    if isinstance(declared, str):
+        raise InvalidInputError(f"variables must be a list of names, got the string "
+                                f"{declared!r}; write variables=[{declared!r}]")
+    for position, name in enumerate(declared):
+        if not isinstance(name, str) or not _VARIABLE.fullmatch(name):
+            raise InvalidInputError(
+                f"variables[{position}] = {name!r} is not a template variable name: use "
+                "letters, digits and '_', not starting with a digit (written {name} in the text)")
+    return tuple(sorted(set(declared)))
+
+
+def _check_label(value: Any, what: str, *, allow_empty: bool) -> str:
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise InvalidInputError(f"{what} must be {'' if allow_empty else 'non-empty '}text, "
+                                f"got {value!r}")
+    return value
+
+
 def _check_text(text: Any, what: str = "text") -> str:
     if not isinstance(text, str) or not text.strip():
         raise InvalidInputError(f"{what} must be non-empty text, got {text!r}")
@@ -264,7 +289,10 @@ class PromptRegistry:
                        reason: str) -> _Change:
         _check_name(name)
         _check_text(text)
-        names = variables(text) if declared is None else tuple(sorted(set(declared)))
+        _check_label(author, "author", allow_empty=False)
+        _check_label(reason, "reason", allow_empty=True)
+        checked = _check_declared(declared)
+        names = variables(text) if checked is None else checked
         check_variables(text, names, what=f"prompt {name!r}")
 
         def build(current: PromptVersion | None) -> PromptVersion:
@@ -278,12 +306,20 @@ class PromptRegistry:
                        declared: Sequence[str] | None) -> _Change:
         _check_name(name)
         _check_text(text)
+        _check_label(author, "author", allow_empty=False)
+        _check_label(reason, "reason", allow_empty=True)
+        checked = _check_declared(declared)
+        if expected_version is not None and (isinstance(expected_version, bool) or not
+                                             isinstance(expected_version, int)
+                                             or expected_version < 1):
+            raise InvalidInputError(
+                f"expected_version must be an int >= 1 or None, got {expected_version!r}")
         refs = tuple(dict(t) for t in trajectories)
 
         def build(current: PromptVersion | None) -> PromptVersion:
             if current is None:
                 raise self._missing(name)
-            names = current.variables if declared is None else tuple(sorted(set(declared)))
+            names = current.variables if checked is None else checked
             check_variables(text, names, what=f"update of prompt {name!r}")
             return PromptVersion(name, current.version + 1, text, names, author, reason,
                                  time.time(), "update", refs)
