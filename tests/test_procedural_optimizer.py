@@ -278,6 +278,30 @@ def test_async_optimization_matches_sync() -> None:
     assert run(True) == run(False) == (BETTER, 2, BETTER)
 
 
+def test_async_multi_prompt_and_commit_match_sync() -> None:
+    def run(use_async: bool) -> tuple[tuple[str, ...], list[int], int | None]:
+        prompts = PromptRegistry(SQLiteStore(":memory:"))
+        prompts.create("a", "A {x}")
+        prompts.create("b", "B")
+        model = ScriptedModel([{"responsible": [{"prompt": "a", "trajectories": [1]}]},
+                               {"reasoning": "r", "prompt": "A2 {x}"}])
+        optimizer = PromptOptimizer(model, registry=prompts, strategy="prompt_memory")
+
+        async def both() -> tuple[Any, Any]:
+            multi = await optimizer.aoptimize_many(["a", "b"], _trajectories())
+            return multi, await optimizer.acommit(multi.results["a"])
+
+        if use_async:
+            multi, done = asyncio.run(both())
+        else:
+            multi = optimizer.optimize_many(["a", "b"], _trajectories())
+            done = optimizer.commit(multi.results["a"])
+        return (multi.changed, [prompts.get(n).version for n in ("a", "b")],
+                done.committed.version if done.committed else None)
+
+    assert run(True) == run(False) == (("a",), [2, 1], 2)
+
+
 # -- template variables are always preserved (property) -----------------------------------------
 
 _name = st.from_regex(r"[a-z][a-z_0-9]{0,5}", fullmatch=True)
