@@ -1,0 +1,11 @@
+"""remem as LangGraph's long-term store (extra ``remem[langgraph]``).
+
+:class:`RememStore` is a ``langgraph.store.base.BaseStore`` over any remem store (SQLite,
+in memory, PostgreSQL): LangGraph graphs, LangMem's memory tools and Deep Agents' store
+backend use it like LangGraph's own stores. See ``docs/integrations.md`` for the few places
+where the behaviour differs from LangGraph's ``InMemoryStore``.
+"""
+
+from remem.integrations.langgraph.store import LangGraphEmbedder, RememStore, translate_filter
+
+__all__ = ["LangGraphEmbedder", "RememStore", "translate_filter"]
