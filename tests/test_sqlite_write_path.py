@@ -4,7 +4,9 @@ of writes gives the same BM25 hits and scores as the in-memory reference."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import unicodedata
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remem.embed import FakeEmbedder
+from remem.retrieval import DefaultTokenizer
+from remem.retrieval.tokenize import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
 from remem.store import BaseStore, IndexConfig, InMemoryStore, KeywordConfig, PutOp, SQLiteStore
 from remem.store import sqlite as sqlite_module
 from remem.store.migrations import applied_sqlite
@@ -243,3 +247,47 @@ def test_embedding_cache_after_upgrade_deletes_and_pruning(tmp_path: Path) -> No
         assert embedder.texts_embedded == 2  # rebuilt: the copy in ("a",) found
         hits = store.search(("e",), query="memory 4", mode="vector", limit=1)
         assert hits[0].key == "v" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+# -- keyword terms: the tokenizer's fast paths give the terms of its rules written plainly ----
+
+_RUNS = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|"
+                          r"((?:(?![\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])[^\W_])+"
+                          r"(?:['\u2019](?:(?![\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])"
+                          r"[^\W_])+)*)")
+
+
+def _plain_terms(text: str, *, stem: bool, stopwords: bool) -> list[str]:
+    """The default tokenizer's rules (module docstring of remem.retrieval.tokenize), one step
+    after another, with no memo and no ASCII shortcut."""
+    import rjieba
+    import snowballstemmer  # type: ignore[import-untyped]
+
+    stemmer = snowballstemmer.stemmer("english")
+    out: list[str] = []
+    for han, word in _RUNS.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if han:
+            out += [w for w in rjieba.cut_for_search(han)
+                    if not (stopwords and w in CHINESE_STOPWORDS)]
+            continue
+        word = re.sub(r"['\u2019]", "", re.sub(r"['\u2019]s$", "", word))
+        if not word or (stopwords and word in ENGLISH_STOPWORDS):
+            continue
+        out.append(stemmer.stemWord(word) if stem and word.isalpha() else word)
+    return out
+
+
+_WORDY = st.text(st.sampled_from(list("abcXYZ019 '’_-.\u00e9\uff21\u00bd北京烤鸭的了"))
+                 | st.characters(), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_WORDY | st.sampled_from(["Don't", "John's", "HIKING hikes", "it’s"]),
+                      min_size=1, max_size=6),
+       stem=st.booleans(), stopwords=st.booleans())
+def test_tokenizer_terms_follow_its_rules(texts: list[str], stem: bool, stopwords: bool) -> None:
+    tokenizer = DefaultTokenizer(stem=stem, stopwords=stopwords)
+    for _ in range(2):  # the second pass reads the word memo the first one filled
+        for text in texts:
+            assert tokenizer.tokenize(text) == _plain_terms(text, stem=stem,
+                                                            stopwords=stopwords)

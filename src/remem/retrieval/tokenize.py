@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["CHINESE_STOPWORDS", "ENGLISH_STOPWORDS", "DefaultTokenizer", "Tokenizer"]
@@ -69,8 +69,13 @@ CHINESE_STOPWORDS = frozenset(_CHINESE.split())
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD_CHAR = rf"(?:(?![{_HAN}])[^\W_])"  # a letter or digit that is not Han
 _RUN = re.compile(rf"([{_HAN}]+)|({_WORD_CHAR}+(?:['\u2019]{_WORD_CHAR}+)*)")
+# the same runs in ASCII text (no Han, the only apostrophe is ASCII): the words come out
+# without the tuples of two groups
+_ASCII_RUN = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 _POSSESSIVE = re.compile(r"['\u2019]s$")
 _APOSTROPHE = re.compile(r"['\u2019]")
+#: distinct words a tokenizer remembers the term of before it starts over (a few MB)
+_MEMO_WORDS = 200_000
 
 _segmenter_lock = threading.Lock()
 _segmenter: Any = None
@@ -102,11 +107,13 @@ class DefaultTokenizer:
         self.stopwords = stopwords
         self.search_mode = search_mode
         self._stemmer: Any = None
-        self._stems: dict[str, str] = {}
         if stem:
             import snowballstemmer  # type: ignore[import-untyped]
 
             self._stemmer = snowballstemmer.stemmer("english")
+        # word -> its term ("" when it is dropped): most words repeat, so each distinct word
+        # is cleaned, checked against the stop words and stemmed once
+        self._terms = _WordTerms(self._latin_term)
 
     @property
     def name(self) -> str:
@@ -122,13 +129,21 @@ class DefaultTokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """Terms of ``text``; see the class docstring."""
+        if text.isascii():
+            # NFKC leaves ASCII unchanged and casefold is lower: the common case skips both
+            # and the Han branch
+            terms = self._terms
+            return [term for term in map(terms.__getitem__, _ASCII_RUN.findall(text.lower()))
+                    if term]
         text = unicodedata.normalize("NFKC", text).casefold()
         out: list[str] = []
         for han, word in _RUN.findall(text):
             if han:
                 out.extend(self._han_words(han))
             else:
-                out.extend(self._latin_word(word))
+                term = self._terms[word]
+                if term:
+                    out.append(term)
         return out
 
     def _han_words(self, run: str) -> Iterable[str]:
@@ -139,15 +154,27 @@ class DefaultTokenizer:
                 continue
             yield word
 
-    def _latin_word(self, word: str) -> Iterable[str]:
+    def _latin_term(self, word: str) -> str:
+        """The term of one non-Han word, ``""`` when it is dropped (a stop word, or nothing
+        left once apostrophes go)."""
         word = _APOSTROPHE.sub("", _POSSESSIVE.sub("", word))
         if not word or (self.stopwords and word in ENGLISH_STOPWORDS):
-            return
+            return ""
         if self._stemmer is not None and word.isalpha():
-            stem = self._stems.get(word)
-            if stem is None:
-                if len(self._stems) > 200_000:  # bound the memo; stems are cheap to redo
-                    self._stems.clear()
-                stem = self._stems[word] = self._stemmer.stemWord(word)
-            word = stem
-        yield word
+            return str(self._stemmer.stemWord(word))
+        return word
+
+
+class _WordTerms(dict[str, str]):
+    """A bounded memo of word -> term that computes what it lacks (a dict lookup per word on
+    the hot path, in C)."""
+
+    def __init__(self, compute: Callable[[str], str]) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= _MEMO_WORDS:  # bound the memo; terms are cheap to redo
+            self.clear()
+        term = self[word] = self._compute(word)
+        return term
