@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remem.errors import UsageError
-from remem.store.filters import parse_filter, postgres_document, to_postgres, to_predicate
+from remem.store.filters import parse_filter, to_predicate
+from remem.store.filters_postgres import postgres_document, to_postgres
 from tests.test_filters import DOCUMENTS, FILTERS
 
 _tables = itertools.count()

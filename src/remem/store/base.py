@@ -39,9 +39,10 @@ from remem.errors import (
     UnsupportedError,
     UsageError,
 )
-from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
+from remem.retrieval.bm25 import BM25Params, bm25_scores
 from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
+from remem.store.candidates import CandidateSource, KeywordHits
 from remem.store.filters import MISSING, resolve_path
 from remem.store.types import (
     MAX_TIMESTAMP,
@@ -146,17 +147,6 @@ class KeywordConfig:
             )
         if not isinstance(self.bm25, BM25Params):
             raise InvalidInputError(f"KeywordConfig.bm25 must be a BM25Params, got {self.bm25!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class KeywordHits:
-    """What a backend returns for a keyword query: postings of the candidates (prefix, filter
-    and time range applied) and corpus statistics over the live items under the prefix."""
-
-    postings: list[Posting]
-    doc_freq: dict[str, int]
-    n_docs: int
-    total_len: int
 
 
 #: a word character: a text with one has content an embedder must place somewhere
@@ -540,15 +530,11 @@ class BaseStore(ABC):
 
     # -- ranked search, shared by backends ----------------------------------------------------
 
-    def _ranked_search(
-        self, position: int, op: SearchOp, prepared: Prepared, *,
-        keyword_hits: Callable[[list[str]], KeywordHits],
-        vector_hits: Callable[[npt.NDArray[np.float32], int], list[Candidate]],
-        event_times: Callable[[Sequence[int]], Mapping[int, float]],
-        item_vectors: Callable[[Sequence[int]], Mapping[int, npt.NDArray[np.float32]]],
-    ) -> list[Ranked]:
-        """The page of a search with a query: candidates per signal from the backend (already
-        restricted to prefix, filter and time range), then fusion and re-ranking in pure code."""
+    def _ranked_search(self, position: int, op: SearchOp, prepared: Prepared,
+                       source: CandidateSource) -> list[Ranked]:
+        """The page of a search with a query: candidates per signal from the backend's
+        ``source`` (already restricted to prefix, filter and time range), then fusion and
+        re-ranking in pure code."""
         signals = prepared.signals[position]
         ranking = op.ranking or Ranking()
         needed = op.offset + op.limit
@@ -569,16 +555,16 @@ class BaseStore(ABC):
             terms = prepared.query_terms[position]
             found: list[Candidate] = []
             if terms:
-                hits = keyword_hits(terms)
+                hits = source.keyword_hits(terms)
                 assert self.keyword is not None
                 found = bm25_scores(hits.postings, doc_freq=hits.doc_freq, n_docs=hits.n_docs,
                                     total_len=hits.total_len, params=self.keyword.bm25,
                                     limit=depth)
             lists["keyword"] = found
         if "vector" in signals:
-            lists["vector"] = vector_hits(prepared.query_vectors[position], depth)
-        ranked = rank_candidates(lists, ranking, needed=needed, event_times=event_times,
-                                 now=prepared.now, vectors=item_vectors)
+            lists["vector"] = source.vector_hits(prepared.query_vectors[position], depth)
+        ranked = rank_candidates(lists, ranking, needed=needed, event_times=source.event_times,
+                                 now=prepared.now, vectors=source.item_vectors)
         return ranked[op.offset:needed]
 
     @staticmethod

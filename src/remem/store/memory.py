@@ -24,11 +24,11 @@ from remem.store.base import (
     BaseStore,
     IndexConfig,
     KeywordConfig,
-    KeywordHits,
     Prepared,
     TTLConfig,
     match_namespaces,
 )
+from remem.store.candidates import KeywordHits
 from remem.store.filters import to_predicate
 from remem.store.types import (
     DeleteOp,
@@ -44,7 +44,7 @@ from remem.store.types import (
     SignalScore,
     from_timestamp,
 )
-from remem.store.vectors import VectorIndex, top_matches
+from remem.store.vectors import VectorIndex, matrix_hits
 
 __all__ = ["InMemoryStore"]
 
@@ -240,33 +240,8 @@ class InMemoryStore(BaseStore):
             )
             scored = [(r, None, {}) for r in records[op.offset : op.offset + op.limit]]
         else:
-            def vector_hits(query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
-                assert self._vectors is not None
-
-                def fetch(ids: list[int]) -> dict[int, object]:
-                    return {i: self._by_id[i] for i in ids
-                            if i in self._by_id and matches(self._by_id[i])}
-
-                found = top_matches(
-                    self._vectors.ranked_items(query, op.namespace_prefix), depth, fetch
-                )
-                out = [(i, (self._by_id[i].namespace, self._by_id[i].key), score)
-                       for i, score in found]
-                out.sort(key=lambda c: (-c[2], c[1]))
-                return out
-
-            def keyword_hits(terms: list[str]) -> KeywordHits:
-                return self._keyword_hits(op.namespace_prefix, terms, now, matches)
-
-            def event_times(ids: Sequence[int]) -> dict[int, float]:
-                return {i: self._by_id[i].event_time() for i in ids}
-
-            def item_vectors(ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-                return {i: self._by_id[i].vectors[0][1] for i in ids if self._by_id[i].vectors}
-
-            ranked = self._ranked_search(position, op, prepared, keyword_hits=keyword_hits,
-                                         vector_hits=vector_hits, event_times=event_times,
-                                         item_vectors=item_vectors)
+            source = _MemoryCandidates(self, op, now, matches)
+            ranked = self._ranked_search(position, op, prepared, source)
             scored = [(self._by_id[r.item_id], r.score, self._details(r)) for r in ranked]
         results: list[SearchItem] = []
         refresh = self._refresh(op.refresh_ttl)
@@ -276,32 +251,6 @@ class InMemoryStore(BaseStore):
                 record.expires_at = now + record.ttl
             results.append(SearchItem.from_item(record.to_item(), score, details))
         return results
-
-    def _keyword_hits(self, prefix: Namespace, terms: list[str], now: float,
-                      matches: Callable[[_Record], bool]) -> KeywordHits:
-        """Postings of matching candidates, and corpus statistics over live items under
-        ``prefix`` (not narrowed by the filter), as the SQL backends compute them."""
-        depth = len(prefix)
-        postings: list[Posting] = []
-        doc_freq: dict[str, int] = {}
-        n_docs = total_len = 0
-        for namespace, index in self._postings.items():
-            if namespace[:depth] != prefix:
-                continue
-            for record in self._by_namespace[namespace].values():
-                if record.terms and record.alive(now):
-                    n_docs += 1
-                    total_len += sum(record.terms.values())
-            for term in terms:
-                for item_id, tf in index.get(term, {}).items():
-                    record = self._by_id[item_id]
-                    if not record.alive(now):
-                        continue
-                    doc_freq[term] = doc_freq.get(term, 0) + 1
-                    if matches(record):
-                        postings.append((item_id, (record.namespace, record.key), term, tf,
-                                         sum(record.terms.values())))
-        return KeywordHits(postings, doc_freq, n_docs, total_len)
 
     def sweep(self) -> int:
         """Delete expired items; return how many."""
@@ -329,3 +278,53 @@ class InMemoryStore(BaseStore):
         with self._lock:
             record = self._records.get((namespace, key))
             return record.ttl if record is not None else None
+
+
+class _MemoryCandidates:
+    """A search's candidates from the dictionaries and the matrix (a
+    :class:`~remem.store.candidates.CandidateSource`)."""
+
+    def __init__(self, store: InMemoryStore, op: SearchOp, now: float,
+                 matches: Callable[[_Record], bool]) -> None:
+        self.store, self.op, self.now, self.matches = store, op, now, matches
+
+    def vector_hits(self, query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
+        by_id, matches = self.store._by_id, self.matches
+        assert self.store._vectors is not None
+        return matrix_hits(
+            self.store._vectors, query, self.op.namespace_prefix, depth,
+            lambda ids: {i: (by_id[i].namespace, by_id[i].key) for i in ids
+                         if i in by_id and matches(by_id[i])})
+
+    def keyword_hits(self, terms: list[str]) -> KeywordHits:
+        """Postings of matching candidates, and corpus statistics over live items under the
+        prefix (not narrowed by the filter), as the SQL backends compute them."""
+        store, now, prefix = self.store, self.now, self.op.namespace_prefix
+        depth = len(prefix)
+        postings: list[Posting] = []
+        doc_freq: dict[str, int] = {}
+        n_docs = total_len = 0
+        for namespace, index in store._postings.items():
+            if namespace[:depth] != prefix:
+                continue
+            for record in store._by_namespace[namespace].values():
+                if record.terms and record.alive(now):
+                    n_docs += 1
+                    total_len += sum(record.terms.values())
+            for term in terms:
+                for item_id, tf in index.get(term, {}).items():
+                    record = store._by_id[item_id]
+                    if not record.alive(now):
+                        continue
+                    doc_freq[term] = doc_freq.get(term, 0) + 1
+                    if self.matches(record):
+                        postings.append((item_id, (record.namespace, record.key), term, tf,
+                                         sum(record.terms.values())))
+        return KeywordHits(postings, doc_freq, n_docs, total_len)
+
+    def event_times(self, ids: Sequence[int]) -> dict[int, float]:
+        return {i: self.store._by_id[i].event_time() for i in ids}
+
+    def item_vectors(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        by_id = self.store._by_id
+        return {i: by_id[i].vectors[0][1] for i in ids if by_id[i].vectors}

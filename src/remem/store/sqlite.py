@@ -4,6 +4,11 @@ Works with the stock ``sqlite3`` module (no extensions): filters compile to JSON
 are float32 BLOBs, and vector search runs exactly in NumPy over an in-process matrix that is
 kept in step with the table through a sequence number (see ``m002_vectors``).
 
+The operations themselves are the shared SQL store's (:mod:`remem.store.sql_store`) with the
+statements of :mod:`remem.store.sqlite_sql`; this module keeps what is SQLite's own: the
+transaction, the bulk write of a run of puts, postings and vector bookkeeping, the vector
+matrix, and sweeping.
+
 Writes are shaped by what a commit costs, which is mostly the pages it changes (each goes to
 the WAL, then to the database at a checkpoint): a run of puts is a handful of statements; BM25
 corpus statistics are per-namespace sums kept by triggers (``m004``), not an index over every
@@ -24,28 +29,17 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from remem._sqlite import SQLiteConnections
 from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
-from remem.store.base import (
-    UPDATED_AT_TOLERANCE,
-    BaseStore,
-    IndexConfig,
-    KeywordConfig,
-    KeywordHits,
-    Prepared,
-    TTLConfig,
-    keyword_text,
-    literal_prefix,
-    match_namespaces,
-)
-from remem.store.filters import parse_filter, to_sqlite
+from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
 from remem.store.migrations import apply_sqlite
 from remem.store.migrations.sqlite import (
     SQLITE_MIGRATIONS,
@@ -53,26 +47,16 @@ from remem.store.migrations.sqlite import (
     register_model,
     register_tokenizer,
 )
-from remem.store.types import (
-    DeleteOp,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    Namespace,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    from_timestamp,
-)
-from remem.store.vectors import TextHashes, VectorIndex, top_matches
+from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
+from remem.store.sql_store import SQLStore
+from remem.store.sqlite_sql import SQLiteDialect
+from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
+from remem.store.vectors import TextHashes, VectorIndex, matrix_hits
 
-__all__ = ["SQLiteStore"]
+# encode_ns, decode_ns and prefix_range live in namespace_codec; kept importable from here
+__all__ = ["SQLiteStore", "decode_ns", "encode_ns", "prefix_range"]
 
-_SEP = "\x1f"
-_COLUMNS = "id, ns, key, value, created_at, updated_at, expires_at, ttl, event_at"
-_ALIVE = "(expires_at IS NULL OR expires_at > ?)"
+T = TypeVar("T")
 _TOMBSTONES_KEPT = 10_000
 # prefixes with at most this many keyword-indexed items are searched item by item (measured:
 # a common term in a 100-item prefix of a 100k-item file, 10.7 ms through the term's postings)
@@ -83,25 +67,7 @@ _RECENT_POSTINGS = 20_000
 _LOAD_CHUNK = 8192
 
 
-def encode_ns(namespace: Namespace) -> str:
-    """Namespace tuple to its stored form: each label followed by the unit separator."""
-    return "".join(label + _SEP for label in namespace)
-
-
-def decode_ns(stored: str) -> Namespace:
-    """Inverse of :func:`encode_ns`."""
-    return tuple(stored.split(_SEP)[:-1])
-
-
-def prefix_range(prefix: Namespace) -> tuple[str, str] | None:
-    """``(low, high)`` such that namespaces under ``prefix`` are exactly ``low <= ns < high``."""
-    if not prefix:
-        return None
-    low = encode_ns(prefix)
-    return low, low[:-1] + chr(ord(_SEP) + 1)
-
-
-class SQLiteStore(BaseStore):
+class SQLiteStore(SQLStore["_Txn"]):
     """A store in one SQLite file (``path``) or in memory (``":memory:"``).
 
     Construction does no I/O; the first batch (or :meth:`setup`, or ``with``) opens the file
@@ -131,6 +97,7 @@ class SQLiteStore(BaseStore):
         self._cache: VectorIndex | None = None
         self._cache_seq = -1
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
+        self.dialect = SQLiteDialect()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> SQLiteStore:
@@ -183,23 +150,14 @@ class SQLiteStore(BaseStore):
 
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
-        refreshes: list[tuple[list[int], float]] = []
+        refreshes: list[int] = []
         with self._conns.writing() if writes else nullcontext(), self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
             txn = _Txn(conn)
             try:
-                results: list[Result] = []
-                while len(results) < len(ops):
-                    run = _put_run(ops, len(results))
-                    if run:  # consecutive unconditional puts: a few statements for all
-                        self._put_many(txn, run, prepared)
-                        results.extend([None] * len(run))
-                    else:
-                        position = len(results)
-                        results.append(self._run(txn, position, ops[position], prepared,
-                                                 refreshes))
+                results = self._run_ops(txn, ops, prepared, refreshes)
                 if writes:
-                    self._apply_refreshes(conn, refreshes)
+                    self._apply_refreshes(txn, refreshes, prepared.now)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -212,88 +170,24 @@ class SQLiteStore(BaseStore):
                 # readers never upgrade a read lock (which can fail under contention)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    self._apply_refreshes(conn, refreshes)
+                    self._apply_refreshes(txn, refreshes, prepared.now)
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
         return results
 
-    @staticmethod
-    def _apply_refreshes(conn: sqlite3.Connection, refreshes: list[tuple[list[int], float]]
-                         ) -> None:
-        for ids, now in refreshes:
-            conn.execute(
-                "UPDATE items SET expires_at = ? + ttl WHERE ttl IS NOT NULL AND id IN "
-                "(SELECT value FROM json_each(?))",
-                (now, json.dumps(ids)),
-            )
+    def _query(self, tx: _Txn, text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return tx.conn.execute(text, params).fetchall()
 
-    def _run(self, txn: _Txn, position: int, op: Op, prepared: Prepared,
-             refreshes: list[tuple[list[int], float]]) -> Result:
-        conn, now = txn.conn, prepared.now
-        if isinstance(op, GetOp):
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM items WHERE ns = ? AND key = ? AND {_ALIVE}",
-                (encode_ns(op.namespace), op.key, now),
-            ).fetchone()
-            if row is None:
-                return None
-            return self._finish([row], op.refresh_ttl, now, refreshes)[0][0]
-        if isinstance(op, PutOp):
-            self._put(txn, position, op, prepared)
-            return None
-        if isinstance(op, DeleteOp):
-            row = conn.execute(
-                "DELETE FROM items WHERE ns = ? AND key = ? RETURNING id",
-                (encode_ns(op.namespace), op.key),
-            ).fetchone()
-            if row is not None:
-                self._drop_vectors(txn, [row[0]])
-                self._drop_postings(txn, [row[0]])
-            return None
-        if isinstance(op, SearchOp):
-            return self._search(txn, position, op, prepared, refreshes)
-        assert isinstance(op, ListNamespacesOp)
-        sql = "SELECT DISTINCT ns FROM items WHERE " + _ALIVE
-        params: list[Any] = [now]
-        bounds = prefix_range(literal_prefix(op.prefix))
-        if bounds is not None:
-            sql += " AND ns >= ? AND ns < ?"
-            params.extend(bounds)
-        return match_namespaces((decode_ns(r[0]) for r in conn.execute(sql, params)), op)
+    def _read(self, body: Callable[[_Txn], T]) -> T:
+        self.setup()
+        with self._connection() as conn:
+            return body(_Txn(conn))
 
-    def _finish(self, rows: list[tuple[Any, ...]], refresh_flag: bool | None, now: float,
-                refreshes: list[tuple[list[int], float]]) -> list[tuple[Item, int]]:
-        """Rows to items, recording TTL refreshes (the returned expiry is the refreshed one)."""
-        refresh = self._refresh(refresh_flag)
-        out: list[tuple[Item, int]] = []
-        to_refresh: list[int] = []
-        for item_id, ns, key, value, created, updated, expires, ttl, event in rows:
-            if refresh and ttl is not None:
-                expires = now + ttl
-                to_refresh.append(item_id)
-            out.append((
-                Item(decode_ns(ns), key, json.loads(value), from_timestamp(created),
-                     from_timestamp(updated),
-                     from_timestamp(expires) if expires is not None else None,
-                     from_timestamp(event) if event is not None else None),
-                item_id,
-            ))
-        if to_refresh:
-            refreshes.append((to_refresh, now))
-        return out
-
-    def _put(self, txn: _Txn, position: int, op: PutOp, prepared: Prepared) -> None:
-        """A conditional put: written only if the item is unchanged since it was read."""
-        assert op.if_updated_at is not None
-        row = txn.conn.execute(
-            f"SELECT updated_at FROM items WHERE ns = ? AND key = ? AND {_ALIVE}",
-            (encode_ns(op.namespace), op.key, prepared.now),
-        ).fetchone()
-        if row is None or abs(row[0] - op.if_updated_at) > UPDATED_AT_TOLERANCE:
-            return  # the item changed or went away since it was read
-        self._put_many(txn, [(position, op)], prepared)
+    def _after_delete(self, tx: _Txn, item_ids: list[int]) -> None:
+        self._drop_vectors(tx, item_ids)
+        self._drop_postings(tx, item_ids)
 
     def _put_many(self, txn: _Txn, run: list[tuple[int, PutOp]], prepared: Prepared) -> None:
         """Upsert puts of distinct addresses in a few statements: the items (``executemany``,
@@ -357,11 +251,6 @@ class SQLiteStore(BaseStore):
                 (json.dumps(item_ids),),
             )
 
-    def _holds_vectors(self) -> bool:
-        self.setup()
-        with self._connection() as conn:
-            return conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchone() is not None
-
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors already stored for these document text hashes: ids from the in-process
         map (one read transaction syncs it and reads the vectors back)."""
@@ -416,177 +305,34 @@ class SQLiteStore(BaseStore):
 
     # -- search -------------------------------------------------------------------------------
 
-    def _search(self, txn: _Txn, position: int, op: SearchOp, prepared: Prepared,
-                refreshes: list[tuple[list[int], float]]) -> list[SearchItem]:
-        now = prepared.now
-        if position not in prepared.signals:  # no query: a newest-first listing
-            exact = self._is_leaf(txn.conn, op.namespace_prefix)
-            where, params = self._where(op, now, exact=exact)
-            # Sort ids in a subquery (small sorter rows), then read the values of just the
-            # page. Inside one namespace the index is already in page order, so SQLite stops
-            # after `limit` matches instead of sorting the namespace.
-            order = "updated_at DESC, key" if exact else "updated_at DESC, ns, key"
-            rows = txn.conn.execute(
-                f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT id FROM items WHERE {where} "
-                f"ORDER BY {order} LIMIT ? OFFSET ?) ORDER BY updated_at DESC, ns, key",
-                [*params, op.limit, op.offset],
-            ).fetchall()
-            return [SearchItem.from_item(item)
-                    for item, _ in self._finish(rows, op.refresh_ttl, now, refreshes)]
-        where, params = self._where(op, now)
-        conn = txn.conn
+    def _vector_hits(self, tx: _Txn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
+                     where: str, params: list[Any]) -> list[Candidate]:
+        """Exact search over the in-process matrix, synced to the table first; candidates are
+        confirmed by the items table (alive, filter) in chunks."""
+        def addresses(ids: list[int]) -> dict[int, tuple[Namespace, str]]:
+            rows = self._query(tx, *self.dialect.addresses(ids, where, params))
+            return {item_id: (decode_ns(ns), key) for item_id, ns, key in rows}
 
-        def vector_hits(query: np.ndarray, depth: int) -> list[Candidate]:
-            fetched: dict[int, tuple[Any, ...]] = {}
+        with self._cache_lock:
+            cache = self._synced_cache(tx)
+            return matrix_hits(cache, query, op.namespace_prefix, depth, addresses)
 
-            def fetch(ids: list[int]) -> dict[int, object]:
-                rows = conn.execute(
-                    f"SELECT id, ns, key FROM items WHERE id IN "
-                    f"(SELECT value FROM json_each(?)) AND {where}",
-                    [json.dumps(ids), *params],
-                ).fetchall()
-                fetched.update((row[0], row) for row in rows)
-                return {row[0]: row for row in rows}
+    def _item_vectors(self, tx: _Txn, ids: Sequence[int]
+                      ) -> dict[int, npt.NDArray[np.float32]]:
+        rows = tx.conn.execute(
+            "SELECT item_id, vec FROM vectors WHERE item_id IN "
+            "(SELECT value FROM json_each(?)) AND model_id = ? ORDER BY id",
+            (json.dumps(list(ids)), self._model_id),
+        ).fetchall()
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for item_id, blob in rows:  # an item with several fields: its first field's
+            out.setdefault(item_id, np.frombuffer(blob, dtype=np.float32))
+        return out
 
-            with self._cache_lock:
-                cache = self._synced_cache(txn)
-                found = top_matches(cache.ranked_items(query, op.namespace_prefix), depth,
-                                    fetch)
-            out = [(i, (decode_ns(fetched[i][1]), fetched[i][2]), score) for i, score in found]
-            out.sort(key=lambda c: (-c[2], c[1]))
-            return out
-
-        def keyword_hits(terms: list[str]) -> KeywordHits:
-            return self._keyword_hits(conn, op, terms, now, where, params)
-
-        def event_times(ids: Sequence[int]) -> dict[int, float]:
-            return dict(conn.execute(
-                "SELECT id, coalesce(event_at, created_at) FROM items WHERE id IN "
-                "(SELECT value FROM json_each(?))", (json.dumps(list(ids)),),
-            ).fetchall())
-
-        def item_vectors(ids: Sequence[int]) -> dict[int, np.ndarray]:
-            rows = conn.execute(
-                "SELECT item_id, vec FROM vectors WHERE item_id IN "
-                "(SELECT value FROM json_each(?)) AND model_id = ? ORDER BY id",
-                (json.dumps(list(ids)), self._model_id),
-            ).fetchall()
-            out: dict[int, np.ndarray] = {}
-            for item_id, blob in rows:  # an item with several fields: its first field's
-                out.setdefault(item_id, np.frombuffer(blob, dtype=np.float32))
-            return out
-
-        ranked = self._ranked_search(position, op, prepared, keyword_hits=keyword_hits,
-                                     vector_hits=vector_hits, event_times=event_times,
-                                     item_vectors=item_vectors)
-        if not ranked:
-            return []
-        by_id = {row[0]: row for row in conn.execute(
-            f"SELECT {_COLUMNS} FROM items WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([r.item_id for r in ranked]),),
-        )}
-        items = self._finish([by_id[r.item_id] for r in ranked], op.refresh_ttl, now, refreshes)
-        return [SearchItem.from_item(item, r.score, self._details(r))
-                for (item, _), r in zip(items, ranked, strict=True)]
-
-    def _keyword_hits(self, conn: sqlite3.Connection, op: SearchOp, terms: list[str],
-                      now: float, where: str, params: list[Any]) -> KeywordHits:
-        """Postings of the candidates, and corpus statistics under the prefix (no filter).
-
-        A small scope (one user's memories, say: at most ``_SMALL_KEYWORD_SCOPE`` indexed
-        items) is read item by item, each looked up in the postings by (term, item): its cost
-        follows the scope. Otherwise the terms' postings are read and their items checked:
-        its cost follows the terms' frequency."""
-        n_docs, total_len = self._corpus_stats(conn, op, now)
-        terms_json = json.dumps(terms)
-        if op.namespace_prefix and n_docs <= _SMALL_KEYWORD_SCOPE:
-            # CROSS JOIN: SQLite keeps this join order (items, then their postings)
-            text = " UNION ALL ".join(
-                f"SELECT p.item_id, ns, key, p.term, p.tf, doc_len FROM items CROSS JOIN "
-                f"{table} AS p ON p.item_id = items.id AND p.term IN "
-                f"(SELECT value FROM json_each(?)) WHERE {where}"
-                for table in ("postings", "recent_postings"))
-            args = [terms_json, *params] * 2
-        else:
-            text = _postings_of_terms("p.item_id, ns, key, p.term, p.tf, doc_len", where)
-            args = [terms_json, *params] * 2
-        rows = conn.execute(text, args).fetchall()
-        decoded: dict[str, Namespace] = {}
-        postings = []
-        for item_id, ns, key, term, tf, length in rows:
-            namespace = decoded.get(ns)
-            if namespace is None:
-                namespace = decoded[ns] = decode_ns(ns)
-            postings.append((item_id, (namespace, key), term, tf, length))
-        narrowed = (op.filter is not None or op.event_after is not None
-                    or op.event_before is not None)
-        if narrowed:
-            scope, scope_params = self._scope(op, now)
-            doc_freq = dict(conn.execute(
-                f"SELECT term, count(*) FROM ({_postings_of_terms('p.term', scope)}) "
-                "GROUP BY term", [terms_json, *scope_params] * 2,
-            ).fetchall())
-        else:
-            doc_freq = {}
-            for _, _, term, _, _ in postings:
-                doc_freq[term] = doc_freq.get(term, 0) + 1
-        return KeywordHits(postings, doc_freq, n_docs, total_len)
-
-    @staticmethod
-    def _corpus_stats(conn: sqlite3.Connection, op: SearchOp, now: float) -> tuple[int, int]:
-        """Count and total length of the live keyword-indexed items under the prefix: the
-        per-namespace sums kept by triggers for items without an expiry (``keyword_stats``),
-        plus the unexpired items with one (``items_keyword_ttl``)."""
-        bounds = prefix_range(op.namespace_prefix)
-        in_prefix, params = ("", []) if bounds is None else (" AND ns >= ? AND ns < ?", bounds)
-        docs, total = conn.execute(
-            "SELECT coalesce(sum(docs), 0), coalesce(sum(total_len), 0) FROM keyword_stats "
-            f"WHERE 1{in_prefix}", params).fetchone()
-        ttl_docs, ttl_total = conn.execute(
-            "SELECT count(*), coalesce(sum(doc_len), 0) FROM items WHERE doc_len > 0 AND "
-            f"expires_at IS NOT NULL AND expires_at > ?{in_prefix}", [now, *params]).fetchone()
-        return int(docs) + int(ttl_docs), int(total) + int(ttl_total)
-
-    @staticmethod
-    def _scope(op: SearchOp, now: float) -> tuple[str, list[Any]]:
-        """Live items under the prefix: the population BM25 statistics describe."""
-        bounds = prefix_range(op.namespace_prefix)
-        if bounds is None:
-            return _ALIVE, [now]
-        return f"{_ALIVE} AND ns >= ? AND ns < ?", [now, *bounds]
-
-    @staticmethod
-    def _is_leaf(conn: sqlite3.Connection, prefix: Namespace) -> bool:
-        """Whether no namespace lies strictly below ``prefix`` (one index probe)."""
-        bounds = prefix_range(prefix)
-        if bounds is None:
-            return False
-        return conn.execute("SELECT 1 FROM items WHERE ns > ? AND ns < ? LIMIT 1",
-                            bounds).fetchone() is None
-
-    @staticmethod
-    def _where(op: SearchOp, now: float, *, exact: bool = False) -> tuple[str, list[Any]]:
-        clauses: list[str] = [_ALIVE]
-        params: list[Any] = [now]
-        bounds = prefix_range(op.namespace_prefix)
-        if exact:
-            clauses.append("ns = ?")
-            params.append(encode_ns(op.namespace_prefix))
-        elif bounds is not None:
-            clauses.append("ns >= ? AND ns < ?")
-            params.extend(bounds)
-        after, before = op.event_range
-        if after is not None:
-            clauses.append("coalesce(event_at, created_at) >= ?")
-            params.append(after)
-        if before is not None:
-            clauses.append("coalesce(event_at, created_at) < ?")
-            params.append(before)
-        sql, filter_params = to_sqlite(parse_filter(op.filter), column="value")
-        if sql != "1":
-            clauses.append(sql)
-            params.extend(filter_params)
-        return " AND ".join(f"({c})" for c in clauses), params
+    def _items_first(self, op: SearchOp, n_docs: int) -> bool:
+        # a small scope (one user's memories, say) is read item by item: its cost follows
+        # the scope; otherwise the terms' postings are read: their cost follows frequency
+        return bool(op.namespace_prefix) and n_docs <= _SMALL_KEYWORD_SCOPE
 
     def _synced_cache(self, txn: _Txn) -> VectorIndex:
         """The vector matrix brought up to the database's current ``vector_seq``."""
@@ -658,33 +404,6 @@ class SQLiteStore(BaseStore):
                 raise
         return len(ids)
 
-    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
-        """Live items under the prefix in namespace then key order, read in pages of 1000."""
-        self.setup()
-        bounds = prefix_range(tuple(namespace_prefix))
-        after: tuple[str, str] = ("", "")
-        now = self.clock()
-        while True:
-            sql = f"SELECT {_COLUMNS} FROM items WHERE {_ALIVE} AND (ns, key) > (?, ?)"
-            params: list[Any] = [now, *after]
-            if bounds is not None:
-                sql += " AND ns >= ? AND ns < ?"
-                params.extend(bounds)
-            with self._connection() as conn:
-                rows = conn.execute(sql + " ORDER BY ns, key LIMIT 1000", params).fetchall()
-            if not rows:
-                return
-            for item, _ in self._finish(rows, False, now, []):
-                yield item
-            after = (rows[-1][1], rows[-1][2])
-
-    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
-        self.setup()
-        with self._connection() as conn:
-            row = conn.execute("SELECT ttl FROM items WHERE ns = ? AND key = ?",
-                               (encode_ns(namespace), key)).fetchone()
-        return None if row is None else row[0]
-
 
 # an explicit created_at (import, reindex) is kept; otherwise the first write's stays, unless
 # the old item had expired (then this is a new item). Parameters: the columns, explicit, now.
@@ -696,16 +415,6 @@ _UPSERT = """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, exp
                  THEN excluded.created_at ELSE items.created_at END,
     updated_at = excluded.updated_at, ttl = excluded.ttl, expires_at = excluded.expires_at,
     event_at = excluded.event_at, doc_len = excluded.doc_len"""
-
-
-def _postings_of_terms(columns: str, where: str) -> str:
-    """Postings (``p``) of some terms joined with their items matching ``where``, from both
-    tables; parameters: terms (JSON), then ``where``'s, twice. recent_postings has no term
-    index: it is scanned (CROSS JOIN keeps that order), never the items of the scope."""
-    return " UNION ALL ".join(
-        f"SELECT {columns} FROM {table} AS p {join} items ON items.id = p.item_id "
-        f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}"
-        for table, join in (("postings", "JOIN"), ("recent_postings", "CROSS JOIN")))
 
 
 def _add_postings(conn: sqlite3.Connection, rows: list[tuple[int, str, int]]) -> None:
@@ -720,22 +429,6 @@ def _add_postings(conn: sqlite3.Connection, rows: list[tuple[int, str, int]]) ->
                      "FROM recent_postings ORDER BY term, item_id")
         conn.execute("DELETE FROM recent_postings")
         conn.execute("UPDATE remem_meta SET value = '0' WHERE key = 'recent_postings'")
-
-
-def _put_run(ops: Sequence[Op], start: int) -> list[tuple[int, PutOp]]:
-    """Consecutive unconditional puts from ``start`` with distinct addresses (one multi-row
-    upsert must not touch a row twice: the later put of a key starts the next run)."""
-    run: list[tuple[int, PutOp]] = []
-    seen: set[tuple[Namespace, str]] = set()
-    for position in range(start, len(ops)):
-        op = ops[position]
-        if not isinstance(op, PutOp) or op.if_updated_at is not None:
-            break
-        if (op.namespace, op.key) in seen:
-            break
-        seen.add((op.namespace, op.key))
-        run.append((position, op))
-    return run
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str:

@@ -8,14 +8,15 @@ embedded scale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
+from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
 
-__all__ = ["TextHashes", "VectorIndex", "top_matches"]
+__all__ = ["TextHashes", "VectorIndex", "matrix_hits", "top_matches"]
 
 _FIRST_CHUNK = 256
 _BLOCK = 8192  # rows per block of the matrix
@@ -316,3 +317,23 @@ def top_matches(ranked: Iterator[tuple[int, float]], needed: int,
                 last_score = score
         chunk_size *= 4
     return found
+
+
+def matrix_hits(index: VectorIndex, query: npt.NDArray[np.float32], prefix: Namespace,
+                depth: int,
+                addresses: Callable[[list[int]], Mapping[int, tuple[Namespace, str]]]
+                ) -> list[Candidate]:
+    """The ``depth`` best items of ``index`` under ``prefix`` (plus any tied with the last),
+    best first, ties by (namespace, key). ``addresses`` receives candidate item ids and
+    returns the address of each one that is alive and matches the search."""
+    seen: dict[int, tuple[Namespace, str]] = {}
+
+    def fetch(ids: list[int]) -> dict[int, object]:
+        found = addresses(ids)
+        seen.update(found)
+        return dict(found)
+
+    out = [(item_id, seen[item_id], score)
+           for item_id, score in top_matches(index.ranked_items(query, prefix), depth, fetch)]
+    out.sort(key=lambda c: (-c[2], c[1]))
+    return out

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from remem._sqlite import SQLiteConnections
 from remem.errors import ConflictError, StoreError
-from remem.store.filters import parse_filter, postgres_document, to_postgres, to_sqlite
+from remem.store.filters import parse_filter, to_sqlite
+from remem.store.filters_postgres import postgres_document, to_postgres
 from remem.store.migrations import apply_sqlite
 from remem.threads import schema as sql
 

@@ -30,7 +30,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             # ns: the labels, each followed by \x1f, so a namespace prefix is a string prefix
             # and byte order (COLLATE "C") equals tuple order, as in the SQLite backend.
             # value: the JSON text exactly as written (round trips NUL and key order);
-            # doc: the jsonb shadow filters run on (remem.store.filters.postgres_document).
+            # doc: the jsonb shadow filters run on (remem.store.filters_postgres.postgres_document).
             """CREATE TABLE {s}.items (
                 id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
                 ns text COLLATE "C" NOT NULL,

@@ -1,4 +1,4 @@
-"""I/O-free pieces of the PostgreSQL backend: settings, identifiers, WHERE clauses and the SQL
+"""I/O-free pieces of the PostgreSQL backend: settings, identifiers, its SQL dialect and the SQL
 of vector search. Nothing here touches a connection, so it is shared by every code path and
 unit-testable without a server.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, LiteralString
 
@@ -14,28 +15,21 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.errors import ConfigError
-from remem.store.filters import to_postgres
-from remem.store.sqlite import encode_ns, prefix_range
+from remem.store.filters import FilterNode
+from remem.store.filters_postgres import to_postgres
+from remem.store.sql_dialect import COLUMNS, Dialect, Statement
 from remem.store.types import SearchOp
 
 __all__ = [
-    "ALIVE",
-    "COLUMNS",
+    "PostgresDialect",
     "VectorSearch",
     "decode_vector",
     "encode_vector",
     "exact_query",
-    "items_where",
     "quote_ident",
     "scope_count",
-    "scope_where",
     "sql",
 ]
-
-#: item columns read into an :class:`~remem.store.types.Item` (table alias ``i``)
-COLUMNS = ("i.id, i.ns, i.key, i.value, i.created_at, i.updated_at, i.expires_at, i.ttl, "
-           "i.event_at")
-ALIVE = "(i.expires_at IS NULL OR i.expires_at > %s)"
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -149,41 +143,50 @@ def scope_count(qschema: str, scoped: bool) -> str:
             "LIMIT %s) AS t")
 
 
-def items_where(op: SearchOp, now: float, *, exact_ns: bool = False,
-                with_filter: bool = True) -> tuple[str, list[Any]]:
-    """The WHERE clause (alias ``i``) for a search: alive, under the prefix, in the event
-    range, matching the filter. ``exact_ns``: the prefix is a leaf, compare with ``=`` so the
-    (ns, updated_at) index gives rows in page order."""
-    clauses = [ALIVE]
-    params: list[Any] = [now]
-    bounds = prefix_range(op.namespace_prefix)
-    if exact_ns:
-        clauses.append("i.ns = %s")
-        params.append(encode_ns(op.namespace_prefix))
-    elif bounds is not None:
-        clauses.append("i.ns >= %s AND i.ns < %s")
-        params.extend(bounds)
-    after, before = op.event_range
-    if after is not None:
-        clauses.append("coalesce(i.event_at, i.created_at) >= %s")
-        params.append(after)
-    if before is not None:
-        clauses.append("coalesce(i.event_at, i.created_at) < %s")
-        params.append(before)
-    if with_filter:
-        text, filter_params = to_postgres(op.parsed_filter, column="i.doc")
-        if text != "true":
-            clauses.append(text)
-            params.extend(filter_params)
-    return " AND ".join(f"({c})" for c in clauses), params
+class PostgresDialect(Dialect):
+    """Statements for PostgreSQL (tables in one schema, ``prefix`` is its quoted name and a
+    dot): ``%s`` placeholders, id lists as arrays, filters over the ``jsonb`` shadow ``doc``,
+    conditional puts and TTL refreshes that lock rows in id order (no deadlocks between
+    batches), and postings in one table with the corpus statistics counted from the items."""
 
+    p = "%s"
+    lock_row = " FOR UPDATE"
 
-def scope_where(op: SearchOp, now: float) -> tuple[str, list[Any]]:
-    """Live items under the prefix (no filter, no time range): what BM25 statistics cover."""
-    bounds = prefix_range(op.namespace_prefix)
-    if bounds is None:
-        return ALIVE, [now]
-    return f"{ALIVE} AND i.ns >= %s AND i.ns < %s", [now, *bounds]
+    def ids_in(self, column: str) -> str:
+        return f"{column} = ANY(%s)"
+
+    def ids_param(self, ids: Sequence[int]) -> Any:
+        return list(ids)
+
+    def compile_filter(self, node: FilterNode | None) -> Statement:
+        text, params = to_postgres(node, column="i.doc")
+        return ("", []) if text == "true" else (text, params)
+
+    def listing_sql(self, where: str, order: str) -> str:
+        return (f"SELECT {COLUMNS} FROM {self.t('items')} AS i WHERE {where} ORDER BY {order} "
+                "LIMIT %s OFFSET %s")
+
+    def refresh_ttls(self, ids: Sequence[int], now: float) -> Statement:
+        items = self.t("items")
+        return (f"UPDATE {items} AS i SET expires_at = %s + i.ttl FROM (SELECT id FROM {items} "
+                "WHERE id = ANY(%s) AND ttl IS NOT NULL ORDER BY id FOR UPDATE) AS s "
+                "WHERE i.id = s.id", [now, list(ids)])
+
+    def corpus_stats(self, op: SearchOp, now: float) -> list[Statement]:
+        scope, params = self.scope_where(op, now)
+        return [(f"SELECT count(*), coalesce(sum(i.doc_len), 0) FROM {self.t('items')} AS i "
+                 f"WHERE i.doc_len > 0 AND {scope}", params)]
+
+    def keyword_postings(self, terms: list[str], where: str, params: list[Any], *,
+                         items_first: bool) -> Statement:
+        return (f"SELECT p.item_id, i.ns, i.key, p.term, p.tf, i.doc_len FROM "
+                f"{self.t('postings')} AS p JOIN {self.t('items')} AS i ON i.id = p.item_id "
+                f"WHERE p.term = ANY(%s) AND {where}", [terms, *params])
+
+    def doc_freq(self, terms: list[str], scope: str, params: list[Any]) -> Statement:
+        return (f"SELECT p.term, count(*) FROM {self.t('postings')} AS p JOIN "
+                f"{self.t('items')} AS i ON i.id = p.item_id WHERE p.term = ANY(%s) AND "
+                f"{scope} GROUP BY p.term", [terms, *params])
 
 
 # -- the pgvector wire format (binary): int16 dims, int16 unused, float32 big-endian values --

@@ -2,6 +2,10 @@
 
 Design (see ``docs/postgres.md``):
 
+* The operations are the shared SQL store's (:mod:`remem.store.sql_store`) with the statements
+  of :class:`~remem.store.postgres.sql.PostgresDialect`; this module keeps the pool, the
+  transaction and its retries, setup, the bulk write of a run of puts, and sweeping.
+
 * One psycopg 3 connection pool per store. Connections are checked when taken from the pool
   and use TCP keepalives, so a restarted server or a pooler that dropped a connection costs a
   reconnect, not an error. ``prepare_threshold=None`` turns server-side prepared statements
@@ -13,7 +17,7 @@ Design (see ``docs/postgres.md``):
   outcome is unknown, and replaying it could overwrite a newer write by someone else).
 * Keyword search reads postings (term, item, tf) and computes BM25 in Python, exactly as the
   other backends do; filters compile to SQL over a jsonb shadow of each value
-  (:func:`remem.store.filters.to_postgres`).
+  (:func:`remem.store.filters_postgres.to_postgres`).
 * Vector search: scopes of at most ``VectorSearch.exact_below`` vectors are scanned exactly
   (a user's namespace); larger ones walk the HNSW index with pgvector's iterative scan, the
   namespace range checked during the scan and the filter checked on the candidates, fetching
@@ -25,12 +29,11 @@ Design (see ``docs/postgres.md``):
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
@@ -38,42 +41,14 @@ import numpy.typing as npt
 
 from remem.errors import ConfigError, IndexConfigError, StoreError
 from remem.retrieval.ranking import Candidate
-from remem.store.base import (
-    UPDATED_AT_TOLERANCE,
-    BaseStore,
-    IndexConfig,
-    KeywordConfig,
-    KeywordHits,
-    Prepared,
-    TTLConfig,
-    literal_prefix,
-    match_namespaces,
-)
-from remem.store.filters import postgres_document
+from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig
+from remem.store.filters_postgres import postgres_document
 from remem.store.migrations.postgres import advisory_key, apply_postgres
-from remem.store.postgres.sql import (
-    COLUMNS,
-    VectorSearch,
-    items_where,
-    quote_ident,
-    scope_where,
-    sql,
-)
+from remem.store.namespace_codec import encode_ns
+from remem.store.postgres.sql import PostgresDialect, VectorSearch, quote_ident, sql
 from remem.store.postgres.vector_search import VectorScope, vector_hits, vectors_of
-from remem.store.sqlite import decode_ns, encode_ns, prefix_range
-from remem.store.types import (
-    DeleteOp,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    Namespace,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    from_timestamp,
-)
+from remem.store.sql_store import SQLStore
+from remem.store.types import DeleteOp, Op, PutOp, Result, SearchOp
 
 if TYPE_CHECKING:
     import psycopg
@@ -85,7 +60,6 @@ __all__ = ["PostgresStore"]
 
 logger = logging.getLogger("remem.store.postgres")
 T = TypeVar("T")
-_PAGE = 1000
 
 
 def _import_psycopg() -> Any:
@@ -100,7 +74,7 @@ def _import_psycopg() -> Any:
     return psycopg, psycopg_pool
 
 
-class PostgresStore(BaseStore):
+class PostgresStore(SQLStore["Conn"]):
     """A store in a PostgreSQL database with pgvector.
 
     ``dsn``: a libpq connection string or ``postgresql://`` URI. ``schema``: the schema holding
@@ -140,6 +114,7 @@ class PostgresStore(BaseStore):
         self.dsn = dsn
         self.schema = schema
         self._q = quote_ident(schema)
+        self.dialect = PostgresDialect(f"{self._q}.")
         self.vector = vector or VectorSearch()
         self.pool_min_size = pool_min_size
         self.pool_max_size = pool_max_size
@@ -357,96 +332,19 @@ class PostgresStore(BaseStore):
 
         def body(conn: Conn) -> list[Result]:
             refreshes: list[int] = []
-            results: list[Result] = []
-            position = 0
-            while position < len(ops):
-                op = ops[position]
-                if isinstance(op, PutOp) and op.if_updated_at is None:
-                    run = self._put_run(ops, position)
-                    self._put_many(conn, run, prepared)
-                    results.extend([None] * len(run))
-                    position += len(run)
-                    continue
-                results.append(self._run(conn, position, op, prepared, refreshes))
-                position += 1
-            if refreshes:
-                conn.execute(sql(
-                    f"UPDATE {self._t('items')} AS i SET expires_at = %s + i.ttl FROM "
-                    f"(SELECT id FROM {self._t('items')} WHERE id = ANY(%s) AND ttl IS NOT NULL "
-                    "ORDER BY id FOR UPDATE) AS s WHERE i.id = s.id"),
-                    (prepared.now, sorted(set(refreshes))))
+            results = self._run_ops(conn, ops, prepared, refreshes)
+            self._apply_refreshes(conn, refreshes, prepared.now)
             return results
 
         return self._transact(body, writes=writes)
 
-    @staticmethod
-    def _put_run(ops: Sequence[Op], start: int) -> list[tuple[int, PutOp]]:
-        """Consecutive unconditional puts from ``start`` with distinct addresses (one
-        ``INSERT ... ON CONFLICT`` cannot touch a row twice)."""
-        run: list[tuple[int, PutOp]] = []
-        seen: set[tuple[Namespace, str]] = set()
-        for position in range(start, len(ops)):
-            op = ops[position]
-            if not isinstance(op, PutOp) or op.if_updated_at is not None:
-                break
-            if (op.namespace, op.key) in seen:
-                break
-            seen.add((op.namespace, op.key))
-            run.append((position, op))
-        return run
+    def _query(self, tx: Conn, text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        cursor = tx.execute(sql(text), params)
+        return cursor.fetchall() if cursor.description is not None else []
 
-    def _run(self, conn: Conn, position: int, op: Op, prepared: Prepared,
-             refreshes: list[int]) -> Result:
-        now = prepared.now
-        if isinstance(op, GetOp):
-            rows = conn.execute(sql(
-                f"SELECT {COLUMNS} FROM {self._t('items')} AS i WHERE i.ns = %s AND i.key = %s "
-                "AND (i.expires_at IS NULL OR i.expires_at > %s)"),
-                (encode_ns(op.namespace), op.key, now)).fetchall()
-            if not rows:
-                return None
-            return self._finish(rows, op.refresh_ttl, now, refreshes)[0]
-        if isinstance(op, PutOp):  # a conditional put
-            row = conn.execute(sql(
-                f"SELECT updated_at FROM {self._t('items')} WHERE ns = %s AND key = %s "
-                "AND (expires_at IS NULL OR expires_at > %s) FOR UPDATE"),
-                (encode_ns(op.namespace), op.key, now)).fetchone()
-            assert op.if_updated_at is not None
-            if row is None or abs(row[0] - op.if_updated_at) > UPDATED_AT_TOLERANCE:
-                return None  # the item changed or went away since it was read
-            self._put_many(conn, [(position, op)], prepared)
-            return None
-        if isinstance(op, DeleteOp):  # postings and vectors go by ON DELETE CASCADE
-            conn.execute(sql(f"DELETE FROM {self._t('items')} WHERE ns = %s AND key = %s"),
-                         (encode_ns(op.namespace), op.key))
-            return None
-        if isinstance(op, SearchOp):
-            return self._search(conn, position, op, prepared, refreshes)
-        assert isinstance(op, ListNamespacesOp)
-        query = f"SELECT DISTINCT ns FROM {self._t('items')} AS i WHERE " \
-                "(i.expires_at IS NULL OR i.expires_at > %s)"
-        params: list[Any] = [now]
-        bounds = prefix_range(literal_prefix(op.prefix))
-        if bounds is not None:
-            query += " AND i.ns >= %s AND i.ns < %s"
-            params.extend(bounds)
-        rows = conn.execute(sql(query), params).fetchall()
-        return match_namespaces((decode_ns(r[0]) for r in rows), op)
-
-    def _finish(self, rows: Sequence[tuple[Any, ...]], refresh_flag: bool | None, now: float,
-                refreshes: list[int]) -> list[Item]:
-        """Rows to items, recording TTL refreshes (the returned expiry is the refreshed one)."""
-        refresh = self._refresh(refresh_flag)
-        out: list[Item] = []
-        for item_id, ns, key, value, created, updated, expires, ttl, event in rows:
-            if refresh and ttl is not None:
-                expires = now + ttl
-                refreshes.append(item_id)
-            out.append(Item(decode_ns(ns), key, json.loads(value), from_timestamp(created),
-                            from_timestamp(updated),
-                            from_timestamp(expires) if expires is not None else None,
-                            from_timestamp(event) if event is not None else None))
-        return out
+    def _read(self, body: Callable[[Conn], T]) -> T:
+        self.setup()
+        return self._transact(body, writes=False)
 
     def _put_many(self, conn: Conn, run: list[tuple[int, PutOp]], prepared: Prepared) -> None:
         """Upsert a run of puts in a few statements: items, then their terms and vectors.
@@ -537,11 +435,6 @@ class PostgresStore(BaseStore):
                 for row in vector_rows:
                     copy.write_row(row)
 
-    def _holds_vectors(self) -> bool:
-        self.setup()
-        return self._transact(lambda conn: conn.execute(sql(
-            f"SELECT 1 FROM {self._t('vectors')} LIMIT 1")).fetchone() is not None, writes=False)
-
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
         """Vectors of this model already stored for these document text hashes."""
         if self._model_id is None:
@@ -558,101 +451,19 @@ class PostgresStore(BaseStore):
 
     # -- search -------------------------------------------------------------------------------
 
-    def _search(self, conn: Conn, position: int, op: SearchOp, prepared: Prepared,
-                refreshes: list[int]) -> list[SearchItem]:
-        now = prepared.now
-        items = self._t("items")
-        if position not in prepared.signals:  # no query: a newest-first listing
-            leaf = self._is_leaf(conn, op.namespace_prefix)
-            where, params = items_where(op, now, exact_ns=leaf)
-            order = "i.updated_at DESC, i.key" if leaf else "i.updated_at DESC, i.ns, i.key"
-            rows = conn.execute(sql(
-                f"SELECT {COLUMNS} FROM {items} AS i WHERE {where} ORDER BY {order} "
-                "LIMIT %s OFFSET %s"), [*params, op.limit, op.offset]).fetchall()
-            return [SearchItem.from_item(item)
-                    for item in self._finish(rows, op.refresh_ttl, now, refreshes)]
-        where, params = items_where(op, now)
+    def _item_vectors(self, tx: Conn, ids: Sequence[int]
+                      ) -> dict[int, npt.NDArray[np.float32]]:
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for item_id, vec in vectors_of(tx, self._q, self._model_id, list(ids)):
+            out.setdefault(item_id, vec)  # an item with several fields: its first field's
+        return out
 
-        def vector_hits(query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
-            return self._vector_hits(conn, op, query, depth, where, params)
-
-        def keyword_hits(terms: list[str]) -> KeywordHits:
-            return self._keyword_hits(conn, op, terms, now, where, params)
-
-        def event_times(ids: Sequence[int]) -> dict[int, float]:
-            rows = conn.execute(sql(
-                f"SELECT id, coalesce(event_at, created_at) FROM {items} WHERE id = ANY(%s)"),
-                (list(ids),)).fetchall()
-            return {int(r[0]): float(r[1]) for r in rows}
-
-        def item_vectors(ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-            out: dict[int, npt.NDArray[np.float32]] = {}
-            for item_id, vec in self._vectors_of(conn, list(ids)):
-                out.setdefault(item_id, vec)  # an item with several fields: its first field's
-            return out
-
-        ranked = self._ranked_search(position, op, prepared, keyword_hits=keyword_hits,
-                                     vector_hits=vector_hits, event_times=event_times,
-                                     item_vectors=item_vectors)
-        if not ranked:
-            return []
-        by_id = {row[0]: row for row in conn.execute(sql(
-            f"SELECT {COLUMNS} FROM {items} AS i WHERE i.id = ANY(%s)"),
-            ([r.item_id for r in ranked],)).fetchall()}
-        found = self._finish([by_id[r.item_id] for r in ranked], op.refresh_ttl, now, refreshes)
-        return [SearchItem.from_item(item, r.score, self._details(r))
-                for item, r in zip(found, ranked, strict=True)]
-
-    def _vectors_of(self, conn: Conn, ids: list[int]
-                    ) -> list[tuple[int, npt.NDArray[np.float32]]]:
-        return vectors_of(conn, self._q, self._model_id, ids)
-
-    def _vector_hits(self, conn: Conn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
+    def _vector_hits(self, tx: Conn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
                      where: str, params: list[Any]) -> list[Candidate]:
         assert self.index is not None and self._model_id is not None
-        return vector_hits(conn, VectorScope(self._q, self._model_id, self.index.dims,
-                                             self.vector, self._scope_sizes),
+        return vector_hits(tx, VectorScope(self._q, self._model_id, self.index.dims,
+                                           self.vector, self._scope_sizes),
                            op, query, depth, where, params)
-
-    def _keyword_hits(self, conn: Conn, op: SearchOp, terms: list[str], now: float,
-                      where: str, params: list[Any]) -> KeywordHits:
-        """Postings of the candidates, and corpus statistics under the prefix (no filter)."""
-        items, postings_t = self._t("items"), self._t("postings")
-        rows = conn.execute(sql(
-            f"SELECT p.item_id, i.ns, i.key, p.term, p.tf, i.doc_len FROM {postings_t} AS p "
-            f"JOIN {items} AS i ON i.id = p.item_id WHERE p.term = ANY(%s) AND {where}"),
-            [terms, *params]).fetchall()
-        decoded: dict[str, Namespace] = {}
-        postings = []
-        for item_id, ns, key, term, tf, length in rows:
-            namespace = decoded.get(ns)
-            if namespace is None:
-                namespace = decoded[ns] = decode_ns(ns)
-            postings.append((int(item_id), (namespace, key), term, int(tf), int(length)))
-        scope, scope_params = scope_where(op, now)
-        if op.filter is not None or op.event_after is not None or op.event_before is not None:
-            doc_freq = {t: int(n) for t, n in conn.execute(sql(
-                f"SELECT p.term, count(*) FROM {postings_t} AS p JOIN {items} AS i "
-                f"ON i.id = p.item_id WHERE p.term = ANY(%s) AND {scope} GROUP BY p.term"),
-                [terms, *scope_params]).fetchall()}
-        else:
-            doc_freq = {}
-            for _, _, term, _, _ in postings:
-                doc_freq[term] = doc_freq.get(term, 0) + 1
-        row = conn.execute(sql(
-            f"SELECT count(*), coalesce(sum(i.doc_len), 0) FROM {items} AS i "
-            f"WHERE i.doc_len > 0 AND {scope}"), scope_params).fetchone()
-        assert row is not None
-        return KeywordHits(postings, doc_freq, int(row[0]), int(row[1]))
-
-    def _is_leaf(self, conn: Conn, prefix: Namespace) -> bool:
-        """Whether no namespace lies strictly below ``prefix`` (one index probe)."""
-        bounds = prefix_range(prefix)
-        if bounds is None:
-            return False
-        return conn.execute(sql(
-            f"SELECT 1 FROM {self._t('items')} WHERE ns > %s AND ns < %s LIMIT 1"),
-            bounds).fetchone() is None
 
     # -- maintenance --------------------------------------------------------------------------
 
@@ -669,31 +480,3 @@ class PostgresStore(BaseStore):
             total += deleted
             if deleted < 5000:
                 return total
-
-    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
-        """Live items under the prefix in namespace then key order, read in pages."""
-        self.setup()
-        bounds = prefix_range(tuple(namespace_prefix))
-        after: tuple[str, str] = ("", "")
-        now = self.clock()
-        while True:
-            query = (f"SELECT {COLUMNS} FROM {self._t('items')} AS i WHERE "
-                     "(i.expires_at IS NULL OR i.expires_at > %s) AND (i.ns, i.key) > (%s, %s)")
-            params: list[Any] = [now, *after]
-            if bounds is not None:
-                query += " AND i.ns >= %s AND i.ns < %s"
-                params.extend(bounds)
-            text = sql(query + f" ORDER BY i.ns, i.key LIMIT {_PAGE}")
-            rows = self._transact(lambda conn, text=text, params=params:  # type: ignore[misc]
-                                  conn.execute(text, params).fetchall(), writes=False)
-            if not rows:
-                return
-            yield from self._finish(rows, False, now, [])
-            after = (rows[-1][1], rows[-1][2])
-
-    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
-        self.setup()
-        row = self._transact(lambda conn: conn.execute(sql(
-            f"SELECT ttl FROM {self._t('items')} WHERE ns = %s AND key = %s"),
-            (encode_ns(namespace), key)).fetchone(), writes=False)
-        return None if row is None or row[0] is None else float(row[0])

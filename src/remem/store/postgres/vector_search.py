@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.retrieval.ranking import Candidate
+from remem.store.namespace_codec import decode_ns, prefix_range
 from remem.store.postgres.sql import VectorSearch, exact_query, scope_count, sql
-from remem.store.sqlite import decode_ns, prefix_range
 from remem.store.types import Namespace, SearchOp
 from remem.store.vectors import _dot_rows
 

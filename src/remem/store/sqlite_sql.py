@@ -1,0 +1,85 @@
+"""The SQLite dialect of the store's SQL (I/O-free; see :mod:`remem.store.sql_dialect`).
+
+What differs from PostgreSQL: ``?`` placeholders; id lists travel as one JSON text read with
+``json_each``; filters compile to JSON1 over the value text; a listing sorts ids in a subquery
+(small sorter rows) and reads the values of the page only; keyword postings live in two tables
+(``postings`` in term order, ``recent_postings`` in arrival order, see ``m006``), and the corpus
+statistics are per-namespace sums kept by triggers plus the items that may expire (``m004``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from remem.store.filters import FilterNode, to_sqlite
+from remem.store.namespace_codec import prefix_range
+from remem.store.sql_dialect import COLUMNS, Dialect, Statement
+from remem.store.types import SearchOp
+
+__all__ = ["SQLiteDialect"]
+
+
+class SQLiteDialect(Dialect):
+    """Statements for the stock ``sqlite3`` module (JSON1, no extensions)."""
+
+    p = "?"
+
+    def ids_in(self, column: str) -> str:
+        return f"{column} IN (SELECT value FROM json_each(?))"
+
+    def ids_param(self, ids: Sequence[int]) -> Any:
+        return json.dumps(list(ids))
+
+    def compile_filter(self, node: FilterNode | None) -> Statement:
+        text, params = to_sqlite(node, column="i.value")
+        return ("", []) if text == "1" else (text, params)
+
+    def listing_sql(self, where: str, order: str) -> str:
+        # inside one namespace the index is already in page order, so SQLite stops after
+        # `limit` matches instead of sorting the namespace
+        return (f"SELECT {COLUMNS} FROM items AS i WHERE i.id IN (SELECT i.id FROM items AS i "
+                f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?) "
+                "ORDER BY i.updated_at DESC, i.ns, i.key")
+
+    def refresh_ttls(self, ids: Sequence[int], now: float) -> Statement:
+        return ("UPDATE items SET expires_at = ? + ttl WHERE ttl IS NOT NULL AND id IN "
+                "(SELECT value FROM json_each(?))", [now, self.ids_param(ids)])
+
+    def corpus_stats(self, op: SearchOp, now: float) -> list[Statement]:
+        bounds = prefix_range(op.namespace_prefix)
+        in_prefix, params = ("", []) if bounds is None else (" AND ns >= ? AND ns < ?", bounds)
+        return [
+            ("SELECT coalesce(sum(docs), 0), coalesce(sum(total_len), 0) FROM keyword_stats "
+             f"WHERE 1{in_prefix}", list(params)),
+            ("SELECT count(*), coalesce(sum(doc_len), 0) FROM items WHERE doc_len > 0 AND "
+             f"expires_at IS NOT NULL AND expires_at > ?{in_prefix}", [now, *params]),
+        ]
+
+    def keyword_postings(self, terms: list[str], where: str, params: list[Any], *,
+                         items_first: bool) -> Statement:
+        args = [json.dumps(terms), *params] * 2
+        if items_first:
+            # each item of the scope looked up in the postings by (term, item): the cost
+            # follows the scope. CROSS JOIN: SQLite keeps this join order
+            return (" UNION ALL ".join(
+                f"SELECT p.item_id, i.ns, i.key, p.term, p.tf, i.doc_len FROM items AS i "
+                f"CROSS JOIN {table} AS p ON p.item_id = i.id AND p.term IN "
+                f"(SELECT value FROM json_each(?)) WHERE {where}"
+                for table in ("postings", "recent_postings")), args)
+        return _postings_of_terms("p.item_id, i.ns, i.key, p.term, p.tf, i.doc_len", where), args
+
+    def doc_freq(self, terms: list[str], scope: str, params: list[Any]) -> Statement:
+        return (f"SELECT term, count(*) FROM ({_postings_of_terms('p.term', scope)}) "
+                "GROUP BY term", [json.dumps(terms), *params] * 2)
+
+
+def _postings_of_terms(columns: str, where: str) -> str:
+    """Postings (``p``) of some terms joined with their items matching ``where``, from both
+    tables; parameters: terms (JSON), then ``where``'s, twice. recent_postings has no term
+    index: it is scanned (CROSS JOIN keeps that order), never the items of the scope."""
+    return " UNION ALL ".join(
+        f"SELECT {columns} FROM {table} AS p {join} items AS i ON i.id = p.item_id "
+        f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}"
+        for table, join in (("postings", "JOIN"), ("recent_postings", "CROSS JOIN")))
