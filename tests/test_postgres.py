@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from remem.embed import FakeEmbedder
-from remem.errors import ConfigError, MigrationError, StoreError
-from remem.store import IndexConfig, PutOp, open_store
+from remem.errors import ConfigError, IndexConfigError, MigrationError, StoreError
+from remem.store import IndexConfig, PutOp, open_store, stored_vector_models
 from remem.store.migrations import Migration
 from remem.store.migrations.postgres import POSTGRES_MIGRATIONS, applied_postgres, apply_postgres
 from remem.store.postgres import PostgresStore, VectorSearch
@@ -54,6 +54,21 @@ def test_open_store_takes_a_dsn(pg_database: str) -> None:
         assert store.get(("a",), "k").value == {"x": 1}  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_strict_open_without_an_embedder_names_the_model_of_the_vectors(
+        pg_database: str) -> None:
+    """As on SQLite: a schema holding vectors opened without an embedder is refused by a
+    strict open, and the message names the model the vectors were made with."""
+    schema = f"t{next(_schemas)}"
+    embedder = FakeEmbedder(32)
+    with open_store(pg_database, schema=schema, index=IndexConfig(embedder)) as store:
+        store.put(("a",), "k", {"text": "green tea"})
+    with pytest.raises(IndexConfigError, match=f"vectors made with '{embedder.model}'"):
+        open_store(pg_database, schema=schema, strict=True)
+    with open_store(pg_database, schema=schema) as plain:  # not strict: it opens
+        assert stored_vector_models(plain) == [embedder.model]
+        assert plain.get(("a",), "k") is not None
 
 
 def test_a_dsn_without_the_extra_names_the_install_command(

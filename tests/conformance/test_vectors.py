@@ -140,3 +140,19 @@ def test_embedder_returning_wrong_shape_is_rejected(make_store: Factory) -> None
     store = make_store(index=IndexConfig(Wrong(8), fields=("text",)))
     with pytest.raises(IndexConfigError, match="expected"):
         store.put(("a",), "k", {"text": "t"})
+
+
+def test_the_models_of_stored_vectors_are_named(make_store: Factory) -> None:
+    """Every backend names the embedding model its vectors were made with (what the refusal
+    to open a store with vectors but without an embedder tells the user)."""
+    from remem.store import stored_vector_models
+
+    embedder = FakeEmbedder(32)
+    store = make_store(index=IndexConfig(embedder=embedder, fields=("text",)))
+    assert stored_vector_models(store) == []
+    store.batch([PutOp(("ns",), "plain", {"n": 1}, index=False)])
+    assert stored_vector_models(store) == []
+    store.batch([PutOp(("ns",), "k", {"text": "green tea"})])
+    assert stored_vector_models(store) == [embedder.model]
+    store.delete(("ns",), "k")
+    assert stored_vector_models(store) == []

@@ -115,19 +115,10 @@ def check_embedder(store: BaseStore, location: str = "the store") -> None:
 def stored_vector_models(store: BaseStore) -> list[str]:
     """The embedding models whose vectors ``store`` holds (by the names the store records,
     e.g. ``"fake-256"``); empty when it holds none or cannot tell."""
-    hook = getattr(store, "_vector_models", None)
     try:
-        if callable(hook):
-            return sorted(str(name) for name in hook())
-        if isinstance(store, SQLiteStore):
-            with store._connection() as conn:
-                rows = conn.execute(
-                    "SELECT name FROM embedding_models WHERE id IN "
-                    "(SELECT DISTINCT model_id FROM vectors)").fetchall()
-            return sorted(str(row[0]) for row in rows)
-    except RememError:
-        pass
-    return []
+        return store._vector_models()
+    except RememError:  # unreadable: the caller's message then names no model
+        return []
 
 
 def _keyword_only_refused(location: str, models: list[str]) -> IndexConfigError:

@@ -488,6 +488,11 @@ class BaseStore(ABC):
         without an index)."""
         return False
 
+    def _vector_models(self) -> list[str]:
+        """The names of the embedding models whose vectors this store holds, sorted (SQL
+        backends override; in memory, only the open index's model can have made any)."""
+        return []
+
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
         """Vectors this store already holds for document text hashes (SQL backends override;
         the default relies on the in-process memo alone)."""

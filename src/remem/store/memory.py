@@ -115,6 +115,11 @@ class InMemoryStore(BaseStore):
             if self.index is not None:
                 self._vectors = VectorIndex(self.index.dims)
 
+    def _vector_models(self) -> list[str]:
+        with self._lock:
+            held = self._vectors is not None and len(self._vectors) > 0
+        return [self.index.model] if held and self.index is not None else []
+
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         with self._lock:
             undo: list[tuple[tuple[Namespace, str], _Record | None]] = []

@@ -172,3 +172,6 @@ class ScopedStore(BaseStore):
     def _holds_vectors(self) -> bool:
         return self.inner._holds_vectors()
 
+    def _vector_models(self) -> list[str]:
+        return self.inner._vector_models()
+

@@ -244,6 +244,9 @@ class SQLStore(BaseStore, Generic[TxT]):
     def _holds_vectors(self) -> bool:
         return bool(self._read_rows(self.dialect.any_vector()))
 
+    def _vector_models(self) -> list[str]:
+        return [str(row[0]) for row in self._read_rows(self.dialect.vector_models())]
+
 
 class _SQLCandidates(Generic[TxT]):
     """One search's candidates from a SQL backend, inside its transaction (a
