@@ -288,3 +288,36 @@ def test_the_queue_lives_beside_the_store(tmp_path: Path, clock: FakeClock) -> N
     # reopening finds the job (durable) and applies nothing twice
     with JobQueue.open(path, clock=clock) as queue:
         assert queue.stats().counts == {"queued": 1}
+
+
+def test_finish_many_records_only_the_workers_jobs(queue: JobQueue) -> None:
+    mine = [queue.enqueue(NewJob("noop", {"n": n})) for n in range(3)]
+    claimed = queue.claim("w1", limit=2)
+    other = queue.claim("w2", limit=1)
+    finished = queue.finish_many("w1", [(j.id, {"n": j.payload["n"]}) for j in mine])
+    assert sorted(j.id for j in finished) == sorted(j.id for j in claimed)
+    assert all(j.status == "done" for j in finished)
+    assert queue.get(other[0].id).status == "running"
+    assert queue.finish_many("w1", []) == []
+
+
+def test_a_worker_batch_records_successes_and_failures(queue: JobQueue) -> None:
+    from remem.background.worker import Worker
+
+    def handler(job: object) -> dict[str, int]:
+        n = job.payload["n"]  # type: ignore[attr-defined]
+        if n == 1:
+            raise RuntimeError("odd one out")
+        if n == 2:
+            raise InvalidInputError("cannot ever work")
+        return {"n": n}
+
+    for n in range(4):
+        queue.enqueue(NewJob("noop", {"n": n}))
+    worker = Worker(queue, {"noop": handler})
+    after = worker.run_batch(queue.claim(worker.name, limit=10))
+    status = {j.payload["n"]: j.status for j in after}
+    assert status == {0: "done", 1: "queued", 2: "failed", 3: "done"}
+    assert (worker.done, worker.failed) == (2, 2)
+    with pytest.raises(InvalidInputError, match="handler"):
+        Worker(queue, {})

@@ -179,13 +179,15 @@ class JobQueue:
 
         def change(tx: Any, now: float) -> list[Job]:
             taken: list[Job] = []
+            written: list[Job] = []
             for job in tx.due(now, limit, list(kinds) if kinds else None):
                 if job.status == "running" and job.attempts >= job.max_attempts:
-                    tx.update(rules.expired(job, now))
+                    written.append(rules.expired(job, now))
                     continue
                 job = rules.claimed(job, worker, now, lease)
-                tx.update(job)
+                written.append(job)
                 taken.append(job)
+            tx.update_many(written)
             return taken
 
         result: list[Job] = self._write(change)
@@ -235,8 +237,27 @@ class JobQueue:
     def complete(self, job_id: str, worker: str,
                  result: Mapping[str, Any] | None = None) -> bool:
         """Mark a job done with its result; ``False`` if ``worker`` no longer holds it."""
-        return self._owned(job_id, worker,
-                           lambda job, now: rules.completed(job, result, now)) is not None
+        return self.finish(job_id, worker, result) is not None
+
+    def finish(self, job_id: str, worker: str,
+               result: Mapping[str, Any] | None = None) -> Job | None:
+        """:meth:`complete`, returning the job as stored (``None``: not ``worker``'s)."""
+        return self._owned(job_id, worker, lambda job, now: rules.completed(job, result, now))
+
+    def finish_many(self, worker: str,
+                    results: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[Job]:
+        """:meth:`finish` several jobs in one transaction (a worker that ran a batch of
+        short jobs); returns those still ``worker``'s, now done."""
+        outcome = dict(results)
+
+        def run(tx: Any, now: float) -> list[Job]:
+            finished = [rules.completed(job, outcome[job.id], now)
+                        for job in tx.get_many(list(outcome)) if rules.owned(job, worker)]
+            tx.update_many(finished)
+            return finished
+
+        found: list[Job] = self._write(run)
+        return found
 
     def fail(self, job_id: str, worker: str, error: str, *,
              permanent: bool = False) -> Job | None:

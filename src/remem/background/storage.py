@@ -77,6 +77,14 @@ class JobTx(Protocol):
         """Store a job's new state."""
         ...
 
+    def get_many(self, job_ids: Sequence[str]) -> list[Job]:
+        """The jobs with these ids that exist (one round trip)."""
+        ...
+
+    def update_many(self, jobs: Sequence[Job]) -> None:
+        """Store several jobs' new states (one round trip where the driver can)."""
+        ...
+
 
 class JobStorage(Protocol):
     """A database holding jobs."""
@@ -164,6 +172,26 @@ class _SQLTx:
     def update(self, job: Job) -> None:
         row = sql.row_of_job(job)
         self._run(sql.UPDATE, (*row[1:], row[0]))
+
+    def get_many(self, job_ids: Sequence[str]) -> list[Job]:
+        if not job_ids:
+            return []
+        marks = ", ".join("?" for _ in job_ids)
+        rows = self._run(f"{sql.SELECT} WHERE id IN ({marks}) ORDER BY id{self.lock}",
+                         list(job_ids)).fetchall()
+        return [sql.job_of_row(row) for row in rows]
+
+    def update_many(self, jobs: Sequence[Job]) -> None:
+        if not jobs:
+            return
+        rows = [(*row[1:], row[0]) for row in map(sql.row_of_job, jobs)]
+        query = sql.UPDATE if self.placeholder == "?" else sql.UPDATE.replace("?", "%s")
+        # psycopg sends the rows in one pipeline; sqlite3 runs them without Python between
+        if hasattr(self.conn, "executemany"):
+            self.conn.executemany(query, rows)
+        else:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(query, rows)
 
 
 class SQLiteJobStorage:
@@ -334,6 +362,13 @@ class _MemoryTx:
 
     def update(self, job: Job) -> None:
         self.jobs[job.id] = job
+
+    def get_many(self, job_ids: Sequence[str]) -> list[Job]:
+        return [self.jobs[i] for i in sorted(set(job_ids)) if i in self.jobs]
+
+    def update_many(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            self.jobs[job.id] = job
 
 
 class MemoryJobStorage:

@@ -92,24 +92,51 @@ class Worker:
     def run_job(self, job: Job) -> Job | None:
         """Run a job this worker claimed; record its result or failure. Returns the job as
         stored afterwards (``None`` if the worker lost it meanwhile)."""
+        result, error = self._attempt(job)
+        if error is not None:
+            return self._failed(job, error)
+        finished = self.queue.finish(job.id, self.name, dict(result or {}))
+        if finished is None:
+            log.warning("job %s finished after worker %s lost it", job.id, self.name)
+            return None
+        self.done += 1
+        return finished
+
+    def _attempt(self, job: Job) -> tuple[Mapping[str, Any] | None, Exception | None]:
         handler = self.handlers.get(job.kind)
         try:
             if handler is None:
                 raise UsageError(f"no handler for job kind {job.kind!r}; this worker runs "
                                  f"{sorted(self.handlers)}")
-            result = handler(job)
+            return handler(job), None
         except Exception as exc:  # every failure is recorded on the job
-            self.failed += 1
-            permanent = isinstance(exc, PERMANENT)
-            log.warning("job %s (%s) attempt %d failed%s: %s", job.id, job.kind, job.attempts,
-                        " permanently" if permanent else "", exc)
-            return self.queue.fail(job.id, self.name, f"{type(exc).__name__}: {exc}",
-                                   permanent=permanent)
-        if not self.queue.complete(job.id, self.name, dict(result or {})):
-            log.warning("job %s finished after worker %s lost it", job.id, self.name)
-            return None
-        self.done += 1
-        return self.queue.get(job.id)
+            return None, exc
+
+    def _failed(self, job: Job, exc: Exception) -> Job | None:
+        self.failed += 1
+        permanent = isinstance(exc, PERMANENT)
+        log.warning("job %s (%s) attempt %d failed%s: %s", job.id, job.kind, job.attempts,
+                    " permanently" if permanent else "", exc)
+        return self.queue.fail(job.id, self.name, f"{type(exc).__name__}: {exc}",
+                               permanent=permanent)
+
+    def run_batch(self, jobs: Sequence[Job]) -> list[Job]:
+        """Run jobs this worker claimed, one after the other, and record the successes in
+        one transaction (short jobs: one commit per batch instead of one per job). A crash
+        before that commit runs the batch again elsewhere: handlers are idempotent."""
+        succeeded: list[tuple[str, Mapping[str, Any] | None]] = []
+        after: list[Job] = []
+        for job in jobs:
+            result, error = self._attempt(job)
+            if error is None:
+                succeeded.append((job.id, dict(result or {})))
+            else:
+                failed = self._failed(job, error)
+                if failed is not None:
+                    after.append(failed)
+        finished = self.queue.finish_many(self.name, succeeded)
+        self.done += len(finished)
+        return after + finished
 
     def run_due(self, *, limit: int = 1000) -> list[Job]:
         """Claim and run due jobs in this thread, one at a time, until none is due (at most
