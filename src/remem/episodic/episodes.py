@@ -82,8 +82,17 @@ class EpisodeStore:
             yield StoreBatch([self._put(e) for e in parsed])
         return parsed
 
+    def extract_flow(self, messages: Sequence[Message], *, thread_id: str | None = None,
+                     instructions: str | None = None,
+                     id_prefix: str | None = None) -> Flow[Extracted]:
+        """:meth:`extract` as a flow (:mod:`remem.memory.flow`); ``id_prefix`` names the
+        episodes ``<id_prefix>-0``, ``-1``... (a background job's id, so a re-run finds
+        them)."""
+        return self._extract_flow(tuple(messages), thread_id, instructions, id_prefix)
+
     def _extract_flow(self, messages: Sequence[Message], thread_id: str | None,
-                      instructions: str | None) -> Flow[Extracted]:
+                      instructions: str | None,
+                      id_prefix: str | None = None) -> Flow[Extracted]:
         if not messages:
             raise InvalidInputError("messages is empty; pass the thread's messages")
         conversation = "\n".join(f"{m.role}: {m.text.strip()}" for m in messages
@@ -91,8 +100,10 @@ class EpisodeStore:
         answer: Structured[_Drafts] = yield StructuredCall(
             (Message.user(f"<conversation>\n{conversation}\n</conversation>"),), _Drafts,
             instructions or _EXTRACT, "episodes.extract", 1)
-        episodes = [Episode(**draft.model_dump(), thread_id=thread_id)
-                    for draft in answer.value.episodes]
+        episodes = [Episode.model_validate({
+            **draft.model_dump(), "thread_id": thread_id,
+            **({"id": f"{id_prefix}-{n}"} if id_prefix else {})})
+            for n, draft in enumerate(answer.value.episodes)]
         if episodes:
             yield StoreBatch([self._put(e) for e in episodes])
         return Extracted(episodes=tuple(episodes), usage=answer.usage)

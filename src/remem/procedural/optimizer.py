@@ -180,16 +180,26 @@ class PromptOptimizer:
                             run.usage, trajectories, run.steps)
 
     def _named_flow(self, name: str, trajectories: tuple[Trajectory, ...], strategy: Strategy,
-                    auto_commit: bool) -> Flow[Optimization]:
+                    auto_commit: bool, change_id: str | None = None) -> Flow[Optimization]:
         registry = self._need_registry()
         current = yield from registry.get_flow(name)
         result = yield from self._text_flow(current.text, current.variables, trajectories,
                                             strategy, name, current.version)
         if auto_commit:
-            result = yield from self._commit_flow(result)
+            result = yield from self._commit_flow(result, change_id)
         return result
 
-    def _commit_flow(self, result: Optimization) -> Flow[Optimization]:
+    def optimize_flow(self, name: str, trajectories: Sequence[Any], *,
+                      strategy: Strategy | None = None, auto_commit: bool = False,
+                      change_id: str | None = None) -> Flow[Optimization]:
+        """:meth:`optimize` as a flow (:mod:`remem.memory.flow`; it needs the registry's
+        store and the model); ``change_id`` is recorded on the committed version."""
+        return self._named_flow(name, as_trajectories(trajectories),
+                                _check_strategy(strategy or self.strategy), auto_commit,
+                                change_id)
+
+    def _commit_flow(self, result: Optimization,
+                     change_id: str | None = None) -> Flow[Optimization]:
         if result.name is None:
             raise UsageError("this optimization is of bare text (optimize_text); store it "
                              "with PromptRegistry.create or update")
@@ -200,7 +210,8 @@ class PromptOptimizer:
             result.name, result.new_text, author=f"optimizer:{result.strategy}",
             reason=result.reasoning or f"{result.strategy} optimization",
             trajectories=[t.reference() for t in result.trajectories],
-            expected_version=result.base_version, variables=result.variables)
+            expected_version=result.base_version, variables=result.variables,
+            change_id=change_id)
         return _with(result, committed=stored)
 
     def _many_flow(self, names: Sequence[str], trajectories: tuple[Trajectory, ...],

@@ -93,7 +93,8 @@ def _check_text(text: Any, what: str = "text") -> str:
 class PromptVersion:
     """One version of a named prompt. ``version`` counts from 1; ``rolled_back_to`` names the
     version a rollback restored; ``trajectories`` are references to the sources of an
-    optimized version (:meth:`remem.procedural.Trajectory.reference`)."""
+    optimized version (:meth:`remem.procedural.Trajectory.reference`); ``change_id`` is the
+    caller's key for the write (a background job's id), so a re-run can find it."""
 
     name: str
     version: int
@@ -105,6 +106,7 @@ class PromptVersion:
     kind: PromptKind = "update"
     trajectories: tuple[Mapping[str, Any], ...] = ()
     rolled_back_to: int | None = None
+    change_id: str | None = None
 
     def format(self, **values: object) -> str:
         """The text with its variables filled in (``{{``/``}}`` become single braces)."""
@@ -116,7 +118,7 @@ class PromptVersion:
                 "variables": list(self.variables), "author": self.author,
                 "reason": self.reason, "created_at": self.created_at, "kind": self.kind,
                 "trajectories": [dict(t) for t in self.trajectories],
-                "rolled_back_to": self.rolled_back_to}
+                "rolled_back_to": self.rolled_back_to, "change_id": self.change_id}
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> PromptVersion:
@@ -127,7 +129,7 @@ class PromptVersion:
             reason=data.get("reason", ""), created_at=float(data.get("created_at", 0.0)),
             kind=data.get("kind", "update"),
             trajectories=tuple(data.get("trajectories", ())),
-            rolled_back_to=data.get("rolled_back_to"))
+            rolled_back_to=data.get("rolled_back_to"), change_id=data.get("change_id"))
 
 
 def diff_texts(old: str, new: str, *, old_label: str = "before", new_label: str = "after",
@@ -303,7 +305,8 @@ class PromptRegistry:
     def _update_change(self, name: str, text: str, *, author: str, reason: str,
                        trajectories: Sequence[Mapping[str, Any]],
                        expected_version: int | None,
-                       declared: Sequence[str] | None) -> _Change:
+                       declared: Sequence[str] | None,
+                       change_id: str | None = None) -> _Change:
         _check_name(name)
         _check_text(text)
         _check_label(author, "author", allow_empty=False)
@@ -314,6 +317,8 @@ class PromptRegistry:
                                              or expected_version < 1):
             raise InvalidInputError(
                 f"expected_version must be an int >= 1 or None, got {expected_version!r}")
+        if change_id is not None:
+            _check_label(change_id, "change_id", allow_empty=False)
         refs = tuple(dict(t) for t in trajectories)
 
         def build(current: PromptVersion | None) -> PromptVersion:
@@ -322,7 +327,7 @@ class PromptRegistry:
             names = current.variables if checked is None else checked
             check_variables(text, names, what=f"update of prompt {name!r}")
             return PromptVersion(name, current.version + 1, text, names, author, reason,
-                                 time.time(), "update", refs)
+                                 time.time(), "update", refs, change_id=change_id)
 
         return _Change(build, expected_version=expected_version)
 
@@ -361,11 +366,14 @@ class PromptRegistry:
     def update_flow(self, name: str, text: str, *, author: str = "user", reason: str = "",
                     trajectories: Sequence[Mapping[str, Any]] = (),
                     expected_version: int | None = None,
-                    variables: Sequence[str] | None = None) -> Flow[PromptVersion]:
-        """:meth:`update` as a flow, to run inside another flow."""
+                    variables: Sequence[str] | None = None,
+                    change_id: str | None = None) -> Flow[PromptVersion]:
+        """:meth:`update` as a flow, to run inside another flow; ``change_id`` is recorded on
+        the new version."""
         change = self._update_change(name, text, author=author, reason=reason,
                                      trajectories=trajectories,
-                                     expected_version=expected_version, declared=variables)
+                                     expected_version=expected_version, declared=variables,
+                                     change_id=change_id)
         return self._write_flow(name, change)
 
     # -- blocking API ---------------------------------------------------------------------------
@@ -395,6 +403,10 @@ class PromptRegistry:
         """The latest version of ``name``, or version ``version``; raises
         :class:`~remem.errors.NotFoundError` naming what exists."""
         return run_sync(self._get_flow(name, version), self.store)
+
+    def history_flow(self, name: str) -> Flow[builtins.list[PromptVersion]]:
+        """:meth:`history` as a flow, to run inside another flow."""
+        return self._history_flow(name)
 
     def history(self, name: str) -> list[PromptVersion]:
         """Every version of ``name``, oldest first."""

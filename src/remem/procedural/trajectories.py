@@ -140,6 +140,11 @@ class Trajectory:
         prompt the agent ran under)."""
         return "\n".join(f"{m.role}: {m.text.strip()}" for m in self.messages if m.text.strip())
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict that :meth:`of` reads back (a background job's payload)."""
+        return {"messages": [m.to_dict() for m in self.messages],
+                "feedback": self.feedback.to_dict() if self.feedback else None, "id": self.id}
+
     def reference(self) -> dict[str, Any]:
         """What a prompt version records about this source: id, feedback, a short excerpt."""
         text = self.conversation()
