@@ -113,3 +113,26 @@ def test_episode_commands(tmp_path: Path) -> None:
     assert len(json.loads(ok(run("episodes", "ls", "--json", *common)))) == 3
     bad = run("episodes", "add", "--situation", "", "--action", "a", *common)
     assert bad.exit_code == 2 and "situation" in bad.output
+    neither = run("episodes", "extract", *common)
+    assert neither.exit_code == 2 and "--thread ID" in neither.output
+
+
+def test_episodes_extract_reads_a_thread_from_the_database(tmp_path: Path) -> None:
+    from remem.messages import Message
+    from remem.threads import ThreadStore
+
+    db = str(tmp_path / "e.db")
+    with ThreadStore(db) as threads:
+        threads.create("t1").append([Message.user("My parcel is broken"),
+                                     Message.assistant("Refunded after a photo.")])
+    with LoopbackServer() as server:
+        server.chat.add({"episodes": [{"situation": "broken parcel",
+                                       "action": "refund after photo"}]})
+        out = json.loads(ok(run("episodes", "extract", "--thread", "t1", "--json", "--db", db,
+                                "--embedder", "fake", env=llm_env(server))))
+        sent = next(r.body for r in server.requests if r.path.endswith("/chat/completions"))
+    assert [e["thread_id"] for e in out["episodes"]] == ["t1"]
+    assert "My parcel is broken" in json.dumps(sent)
+    missing = run("episodes", "extract", "--thread", "nope", "--db", db, "--embedder", "fake",
+                  env={"REMEM_LLM_MODEL": "x", "REMEM_LLM_BASE_URL": "http://127.0.0.1:9"})
+    assert missing.exit_code == 1 and "nope" in missing.output

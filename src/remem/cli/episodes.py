@@ -136,32 +136,51 @@ def select(ctx: click.Context, query: str, k: int, budget: int | None, mmr: floa
     click.echo(f"{len(selection.examples)} example(s), {selection.tokens} tokens")
 
 
-@episodes_group.command(name="extract")
-@click.option("--messages", "messages_path", required=True, metavar="FILE",
-              help='A JSON list of messages ({"role": ..., "content": ...}); "-": stdin.')
-@click.option("--thread", "thread_id", default=None, help="The thread they came from.")
-@_options
-@click.pass_context
-def extract(ctx: click.Context, messages_path: str, thread_id: str | None, db: str,
-            embedder: str, prefix: tuple[str, ...], json_output: bool) -> None:
-    """Extract and store the episodes of a finished conversation (one model call)."""
+def _read_messages(path: str) -> list[Message]:
     try:
-        raw = sys.stdin.read() if messages_path == "-" else Path(messages_path).read_text(
-            encoding="utf-8")
+        raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise CommandFailed(f"cannot read --messages {messages_path}: {exc.strerror}") from None
+        raise CommandFailed(f"cannot read --messages {path}: {exc.strerror}") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"--messages {messages_path} is not JSON ({exc.msg})") from None
+        raise InvalidInputError(f"--messages {path} is not JSON ({exc.msg})") from None
     if not isinstance(data, list):
-        raise InvalidInputError(f"--messages {messages_path} must hold a JSON list of messages")
+        raise InvalidInputError(f"--messages {path} must hold a JSON list of messages")
     messages = []
     for position, entry in enumerate(data):
         try:
             messages.append(Message.model_validate(entry))
         except ValueError as exc:
             raise InvalidInputError(f"--messages [{position}] is not a message: {exc}") from None
+    return messages
+
+
+def _thread_messages(ctx: click.Context, db: str, thread_id: str) -> list[Message]:
+    from remem.cli.threads import open_threads
+
+    return list(open_threads(ctx, db).messages(thread_id))
+
+
+@episodes_group.command(name="extract")
+@click.option("--thread", "thread_id", default=None,
+              help="The thread to read from the database (see remem threads ls); with "
+                   "--messages, only the id the episodes cite.")
+@click.option("--messages", "messages_path", default=None, metavar="FILE",
+              help='Read the conversation from a JSON list of messages ({"role": ..., '
+                   '"content": ...}) instead; "-": stdin.')
+@_options
+@click.pass_context
+def extract(ctx: click.Context, messages_path: str | None, thread_id: str | None, db: str,
+            embedder: str, prefix: tuple[str, ...], json_output: bool) -> None:
+    """Extract and store the episodes of a finished conversation (one model call)."""
+    if messages_path is not None:
+        messages = _read_messages(messages_path)
+    elif thread_id is not None:
+        messages = _thread_messages(ctx, db, thread_id)
+    else:
+        raise click.UsageError("give the conversation: --thread ID (a thread in the database) "
+                               "or --messages FILE")
     store = _episodes(ctx, db, prefix, embedder, create=True)
     done = store.extract(cli_model(ctx), messages, thread_id=thread_id)
     if json_output:
