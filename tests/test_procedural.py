@@ -193,11 +193,10 @@ def test_template_variables_and_escapes() -> None:
 
 
 _names = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
-_words = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="{}"),
-                 max_size=12)
+_words = st.text(alphabet="ab z.,:\n\"[]0_日本é", max_size=12)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(_words, _names.map(lambda n: "{" + n + "}"),
                           _names.map(lambda n: "{{" + n + "}}")), max_size=12),
        st.dictionaries(_names, st.integers()))
