@@ -14,7 +14,7 @@ it too, with ``tenant`` naming an API key's tenant.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from remem.background.jobs import Job, Submission
@@ -35,7 +35,7 @@ from remem.store.types import Namespace
 if TYPE_CHECKING:
     from remem.api import Memory
 
-__all__ = ["EXTRACT", "NOOP", "MemoryJobs", "debounce_key", "extraction_handler",
+__all__ = ["EXTRACT", "NOOP", "MemoryJobs", "debounce_key", "extraction_handler", "handlers",
            "noop_handler"]
 
 #: the job kind of a debounced extraction
@@ -71,6 +71,16 @@ def extraction_handler(memory_for: Callable[[str], Memory]) -> Handler:
         return {**result.to_dict(), "messages": len(messages)}
 
     return run
+
+
+def handlers(memory_for: Callable[[str], Memory],
+             queue: JobQueue | None = None) -> dict[str, Handler]:
+    """Every job kind a memory worker runs: extraction, consolidation (``queue``: where a
+    scheduled run queues its next one) and no-op."""
+    from remem.background.consolidation import CONSOLIDATE, consolidation_handler
+
+    return {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler,
+            CONSOLIDATE: consolidation_handler(memory_for, queue)}
 
 
 def _payload(request: SubmitRequest, namespace: Namespace) -> dict[str, Any]:
@@ -134,10 +144,23 @@ class MemoryJobs:
     def worker(self, **options: Any) -> Worker:
         """The worker running this memory's jobs (created on first use)."""
         if self._worker is None:
-            memory = self.memory
-            self._worker = Worker(self.queue, {EXTRACT: extraction_handler(lambda _: memory),
-                                               NOOP: noop_handler}, **options)
+            self._worker = Worker(self.queue, handlers(lambda _: self.memory, self.queue),
+                                  **options)
         return self._worker
+
+    def consolidate(self, *, user_id: str | None = None, agent_id: str | None = None,
+                    namespace: Sequence[str] | None = None, interval: float | None = None,
+                    lookback: float | None = None, delay: float = 0.0) -> Job:
+        """Queue a consolidation run of a scope in ``delay`` seconds (see
+        :mod:`remem.background.consolidation`); with ``interval``, every ``interval``
+        seconds after that. ``lookback``: only memories recorded that recently start a
+        cluster. At most one run per namespace is pending or running at a time."""
+        from remem.background.consolidation import Consolidation
+
+        scope = resolve_scope(self.memory.template, user_id=user_id, agent_id=agent_id,
+                              namespace=namespace)
+        return Consolidation(self.queue, tenant=self.tenant).schedule(
+            scope, interval=interval, lookback=lookback, first_in=delay)
 
     def run_due(self) -> list[Job]:
         """Run every due job of this memory now, in this thread."""

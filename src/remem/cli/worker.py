@@ -17,7 +17,8 @@ from types import FrameType
 import click
 
 from remem.api import Memory
-from remem.background.extraction import EXTRACT, NOOP, extraction_handler, noop_handler
+from remem.background.consolidation import CONSOLIDATE
+from remem.background.extraction import EXTRACT, NOOP, handlers
 from remem.background.queue import JobQueue
 from remem.background.worker import Handler, Worker
 from remem.cli.common import CommandFailed, db_option, embedder_hint, embedder_option, make_embedder
@@ -51,9 +52,9 @@ class MemoryHandlers:
                 found = self._tenants[tenant] = Memory(store, llm=self.memory.llm)
             return found
 
-    def handlers(self) -> dict[str, Handler]:
-        """Kind -> handler."""
-        return {EXTRACT: extraction_handler(self.memory_for), NOOP: noop_handler}
+    def handlers(self, queue: JobQueue) -> dict[str, Handler]:
+        """Kind -> handler (``queue``: where scheduled consolidation queues its next run)."""
+        return handlers(self.memory_for, queue)
 
 
 @click.command(name="worker")
@@ -70,7 +71,7 @@ class MemoryHandlers:
               help="Seconds between looks at the queue when nothing is due.")
 @click.option("--grace", type=click.FloatRange(0, 86400), default=30.0, show_default=True,
               help="On SIGTERM, seconds running jobs get to finish before they are released.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice([EXTRACT, NOOP]),
+@click.option("--kind", "kinds", multiple=True, type=click.Choice([EXTRACT, CONSOLIDATE, NOOP]),
               help="Run only these job kinds (repeatable; default: all).")
 @click.option("--once", is_flag=True,
               help="Run the jobs due now, then exit (for cron or tests).")
@@ -91,10 +92,10 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
         memory = Memory.open(db, embedder=vectors)
     ctx.call_on_close(memory.close)
     check_embedder(memory.store, db)
-    handlers = MemoryHandlers(memory).handlers()
+    run = MemoryHandlers(memory).handlers(queue)
     if kinds:
-        handlers = {kind: handlers[kind] for kind in kinds}
-    worker = Worker(queue, handlers, concurrency=concurrency, lease=lease, poll=poll)
+        run = {kind: run[kind] for kind in kinds}
+    worker = Worker(queue, run, concurrency=concurrency, lease=lease, poll=poll)
     if once:
         jobs = worker.run_due()
         if json_output:
@@ -113,7 +114,7 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
     signal.signal(signal.SIGINT, stop)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     click.echo(f"worker {worker.name}: {concurrency} at once, kinds "
-               f"{', '.join(sorted(handlers))}", err=True)
+               f"{', '.join(sorted(run))}", err=True)
     worker.serve(grace=grace)
     click.echo(f"worker {worker.name} stopped: {worker.done} done, {worker.failed} failed "
                "attempts", err=True)

@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from remem.background import STATUSES, JobQueue, JobStatus
-from remem.background.extraction import EXTRACT, NOOP, MemoryJobs, extraction_handler, noop_handler
+from remem.background.extraction import MemoryJobs, handlers
 from remem.background.requests import SubmitRequest, ThreadJobsRequest
 from remem.background.worker import Worker
 from remem.errors import UnsupportedError
@@ -215,9 +215,9 @@ def install_in_process_worker(app: FastAPI, concurrency: int, *, poll: float = 1
 
     @contextlib.asynccontextmanager
     async def lifespan(application: FastAPI) -> AsyncIterator[Any]:
-        worker = Worker(jobs_queue(application),
-                        {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler},
-                        concurrency=concurrency, poll=poll)
+        queue = jobs_queue(application)
+        worker = Worker(queue, handlers(memory_for, queue), concurrency=concurrency,
+                        poll=poll)
         worker.start()
         log.info("in-process worker %s: %d at once", worker.name, concurrency)
         try:

@@ -1,0 +1,286 @@
+"""Consolidation: related memories of a namespace merged, one LLM call per cluster.
+
+A consolidation run over a namespace:
+
+1. reads its current memories (a page of 1,000 at a time);
+2. finds clusters of memories that may say the same thing (pure code, :func:`clusters`):
+   the same content (exact), most words in common (lexical: Jaccard of their keyword tokens
+   >= ``lexical``), or close vectors (semantic: the store's vector search, score >=
+   ``semantic``, when the store has an index). Only memories recorded within ``lookback``
+   seconds start a cluster (all current memories may join one);
+3. asks the model once per cluster (:class:`ClusterDecision`): merge the members into one
+   memory (its text keeps every detail), or keep some or all apart, with a reason;
+4. applies each merge: the oldest member is edited in place to the merged text (same id,
+   version + 1: history keeps what it said) and the others are invalidated with a reason
+   naming it, never deleted. The events of one merge share one change id (the job id and
+   the cluster's number); undoing an invalidation brings that memory back.
+
+A run applies each cluster in its own writes; a run interrupted part-way and run again finds
+the merged clusters gone (their other members are no longer current), so it is safe to repeat.
+
+Scheduling (:class:`Consolidation`): a ``consolidate`` job per namespace, under a debounce key
+of its own, so at most one run per namespace is queued or running at a time; when it finishes
+it queues the next one ``interval`` seconds later (the schedule is the job in the queue).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from remem.background.jobs import Job, Submission
+from remem.background.queue import JobQueue
+from remem.llm.base import Usage
+from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_sync
+from remem.memory.locking import LockSettings
+from remem.memory.operations import delete_flow, update_flow
+from remem.memory.reconcile import ChangeContext
+from remem.memory.records import MemoryRecord, current_filter, normalize_text
+from remem.messages.types import Message
+from remem.retrieval.tokenize import DefaultTokenizer
+from remem.store.types import Item, Namespace, SearchOp
+
+if TYPE_CHECKING:
+    from remem.api import Memory
+
+__all__ = ["CONSOLIDATE", "ClusterDecision", "Consolidation", "ConsolidationReport",
+           "clusters", "consolidate_flow", "consolidation_handler"]
+
+#: the job kind of a consolidation run
+CONSOLIDATE = "consolidate"
+_PAGE = 1000
+_COMMON = 50  # a token in more memories than this links nothing by itself
+
+INSTRUCTIONS = (
+    "You tidy a long-term memory. The numbered memories below were found to be similar. "
+    "Decide whether they say the same thing. If they do, set merge to true and write content: "
+    "one short memory that keeps every detail any of them holds (no detail may be lost). "
+    "List in keep the numbers of memories that are about something else (they stay as they "
+    "are). Give a short reason."
+)
+
+
+class ClusterDecision(BaseModel):
+    """The model's answer for one cluster."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    merge: bool = Field(description="true: the memories (less those in keep) say the same "
+                                    "thing and become one")
+    content: str = Field("", description="the merged memory, when merge is true")
+    keep: list[int] = Field(default_factory=list,
+                            description="numbers of memories to leave as they are")
+    reason: str = Field("", description="why, in a few words")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationReport:
+    """What a run did: clusters found, merges applied, memories invalidated, LLM usage."""
+
+    namespace: Namespace
+    memories: int
+    clusters: int
+    merged: int
+    invalidated: int
+    usage: Usage = field(default_factory=Usage)
+    reasons: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"namespace": list(self.namespace), "memories": self.memories,
+                "clusters": self.clusters, "merged": self.merged,
+                "invalidated": self.invalidated,
+                "usage": {"llm_calls": self.usage.calls,
+                          "input_tokens": self.usage.input_tokens,
+                          "output_tokens": self.usage.output_tokens},
+                "reasons": list(self.reasons)}
+
+
+def _tokens(text: str, tokenizer: DefaultTokenizer) -> frozenset[str]:
+    return frozenset(t.lower() for t in tokenizer.tokenize(text))
+
+
+def clusters(records: Sequence[MemoryRecord], *, seeds: set[str] | None = None,
+             links: Sequence[tuple[str, str]] = (), lexical: float = 0.6,
+             max_size: int = 10) -> list[list[MemoryRecord]]:
+    """Groups of two or more records that may say the same thing (pure).
+
+    Two records are linked when their normalised texts are equal, when the Jaccard similarity
+    of their keyword tokens is at least ``lexical``, or when ``links`` names the pair
+    (semantic neighbours found by the caller). Only pairs with a record in ``seeds`` (ids;
+    ``None``: all) count. Linked records form a cluster (transitively), oldest first, at most
+    ``max_size`` (a larger group is cut into pieces).
+    """
+    tokenizer = DefaultTokenizer()
+    ids = [r.id for r in records]
+    index = {r.id: n for n, r in enumerate(records)}
+    parent = list(range(len(records)))
+
+    def find(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    def link(a: int, b: int) -> None:
+        if seeds is not None and ids[a] not in seeds and ids[b] not in seeds:
+            return
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    exact: dict[str, int] = {}
+    tokens = [_tokens(r.text, tokenizer) for r in records]
+    postings: dict[str, list[int]] = {}
+    for n, record in enumerate(records):
+        key = normalize_text(record.text)
+        if key in exact:
+            link(exact[key], n)
+        else:
+            exact[key] = n
+        for token in tokens[n]:
+            postings.setdefault(token, []).append(n)
+    for n, mine in enumerate(tokens):
+        seen: set[int] = set()
+        for token in mine:
+            near = postings[token]
+            if len(near) > _COMMON:
+                continue
+            for m in near:
+                if m <= n or m in seen:
+                    continue
+                seen.add(m)
+                other = tokens[m]
+                union = len(mine | other)
+                if union and len(mine & other) / union >= lexical:
+                    link(n, m)
+    for a, b in links:
+        if a in index and b in index:
+            link(index[a], index[b])
+    groups: dict[int, list[MemoryRecord]] = {}
+    for n, record in enumerate(records):
+        groups.setdefault(find(n), []).append(record)
+    found: list[list[MemoryRecord]] = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda r: (r.created_at, r.id))
+        found += [group[i:i + max_size] for i in range(0, len(group), max_size)
+                  if len(group[i:i + max_size]) >= 2]
+    return found
+
+
+def _prompt(cluster: Sequence[MemoryRecord]) -> tuple[Message, ...]:
+    lines = "\n".join(f"[{n}] {json.dumps(r.text, ensure_ascii=False)}"
+                      for n, r in enumerate(cluster, 1))
+    return (Message.user(f"Memories:\n{lines}\n\nAnswer with merge, content, keep, reason."),)
+
+
+def consolidate_flow(namespace: Namespace, *, now: float, lock: LockSettings,
+                     lookback: float | None = None, lexical: float = 0.6,
+                     semantic: float | None = 0.9, vectors: bool = False,
+                     change_key: str = "consolidate") -> Flow[ConsolidationReport]:
+    """One consolidation run over ``namespace`` as a flow (see the module docstring).
+    ``vectors``: the store has a vector index (semantic candidates are searched)."""
+    records: list[MemoryRecord] = []
+    offset = 0
+    while True:
+        [page] = yield StoreBatch([SearchOp(namespace, filter=current_filter(), limit=_PAGE,
+                                            offset=offset)])
+        assert isinstance(page, list)
+        records += [MemoryRecord.from_item(item) for item in page if isinstance(item, Item)]
+        if len(page) < _PAGE:
+            break
+        offset += _PAGE
+    records = [r for r in records if tuple(r.namespace) == tuple(namespace)]
+    seeds = ({r.id for r in records if r.created_at >= now - lookback}
+             if lookback is not None else None)
+    links: list[tuple[str, str]] = []
+    if vectors and semantic is not None:
+        starts = [r for r in records if seeds is None or r.id in seeds]
+        found = yield StoreBatch([SearchOp(namespace, filter=current_filter(), query=r.text,
+                                           mode="vector", limit=5) for r in starts])
+        for record, hits in zip(starts, found, strict=True):
+            assert isinstance(hits, list)
+            links += [(record.id, hit.key) for hit in hits
+                      if hit.key != record.id and (hit.score or 0.0) >= semantic]
+    groups = clusters(records, seeds=seeds, links=links, lexical=lexical)
+    usage = Usage()
+    merged = invalidated = 0
+    reasons: list[str] = []
+    for number, cluster in enumerate(groups):
+        answer = yield StructuredCall(_prompt(cluster), ClusterDecision, INSTRUCTIONS,
+                                      "consolidate")
+        usage = usage + answer.usage
+        decision: ClusterDecision = answer.value
+        members = [r for n, r in enumerate(cluster, 1) if n not in set(decision.keep)]
+        if not decision.merge or len(members) < 2 or not decision.content.strip():
+            reasons.append(f"kept {[r.id for r in cluster]}: {decision.reason}")
+            continue
+        keeper, others = members[0], members[1:]
+        ctx = ChangeContext(now=now, actor="consolidation",
+                            reason=f"merged {[r.id for r in others]} into it: "
+                                   f"{decision.reason}", change_id=f"{change_key}:{number}")
+        if decision.content.strip() != keeper.text:
+            yield from update_flow(keeper.id, ctx, lock, content=decision.content.strip())
+        for other in others:
+            gone = ChangeContext(now=now, actor="consolidation",
+                                 reason=f"merged into {keeper.id}: {decision.reason}",
+                                 change_id=ctx.change_id)
+            yield from delete_flow(other.id, gone, lock)
+            invalidated += 1
+        merged += 1
+        reasons.append(f"merged {[r.id for r in members]}: {decision.reason}")
+    return ConsolidationReport(namespace, len(records), len(groups), merged, invalidated,
+                               usage, tuple(reasons))
+
+
+def consolidation_handler(memory_for: Callable[[str], Memory],
+                          queue: JobQueue | None = None) -> Callable[[Job], Mapping[str, Any]]:
+    """The handler of :data:`CONSOLIDATE` jobs; with ``queue`` and an ``interval`` in the
+    payload, a finished run queues the next one (the schedule)."""
+    from remem.llm.config import require_model
+
+    def run(job: Job) -> Mapping[str, Any]:
+        memory = memory_for(job.tenant)
+        payload = job.payload
+        flow = consolidate_flow(
+            tuple(payload["namespace"]), now=memory.clock(), lock=memory.lock,
+            lookback=payload.get("lookback"), lexical=payload.get("lexical", 0.6),
+            semantic=payload.get("semantic", 0.9), vectors=memory.store.index is not None,
+            change_key=job.id)
+        report = run_sync(flow, memory.store, memory.llm or require_model())
+        interval = payload.get("interval")
+        if queue is not None and interval:
+            Consolidation(queue, tenant=job.tenant).schedule(
+                tuple(payload["namespace"]), interval=interval,
+                lookback=payload.get("lookback"), first_in=interval)
+        return report.to_dict()
+
+    return run
+
+
+class Consolidation:
+    """Consolidation runs in the queue: one now (:meth:`run_soon`), or on a schedule."""
+
+    def __init__(self, queue: JobQueue, *, tenant: str = "") -> None:
+        self.queue = queue
+        self.tenant = tenant
+
+    @staticmethod
+    def key(namespace: Namespace) -> str:
+        """The debounce key of a namespace's runs: one pending at a time."""
+        return "consolidate:" + json.dumps(list(namespace), ensure_ascii=False)
+
+    def schedule(self, namespace: Namespace, *, interval: float | None = None,
+                 lookback: float | None = None, first_in: float = 0.0) -> Job:
+        """Queue a run of ``namespace`` in ``first_in`` seconds (replacing a pending one);
+        with ``interval``, each run queues the next. Returns the pending job."""
+        payload = {"namespace": list(namespace), "interval": interval, "lookback": lookback}
+        return self.queue.submit(Submission(
+            CONSOLIDATE, self.key(namespace), self.key(namespace)[:512], [], payload,
+            delay=first_in, tenant=self.tenant))
