@@ -217,3 +217,13 @@ def test_every_message_is_extracted_exactly_once(steps: list[tuple[str, int, str
             assert mine == [line for line in sent if line.startswith(thread)]
         assert all(j.kind == EXTRACT and j.status == "done"
                    for j in mem.background.queue.list_jobs())
+
+
+def test_a_memory_runs_only_its_own_jobs(mem: Memory, model: ScriptedModel) -> None:
+    from remem.background import NewJob
+
+    server_job = mem.background.queue.enqueue(NewJob("noop", tenant="acme"))
+    mem.submit("mine", thread_id="t1", user_id="alice", delay=0)
+    [ran] = mem.background.run_due()
+    assert ran.kind == EXTRACT
+    assert mem.background.queue.get(server_job.id).status == "queued"  # a tenant's view runs it

@@ -321,3 +321,10 @@ def test_a_worker_batch_records_successes_and_failures(queue: JobQueue) -> None:
     assert (worker.done, worker.failed) == (2, 2)
     with pytest.raises(InvalidInputError, match="handler"):
         Worker(queue, {})
+
+
+def test_claims_can_be_limited_to_one_tenant(queue: JobQueue) -> None:
+    ours = queue.enqueue(NewJob("noop"))
+    theirs = queue.enqueue(NewJob("noop", tenant="acme"))
+    assert [j.id for j in queue.claim("w", limit=5, tenant="")] == [ours.id]
+    assert [j.id for j in queue.claim("w", limit=5, tenant="acme")] == [theirs.id]

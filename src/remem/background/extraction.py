@@ -144,8 +144,10 @@ class MemoryJobs:
     def worker(self, **options: Any) -> Worker:
         """The worker running this memory's jobs (created on first use)."""
         if self._worker is None:
+            # this memory runs its own tenant's jobs only: another tenant's (a server's, in
+            # the same database) would need that tenant's view of the store
             self._worker = Worker(self.queue, handlers(lambda _: self.memory, self.queue),
-                                  **options)
+                                  tenant=self.tenant, **options)
         return self._worker
 
     def consolidate(self, *, user_id: str | None = None, agent_id: str | None = None,

@@ -170,17 +170,17 @@ class JobQueue:
     # -- workers --------------------------------------------------------------------------------
 
     def claim(self, worker: str, *, limit: int = 1, lease: float = 30.0,
-              kinds: Sequence[str] | None = None) -> list[Job]:
+              kinds: Sequence[str] | None = None, tenant: str | None = None) -> list[Job]:
         """Take up to ``limit`` due jobs for ``worker`` for ``lease`` seconds (renew with
-        :meth:`heartbeat`). A job whose lease expired after its last attempt is made
-        ``dead`` instead of being handed out again."""
+        :meth:`heartbeat`); ``kinds`` / ``tenant``: only those. A job whose lease expired
+        after its last attempt is made ``dead`` instead of being handed out again."""
         _check_limit(limit)
         _check_lease(lease)
 
         def change(tx: Any, now: float) -> list[Job]:
             taken: list[Job] = []
             written: list[Job] = []
-            for job in tx.due(now, limit, list(kinds) if kinds else None):
+            for job in tx.due(now, limit, list(kinds) if kinds else None, tenant):
                 if job.status == "running" and job.attempts >= job.max_attempts:
                     written.append(rules.expired(job, now))
                     continue

@@ -83,12 +83,14 @@ _NOT_BEHIND_RUNNING = (
 )
 
 
-def due_sql(kinds: Sequence[str] | None, lock: str) -> str:
+def due_sql(kinds: Sequence[str] | None, lock: str, *, tenant: bool = False) -> str:
     """Jobs a worker may claim now, oldest due first: queued and due, or running with an
     expired lease. ``lock``: ``" FOR UPDATE SKIP LOCKED"`` on PostgreSQL (workers skip each
     other's rows instead of queueing on them); ``""`` on SQLite, whose ``BEGIN IMMEDIATE``
-    already makes the claim exclusive. Parameters: now, now, now, [kinds...], limit."""
+    already makes the claim exclusive. ``tenant``: only one tenant's jobs. Parameters: now,
+    now, now, [kinds...], [tenant], limit."""
     kind = f" AND j.kind IN ({', '.join('?' for _ in kinds)})" if kinds else ""
+    kind += " AND j.tenant = ?" if tenant else ""
     columns = ", ".join(f"j.{c}" for c in COLUMNS)
     return (f"SELECT {columns} FROM remem_jobs j WHERE "
             "((j.status = 'queued' AND j.run_after <= ?) OR "

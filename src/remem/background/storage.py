@@ -51,9 +51,11 @@ class JobTx(Protocol):
         """The queued job of this debounce key (at most one)."""
         ...
 
-    def due(self, now: float, limit: int, kinds: Sequence[str] | None) -> list[Job]:
+    def due(self, now: float, limit: int, kinds: Sequence[str] | None,
+            tenant: str | None = None) -> list[Job]:
         """Up to ``limit`` claimable jobs (:func:`~remem.background.rules.claimable`), oldest
-        due first; none queued behind a running job of its debounce key."""
+        due first; none queued behind a running job of its debounce key; ``tenant``: only
+        that tenant's."""
         ...
 
     def find(self, *, tenant: str | None, status: JobStatus | None, kind: str | None,
@@ -142,9 +144,11 @@ class _SQLTx:
         return self._one(f"{sql.SELECT} WHERE tenant = ? AND debounce_key = ? AND "
                          "status = 'queued'", (tenant, debounce_key))
 
-    def due(self, now: float, limit: int, kinds: Sequence[str] | None) -> list[Job]:
-        rows = self._run(sql.due_sql(kinds, self.skip_locked),
-                         (now, now, now, *(kinds or ()), limit)).fetchall()
+    def due(self, now: float, limit: int, kinds: Sequence[str] | None,
+            tenant: str | None = None) -> list[Job]:
+        only = () if tenant is None else (tenant,)
+        rows = self._run(sql.due_sql(kinds, self.skip_locked, tenant=tenant is not None),
+                         (now, now, now, *(kinds or ()), *only, limit)).fetchall()
         return [sql.job_of_row(row) for row in rows]
 
     def find(self, *, tenant: str | None, status: JobStatus | None, kind: str | None,
@@ -322,12 +326,14 @@ class _MemoryTx:
         return next((j for j in self.jobs.values() if j.tenant == tenant
                      and j.debounce_key == debounce_key and j.status == "queued"), None)
 
-    def due(self, now: float, limit: int, kinds: Sequence[str] | None) -> list[Job]:
+    def due(self, now: float, limit: int, kinds: Sequence[str] | None,
+            tenant: str | None = None) -> list[Job]:
         running = {(j.tenant, j.debounce_key) for j in self.jobs.values()
                    if j.status == "running" and j.debounce_key is not None
                    and j.lease_until is not None and j.lease_until >= now}
         found = [j for j in self.jobs.values() if claimable(j, now)
                  and (kinds is None or j.kind in kinds)
+                 and (tenant is None or j.tenant == tenant)
                  and (j.debounce_key is None or j.status == "running"
                       or (j.tenant, j.debounce_key) not in running)]
         found.sort(key=lambda j: (j.run_after, j.id))

@@ -64,8 +64,8 @@ class Worker:
     """Runs the jobs of ``queue`` whose kind has a handler in ``handlers``."""
 
     def __init__(self, queue: JobQueue, handlers: Mapping[str, Handler], *,
-                 name: str | None = None, concurrency: int = 1, lease: float = 30.0,
-                 poll: float = 1.0) -> None:
+                 name: str | None = None, concurrency: int = 1, lease: float = 120.0,
+                 poll: float = 1.0, tenant: str | None = None) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not (
                 1 <= concurrency <= 256):
             raise InvalidInputError(f"concurrency must be an integer from 1 to 256, got "
@@ -78,6 +78,8 @@ class Worker:
         self.concurrency = concurrency
         self.lease = lease
         self.poll = poll
+        #: only this tenant's jobs (``None``: every tenant's; the handlers scope them)
+        self.tenant = tenant
         #: jobs this worker finished (done) and failed attempts, since it started
         self.done = 0
         self.failed = 0
@@ -144,7 +146,7 @@ class Worker:
         finished: list[Job] = []
         while len(finished) < limit:
             claimed = self.queue.claim(self.name, limit=1, lease=self.lease,
-                                       kinds=list(self.handlers))
+                                       kinds=list(self.handlers), tenant=self.tenant)
             if not claimed:
                 break
             after = self.run_job(claimed[0])
@@ -203,7 +205,7 @@ class Worker:
                     break
                 try:
                     claimed = self.queue.claim(self.name, limit=free, lease=self.lease,
-                                               kinds=wanted)
+                                               kinds=wanted, tenant=self.tenant)
                 except Exception:
                     log.exception("worker %s could not claim jobs", self.name)
                     claimed = []
