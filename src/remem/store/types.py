@@ -83,6 +83,8 @@ _FORBIDDEN = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 def _bad_char(text: str) -> str | None:
     """``repr`` of the first control character or lone surrogate in ``text``, if any."""
+    if text.isascii() and text.isprintable():  # printable ASCII: no control character
+        return None
     found = _FORBIDDEN.search(text)
     return repr(found.group()) if found else None
 
