@@ -11,11 +11,17 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── InvalidValueError               an item value is not a JSON object
     │   ├── ImportFormatError               a JSONL line cannot be imported
     │   ├── MessageFormatError              a message or provider dict cannot be converted
-    │   └── TemplateVariableError           a prompt drops or invents a template variable
+    │   ├── TemplateVariableError           a prompt drops or invents a template variable
+    │   ├── PathError                       a file path is refused (escapes its root, bad name)
+    │   ├── EditError                       an edit's old text is missing or not unique
+    │   ├── FrontmatterError                a SKILL.md frontmatter is malformed (names the file)
+    │   └── BlockLimitError                 a memory block edit would pass its character limit
     ├── NotFoundError (LookupError)         a thread, checkpoint, memory or event does not exist
     ├── ConflictError                       a write lost a race (version check); retry it
+    │   └── FileConflictError               a file or block changed since its etag was read
     ├── UsageError                          the API is used in a way it does not support
-    │   └── UnsupportedError                a backend lacks a declared capability
+    │   ├── UnsupportedError                a backend lacks a declared capability
+    │   └── ReadOnlyError                   a read-only file or memory block cannot be changed
     ├── ConfigError                         a setting is missing or invalid (names the setting)
     ├── IndexConfigError                    vectors from another embedder or dimension
     ├── EmbeddingError                      an embedder failed (model missing, HTTP error)
@@ -35,11 +41,15 @@ working. Messages name the offending value, the rule it broke and how to fix it:
 from __future__ import annotations
 
 __all__ = [
+    "BlockLimitError",
     "ConfigError",
     "ConflictError",
     "ContextWindowError",
+    "EditError",
     "EmbeddingError",
+    "FileConflictError",
     "FilterError",
+    "FrontmatterError",
     "ImportFormatError",
     "IndexConfigError",
     "InvalidInputError",
@@ -52,8 +62,10 @@ __all__ = [
     "MigrationError",
     "NamespaceError",
     "NotFoundError",
+    "PathError",
     "PromptRewriteError",
     "RateLimitError",
+    "ReadOnlyError",
     "RememError",
     "StoreError",
     "StructuredOutputError",
@@ -185,3 +197,38 @@ class ToolError(RememError):
 class PromptRewriteError(StructuredOutputError):
     """A model's rewritten prompt broke the template variables again after one retry with the
     error; ``raw`` is its last answer and nothing was stored."""
+
+
+class PathError(InvalidInputError):
+    """A file path is refused: it would leave its root, or has a bad character or length."""
+
+
+class EditError(InvalidInputError):
+    """A file edit's old text does not occur, or occurs more than once without replace_all."""
+
+
+class FrontmatterError(InvalidInputError):
+    """A ``SKILL.md`` frontmatter is malformed; the message names the file, field and fix."""
+
+
+class BlockLimitError(InvalidInputError):
+    """A memory block edit would make its value longer than the block's character limit."""
+
+
+class ReadOnlyError(UsageError):
+    """A read-only file or memory block cannot be changed."""
+
+
+class FileConflictError(ConflictError):
+    """A file or block changed since the etag the writer gave was read.
+
+    ``path`` names it, ``expected`` is the etag the writer gave and ``actual`` the current one
+    (``None``: it does not exist).
+    """
+
+    def __init__(self, message: str, *, path: str, expected: str | None,
+                 actual: str | None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.expected = expected
+        self.actual = actual

@@ -1,0 +1,142 @@
+"""Files kept as items of any remem store (SQLite, PostgreSQL, in-memory), through the public
+:class:`~remem.store.BaseStore` API only.
+
+Layout under the backend's ``namespace``:
+
+* ``(*namespace, "files")``, key = the path: the file's record (content, version, the content
+  before its latest change, its ancestor directories for listing). A deleted file stays as a
+  tombstone (``live: false``) so versions keep counting and the delete can be undone.
+* ``(*namespace, "history", <path hash>)``, key = the zero-padded version: one event per
+  change, written in the same batch as the change.
+
+A change takes the path's write lock (:mod:`remem.memory.locking`, tickets built from store
+batches, so it holds across processes and on every backend), reads the record in the
+acquiring batch, plans the change in pure code, and writes record, event and the lock's
+release as one atomic batch. So an ``etag=`` check cannot race: of two writers holding the
+same etag, one wins and the other gets :class:`~remem.errors.FileConflictError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from remem.files import core
+from remem.files.base import RecordBackend
+from remem.files.paths import ROOT, ancestors
+from remem.files.types import FileEvent, FileRecord
+from remem.memory.flow import Flow, StoreBatch, run_sync
+from remem.memory.locking import LockSettings, acquire, release_op
+from remem.store.base import BaseStore
+from remem.store.types import GetOp, Item, Namespace, Op, PutOp, validate_namespace
+
+__all__ = ["StoreFileBackend"]
+
+_PAGE = 1000
+
+
+def _path_label(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
+
+
+class StoreFileBackend(RecordBackend):
+    """Files (and their history) as items under ``namespace`` in ``store``.
+
+    ``ttl``: seconds until an untouched file (and its history) expires; ``None`` keeps them.
+    ``lock``: how long a crashed writer may block a path, and how long a writer waits.
+    """
+
+    def __init__(self, store: BaseStore, namespace: Sequence[str] = ("files",), *,
+                 ttl: float | None = None, lock: LockSettings | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(clock=clock)
+        self.store = store
+        self.namespace: Namespace = validate_namespace(tuple(namespace))
+        self.ttl = ttl
+        self.lock = lock or LockSettings()
+        self._files: Namespace = (*self.namespace, "files")
+
+    def _history_ns(self, path: str) -> Namespace:
+        return (*self.namespace, "history", _path_label(path))
+
+    # -- records <-> items ------------------------------------------------------------------
+
+    @staticmethod
+    def _record(item: Item | None) -> FileRecord | None:
+        if item is None:
+            return None
+        v = item.value
+        return FileRecord(v["path"], v.get("content"), int(v["version"]),
+                          float(v["modified_at"]), v.get("previous"), v.get("last_op", "write"))
+
+    def _value(self, record: FileRecord) -> dict[str, Any]:
+        return {"type": "file", "path": record.path, "content": record.content,
+                "version": record.version, "modified_at": record.modified_at,
+                "previous": record.previous, "last_op": record.last_op,
+                "live": record.content is not None, "dirs": ancestors(record.path)}
+
+    # -- primitives -------------------------------------------------------------------------
+
+    def _load(self, path: str) -> FileRecord | None:
+        return self._record(self.store.get(self._files, path, refresh_ttl=False))
+
+    def _scan(self, directory: str) -> Iterable[FileRecord]:
+        where: dict[str, Any] = {"live": True}
+        if directory != ROOT:
+            where["dirs"] = {"$contains": directory}
+        seen: dict[str, FileRecord] = {}
+        offset = 0
+        while True:  # pages; a file changed meanwhile may move, the keys dedupe it
+            page = self.store.search(self._files, filter=where, limit=_PAGE, offset=offset,
+                                     refresh_ttl=False)
+            for item in page:
+                record = self._record(item)
+                if record is not None and record.content is not None:
+                    seen.setdefault(record.path, record)
+            if len(page) < _PAGE:
+                return list(seen.values())
+            offset += _PAGE
+
+    def _commit(self, path: str, plan: core.Plan) -> core.Change:
+        return run_sync(self._commit_flow(path, plan), self.store)
+
+    def _commit_flow(self, path: str, plan: core.Plan) -> Flow[core.Change]:
+        lock_ns = (*self.namespace, "lock", _path_label(path))
+        token, reads = yield from acquire(
+            lock_ns, [GetOp(self._files, path, refresh_ttl=False)], self.lock)
+        release = release_op(lock_ns, token)
+        try:
+            current = reads[0]
+            assert current is None or isinstance(current, Item)
+            change = plan(self._record(current))
+            ops: list[Op] = [
+                PutOp(self._files, path, self._value(change.record), ttl=self.ttl,
+                      index=False),
+                PutOp(self._history_ns(path), f"{change.event.version:010d}",
+                      change.event.to_value(), ttl=self.ttl, index=False),
+                release,
+            ]
+        except BaseException:
+            yield StoreBatch([release])
+            raise
+        try:
+            yield StoreBatch(ops)
+        except BaseException:
+            yield StoreBatch([release])  # nothing was written: free the path at once
+            raise
+        return change
+
+    def _events(self, path: str) -> list[FileEvent]:
+        events: list[FileEvent] = []
+        offset = 0
+        where = self._history_ns(path)
+        while True:
+            page = self.store.search(where, limit=_PAGE, offset=offset, refresh_ttl=False)
+            events.extend(FileEvent.from_value(item.value) for item in page
+                          if item.namespace == where)
+            if len(page) < _PAGE:
+                break
+            offset += _PAGE
+        return sorted({e.version: e for e in events}.values(), key=lambda e: e.version)
