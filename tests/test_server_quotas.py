@@ -17,6 +17,7 @@ from remem.embed import FakeEmbedder
 from remem.errors import ConfigError
 from remem.server import ServerConfig, create_app
 from remem.server.quotas import (
+    FRESH_SECONDS,
     Quota,
     QuotaExceededError,
     QuotaStore,
@@ -122,6 +123,9 @@ def test_a_refusal_recounts_what_other_writers_removed(tmp_path: Path) -> None:
         assert (refused.value.quota, refused.value.limit, refused.value.usage) == ("items", 2, 2)
         with open_store(db) as other:  # another process deletes one
             other.delete(("tenants", "t", "n"), "a")
+        with pytest.raises(QuotaExceededError):  # a count under a second old is trusted
+            store.put(("n",), "c", {"v": 3})
+        now[0] += FRESH_SECONDS
         store.put(("n",), "c", {"v": 3})
         assert store.usage() == Usage(2, 2 * value_bytes({"v": 1}))
         # bookkeeping (history, ids, locks) is not counted and never refused

@@ -15,9 +15,10 @@ always allowed, even over the quota.
 The usage is counted exactly by reading every item of the tenant (:func:`measure`), at
 most every ``recount_seconds`` per tenant and process; in between, each batch's exact
 growth is added (its keys are read before it runs). Before a refusal the tenant is counted
-again, so a refusal is always based on a fresh count. The quota is soft by what other
-processes (``--workers``, other servers) wrote since this process last counted, and by the
-batches running at the same moment.
+again unless its count is under :data:`FRESH_SECONDS` old, so a refusal is always based on
+a recent count, and writes refused in a loop cost at most one count per second. The quota
+is soft by what other processes (``--workers``, other servers) wrote since this process
+last counted, and by the batches running at the same moment.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from remem.errors import ConfigError, UsageError
 from remem.store import BaseStore, DeleteOp, GetOp, Item, Op, PutOp, Result
 from remem.store.scoped import ScopedStore
 
-__all__ = ["BOOKKEEPING", "Quota", "QuotaExceededError", "QuotaStore", "Usage",
+__all__ = ["BOOKKEEPING", "FRESH_SECONDS", "Quota", "QuotaExceededError", "QuotaStore", "Usage",
            "batch_growth", "measure", "value_bytes"]
 
 #: the top namespace label of remem's bookkeeping items, which quotas do not count
 BOOKKEEPING = "_remem"
+#: a refusal is decided on a count at most this old (seconds)
+FRESH_SECONDS = 1.0
 
 
 class QuotaExceededError(UsageError):
@@ -155,11 +158,14 @@ class QuotaStore(ScopedStore):
         self._ledger = _Ledger()
 
     def usage(self, *, fresh: bool = False) -> Usage:
-        """The tenant's usage: counted again if ``fresh`` or the count is stale."""
+        """The tenant's usage: counted again if the count is stale, or with ``fresh`` if it
+        is older than :data:`FRESH_SECONDS` (so refused writes cannot make the server read
+        a whole tenant per request)."""
         ledger = self._ledger
         with ledger.lock:
-            stale = (ledger.usage is None or fresh or self._monotonic() - ledger.counted_at
-                     >= self.quota.recount_seconds)
+            age = self._monotonic() - ledger.counted_at
+            stale = (ledger.usage is None or age >= self.quota.recount_seconds
+                     or (fresh and age >= FRESH_SECONDS))
         if stale:  # counted outside the lock: a large tenant takes a while to read
             counted = measure(self.iter_items(()))
             with ledger.lock:
