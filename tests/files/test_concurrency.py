@@ -216,7 +216,8 @@ def test_state_machine(name: str, tmp_path: Path) -> None:
         opened.stores.append(store)
         return StoreFileBackend(store, ("sm",))
 
-    machine = type(f"Files_{name.replace('-', '_')}", (FilesAgainstModel,), {"make": staticmethod(make)})
+    machine = type(f"Files_{name.replace('-', '_')}", (FilesAgainstModel,),
+                   {"make": staticmethod(make)})
     try:
         machine.TestCase.settings = settings(
             max_examples=25, stateful_step_count=25, deadline=None,
