@@ -10,8 +10,9 @@ A consolidation run over a namespace:
    seconds start a cluster (all current memories may join one);
 3. asks the model once per cluster (:class:`ClusterDecision`): merge the members into one
    memory (its text keeps every detail), or keep some or all apart, with a reason;
-4. applies each merge: the oldest member is edited in place to the merged text (same id,
-   version + 1: history keeps what it said) and the others are invalidated with a reason
+4. applies each merge: the oldest member (or the one already saying the merged text) is
+   edited in place to the merged text (same id, version + 1: history keeps what it said)
+   and the others are invalidated with a reason
    naming it, never deleted. The events of one merge share one change id (the job id and
    the cluster's number); undoing an invalidation brings that memory back.
 
@@ -221,12 +222,16 @@ def consolidate_flow(namespace: Namespace, *, now: float, lock: LockSettings,
         if not decision.merge or len(members) < 2 or not decision.content.strip():
             reasons.append(f"kept {[r.id for r in cluster]}: {decision.reason}")
             continue
-        keeper, others = members[0], members[1:]
+        content = decision.content.strip()
+        # the member already saying the merged text keeps it (two current copies of one
+        # text are not allowed); otherwise the oldest is edited
+        keeper = next((r for r in members if r.text == content), members[0])
+        others = [r for r in members if r.id != keeper.id]
         ctx = ChangeContext(now=now, actor="consolidation",
                             reason=f"merged {[r.id for r in others]} into it: "
                                    f"{decision.reason}", change_id=f"{change_key}:{number}")
-        if decision.content.strip() != keeper.text:
-            yield from update_flow(keeper.id, ctx, lock, content=decision.content.strip())
+        if content != keeper.text:
+            yield from update_flow(keeper.id, ctx, lock, content=content)
         for other in others:
             gone = ChangeContext(now=now, actor="consolidation",
                                  reason=f"merged into {keeper.id}: {decision.reason}",

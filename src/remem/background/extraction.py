@@ -34,6 +34,7 @@ from remem.store.types import Namespace
 
 if TYPE_CHECKING:
     from remem.api import Memory
+    from remem.background.forgetting import Budget
 
 __all__ = ["EXTRACT", "NOOP", "MemoryJobs", "debounce_key", "extraction_handler", "handlers",
            "noop_handler"]
@@ -78,9 +79,11 @@ def handlers(memory_for: Callable[[str], Memory],
     """Every job kind a memory worker runs: extraction, consolidation (``queue``: where a
     scheduled run queues its next one) and no-op."""
     from remem.background.consolidation import CONSOLIDATE, consolidation_handler
+    from remem.background.forgetting import FORGET, forgetting_handler
 
     return {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler,
-            CONSOLIDATE: consolidation_handler(memory_for, queue)}
+            CONSOLIDATE: consolidation_handler(memory_for, queue),
+            FORGET: forgetting_handler(memory_for)}
 
 
 def _payload(request: SubmitRequest, namespace: Namespace) -> dict[str, Any]:
@@ -163,6 +166,21 @@ class MemoryJobs:
                               namespace=namespace)
         return Consolidation(self.queue, tenant=self.tenant).schedule(
             scope, interval=interval, lookback=lookback, first_in=delay)
+
+    def enforce_budget(self, budget: Budget, *, user_id: str | None = None,
+                       agent_id: str | None = None, namespace: Sequence[str] | None = None,
+                       delay: float = 0.0) -> Job:
+        """Queue a run holding a scope to ``budget`` (see :mod:`remem.background.forgetting`):
+        consolidation first, then the lowest retention scores invalidated (pinned memories
+        never). One pending run per namespace."""
+        from remem.background.forgetting import FORGET
+
+        scope = resolve_scope(self.memory.template, user_id=user_id, agent_id=agent_id,
+                              namespace=namespace)
+        key = "forget:" + json.dumps(list(scope), ensure_ascii=False)
+        return self.queue.submit(Submission(
+            FORGET, key, key[:512], [], {"namespace": list(scope), **budget.to_dict()},
+            delay=delay, tenant=self.tenant))
 
     def run_due(self) -> list[Job]:
         """Run every due job of this memory now, in this thread."""

@@ -19,6 +19,7 @@ import click
 from remem.api import Memory
 from remem.background.consolidation import CONSOLIDATE
 from remem.background.extraction import EXTRACT, NOOP, handlers
+from remem.background.forgetting import FORGET
 from remem.background.queue import JobQueue
 from remem.background.worker import Handler, Worker
 from remem.cli.common import CommandFailed, db_option, embedder_hint, embedder_option, make_embedder
@@ -71,7 +72,8 @@ class MemoryHandlers:
               help="Seconds between looks at the queue when nothing is due.")
 @click.option("--grace", type=click.FloatRange(0, 86400), default=30.0, show_default=True,
               help="On SIGTERM, seconds running jobs get to finish before they are released.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice([EXTRACT, CONSOLIDATE, NOOP]),
+@click.option("--kind", "kinds", multiple=True,
+              type=click.Choice([EXTRACT, CONSOLIDATE, FORGET, NOOP]),
               help="Run only these job kinds (repeatable; default: all).")
 @click.option("--once", is_flag=True,
               help="Run the jobs due now, then exit (for cron or tests).")
