@@ -264,6 +264,29 @@ def _thread_new_routes(w: World) -> None:
     assert r.status_code == 200 and "secret" not in r.text
 
 
+def _jobs(w: World) -> None:
+    """A's background job (queued in A's tenant) is invisible and untouchable for B."""
+    from remem.background import NewJob
+    from remem.server.routes_jobs import jobs_queue
+
+    queue = jobs_queue(w.client.app)  # type: ignore[arg-type]
+    job = queue.enqueue(NewJob("noop", {"secret": "alpha"}, tenant="alpha", thread_id="t1"))
+    c = w.client
+    for method, path in (("GET", f"/v1/jobs/{job.id}"), ("POST", f"/v1/jobs/{job.id}/cancel"),
+                         ("POST", f"/v1/jobs/{job.id}/retry")):
+        r = c.request(method, path, headers=w.b)
+        assert r.status_code == 404 and "alpha" not in r.text
+    assert c.get("/v1/jobs", headers=w.b).json() == {"jobs": []}
+    assert c.get("/v1/jobs/stats", headers=w.b).json()["depth"] == 0
+    assert c.post("/v1/memories/cancel", json={"thread_id": "t1"},
+                  headers=w.b).json() == {"cancelled": []}
+    for path in ("/v1/memories/submit", "/v1/memories/flush"):  # no model here: refused
+        r = c.post(path, json={"messages": "x", "thread_id": "t1"} if "submit" in path
+                   else {"thread_id": "t1"}, headers=w.b)
+        assert 400 <= r.status_code < 500 and "alpha" not in r.text
+    assert queue.get(job.id).status == "queued"
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -291,6 +314,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "tenant header": _tenant_header_ignored,
     "tenant body field": _tenant_body_field_refused,
     "metrics": _metrics_reveal_no_tenant,
+    "jobs GET, stats, retry, cancel; memories/submit, flush, cancel": _jobs,
 }
 
 
@@ -314,7 +338,9 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/memories/import", "/v1/threads/search",
                "/v1/threads/{thread_id}/checkpoint", "/v1/threads/{thread_id}/state",
                "/v1/threads/{thread_id}/copy", "/v1/threads/{thread_id}/compact",
-               "/v1/threads/{thread_id}/context"}
+               "/v1/threads/{thread_id}/context", "/v1/memories/submit", "/v1/memories/flush",
+               "/v1/memories/cancel", "/v1/jobs", "/v1/jobs/stats", "/v1/jobs/{job_id}",
+               "/v1/jobs/{job_id}/retry", "/v1/jobs/{job_id}/cancel"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 
