@@ -1,0 +1,369 @@
+"""The :class:`Graph` facade: ingest episodes, search facts, read entity pages, export.
+
+>>> from remem.graph import Graph
+>>> from remem.llm import ScriptedModel
+>>> model = ScriptedModel([{"entities": [{"ref": 1, "name": "Ada", "type": "person"},
+...                                      {"ref": 2, "name": "Acme", "type": "organization"}],
+...                         "facts": [{"subject": 1, "predicate": "works_at", "object": 2,
+...                                    "fact": "Ada works at Acme"}]}])
+>>> with Graph.in_memory(("users", "u1"), model=model) as graph:
+...     result = graph.ingest("Ada joined Acme today.", event_at=1_700_000_000)
+...     [hit.fact.fact for hit in graph.search("where does Ada work?")]
+['Ada works at Acme']
+>>> result.llm_calls
+1
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Literal, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.embed.base import Embedder
+from remem.errors import InvalidInputError, NotFoundError, UsageError
+from remem.graph import extract
+from remem.graph.ingest import apply_facts, candidates, resolve
+from remem.graph.resolve import name_key
+from remem.graph.rows import Rows
+from remem.graph.search import SearchPlan, expand, hit_of, search
+from remem.graph.storage import GraphStorage, SQLiteGraphStorage, storage_at, storage_beside
+from remem.graph.types import (
+    Entity,
+    EntityPage,
+    Episode,
+    Fact,
+    FactHit,
+    IngestResult,
+    timestamp,
+)
+from remem.graph.vectors import VectorCache
+from remem.llm.base import ChatModel, Usage
+from remem.llm.structured import generate
+from remem.memory.grounding import reference_time, timed_conversation
+from remem.messages.types import Message
+from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
+from remem.store.namespace_codec import encode_ns
+from remem.store.types import validate_namespace
+
+__all__ = ["Graph"]
+
+When = datetime | float | int | None
+
+
+class Graph:
+    """One temporal knowledge graph, living under a namespace of a database.
+
+    ``storage``: where rows live (:meth:`open`, :meth:`beside`, :meth:`in_memory` pick it);
+    ``namespace``: the graph's namespace tuple (a tenant's store view prefixes it);
+    ``model``: the chat model of :meth:`ingest`; ``embedder``: vectors for facts and entity
+    names (``None``: keyword and graph search only, no semantic resolution);
+    ``semantic_threshold``: the cosine an entity name needs to match an existing one on
+    meaning alone; ``offer_entities`` / ``offer_facts``: how many existing entities and
+    current facts the extraction prompt shows.
+    """
+
+    def __init__(self, storage: GraphStorage, namespace: Sequence[str], *,
+                 model: ChatModel | None = None, embedder: Embedder | None = None,
+                 tokenizer: Tokenizer | None = None, clock: Callable[[], float] = time.time,
+                 semantic_threshold: float = 0.9, offer_entities: int = 20,
+                 offer_facts: int = 40) -> None:
+        self.namespace = validate_namespace(tuple(namespace))
+        self.storage = storage
+        self.model = model
+        self.embedder = embedder
+        self.tokenizer: Tokenizer = tokenizer or DefaultTokenizer()
+        self.clock = clock
+        if not 0.0 < semantic_threshold <= 1.0:
+            raise InvalidInputError(f"semantic_threshold must be in (0, 1], got "
+                                    f"{semantic_threshold!r}")
+        self.semantic_threshold = semantic_threshold
+        self.offer_entities = offer_entities
+        self.offer_facts = offer_facts
+        self._ns = encode_ns(self.namespace)
+        self._fact_vectors = VectorCache()
+        self._entity_vectors = VectorCache()
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, location: str | os.PathLike[str], namespace: Sequence[str], *,
+             schema: str = "remem", **kwargs: Any) -> Graph:
+        """The graph in a SQLite file, ``":memory:"`` or a PostgreSQL DSN."""
+        return cls(storage_at(location, schema=schema), namespace, **kwargs)
+
+    @classmethod
+    def in_memory(cls, namespace: Sequence[str] = ("graph",), **kwargs: Any) -> Graph:
+        """A graph in this process's memory (SQLite ``":memory:"``)."""
+        return cls(SQLiteGraphStorage(":memory:"), namespace, **kwargs)
+
+    @classmethod
+    def beside(cls, store: Any, namespace: Sequence[str], **kwargs: Any) -> Graph:
+        """The graph in ``store``'s database under ``namespace``; a tenant's view of a store
+        (``ScopedStore``) puts it under the view's prefix, as the store does for items. The
+        store's embedder is used unless ``embedder=`` is given."""
+        prefix: tuple[str, ...] = ()
+        inner = store
+        while hasattr(inner, "inner") and not hasattr(inner, "dsn") and not hasattr(
+                inner, "path"):
+            prefix = tuple(getattr(inner, "prefix", ())) + prefix
+            inner = inner.inner
+        index = getattr(inner, "index", None)
+        if "embedder" not in kwargs and index is not None:
+            kwargs["embedder"] = index.embedder
+        return cls(storage_beside(inner), (*prefix, *namespace), **kwargs)
+
+    def setup(self) -> None:
+        """Create or migrate the graph tables (idempotent)."""
+        self.storage.setup()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self.storage.close()
+
+    def __enter__(self) -> Self:
+        self.setup()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @contextmanager
+    def _rows(self, write: bool) -> Iterator[Rows]:
+        with self.storage.transaction(write, self._ns) as tx:
+            yield Rows(tx, self._ns, self.tokenizer)
+
+    def _embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32] | None]:
+        if self.embedder is None or not texts:
+            return [None] * len(texts)
+        return list(self.embedder.embed_documents(list(texts)))
+
+    # -- ingest -----------------------------------------------------------------------------
+
+    def ingest(self, episode: str | Sequence[Message], *, event_at: When = None,
+               source_ids: Sequence[str] = (), source: str | None = None,
+               model: ChatModel | None = None) -> IngestResult:
+        """Learn from one episode: one extraction call, a second only when a name stays
+        ambiguous; see :mod:`remem.graph.ingest`.
+
+        ``episode``: text, or messages (rendered with their times). ``event_at``: when it
+        happened (default: the latest message's time, else now); relative dates in it are
+        resolved against this time."""
+        chat = model or self.model
+        if chat is None:
+            raise UsageError("Graph.ingest needs a chat model: Graph(..., model=...) or "
+                             "ingest(..., model=...)")
+        now = self.clock()
+        if isinstance(episode, str):
+            content, kind = episode, source or "text"
+            default_at = now
+        else:
+            messages = list(episode)
+            if not all(isinstance(m, Message) for m in messages):
+                raise InvalidInputError("episode must be a str or a sequence of Message")
+            content, kind = timed_conversation(messages), source or "messages"
+            default_at = reference_time(messages, now)
+        if not content.strip():
+            raise InvalidInputError("episode is empty: give text or messages with text")
+        at = timestamp(event_at, "event_at")
+        at = default_at if at is None else at
+        with self._rows(False) as rows:
+            offer = candidates(rows, content, limit=self.offer_entities,
+                               facts_limit=self.offer_facts)
+        schema = extract.extraction_schema(len(offer.entities), len(offer.facts))
+        answer = generate(chat, extract.extraction_prompt(content, at, offer.entities,
+                                                          offer.facts, offer.names),
+                          schema, instructions=extract.EXTRACTION_INSTRUCTIONS,
+                          operation="graph.extract")
+        usage = answer.usage
+        extraction = answer.value
+        names = [x.name for x in extraction.entities]
+        name_vectors = {x.ref: v for x, v in zip(extraction.entities, self._embed(names),
+                                                 strict=True) if v is not None}
+        entity_vectors = self._all_entity_vectors()
+        with self._rows(False) as rows:
+            first = resolve(rows, extraction, offer, name_vectors, entity_vectors,
+                            threshold=self.semantic_threshold)
+            choices: dict[int, int | None] = {}
+            if first.ambiguous:
+                choices, asked = self._disambiguate(chat, rows, content, at, extraction,
+                                                    first.ambiguous)
+                usage = usage + asked
+        fact_vectors = self._embed([x.fact for x in extraction.facts])
+        with self._rows(True) as rows:
+            final = resolve(rows, extraction, offer, name_vectors, entity_vectors,
+                            threshold=self.semantic_threshold, choices=choices)
+            stored = rows.insert_episode(content, at, now, source_ids, kind)
+            entity_of: dict[int, int] = {}
+            created: list[int] = []
+            how = dict(final.how)
+            for x in extraction.entities:
+                found = final.ids[x.ref]
+                if found is None and x.ref in final.ambiguous:
+                    found = final.ambiguous[x.ref][0]  # appeared meanwhile: the oldest
+                if found is None:
+                    entity = rows.insert_entity(x.name, x.type, x.aliases, now,
+                                                name_vectors.get(x.ref))
+                    created.append(entity.id)
+                    how[x.ref] = "new"
+                else:
+                    known = rows.entities([found]).get(found)
+                    if known is None:
+                        raise NotFoundError(f"entity {found} vanished during the ingest; retry")
+                    entity = rows.add_aliases(known, [x.name, *x.aliases], now)
+                entity_of[x.ref] = entity.id
+            applied = apply_facts(rows, extraction.facts, entity_of, offer,
+                                  episode_id=stored.id, event_at=at, now=now,
+                                  embeddings=fact_vectors)
+        return IngestResult(
+            episode=stored, entity_ids=tuple(entity_of[x.ref] for x in extraction.entities),
+            created_entities=tuple(created), added=tuple(applied.added),
+            confirmed=tuple(applied.confirmed), invalidated=tuple(applied.invalidated),
+            llm_calls=usage.calls, input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            resolutions=tuple(how[x.ref] for x in extraction.entities))
+
+    def _disambiguate(self, chat: ChatModel, rows: Rows, content: str, at: float,
+                      extraction: extract.Extraction, ambiguous: dict[int, list[int]]
+                      ) -> tuple[dict[int, int | None], Usage]:
+        entities = rows.entities({i for ids in ambiguous.values() for i in ids})
+        offered: dict[int, list[tuple[Entity, list[str]]]] = {}
+        for ref, ids in ambiguous.items():
+            offered[ref] = [(entities[i], [f.fact for f in rows.facts_about([i], current=True)])
+                            for i in ids if i in entities]
+        by_ref = {x.ref: x for x in extraction.entities}
+        names = [(ref, by_ref[ref].name, by_ref[ref].type) for ref in sorted(ambiguous)]
+        schema = extract.disambiguation_schema({r: len(c) for r, c in offered.items()})
+        answer = generate(chat, extract.disambiguation_prompt(content, at, names, offered),
+                          schema, instructions=extract.DISAMBIGUATION_INSTRUCTIONS,
+                          operation="graph.disambiguate")
+        choices = {c.ref: (None if c.choice is None else offered[c.ref][c.choice - 1][0].id)
+                   for c in answer.value.choices}
+        return choices, answer.usage
+
+    def _all_entity_vectors(self) -> dict[int, npt.NDArray[np.float32]]:
+        if self.embedder is None:
+            return {}
+        with self._rows(False) as rows:
+            self._entity_vectors.refresh(rows.entity_vectors)
+        cache = self._entity_vectors
+        return {} if cache.matrix is None else dict(zip(cache.ids.tolist(), cache.matrix,
+                                                        strict=True))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 10, as_of: When = None,
+               known_at: When = None, focal: int | str | None = None, hops: int = 2,
+               rerank: Literal["fusion", "distance", "mmr"] = "fusion",
+               fusion: Literal["weighted", "rrf"] = "weighted", mmr_lambda: float = 0.5,
+               candidates: int = 100) -> list[FactHit]:
+        """Facts for ``query``, best first (:mod:`remem.graph.search`).
+
+        ``as_of``: only facts true then; ``known_at``: as the graph knew them then;
+        ``focal``: an entity (id or name) whose neighbourhood seeds the graph signal (default:
+        the entities the query names); ``hops``: how far the expansion walks."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string")
+        for name, value, low, high in (("limit", limit, 1, 1000), ("hops", hops, 0, 5),
+                                       ("candidates", candidates, 1, 10_000)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidInputError(f"{name} must be an int in {low}..{high}, "
+                                        f"got {value!r}")
+        if rerank not in ("fusion", "distance", "mmr"):
+            raise InvalidInputError(f"rerank must be 'fusion', 'distance' or 'mmr', "
+                                    f"got {rerank!r}")
+        if rerank == "distance" and focal is None:
+            raise InvalidInputError("rerank='distance' ranks by hops from a focal entity: "
+                                    "give focal= (an entity id or name)")
+        focal_id = None if focal is None else self._entity_id(focal)
+        plan = SearchPlan(query, limit, timestamp(as_of, "as_of"),
+                          timestamp(known_at, "known_at"), focal_id, hops, rerank, fusion,
+                          mmr_lambda, max(candidates, limit))
+        query_vector = (None if self.embedder is None
+                        else self.embedder.embed_queries([query])[0])
+        with self._rows(False) as rows:
+            if query_vector is not None:
+                self._fact_vectors.refresh(rows.fact_vectors)
+            return search(rows, plan, query_vector, self._fact_vectors.top,
+                          self._fact_vectors.vectors)
+
+    def expand(self, entity: int | str, *, hops: int = 2, as_of: When = None,
+               known_at: When = None) -> list[FactHit]:
+        """Every fact within ``hops`` of ``entity``, nearest first, with its path."""
+        if isinstance(hops, bool) or not isinstance(hops, int) or not 1 <= hops <= 5:
+            raise InvalidInputError(f"hops must be an int in 1..5, got {hops!r}")
+        seed = self._entity_id(entity)
+        with self._rows(False) as rows:
+            found = expand(rows, [seed], hops, timestamp(as_of, "as_of"),
+                           timestamp(known_at, "known_at"))
+            touched = {e for f in found.facts.values() for e in (f.subject_id, f.object_id)
+                       if e is not None}
+            touched |= {e for _, walk in found.reached.values() for e in walk}
+            names = {i: e.name for i, e in rows.entities(touched).items()}
+        order = sorted(found.reached, key=lambda i: (found.reached[i][0], i))
+        return [hit_of(found.facts[i], 1.0 / found.reached[i][0], {}, found.reached[i], names)
+                for i in order]
+
+    def find_entities(self, name: str) -> list[Entity]:
+        """Entities with this name or alias (compared normalised: case, punctuation)."""
+        with self._rows(False) as rows:
+            return sorted(rows.entities(rows.by_keys([name_key(name)])).values(),
+                          key=lambda e: e.id)
+
+    def _entity_id(self, entity: int | str) -> int:
+        if isinstance(entity, bool) or not isinstance(entity, int | str):
+            raise InvalidInputError(f"an entity is an id (int) or a name, got {entity!r}")
+        if isinstance(entity, int):
+            with self._rows(False) as rows:
+                if entity not in rows.entities([entity]):
+                    raise NotFoundError(f"no entity {entity} in graph {self.namespace}")
+            return entity
+        found = self.find_entities(entity)
+        if not found:
+            raise NotFoundError(f"no entity named {entity!r} in graph {self.namespace}; "
+                                "search for it or give its id")
+        if len(found) > 1:
+            raise InvalidInputError(
+                f"{entity!r} names {len(found)} entities ("
+                + ", ".join(f"{e.id}: {e.name}" for e in found) + "); give the id")
+        return found[0].id
+
+    def entity(self, entity: int | str, *, as_of: When = None) -> EntityPage:
+        """An entity's page: facts true at ``as_of`` (default now) and every fact about it in
+        order of validity."""
+        entity_id = self._entity_id(entity)
+        at = timestamp(as_of, "as_of")
+        at = self.clock() if at is None else at
+        with self._rows(False) as rows:
+            facts = rows.facts_about([entity_id])
+            touched = {e for f in facts for e in (f.subject_id, f.object_id) if e is not None}
+            entities = rows.entities(touched | {entity_id})
+        current = tuple(f for f in facts if f.holds(as_of=at))
+        timeline = tuple(sorted(facts, key=lambda f: (f.valid_at if f.valid_at is not None
+                                                      else f.recorded_at, f.id)))
+        return EntityPage(entities[entity_id], current, timeline,
+                          {i: e.name for i, e in entities.items()})
+
+    def facts(self, *, as_of: When = None, known_at: When = None) -> list[Fact]:
+        """Every fact of the graph passing the validity rule, by id."""
+        with self._rows(False) as rows:
+            return list(rows.facts(as_of=timestamp(as_of, "as_of"),
+                                   known_at=timestamp(known_at, "known_at")).values())
+
+    def entities(self) -> list[Entity]:
+        """Every entity of the graph, by id."""
+        with self._rows(False) as rows:
+            return list(rows.entities().values())
+
+    def episodes(self) -> list[Episode]:
+        """Every episode of the graph, by event time."""
+        with self._rows(False) as rows:
+            return rows.episodes()

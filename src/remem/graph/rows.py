@@ -1,0 +1,292 @@
+"""Row operations over one graph transaction: the only code that writes graph SQL.
+
+:class:`Rows` wraps a :class:`~remem.graph.storage.Tx` and the encoded namespace of one
+graph; every read is confined to that namespace (entity and fact ids of another namespace are
+never returned, even when asked for by id).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.graph import schema
+from remem.graph.resolve import name_key
+from remem.graph.storage import Tx
+from remem.graph.types import Entity, Episode, Fact
+from remem.retrieval.bm25 import Posting
+from remem.retrieval.tokenize import Tokenizer
+
+__all__ = ["Rows"]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _blob(vector: npt.NDArray[np.float32] | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def fact_of_row(row: Sequence[Any]) -> Fact:
+    """The fact a row read with :data:`~remem.graph.schema.FACT_COLUMNS` holds."""
+    (id_, subject_id, predicate, object_id, value, fact, valid_at, invalid_at, recorded_at,
+     expired_at, episodes) = row
+    return Fact(id=int(id_), subject_id=int(subject_id), predicate=predicate,
+                object_id=None if object_id is None else int(object_id), value=value,
+                fact=fact, valid_at=valid_at, invalid_at=invalid_at,
+                recorded_at=recorded_at, expired_at=expired_at,
+                episodes=tuple(json.loads(episodes)))
+
+
+def _entity_of_row(row: Sequence[Any]) -> Entity:
+    id_, name, type_, aliases, summary, created_at, updated_at = row
+    return Entity(id=int(id_), name=name, type=type_, aliases=tuple(json.loads(aliases)),
+                  summary=summary, created_at=created_at, updated_at=updated_at)
+
+
+_ENTITY_SELECT = f"SELECT {', '.join(schema.ENTITY_COLUMNS)} FROM graph_entities"
+
+
+class Rows:
+    """Reads and writes of one graph (namespace ``ns``) inside one transaction."""
+
+    def __init__(self, tx: Tx, ns: str, tokenizer: Tokenizer) -> None:
+        self.tx = tx
+        self.ns = ns
+        self.tokenizer = tokenizer
+
+    # -- episodes ---------------------------------------------------------------------------
+
+    def insert_episode(self, content: str, event_at: float, recorded_at: float,
+                       source_ids: Sequence[str], source: str) -> Episode:
+        """Store an episode."""
+        episode_id = self.tx.insert(
+            "INSERT INTO graph_episodes (ns, content, source, source_ids, event_at, "
+            "recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (self.ns, content, source, _json(list(source_ids)), event_at, recorded_at))
+        return Episode(episode_id, content, event_at, recorded_at, tuple(source_ids), source)
+
+    def episodes(self) -> list[Episode]:
+        """Every episode, by event time."""
+        rows = self.tx.execute(
+            "SELECT id, content, event_at, recorded_at, source_ids, source FROM "
+            "graph_episodes WHERE ns = ? ORDER BY event_at, id", (self.ns,)).fetchall()
+        return [Episode(int(r[0]), r[1], r[2], r[3], tuple(json.loads(r[4])), r[5])
+                for r in rows]
+
+    # -- entities ---------------------------------------------------------------------------
+
+    def _index_names(self, entity_id: int, names: Iterable[str]) -> None:
+        names = list(names)
+        keys = {name_key(n) for n in names} - {""}
+        terms = {t for n in names for t in self.tokenizer.tokenize(n)}
+        conflict = " ON CONFLICT DO NOTHING"
+        self.tx.executemany("INSERT INTO graph_entity_keys (ns, key, entity_id) VALUES "
+                            f"(?, ?, ?){conflict}",
+                            [(self.ns, k, entity_id) for k in sorted(keys)])
+        self.tx.executemany("INSERT INTO graph_entity_terms (ns, term, entity_id) VALUES "
+                            f"(?, ?, ?){conflict}",
+                            [(self.ns, t, entity_id) for t in sorted(terms)])
+
+    def insert_entity(self, name: str, type_: str, aliases: Sequence[str], now: float,
+                      embedding: npt.NDArray[np.float32] | None) -> Entity:
+        """Store a new entity and index its names."""
+        entity_id = self.tx.insert(
+            "INSERT INTO graph_entities (ns, name, type, aliases, summary, embedding, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.ns, name, type_, _json(list(aliases)), "", _blob(embedding), now, now))
+        self._index_names(entity_id, [name, *aliases])
+        return Entity(entity_id, name, type_, tuple(aliases), "", now, now)
+
+    def add_aliases(self, entity: Entity, names: Sequence[str], now: float) -> Entity:
+        """Record ``names`` (those not already known) as aliases of ``entity``."""
+        known = {name_key(n) for n in (entity.name, *entity.aliases)}
+        new = [n for n in dict.fromkeys(names) if name_key(n) not in known and name_key(n)]
+        if not new:
+            return entity
+        aliases = (*entity.aliases, *new)
+        self.tx.execute("UPDATE graph_entities SET aliases = ?, updated_at = ? WHERE id = ?",
+                        (_json(list(aliases)), now, entity.id))
+        self._index_names(entity.id, new)
+        return Entity(entity.id, entity.name, entity.type, aliases, entity.summary,
+                      entity.created_at, now)
+
+    def set_summary(self, entity_id: int, summary: str, now: float) -> None:
+        """Replace an entity's summary."""
+        self.tx.execute("UPDATE graph_entities SET summary = ?, updated_at = ? "
+                        "WHERE id = ? AND ns = ?", (summary, now, entity_id, self.ns))
+
+    def entities(self, ids: Iterable[int] | None = None) -> dict[int, Entity]:
+        """The entities with these ids in this graph (``None``: all)."""
+        if ids is None:
+            rows = self.tx.execute(f"{_ENTITY_SELECT} WHERE ns = ? ORDER BY id",
+                                   (self.ns,)).fetchall()
+        else:
+            wanted = sorted(set(ids))
+            if not wanted:
+                return {}
+            marks = ", ".join("?" for _ in wanted)
+            rows = self.tx.execute(f"{_ENTITY_SELECT} WHERE ns = ? AND id IN ({marks})",
+                                   (self.ns, *wanted)).fetchall()
+        return {int(r[0]): _entity_of_row(r) for r in rows}
+
+    def by_keys(self, keys: Iterable[str]) -> set[int]:
+        """Entities having any of these normalised names or aliases."""
+        wanted = sorted(set(keys) - {""})
+        if not wanted:
+            return set()
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.tx.execute(f"SELECT entity_id FROM graph_entity_keys WHERE ns = ? AND "
+                               f"key IN ({marks})", (self.ns, *wanted)).fetchall()
+        return {int(r[0]) for r in rows}
+
+    def by_terms(self, terms: Iterable[str], limit: int) -> list[tuple[int, int]]:
+        """``(entity id, shared terms)`` of entities whose names share terms, most first."""
+        wanted = sorted(set(terms))
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.tx.execute(
+            f"SELECT entity_id, COUNT(*) AS n FROM graph_entity_terms WHERE ns = ? AND term IN "
+            f"({marks}) GROUP BY entity_id ORDER BY n DESC, entity_id LIMIT ?",
+            (self.ns, *wanted, limit)).fetchall()
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+    def entity_vectors(self, after: int) -> list[tuple[int, bytes]]:
+        """``(id, embedding)`` of the entities with an id above ``after``, by id."""
+        rows = self.tx.execute("SELECT id, embedding FROM graph_entities WHERE ns = ? AND "
+                               "id > ? AND embedding IS NOT NULL ORDER BY id",
+                               (self.ns, after)).fetchall()
+        return [(int(r[0]), bytes(r[1])) for r in rows]
+
+    # -- facts ------------------------------------------------------------------------------
+
+    def insert_fact(self, subject_id: int, predicate: str, object_id: int | None,
+                    value: str | None, text: str, valid_at: float | None,
+                    invalid_at: float | None, recorded_at: float, expired_at: float | None,
+                    episode_id: int, embedding: npt.NDArray[np.float32] | None) -> Fact:
+        """Store a fact with its postings, edges and the namespace's BM25 statistics."""
+        terms = Counter(self.tokenizer.tokenize(text))
+        length = sum(terms.values())
+        fact_id = self.tx.insert(
+            "INSERT INTO graph_facts (ns, subject_id, predicate, object_id, value, fact, "
+            "embedding, valid_at, invalid_at, recorded_at, expired_at, episodes, n_terms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.ns, subject_id, predicate, object_id, value, text, _blob(embedding),
+             valid_at, invalid_at, recorded_at, expired_at, _json([episode_id]), length))
+        self.tx.executemany("INSERT INTO graph_fact_terms (ns, term, fact_id, tf) "
+                            "VALUES (?, ?, ?, ?)",
+                            [(self.ns, t, fact_id, n) for t, n in sorted(terms.items())])
+        if object_id is not None:
+            pairs = {(subject_id, object_id), (object_id, subject_id)}
+            self.tx.executemany("INSERT INTO graph_edges (src, dst, fact_id) VALUES (?, ?, ?)",
+                                [(a, b, fact_id) for a, b in sorted(pairs)])
+        if length:
+            self.tx.execute(
+                "INSERT INTO graph_stats (ns, n_docs, total_len) VALUES (?, 1, ?) "
+                "ON CONFLICT (ns) DO UPDATE SET n_docs = graph_stats.n_docs + 1, "
+                "total_len = graph_stats.total_len + excluded.total_len", (self.ns, length))
+        return Fact(fact_id, subject_id, predicate, object_id, value, text, valid_at,
+                    invalid_at, recorded_at, expired_at, (episode_id,))
+
+    def add_source(self, fact: Fact, episode_id: int) -> Fact:
+        """Record that episode ``episode_id`` stated ``fact`` again."""
+        if episode_id in fact.episodes:
+            return fact
+        episodes = (*fact.episodes, episode_id)
+        self.tx.execute("UPDATE graph_facts SET episodes = ? WHERE id = ?",
+                        (_json(list(episodes)), fact.id))
+        return Fact(fact.id, fact.subject_id, fact.predicate, fact.object_id, fact.value,
+                    fact.fact, fact.valid_at, fact.invalid_at, fact.recorded_at,
+                    fact.expired_at, episodes)
+
+    def end(self, fact: Fact, valid_at: float | None, invalid_at: float,
+            expired_at: float) -> None:
+        """Set when ``fact`` stopped holding (never deletes it)."""
+        self.tx.execute("UPDATE graph_facts SET valid_at = ?, invalid_at = ?, expired_at = ? "
+                        "WHERE id = ?", (valid_at, invalid_at, expired_at, fact.id))
+
+    def facts(self, ids: Iterable[int] | None = None, *, as_of: float | None = None,
+              known_at: float | None = None) -> dict[int, Fact]:
+        """Facts of this graph by id (``None``: all) passing the validity rule."""
+        valid, params = schema.validity_sql(as_of, known_at)
+        query = f"{schema.select_facts()} WHERE f.ns = ? AND {valid}"
+        args: list[Any] = [self.ns, *params]
+        if ids is not None:
+            wanted = sorted(set(ids))
+            if not wanted:
+                return {}
+            query += f" AND f.id IN ({', '.join('?' for _ in wanted)})"
+            args.extend(wanted)
+        return {f.id: f for f in map(fact_of_row, self.tx.execute(query + " ORDER BY f.id",
+                                                                  args).fetchall())}
+
+    def facts_about(self, entity_ids: Iterable[int], *, as_of: float | None = None,
+                    known_at: float | None = None, current: bool = False) -> list[Fact]:
+        """Facts whose subject or object is one of ``entity_ids``; ``current``: only those
+        not yet ended (``invalid_at`` unset)."""
+        wanted = sorted(set(entity_ids))
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        valid, params = schema.validity_sql(as_of, known_at)
+        live = " AND f.invalid_at IS NULL" if current else ""
+        query = (f"{schema.select_facts()} WHERE f.ns = ? AND (f.subject_id IN ({marks}) OR "
+                 f"f.object_id IN ({marks})) AND {valid}{live} ORDER BY f.id")
+        rows = self.tx.execute(query, (self.ns, *wanted, *wanted, *params)).fetchall()
+        return [fact_of_row(r) for r in rows]
+
+    def postings(self, terms: Sequence[str], as_of: float | None,
+                 known_at: float | None) -> list[Posting]:
+        """BM25 postings of the query terms over facts passing the validity rule."""
+        wanted = sorted(set(terms))
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        valid, params = schema.validity_sql(as_of, known_at)
+        rows = self.tx.execute(
+            "SELECT t.fact_id, t.term, t.tf, f.n_terms FROM graph_fact_terms t "
+            f"JOIN graph_facts f ON f.id = t.fact_id WHERE t.ns = ? AND t.term IN ({marks}) "
+            f"AND {valid}", (self.ns, *wanted, *params)).fetchall()
+        return [(int(r[0]), ((), f"{int(r[0]):012d}"), r[1], int(r[2]), int(r[3]))
+                for r in rows]
+
+    def doc_freq(self, terms: Sequence[str]) -> tuple[dict[str, int], int, int]:
+        """``(document frequency per term, documents, total length)`` over the graph."""
+        wanted = sorted(set(terms))
+        row = self.tx.execute("SELECT n_docs, total_len FROM graph_stats WHERE ns = ?",
+                              (self.ns,)).fetchone()
+        if row is None or not wanted:
+            return {}, 0 if row is None else int(row[0]), 0 if row is None else int(row[1])
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.tx.execute(f"SELECT term, COUNT(*) FROM graph_fact_terms WHERE ns = ? AND "
+                               f"term IN ({marks}) GROUP BY term", (self.ns, *wanted))
+        return {r[0]: int(r[1]) for r in rows.fetchall()}, int(row[0]), int(row[1])
+
+    def fact_vectors(self, after: int) -> list[tuple[int, bytes]]:
+        """``(id, embedding)`` of the facts with an id above ``after``, by id."""
+        rows = self.tx.execute("SELECT id, embedding FROM graph_facts WHERE ns = ? AND id > ? "
+                               "AND embedding IS NOT NULL ORDER BY id",
+                               (self.ns, after)).fetchall()
+        return [(int(r[0]), bytes(r[1])) for r in rows]
+
+    def reach(self, seeds: Sequence[int], hops: int, as_of: float | None,
+              known_at: float | None) -> dict[int, tuple[int, tuple[int, ...]]]:
+        """Entities within ``hops`` of ``seeds``: id -> (depth, entity ids walked)."""
+        if not seeds or hops < 0:
+            return {}
+        query, params = schema.expansion_sql(sorted(set(seeds)), hops, as_of, known_at)
+        found: dict[int, tuple[int, tuple[int, ...]]] = {}
+        for entity_id, depth, path in self.tx.execute(query, params).fetchall():
+            entity_id, depth = int(entity_id), int(depth)
+            if entity_id not in found or depth < found[entity_id][0]:
+                found[entity_id] = (depth, tuple(int(p) for p in str(path).split(",")))
+        # the recursion starts from ids as given: keep only this graph's entities
+        inside = set(self.entities(found))
+        return {k: v for k, v in found.items() if k in inside}

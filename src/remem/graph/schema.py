@@ -1,0 +1,168 @@
+"""The graph's tables in each dialect and the statements over them (no I/O).
+
+The graph keeps its tables beside the store's, in the same SQLite file or PostgreSQL schema,
+with its own named migrations (family ``g``, recorded in ``remem_migrations`` beside the
+store's ``m...``, the threads' ``t...`` and the jobs' ``j...``). Every row carries the encoded
+namespace (:mod:`remem.store.namespace_codec`) of the graph it belongs to, so graphs of
+different users or tenants share the tables and never see each other's rows.
+
+Tables: ``graph_episodes``; ``graph_entities`` with ``graph_entity_keys`` (normalised names
+and aliases, for exact matching) and ``graph_entity_terms`` (name terms, for lexical
+matching); ``graph_facts`` with ``graph_fact_terms`` (BM25 postings), ``graph_edges`` (each
+fact between two entities twice, once per direction, which is what the recursive expansion
+walks) and ``graph_stats`` (document count and length per namespace, for BM25).
+
+Statements use ``?`` placeholders; the PostgreSQL backend turns them into ``%s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from remem.store.migrations import Migration
+
+__all__ = ["FACT_COLUMNS", "GRAPH_MIGRATIONS", "GRAPH_MIGRATIONS_POSTGRES", "expansion_sql",
+           "validity_sql"]
+
+
+def _tables(text: str, real: str, integer: str, blob: str, serial: str,
+            prefix: str) -> tuple[str, ...]:
+    p = prefix
+    return (
+        f"""CREATE TABLE {p}graph_episodes (
+            id {serial},
+            ns {text} NOT NULL,
+            content {text} NOT NULL,
+            source {text} NOT NULL,
+            source_ids {text} NOT NULL,
+            event_at {real} NOT NULL,
+            recorded_at {real} NOT NULL
+        )""",
+        f"CREATE INDEX graph_episodes_ns ON {p}graph_episodes (ns, event_at)",
+        f"""CREATE TABLE {p}graph_entities (
+            id {serial},
+            ns {text} NOT NULL,
+            name {text} NOT NULL,
+            type {text} NOT NULL,
+            aliases {text} NOT NULL,
+            summary {text} NOT NULL,
+            embedding {blob},
+            created_at {real} NOT NULL,
+            updated_at {real} NOT NULL
+        )""",
+        f"CREATE INDEX graph_entities_ns ON {p}graph_entities (ns, id)",
+        f"""CREATE TABLE {p}graph_entity_keys (
+            ns {text} NOT NULL,
+            key {text} NOT NULL,
+            entity_id {integer} NOT NULL,
+            PRIMARY KEY (ns, key, entity_id)
+        )""",
+        f"""CREATE TABLE {p}graph_entity_terms (
+            ns {text} NOT NULL,
+            term {text} NOT NULL,
+            entity_id {integer} NOT NULL,
+            PRIMARY KEY (ns, term, entity_id)
+        )""",
+        f"""CREATE TABLE {p}graph_facts (
+            id {serial},
+            ns {text} NOT NULL,
+            subject_id {integer} NOT NULL,
+            predicate {text} NOT NULL,
+            object_id {integer},
+            value {text},
+            fact {text} NOT NULL,
+            embedding {blob},
+            valid_at {real},
+            invalid_at {real},
+            recorded_at {real} NOT NULL,
+            expired_at {real},
+            episodes {text} NOT NULL,
+            n_terms {integer} NOT NULL
+        )""",
+        f"CREATE INDEX graph_facts_subject ON {p}graph_facts (subject_id, predicate)",
+        f"CREATE INDEX graph_facts_object ON {p}graph_facts (object_id)",
+        f"CREATE INDEX graph_facts_ns ON {p}graph_facts (ns, id)",
+        f"""CREATE TABLE {p}graph_fact_terms (
+            ns {text} NOT NULL,
+            term {text} NOT NULL,
+            fact_id {integer} NOT NULL,
+            tf {integer} NOT NULL,
+            PRIMARY KEY (ns, term, fact_id)
+        )""",
+        f"""CREATE TABLE {p}graph_edges (
+            src {integer} NOT NULL,
+            dst {integer} NOT NULL,
+            fact_id {integer} NOT NULL,
+            PRIMARY KEY (src, fact_id)
+        )""",
+        f"""CREATE TABLE {p}graph_stats (
+            ns {text} PRIMARY KEY,
+            n_docs {integer} NOT NULL,
+            total_len {integer} NOT NULL
+        )""",
+    )
+
+
+GRAPH_MIGRATIONS: tuple[Migration, ...] = (
+    Migration("g001_graph", _tables("TEXT", "REAL", "INTEGER", "BLOB",
+                                    "INTEGER PRIMARY KEY AUTOINCREMENT", "")),
+)
+#: ``{s}``: the quoted schema (the store's)
+GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
+    Migration("g001_graph", _tables("text", "double precision", "bigint", "bytea",
+                                    "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+                                    "{s}.")),
+)
+
+FACT_COLUMNS = ("id", "subject_id", "predicate", "object_id", "value", "fact", "valid_at",
+                "invalid_at", "recorded_at", "expired_at", "episodes")
+ENTITY_COLUMNS = ("id", "name", "type", "aliases", "summary", "created_at", "updated_at")
+EPISODE_COLUMNS = ("id", "content", "event_at", "recorded_at", "source_ids", "source")
+
+
+def select_facts(alias: str = "f") -> str:
+    """``SELECT`` of :data:`FACT_COLUMNS` from ``graph_facts`` as ``alias``."""
+    return (f"SELECT {', '.join(f'{alias}.{c}' for c in FACT_COLUMNS)} "
+            f"FROM graph_facts {alias}")
+
+
+def validity_sql(as_of: float | None, known_at: float | None,
+                 alias: str = "f") -> tuple[str, list[Any]]:
+    """The bi-temporal rule of :func:`remem.graph.types.holds` as a SQL condition over the
+    fact alias ``alias`` (``"1=1"`` when neither time is given)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if known_at is not None:
+        clauses.append(f"{alias}.recorded_at <= ?")
+        params.append(known_at)
+    if as_of is not None:
+        clauses.append(f"({alias}.valid_at IS NULL OR {alias}.valid_at <= ?)")
+        params.append(as_of)
+        ended = f"{alias}.invalid_at IS NULL OR {alias}.invalid_at > ?"
+        params.append(as_of)
+        if known_at is not None:
+            ended += f" OR {alias}.expired_at > ?"
+            params.append(known_at)
+        clauses.append(f"({ended})")
+    return (" AND ".join(clauses) or "1=1"), params
+
+
+def expansion_sql(seeds: Sequence[int], hops: int, as_of: float | None,
+                  known_at: float | None) -> tuple[str, list[Any]]:
+    """Entities within ``hops`` edges of ``seeds`` by facts that pass the validity rule:
+    rows ``(entity_id, depth, path)`` where ``path`` is the comma-separated entity ids walked
+    (``WITH RECURSIVE``, the same text on SQLite and PostgreSQL). ``UNION`` (not ``ALL``)
+    drops repeated rows, so cycles end at the depth bound."""
+    valid, vparams = validity_sql(as_of, known_at)
+    marks = ", ".join("?" for _ in seeds)
+    query = (
+        "WITH RECURSIVE reach(entity_id, depth, path) AS ("
+        f"SELECT e.id, 0, CAST(e.id AS TEXT) FROM graph_entities e WHERE e.id IN ({marks}) "
+        "UNION "
+        "SELECT g.dst, r.depth + 1, r.path || ',' || CAST(g.dst AS TEXT) FROM reach r "
+        "JOIN graph_edges g ON g.src = r.entity_id "
+        f"JOIN graph_facts f ON f.id = g.fact_id WHERE r.depth < ? AND {valid}"
+        ") SELECT entity_id, depth, path FROM reach"
+    )
+    return query, [*seeds, hops, *vparams]

@@ -1,0 +1,247 @@
+"""Where graph rows live: SQLite (a file, or ``":memory:"`` for one process) or PostgreSQL.
+
+:class:`~remem.graph.graph.Graph` holds the logic and speaks to storage only through
+:meth:`GraphStorage.transaction`, which yields a :class:`Rows` (:mod:`remem.graph.rows`) over
+a :class:`Tx`: ``execute`` (``?`` placeholders, translated for the dialect) and ``insert``
+(returns the new id). The tables and migrations are in :mod:`remem.graph.schema`.
+
+* SQLite: one connection per OS thread (``":memory:"``: one, behind a lock); writes take the
+  write lock up front (``BEGIN IMMEDIATE``); WAL. The in-memory graph is this backend on
+  ``":memory:"``: the same SQL, so the conformance suite covers it with the others.
+* PostgreSQL (the ``postgres`` extra): a psycopg pool whose ``search_path`` is the store's
+  schema; a write transaction takes a transaction-level advisory lock per namespace, so two
+  ingests into the same graph queue while other graphs write in parallel.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Protocol
+
+from remem._sqlite import SQLiteConnections
+from remem.errors import ConfigError, StoreError
+from remem.graph import schema
+from remem.store.migrations import apply_sqlite
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["GraphStorage", "PostgresGraphStorage", "SQLiteGraphStorage", "Tx"]
+
+
+class Tx(Protocol):
+    """One open transaction."""
+
+    #: ``"sqlite"`` or ``"postgres"``
+    dialect: str
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
+        """Run ``query`` (``?`` placeholders); return the cursor."""
+        ...
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``query`` once per row."""
+        ...
+
+    def insert(self, query: str, params: Sequence[Any]) -> int:
+        """Run an INSERT into a table with an ``id`` key; return the new id."""
+        ...
+
+
+class GraphStorage(Protocol):
+    """A database holding graphs."""
+
+    #: identifies the database (vector caches are kept per location and namespace)
+    location: str
+
+    def setup(self) -> None:
+        """Connect and create or migrate the graph tables (idempotent)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+    def transaction(self, write: bool, ns: str) -> AbstractContextManager[Tx]:
+        """A transaction over the graph of namespace ``ns`` (encoded); commits on success."""
+        ...
+
+
+class _SQLiteTx:
+    dialect = "sqlite"
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(query, params)
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(query, rows)
+
+    def insert(self, query: str, params: Sequence[Any]) -> int:
+        row_id = self.conn.execute(query, params).lastrowid
+        assert row_id is not None
+        return row_id
+
+
+class SQLiteGraphStorage:
+    """Graphs in a SQLite file (beside the store's tables) or in ``":memory:"``."""
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
+                 busy_timeout: float = 30.0) -> None:
+        self.path = os.fspath(path)
+        self.location = self.path if self.path != ":memory:" else f":memory:{id(self)}"
+        self._conns = SQLiteConnections(self.path, owner="Graph", busy_timeout=busy_timeout)
+        self._setup_lock = threading.Lock()
+        self._ready = False
+
+    def setup(self) -> None:
+        if self._ready:
+            return
+        with self._setup_lock:
+            if not self._ready:
+                with self._conns.connection() as conn:
+                    apply_sqlite(conn, schema.GRAPH_MIGRATIONS)
+                self._ready = True
+
+    @contextmanager
+    def transaction(self, write: bool, ns: str) -> Iterator[Tx]:
+        self.setup()
+        with self._conns.writing() if write else nullcontext(), \
+                self._conns.connection() as conn:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield _SQLiteTx(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._conns.close()
+
+
+class _PostgresTx:
+    dialect = "postgres"
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(query.replace("?", "%s"), params)
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(query.replace("?", "%s"), rows)
+
+    def insert(self, query: str, params: Sequence[Any]) -> int:
+        row = self.execute(query + " RETURNING id", params).fetchone()
+        return int(row[0])
+
+
+class PostgresGraphStorage:
+    """Graphs in a PostgreSQL schema (the ``postgres`` extra), by default the store's."""
+
+    def __init__(self, dsn: str, *, schema: str = "remem", pool_max_size: int = 4,
+                 connect_timeout: float = 10.0) -> None:
+        from remem.store.postgres.sql import quote_ident
+
+        self.dsn = dsn
+        self.schema = schema
+        self.location = f"{dsn}#{schema}"
+        self._q = quote_ident(schema)
+        self.pool_max_size = pool_max_size
+        self.connect_timeout = connect_timeout
+        self._pool: ConnectionPool[Any] | None = None
+        self._setup_lock = threading.Lock()
+        self._closed = False
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
+                "keepalives": 1, "keepalives_idle": 30, "application_name": "remem-graph"}
+
+    def _configure(self, conn: Any) -> None:
+        conn.execute(f"SET search_path TO {self._q}")
+
+    def setup(self) -> None:
+        if self._pool is not None:
+            return
+        with self._setup_lock:
+            if self._pool is not None:
+                return
+            if self._closed:
+                raise StoreError("this Graph is closed; open a new one")
+            try:
+                import psycopg
+                import psycopg_pool
+            except ImportError as exc:
+                raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
+                                  f"pip install 'remem[postgres]' ({exc})") from None
+            from remem.store.migrations.postgres import apply_postgres
+
+            try:
+                with psycopg.connect(self.dsn, **self._kwargs()) as conn:
+                    apply_postgres(conn, self.schema, self._q,
+                                   schema.GRAPH_MIGRATIONS_POSTGRES)
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL setup failed (schema {self.schema}): {exc}"
+                                 ) from exc
+            pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
+                self.dsn, min_size=1, max_size=self.pool_max_size, kwargs=self._kwargs(),
+                configure=self._configure, open=False, timeout=self.connect_timeout,
+                name=f"remem-graph:{self.schema}")
+            pool.open(wait=False)
+            self._pool = pool
+
+    @contextmanager
+    def transaction(self, write: bool, ns: str) -> Iterator[Tx]:
+        import psycopg
+
+        self.setup()
+        assert self._pool is not None
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                if write:
+                    # writers of one graph queue (resolution reads then writes entities)
+                    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+                                 (0x67726170, zlib.crc32(ns.encode()) - 2**31))
+                yield _PostgresTx(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL error (schema {self.schema}): {exc}") from exc
+
+    def close(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+def storage_at(location: str | os.PathLike[str], *, schema: str = "remem") -> GraphStorage:
+    """The storage at a SQLite path, ``":memory:"`` or a PostgreSQL DSN."""
+    from remem.store import is_dsn
+
+    path = os.fspath(location)
+    if is_dsn(path):
+        return PostgresGraphStorage(path, schema=schema)
+    return SQLiteGraphStorage(path)
+
+
+def storage_beside(store: Any) -> GraphStorage:
+    """The storage in the same database as ``store``: its SQLite file, its PostgreSQL schema,
+    or (an in-memory store) a SQLite ``":memory:"`` database of this process."""
+    while hasattr(store, "inner") and not hasattr(store, "dsn") and not hasattr(store, "path"):
+        store = store.inner  # a scoped view: the store under it
+    dsn = getattr(store, "dsn", None)
+    if isinstance(dsn, str):
+        return PostgresGraphStorage(dsn, schema=getattr(store, "schema", "remem"))
+    path = getattr(store, "path", None)
+    if isinstance(path, str | os.PathLike) and os.fspath(path) != ":memory:":
+        return SQLiteGraphStorage(path)
+    return SQLiteGraphStorage(":memory:")
