@@ -1,7 +1,7 @@
 """Background memory over HTTP: ``POST /v1/memories/submit`` (and flush, cancel) and
 ``/v1/jobs``, confined to the caller's tenant like every route.
 
-A submission is queued in the server's database (beside the store) and answered ``202`` with
+A submission is queued in the server's database (beside the store) and answered with
 its job id at once; ``remem worker`` processes, or the server itself with
 ``remem serve --workers-in-process N`` (:func:`install_in_process_worker`), run it.
 """
@@ -122,7 +122,7 @@ def _needs_llm(http: HttpRequest) -> None:
             "the server with REMEM_LLM_* set, or add memories with \"infer\": false")
 
 
-@router.post("/memories/submit", response_model=SubmitOut, status_code=202,
+@router.post("/memories/submit", response_model=SubmitOut,
              summary="Submit messages for background extraction", tags=["memories"])
 async def submit_memories(body: SubmitRequest, who: Writer, http: HttpRequest) -> SubmitOut:
     """Queue extraction of ``messages`` after ``delay`` seconds of quiet on the thread; a
