@@ -37,6 +37,9 @@ from remem.background.requests import (
     SubmitResult,
     ThreadJobsRequest,
 )
+from remem.context.assemble import ContextRequest
+from remem.context.types import ContextResult
+from remem.context.wire import load_context
 from remem.errors import (
     ConfigError,
     ConflictError,
@@ -179,6 +182,18 @@ def cancel_call(request: ThreadJobsRequest) -> _Call[CancelResult]:
     """The HTTP call of a cancel (``POST /v1/memories/cancel``)."""
     return _Call("POST", "/v1/memories/cancel",
                  lambda data: CancelResult(tuple(data["cancelled"])),
+                 request.model_dump(mode="json"))
+
+
+def context_call(request: ContextRequest) -> _Call[ContextResult]:
+    """The HTTP call of a context assembly (``POST /v1/memories/context``): the server uses
+    the tenant's threads and its default token counter."""
+    if request.token_counter is not None or any(
+            not isinstance(entry, str) for entry in request.sections or ()):
+        raise UsageError("a token counter or a ContextSection object cannot be sent to a "
+                         "server: pass section names, or assemble the context with "
+                         "remem.Memory locally")
+    return _Call("POST", "/v1/memories/context", load_context,
                  request.model_dump(mode="json"))
 
 
@@ -417,6 +432,25 @@ class Client:
             for chunk in _chunks(lines):
                 count += (await self.arun(ImportRequest.of(lines=chunk))).count
         return count
+
+    # -- context assembly (POST /v1/memories/context) -------------------------------------------
+
+    def context(self, query: str | None = None, *, user_id: str | None = None,
+                agent_id: str | None = None, thread_id: str | None = None,
+                namespace: Sequence[str] | None = None, budget_tokens: int | None = None,
+                sections: Sequence[str] | None = None, memory_limit: int = 20,
+                recent_limit: int = 50) -> ContextResult:
+        """:meth:`remem.api.Memory.context` on the server, over the tenant's threads (section
+        names only; tokens counted by the server's offline estimate)."""
+        return self._send(context_call(ContextRequest.of(**_args(locals()))))
+
+    async def acontext(self, query: str | None = None, *, user_id: str | None = None,
+                       agent_id: str | None = None, thread_id: str | None = None,
+                       namespace: Sequence[str] | None = None,
+                       budget_tokens: int | None = None, sections: Sequence[str] | None = None,
+                       memory_limit: int = 20, recent_limit: int = 50) -> ContextResult:
+        """Async :meth:`context`."""
+        return await self._asend(context_call(ContextRequest.of(**_args(locals()))))
 
     # -- background extraction (POST /v1/memories/submit, /v1/jobs) ---------------------------
 

@@ -15,6 +15,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from fastapi import Request as HttpRequest
 
+from remem.context.assemble import ContextRequest, assemble
+from remem.context.wire import ContextOut
 from remem.errors import UnsupportedError
 from remem.memory.requests import (
     AddRequest,
@@ -155,3 +157,13 @@ async def undo_event(event_id: Annotated[MemoryId, Path(description="a history e
                      who: Writer, http: HttpRequest) -> ChangeResultOut:
     """Revert the change a history event recorded (every memory of a delete_all)."""
     return ChangeResultOut.of(await _run(http, who, UndoRequest.of(event_id=event_id)))
+
+
+@router.post("/memories/context", response_model=ContextOut, summary="Assemble context")
+async def memory_context(body: ContextRequest, who: Reader, http: HttpRequest) -> ContextOut:
+    """The context for a model call within ``budget_tokens``: the profile, memories relevant
+    to ``query`` and the running summary and recent messages of the tenant's thread
+    ``thread_id`` (see ``docs/context.md``)."""
+    state = server_state(http)
+    memory, threads = state.memory_for(who), state.threads_for(who)
+    return ContextOut.of(await state.run(lambda: assemble(memory, body, threads)))
