@@ -213,7 +213,8 @@ class Graph:
                     entity = rows.insert_entity(x.name, x.type, x.aliases, now,
                                                 name_vectors.get(x.ref))
                     created.append(entity.id)
-                    how[x.ref] = "new"
+                    if how[x.ref] != "asked":
+                        how[x.ref] = "new"
                 else:
                     known = rows.entities([found]).get(found)
                     if known is None:

@@ -53,7 +53,13 @@ def candidates(rows: Rows, content: str, *, limit: int, facts_limit: int) -> Off
     facts.sort(key=lambda f: -f.id)  # the newest first when there are too many
     kept = tuple(sorted(facts[:facts_limit], key=lambda f: f.id))
     touched = {f.subject_id for f in kept} | {f.object_id for f in kept if f.object_id}
-    names = {i: e.name for i, e in rows.entities(touched).items()}
+    neighbours = rows.entities(touched)
+    # entities next to a named one are offered too ("Bobby from Acme": Acme's people), so
+    # the model can resolve a name the text gives in a form remem cannot match
+    offered = {e.id for e in ordered}
+    extra = sorted(i for i in neighbours if i not in offered)[:max(0, limit - len(ordered))]
+    ordered = (*ordered, *(neighbours[i] for i in extra))
+    names = {i: e.name for i, e in neighbours.items()}
     return Offer(ordered, kept, names)
 
 

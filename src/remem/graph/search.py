@@ -162,12 +162,10 @@ def _fuse(signals: dict[str, Sequence[Candidate]], graph: list[Candidate],
         return ranked
     n_text = len(signals)
     by_id = {r.item_id: r for r in ranked}
-    for entry in by_id.values():
-        entry.score = entry.score * n_text / (n_text + GRAPH_WEIGHT)
+    for text in by_id.values():
+        text.score = text.score * n_text / (n_text + GRAPH_WEIGHT)
     for rank, (item_id, key, score) in enumerate(graph, 1):
-        entry = by_id.get(item_id)
-        if entry is None:
-            entry = by_id[item_id] = Ranked(item_id, key, 0.0, {})
+        entry = by_id.get(item_id) or by_id.setdefault(item_id, Ranked(item_id, key, 0.0, {}))
         entry.signals["graph"] = (rank, score)
         entry.score += GRAPH_WEIGHT * score / (n_text + GRAPH_WEIGHT)
     return sorted(by_id.values(), key=lambda r: (-r.score, r.sort_key))
