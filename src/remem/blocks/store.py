@@ -64,10 +64,10 @@ class Blocks:
             read = self.files.read(self._path(block_id))
         except NotFoundError:
             raise NotFoundError(f"no block with id {block_id!r}; list them with "
-                                "Blocks.list()") from None
+                                "Blocks.list_blocks()") from None
         return Block(block_id, BlockSpec.from_json(read.content), read.etag)
 
-    def list(self) -> list[Block]:
+    def list_blocks(self) -> list[Block]:
         """Every block, by id."""
         out = []
         for info in self.files.glob("*.json", self.root):
