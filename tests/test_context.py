@@ -117,8 +117,9 @@ def test_everything_relevant_with_no_budget(mem: Memory, threads: ThreadStore) -
     # messages the summary covers (the first two) are left to it
     assert "Hi, I am planning a trip" not in text and "user: Somewhere warm" in text
     assert result.dropped == ()
+    # recent: two turns ("Somewhere warm" with the tool call and answers, then the question)
     assert {r.name: r.kept for r in result.sections} == {
-        "profile": 1, "memories": 3, "summary": 1, "recent": 4}
+        "profile": 1, "memories": 3, "summary": 1, "recent": 2}
     assert result.tokens == context_tokens(result.blocks, EstimateCounter())
 
 
@@ -154,9 +155,10 @@ def test_budget_drops_lowest_priority_whole_items(mem: Memory, threads: ThreadSt
     # contiguous: once a message is out, older ones are out too (no gaps)
     kept = [m.text for m in result.to_messages() if m.role == "user"]
     assert kept == ["What should I drink there?"]
-    # a tool call is never separated from its result
+    # a tool call is never separated from its result; what is kept starts with a user turn
     roles = [m.role for m in result.to_messages()[1:]]
     assert ("tool" in roles) == any(m.tool_calls for m in result.to_messages())
+    assert roles[0] == "user"
 
 
 def test_priority_order_is_configurable(mem: Memory, threads: ThreadStore) -> None:
@@ -176,9 +178,9 @@ def test_zero_budget_is_empty_and_reports_everything(mem: Memory,
     result = mem.context("tea", user_id="alice", thread_id="t1", threads=threads,
                          budget_tokens=0)
     assert result.tokens == 0 and result.to_string() == "" and result.to_messages() == []
-    assert len(result.dropped) == 1 + 3 + 1 + 4
+    assert len(result.dropped) == 1 + 3 + 1 + 2
     reasons = [d.reason for d in result.dropped if d.section == "recent"]
-    assert reasons == ["over_budget", "after_dropped", "after_dropped", "after_dropped"]
+    assert reasons == ["over_budget", "after_dropped"]
 
 
 def test_deterministic_and_async_parity(mem: Memory, threads: ThreadStore) -> None:
@@ -312,3 +314,25 @@ def test_context_never_exceeds_the_budget_over_random_stores(
         kept = {r.name: r.kept for r in everything.sections}
         assert kept["memories"] == len(mem.get_all(user_id="u", limit=1000).memories)
         assert kept["recent"] == len(messages) and everything.dropped == ()
+
+
+def test_every_budget_gives_a_sequence_providers_accept(mem: Memory,
+                                                       threads: ThreadStore) -> None:
+    from remem.threads import check_anthropic_sequence, check_openai_sequence
+
+    _fill(mem, threads)
+    threads.append("t1", [{"role": "assistant", "content": "Try granita."}, "Thanks!"])
+    full = mem.context("tea", user_id="alice", thread_id="t1", threads=threads)
+    seen = set()
+    for budget in range(0, full.tokens + 1, 3):
+        result = mem.context("tea", user_id="alice", thread_id="t1", threads=threads,
+                             budget_tokens=budget)
+        assert result.tokens <= budget
+        messages = result.to_messages()
+        check_openai_sequence(messages)
+        conversation = [m for m in messages if m.role != "system"]
+        if conversation:
+            assert conversation[0].role == "user"
+            check_anthropic_sequence(conversation)
+        seen.add(len(conversation))
+    assert len(seen) >= 3  # the budgets went through several cuts

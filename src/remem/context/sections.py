@@ -163,20 +163,20 @@ class SummarySection:
 
 
 def conversation_units(messages: Sequence[Message], first_position: int) -> list[ContextItem]:
-    """Messages as items, newest first: each message alone, except that tool results travel
-    with the assistant message that called them (a provider refuses one without the other).
-    System messages are left out (the context's own system message comes first)."""
+    """Messages as items, newest first: one turn each (a user message and the replies, tool
+    calls and tool results after it), so whatever is kept starts with a user message and
+    never separates a tool call from its result (providers refuse both). Messages before the
+    first user message (the end of an older turn) are one item; tool results whose call is
+    older than the window, and system messages, are left out."""
     units: list[list[tuple[int, Message]]] = []
     for offset, message in enumerate(messages):
         if message.role == "system":
             continue
-        if message.role == "tool" and units and (units[-1][0][1].tool_calls
-                                                 or units[-1][-1][1].role == "tool"):
-            units[-1].append((first_position + offset, message))
-        elif message.role == "tool":
+        if message.role == "tool" and not units:
             continue  # a result whose call is older than the window: useless alone
-        else:
-            units.append([(first_position + offset, message)])
+        if message.role == "user" or not units:
+            units.append([])
+        units[-1].append((first_position + offset, message))
     items = [ContextItem(unit[0][1].id, "", tuple(message for _, message in unit),
                          order=unit[0][0]) for unit in units]
     return items[::-1]
@@ -185,8 +185,8 @@ def conversation_units(messages: Sequence[Message], first_position: int) -> list
 @dataclass(frozen=True, slots=True)
 class RecentMessagesSection:
     """The thread's newest messages the running summary does not cover (at most
-    ``limit``), oldest first when rendered; contiguous: when one is left out, so are all
-    older ones."""
+    ``limit``), one item per turn, oldest first when rendered; contiguous: when a turn is
+    left out, so are all older ones."""
 
     limit: int = 50
     name: str = "recent"
