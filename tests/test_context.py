@@ -24,7 +24,7 @@ from remem.context import (
     unregister_section,
 )
 from remem.context.packing import context_tokens
-from remem.errors import InvalidInputError
+from remem.errors import InvalidInputError, UsageError
 from remem.memory.records import MemoryRecord
 from remem.messages import Message
 from remem.threads import ThreadStore
@@ -194,12 +194,16 @@ def test_deterministic_and_async_parity(mem: Memory, threads: ThreadStore) -> No
         asyncio.run(mem.arun(ContextRequest(query="tea", user_id="alice"))).to_dict()
 
 
-def test_without_thread_store_thread_sections_are_absent(mem: Memory,
-                                                          threads: ThreadStore) -> None:
+def test_a_thread_without_a_thread_store_is_refused(mem: Memory, threads: ThreadStore) -> None:
     _fill(mem, threads)
-    result = mem.context("tea", user_id="alice", thread_id="t1")
-    assert {r.name: r.kept for r in result.sections}["recent"] == 0
+    with pytest.raises(UsageError, match="threads=ThreadStore"):
+        mem.context("tea", user_id="alice", thread_id="t1")
+    # thread_id as the memory scope only: the thread sections are not selected
+    result = mem.context("tea", user_id="alice", thread_id="t1",
+                         sections=["profile", "memories"])
     assert "## Relevant memories" in result.to_string()
+    # without thread_id there is no thread to read: those sections are simply absent
+    assert mem.context("tea", user_id="alice").section_tokens()["recent"] == 0
 
 
 def test_bad_input_names_the_field(mem: Memory) -> None:

@@ -261,7 +261,7 @@ class Memory:
         """Run one memory request and return its result: ``run(SearchRequest(query="tea",
         user_id="alice"))`` is ``search("tea", user_id="alice")``."""
         refuse_in_event_loop("Memory", request.operation or "run")
-        if isinstance(request, ContextRequest):  # no thread store: its sections are absent
+        if isinstance(request, ContextRequest):  # no thread store: pass one to context()
             return cast(R, assemble(self, request))
         if isinstance(request, ExportRequest):
             lines = tuple(export_lines(self.store, self._export_prefix(request)))

@@ -160,7 +160,16 @@ def resolve_sections(request: ContextRequest) -> list[ContextSection]:
     return sections
 
 
-def _scope(memory: Memory, request: ContextRequest, threads: ThreadAPI | None) -> ContextScope:
+def _scope(memory: Memory, request: ContextRequest, threads: ThreadAPI | None,
+           sections: Sequence[ContextSection]) -> ContextScope:
+    if request.thread_id is not None and threads is None and any(
+            isinstance(section, SummarySection | RecentMessagesSection) for section in sections):
+        # silently leaving the conversation out would hide the mistake
+        raise UsageError(
+            "context(thread_id=...) reads the thread's summary and recent messages from a "
+            "thread store: pass threads=ThreadStore(path) (the same file works), or "
+            "sections=[...] without 'summary' and 'recent' to use thread_id as the memory "
+            "scope only")
     return ContextScope(memory=memory, query=request.query, user_id=request.user_id,
                         agent_id=request.agent_id, thread_id=request.thread_id,
                         namespace=tuple(request.namespace) if request.namespace else None,
@@ -178,7 +187,7 @@ def assemble(memory: Memory, request: ContextRequest,
     if not isinstance(request, ContextRequest):
         raise UsageError(f"assemble runs a ContextRequest, got {type(request).__name__}")
     sections = resolve_sections(request)
-    scope = _scope(memory, request, threads)
+    scope = _scope(memory, request, threads, sections)
     offers = [_offer(section, section.gather(scope)) for section in sections]
     return pack(offers, request.budget_tokens, request.token_counter or DEFAULT_COUNTER)
 
@@ -189,7 +198,7 @@ async def aassemble(memory: Memory, request: ContextRequest,
     if not isinstance(request, ContextRequest):
         raise UsageError(f"aassemble runs a ContextRequest, got {type(request).__name__}")
     sections = resolve_sections(request)
-    scope = _scope(memory, request, threads)
+    scope = _scope(memory, request, threads, sections)
     gathered = await asyncio.gather(*(section.agather(scope) for section in sections))
     offers = [_offer(section, items) for section, items in zip(sections, gathered, strict=True)]
     return pack(offers, request.budget_tokens, request.token_counter or DEFAULT_COUNTER)
