@@ -206,3 +206,41 @@ def test_migrations_are_recorded_and_rows_survive_reopening(
     again = make_graph(("keep",), storage=make_storage())
     assert [f.fact for f in again.facts()] == ["Ada works at Acme"]
     assert [h.fact.fact for h in again.search("Acme")] == ["Ada works at Acme"]
+
+
+def test_keyword_scores_are_the_retrieval_bm25(make_storage: Callable[..., Any]) -> None:
+    """The database sums BM25 (:meth:`Rows.keyword`); the scores and the order are those of
+    :func:`remem.retrieval.bm25.bm25_scores` over the same postings."""
+    from collections import Counter
+
+    from remem.graph.rows import Rows
+    from remem.retrieval.bm25 import bm25_scores
+    from remem.retrieval.tokenize import DefaultTokenizer
+
+    texts = ["Ada works at Acme in Berlin", "Acme builds robots", "Bo likes robots and robots",
+             "Ada and Bo met in Paris", "Berlin is large", "张伟在阿里巴巴工作", "Ada Ada Ada"]
+    tokenizer = DefaultTokenizer()
+    storage = make_storage()
+    storage.setup()
+    with storage.transaction(True, "kw") as tx:
+        rows = Rows(tx, "kw", tokenizer)
+        ada = rows.insert_entity("Ada", "person", [], 0.0, None)
+        ids = [rows.insert_fact(ada.id, "p", None, None, t, None, None, 0.0, None, 1, None).id
+               for t in texts]
+    for query in ("Ada robots", "robots robots Berlin", "张伟 工作", "Paris"):
+        terms = tokenizer.tokenize(query)
+        postings = []
+        for fact_id, text in zip(ids, texts, strict=True):
+            counts = Counter(tokenizer.tokenize(text))
+            length = sum(counts.values())
+            postings += [(fact_id, ((), f"{fact_id:012d}"), t, counts[t], length)
+                         for t in terms if t in counts]
+        doc_freq = {t: sum(t in tokenizer.tokenize(x) for x in texts) for t in set(terms)}
+        doc_freq = {t: n for t, n in doc_freq.items() if n}
+        total = sum(len(tokenizer.tokenize(x)) for x in texts)
+        expected = [(i, s) for i, _, s in bm25_scores(postings, doc_freq=doc_freq,
+                                                      n_docs=len(texts), total_len=total)]
+        with storage.transaction(False, "kw") as tx:
+            got = Rows(tx, "kw", tokenizer).keyword(terms, None, None, 100)
+        assert [i for i, _ in got] == [i for i, _ in expected], query
+        assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in expected], query

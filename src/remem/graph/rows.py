@@ -8,6 +8,7 @@ never returned, even when asked for by id).
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from remem.graph import schema
 from remem.graph.resolve import name_key
 from remem.graph.storage import Tx
 from remem.graph.types import Entity, Episode, Fact
-from remem.retrieval.bm25 import Posting
+from remem.retrieval.bm25 import BM25Params
 from remem.retrieval.tokenize import Tokenizer
 
 __all__ = ["Rows"]
@@ -50,6 +51,7 @@ def _entity_of_row(row: Sequence[Any]) -> Entity:
                   summary=summary, created_at=created_at, updated_at=updated_at)
 
 
+_BM25 = BM25Params()
 _ENTITY_SELECT = f"SELECT {', '.join(schema.ENTITY_COLUMNS)} FROM graph_entities"
 
 
@@ -180,9 +182,10 @@ class Rows:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (self.ns, subject_id, predicate, object_id, value, text, _blob(embedding),
              valid_at, invalid_at, recorded_at, expired_at, _json([episode_id]), length))
-        self.tx.executemany("INSERT INTO graph_fact_terms (ns, term, fact_id, tf) "
-                            "VALUES (?, ?, ?, ?)",
-                            [(self.ns, t, fact_id, n) for t, n in sorted(terms.items())])
+        self.tx.executemany("INSERT INTO graph_fact_terms (ns, term, fact_id, tf, len) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            [(self.ns, t, fact_id, n, length)
+                             for t, n in sorted(terms.items())])
         if object_id is not None:
             pairs = {(subject_id, object_id), (object_id, subject_id)}
             self.tx.executemany("INSERT INTO graph_edges (src, dst, fact_id) VALUES (?, ?, ?)",
@@ -227,6 +230,18 @@ class Rows:
         return {f.id: f for f in map(fact_of_row, self.tx.execute(query + " ORDER BY f.id",
                                                                   args).fetchall())}
 
+    def valid_ids(self, ids: Iterable[int], *, as_of: float | None,
+                  known_at: float | None) -> set[int]:
+        """Which of these fact ids (of this graph) pass the validity rule."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return set()
+        valid, params = schema.validity_sql(as_of, known_at)
+        marks = ", ".join("?" for _ in wanted)
+        rows = self.tx.execute(f"SELECT f.id FROM graph_facts f WHERE f.ns = ? AND f.id IN "
+                               f"({marks}) AND {valid}", (self.ns, *wanted, *params))
+        return {int(r[0]) for r in rows.fetchall()}
+
     def facts_about(self, entity_ids: Iterable[int], *, as_of: float | None = None,
                     known_at: float | None = None, current: bool = False) -> list[Fact]:
         """Facts whose subject or object is one of ``entity_ids``; ``current``: only those
@@ -237,25 +252,50 @@ class Rows:
         marks = ", ".join("?" for _ in wanted)
         valid, params = schema.validity_sql(as_of, known_at)
         live = " AND f.invalid_at IS NULL" if current else ""
-        query = (f"{schema.select_facts()} WHERE f.ns = ? AND (f.subject_id IN ({marks}) OR "
-                 f"f.object_id IN ({marks})) AND {valid}{live} ORDER BY f.id")
-        rows = self.tx.execute(query, (self.ns, *wanted, *wanted, *params)).fetchall()
-        return [fact_of_row(r) for r in rows]
+        # one indexed lookup per end (an OR of the two lets planners scan the namespace)
+        found: dict[int, Fact] = {}
+        for end in ("subject_id", "object_id"):
+            query = (f"{schema.select_facts()} WHERE f.{end} IN ({marks}) AND f.ns = ? "
+                     f"AND {valid}{live}")
+            for row in self.tx.execute(query, (*wanted, self.ns, *params)).fetchall():
+                fact = fact_of_row(row)
+                found[fact.id] = fact
+        return [found[i] for i in sorted(found)]
 
-    def postings(self, terms: Sequence[str], as_of: float | None,
-                 known_at: float | None) -> list[Posting]:
-        """BM25 postings of the query terms over facts passing the validity rule."""
-        wanted = sorted(set(terms))
-        if not wanted:
+    def keyword(self, terms: Sequence[str], as_of: float | None, known_at: float | None,
+                limit: int, params: BM25Params = _BM25) -> list[tuple[int, float]]:
+        """The best ``limit`` facts by BM25 for the query terms, ``(fact id, score)``.
+
+        The same scoring as :func:`remem.retrieval.bm25.bm25_scores` (non-negative IDF,
+        ``k1``/``b`` saturation and length normalisation, the namespace's statistics), but
+        summed by the database: a common term has tens of thousands of postings, which the
+        database adds up far faster than a Python loop. Ties break by fact id."""
+        counted = Counter(terms)
+        doc_freq, n_docs, total_len = self.doc_freq(list(counted))
+        if n_docs <= 0 or not doc_freq:
             return []
+        avg_len = total_len / n_docs if total_len > 0 else 1.0
+        # a query term repeated counts once per occurrence, as in bm25_scores' postings
+        weights = {t: counted[t] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+                   for t, df in doc_freq.items()}
+        wanted = sorted(weights)
+        case = " ".join("WHEN ? THEN CAST(? AS DOUBLE PRECISION)" for _ in wanted)
+        case_params: list[Any] = [v for t in wanted for v in (t, weights[t])]
         marks = ", ".join("?" for _ in wanted)
-        valid, params = schema.validity_sql(as_of, known_at)
+        k1, b = params.k1, params.b
+        score = (f"SUM((CASE t.term {case} END) * t.tf * {k1 + 1.0!r} / "
+                 f"(t.tf + {k1!r} * (1.0 - {b!r} + {b!r} * t.len / CAST(? AS DOUBLE "
+                 "PRECISION))))")
+        join, valid, vparams = "", "", list[Any]()
+        if as_of is not None or known_at is not None:
+            condition, vparams = schema.validity_sql(as_of, known_at)
+            join, valid = " JOIN graph_facts f ON f.id = t.fact_id", f" AND {condition}"
         rows = self.tx.execute(
-            "SELECT t.fact_id, t.term, t.tf, f.n_terms FROM graph_fact_terms t "
-            f"JOIN graph_facts f ON f.id = t.fact_id WHERE t.ns = ? AND t.term IN ({marks}) "
-            f"AND {valid}", (self.ns, *wanted, *params)).fetchall()
-        return [(int(r[0]), ((), f"{int(r[0]):012d}"), r[1], int(r[2]), int(r[3]))
-                for r in rows]
+            f"SELECT t.fact_id, {score} AS score FROM graph_fact_terms t{join} "
+            f"WHERE t.ns = ? AND t.term IN ({marks}){valid} GROUP BY t.fact_id "
+            "ORDER BY score DESC, t.fact_id LIMIT ?",
+            (*case_params, avg_len, self.ns, *wanted, *vparams, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
 
     def doc_freq(self, terms: Sequence[str]) -> tuple[dict[str, int], int, int]:
         """``(document frequency per term, documents, total length)`` over the graph."""

@@ -80,14 +80,18 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str,
             episodes {text} NOT NULL,
             n_terms {integer} NOT NULL
         )""",
-        f"CREATE INDEX graph_facts_subject ON {p}graph_facts (subject_id, predicate)",
-        f"CREATE INDEX graph_facts_object ON {p}graph_facts (object_id)",
+        # the namespace is in these indexes so that a lookup by entity with ns = ? (every
+        # read) uses them rather than the namespace index
+        f"CREATE INDEX graph_facts_subject ON {p}graph_facts (subject_id, ns, predicate)",
+        f"CREATE INDEX graph_facts_object ON {p}graph_facts (object_id, ns)",
         f"CREATE INDEX graph_facts_ns ON {p}graph_facts (ns, id)",
         f"""CREATE TABLE {p}graph_fact_terms (
             ns {text} NOT NULL,
             term {text} NOT NULL,
             fact_id {integer} NOT NULL,
             tf {integer} NOT NULL,
+            -- the fact's length in terms, copied here so that BM25 reads only this index
+            len {integer} NOT NULL,
             PRIMARY KEY (ns, term, fact_id)
         )""",
         f"""CREATE TABLE {p}graph_edges (

@@ -25,7 +25,6 @@ import numpy.typing as npt
 from remem.graph.resolve import name_key
 from remem.graph.rows import Rows
 from remem.graph.types import Fact, FactHit
-from remem.retrieval.bm25 import bm25_scores
 from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
 
 __all__ = ["Expansion", "SearchPlan", "expand", "mentioned_entities", "search"]
@@ -98,17 +97,17 @@ def search(rows: Rows, plan: SearchPlan, query_vector: npt.NDArray[np.float32] |
     terms = rows.tokenizer.tokenize(plan.query)
     signals: dict[str, Sequence[Candidate]] = {}
     if terms:
-        doc_freq, n_docs, total_len = rows.doc_freq(terms)
-        scored = bm25_scores(rows.postings(terms, plan.as_of, plan.known_at),
-                             doc_freq=doc_freq, n_docs=n_docs, total_len=total_len,
-                             limit=plan.candidates)
-        signals["keyword"] = scored
+        signals["keyword"] = [(i, ((), f"{i:012d}"), score) for i, score in
+                              rows.keyword(terms, plan.as_of, plan.known_at, plan.candidates)]
     if query_vector is not None:
-        # over-fetch: some of the nearest may fail the validity rule
-        near = vector_top(query_vector, plan.candidates * 4)
-        valid = rows.facts([i for i, _ in near], as_of=plan.as_of, known_at=plan.known_at)
-        signals["vector"] = [(i, ((), f"{i:012d}"), s) for i, s in near
-                             if i in valid][:plan.candidates]
+        # over-fetch when a time filters: some of the nearest may fail the validity rule
+        timed = plan.as_of is not None or plan.known_at is not None
+        near = vector_top(query_vector, plan.candidates * (4 if timed else 1))
+        if timed:
+            valid = rows.valid_ids([i for i, _ in near], as_of=plan.as_of,
+                                   known_at=plan.known_at)
+            near = [(i, s) for i, s in near if i in valid]
+        signals["vector"] = [(i, ((), f"{i:012d}"), s) for i, s in near][:plan.candidates]
     seeds = [plan.focal] if plan.focal is not None else mentioned_entities(rows, plan.query)
     expansion = expand(rows, seeds, plan.hops, plan.as_of, plan.known_at) if seeds else \
         Expansion({}, {})
