@@ -340,3 +340,32 @@ def test_every_budget_gives_a_sequence_providers_accept(mem: Memory,
             check_anthropic_sequence(conversation)
         seen.add(len(conversation))
     assert len(seen) >= 3  # the budgets went through several cuts
+
+
+def test_the_profile_a_profile_manager_keeps(mem: Memory) -> None:
+    from pydantic import BaseModel, Field
+
+    from remem.llm import ScriptedModel
+    from remem.memory import ProfileManager
+
+    class UserProfile(BaseModel):
+        """What we know about the user."""
+
+        name: str | None = None
+        city: str | None = None
+        languages: list[str] = Field(default_factory=list)
+
+    model = ScriptedModel([
+        {"patches": [{"op": "replace", "path": "/name", "value": "Alice"},
+                     {"op": "replace", "path": "/city", "value": "Berlin"}]},
+        {"patches": [{"op": "replace", "path": "/city", "value": "Munich"},
+                     {"op": "add", "path": "/languages/-", "value": "German"}]},
+    ])
+    profiles = ProfileManager(mem.store, model, UserProfile)
+    profiles.update("I'm Alice from Berlin", {"user_id": "alice"})
+    profiles.update("I moved to Munich and I speak German", {"user_id": "alice"})
+    result = mem.context(user_id="alice", sections=["profile"])
+    # the current version only, empty fields left out
+    assert result.to_string() == (
+        '## User profile\nname: Alice\ncity: Munich\nlanguages: ["German"]')
+    assert mem.context(user_id="bob", sections=["profile"]).to_string() == ""
