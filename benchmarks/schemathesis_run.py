@@ -1,6 +1,6 @@
 """A long schemathesis run against a real ``remem serve``: every check, every phase.
 
-    python benchmarks/schemathesis_run.py --max-examples 400 \
+    python benchmarks/schemathesis_run.py --max-examples 420 --stateful-passes 10 \
         --out benchmarks/results/schemathesis.json -- --continue-on-failure
 
 Not part of the test suite (``tests/test_server_fuzz.py`` is its bounded, in-process
@@ -13,7 +13,10 @@ sibling). What it does:
    undo, patch and delete -> undo, undo -> get / history, list -> get), so the stateful
    phase can chain real ids; schemathesis also infers links of its own;
 3. the schemathesis CLI on that schema with ``--checks all`` and the phases examples,
-   coverage, fuzzing and stateful, writing its NDJSON event stream;
+   coverage, fuzzing and stateful, writing its NDJSON event stream; then
+   ``--stateful-passes`` more stateful passes (the next seeds) over the memory routes
+   only, since the stateful phase ends its run at the first failing check and the
+   whole-API pass rarely gets far into the memory chains;
 4. a summary read from the stream: test cases per phase, answers by status class, 5xx
    answers, failures by check, and per operation of the stateful phase how many calls it
    got and how many answered 2xx (a 2xx of ``GET /v1/memories/{memory_id}`` in that phase
@@ -188,12 +191,59 @@ def summarise(events_file: Path) -> dict[str, Any]:
     }
 
 
+#: the 413 of the body limit refuses schema-breaking data too (a long string sent as JSON
+#: escapes can pass 1 MiB before validation sees it), as in tests/test_server_fuzz.py
+CONFIG = """[checks.negative_data_rejection]
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422",
+                     "428", "429", "5xx"]
+"""
+#: the operations of the extra stateful passes: the memory routes and undo
+MEMORY_ROUTES = "^/v1/(memories|events)"
+
+
+def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary of several :func:`summarise` results (counts added up)."""
+
+    def add(key: str) -> dict[str, int]:
+        total: collections.Counter[str] = collections.Counter()
+        for part in parts:
+            total.update(part[key])
+        return dict(sorted(total.items()))
+
+    stateful: dict[str, collections.Counter[str]] = collections.defaultdict(
+        collections.Counter)
+    for part in parts:
+        for label, counts in part["stateful_operations"].items():
+            stateful[label].update(counts)
+    return {
+        "cases": sum(part["cases"] for part in parts),
+        "cases_by_phase": add("cases_by_phase"),
+        "answers_by_status_class": add("answers_by_status_class"),
+        "server_errors": sum(part["server_errors"] for part in parts),
+        "server_error_samples": [s for part in parts for s in part["server_error_samples"]],
+        "failed_checks": add("failed_checks"),
+        "schema_violations": sum(part["schema_violations"] for part in parts),
+        "explicit_links": max(part["explicit_links"] for part in parts),
+        "stateful_operations": {label: dict(counts)
+                                for label, counts in sorted(stateful.items())},
+        "stateful_reached": {label: stateful[label]["2xx"] > 0 for label in MUST_REACH},
+    }
+
+
 def run(max_examples: int, seed: int, workdir: Path, phases: str, extra: list[str], *,
-        llm: bool = True) -> dict[str, Any]:
-    """Serve, fuzz, summarise."""
+        llm: bool = True, stateful_passes: int = 0) -> dict[str, Any]:
+    """Serve, fuzz (one pass over everything, then ``stateful_passes`` stateful passes over
+    the memory routes with the next seeds), summarise."""
     db = str(workdir / "fuzz.db")
     with open_store(db) as store:
         token, _ = KeyStore(store).create("fuzz")
+    config = workdir / "schemathesis.toml"
+    config.write_text(CONFIG, encoding="utf-8")
+    passes = [(phases, seed, [])] + [("stateful", seed + n, ["--include-path-regex",
+                                                              MEMORY_ROUTES])
+                                     for n in range(1, stateful_passes + 1)]
+    parts: list[dict[str, Any]] = []
+    tails: list[str] = []
     with contextlib.ExitStack() as stack:
         env: dict[str, str] = {}
         if llm:  # infer=true adds (the default) then succeed, so stateful chains start
@@ -207,25 +257,33 @@ def run(max_examples: int, seed: int, workdir: Path, phases: str, extra: list[st
         links = add_links(schema)
         schema_file = workdir / "openapi.json"
         schema_file.write_text(json.dumps(schema), encoding="utf-8")
-        reports = workdir / "report"
-        command = [sys.executable, "-c", _CLI, "run", str(schema_file),
-                   "--url", server.url, "-H", f"Authorization: Bearer {token}",
-                   "--checks", "all", "--phases", phases, "--max-examples", str(max_examples),
-                   "--seed", str(seed), "--workers", "1", "--no-color",
-                   "--report", "ndjson,json", "--report-dir", str(reports),
-                   "--generation-database", "none", *extra]
         started = time.monotonic()
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        codes = []
+        for number, (pass_phases, pass_seed, narrowing) in enumerate(passes):
+            reports = workdir / f"report-{number}"
+            command = [sys.executable, "-c", _CLI, "--config-file", str(config), "run",
+                       str(schema_file), "--url", server.url,
+                       "-H", f"Authorization: Bearer {token}", "--checks", "all",
+                       "--phases", pass_phases, "--max-examples", str(max_examples),
+                       "--seed", str(pass_seed), "--workers", "1", "--no-color",
+                       "--report", "ndjson,json", "--report-dir", str(reports),
+                       "--generation-database", "none", *narrowing, *extra]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            codes.append(done.returncode)
+            parts.append(summarise(next(reports.glob("ndjson-*.ndjson"))))
+            tails.append(done.stdout[done.stdout.rfind("SUMMARY") - 40:]
+                         if "SUMMARY" in done.stdout
+                         else done.stdout[-3000:] + done.stderr[-2000:])
         elapsed = time.monotonic() - started
         server_log = server.log()
-    events = next(reports.glob("ndjson-*.ndjson"))
-    summary = summarise(events)
-    tail = done.stdout[done.stdout.rfind("SUMMARY") - 40:] if "SUMMARY" in done.stdout \
-        else done.stdout[-3000:] + done.stderr[-2000:]
     return {"max_examples": max_examples, "seed": seed, "phases": phases,
-            "links_added": links, "seconds": round(elapsed, 1),
-            "exit_code": done.returncode, "schemathesis_summary": tail,
-            "server_tracebacks": server_log.count("Traceback"), **summary}
+            "stateful_passes": stateful_passes, "links_added": links,
+            "seconds": round(elapsed, 1), "exit_codes": codes,
+            "schemathesis_summary": "\n".join(tails),
+            "server_tracebacks": server_log.count("Traceback"),
+            "passes": [{"cases": part["cases"], "cases_by_phase": part["cases_by_phase"]}
+                       for part in parts],
+            **merge(parts)}
 
 
 def main() -> None:
@@ -237,6 +295,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the database, schema and reports in this directory")
     parser.add_argument("--out", type=Path, default=None, help="write the summary as JSON")
+    parser.add_argument("--stateful-passes", type=int, default=0,
+                        help="extra stateful passes over the memory routes (next seeds)")
     parser.add_argument("--no-llm", action="store_true",
                         help="serve without a chat model (infer=true adds answer 400)")
     parser.add_argument("extra", nargs="*", help="more schemathesis arguments (after --)")
@@ -244,11 +304,11 @@ def main() -> None:
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
         result = run(args.max_examples, args.seed, args.keep, args.phases, args.extra,
-                     llm=not args.no_llm)
+                     llm=not args.no_llm, stateful_passes=args.stateful_passes)
     else:
         with tempfile.TemporaryDirectory(prefix="remem-schemathesis-") as tmp:
             result = run(args.max_examples, args.seed, Path(tmp), args.phases, args.extra,
-                         llm=not args.no_llm)
+                         llm=not args.no_llm, stateful_passes=args.stateful_passes)
     print(result["schemathesis_summary"])
     rows = [("test cases", f"{result['cases']:,}"),
             *((f"  {phase}", f"{n:,}") for phase, n in result["cases_by_phase"].items()),
