@@ -171,3 +171,13 @@ def test_writing_over_a_directory_is_a_path_error(files: FileBackend, base: str,
         with pytest.raises(PathError):
             files.write(f"{base}/dir/inner.md/child", "x")
     assert files.read(f"{base}/dir/inner.md").content == "x"
+
+
+def test_unusual_but_legal_names_round_trip(files: FileBackend, base: str) -> None:
+    names = ["*", "[x]", "a b", "名字.md", "#50%.txt", ".env", "?", "~"]
+    for name in names:
+        files.write(f"{base}/{name}/{name}", name)
+    for name in names:
+        assert files.read(f"{base}/{name}/{name}").content == name
+        assert [e.path for e in files.ls(f"{base}/{name}")] == [f"{base}/{name}/{name}"]
+    assert len(files.glob("**", base)) == len(names)

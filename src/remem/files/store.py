@@ -3,8 +3,10 @@
 
 Layout under the backend's ``namespace``:
 
-* ``(*namespace, "files")``, key = the path: the file's record (content, version, the content
-  before its latest change, its ancestor directories for listing). A deleted file stays as a
+* ``(*namespace, "files", "/a", "/b")``, key = ``c.md``: the record of ``/a/b/c.md`` (content,
+  version, the content before its latest change). Each directory is a namespace label (with
+  a leading ``/``, so no name can be mistaken for the store's ``*`` wildcard), so listing a
+  directory is a namespace-prefix search, which the stores index. A deleted file stays as a
   tombstone (``live: false``) so versions keep counting and the delete can be undone.
 * ``(*namespace, "history", <path hash>)``, key = the zero-padded version: one event per
   change, written in the same batch as the change.
@@ -25,7 +27,7 @@ from typing import Any
 
 from remem.files import core
 from remem.files.base import RecordBackend
-from remem.files.paths import ROOT, ancestors
+from remem.files.paths import segments
 from remem.files.types import FileEvent, FileRecord
 from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings, acquire, release_op
@@ -58,6 +60,14 @@ class StoreFileBackend(RecordBackend):
         self.lock = lock or LockSettings()
         self._files: Namespace = (*self.namespace, "files")
 
+    def _where(self, path: str) -> tuple[Namespace, str]:
+        """The namespace and key of the record of ``path``."""
+        parts = segments(path)
+        return (*self._files, *(f"/{part}" for part in parts[:-1])), parts[-1]
+
+    def _dir_ns(self, directory: str) -> Namespace:
+        return (*self._files, *(f"/{part}" for part in segments(directory)))
+
     def _history_ns(self, path: str) -> Namespace:
         return (*self.namespace, "history", _path_label(path))
 
@@ -75,22 +85,21 @@ class StoreFileBackend(RecordBackend):
         return {"type": "file", "path": record.path, "content": record.content,
                 "version": record.version, "modified_at": record.modified_at,
                 "previous": record.previous, "last_op": record.last_op,
-                "live": record.content is not None, "dirs": ancestors(record.path)}
+                "live": record.content is not None}
 
     # -- primitives -------------------------------------------------------------------------
 
     def _load(self, path: str) -> FileRecord | None:
-        return self._record(self.store.get(self._files, path, refresh_ttl=False))
+        namespace, key = self._where(path)
+        return self._record(self.store.get(namespace, key, refresh_ttl=False))
 
     def _scan(self, directory: str) -> Iterable[FileRecord]:
-        where: dict[str, Any] = {"live": True}
-        if directory != ROOT:
-            where["dirs"] = {"$contains": directory}
+        where = self._dir_ns(directory)
         seen: dict[str, FileRecord] = {}
         offset = 0
         while True:  # pages; a file changed meanwhile may move, the keys dedupe it
-            page = self.store.search(self._files, filter=where, limit=_PAGE, offset=offset,
-                                     refresh_ttl=False)
+            page = self.store.search(where, filter={"live": True}, limit=_PAGE,
+                                     offset=offset, refresh_ttl=False)
             for item in page:
                 record = self._record(item)
                 if record is not None and record.content is not None:
@@ -104,16 +113,16 @@ class StoreFileBackend(RecordBackend):
 
     def _commit_flow(self, path: str, plan: core.Plan) -> Flow[core.Change]:
         lock_ns = (*self.namespace, "lock", _path_label(path))
+        namespace, key = self._where(path)
         token, reads = yield from acquire(
-            lock_ns, [GetOp(self._files, path, refresh_ttl=False)], self.lock)
+            lock_ns, [GetOp(namespace, key, refresh_ttl=False)], self.lock)
         release = release_op(lock_ns, token)
         try:
             current = reads[0]
             assert current is None or isinstance(current, Item)
             change = plan(self._record(current))
             ops: list[Op] = [
-                PutOp(self._files, path, self._value(change.record), ttl=self.ttl,
-                      index=False),
+                PutOp(namespace, key, self._value(change.record), ttl=self.ttl, index=False),
                 PutOp(self._history_ns(path), f"{change.event.version:010d}",
                       change.event.to_value(), ttl=self.ttl, index=False),
                 release,

@@ -1,0 +1,158 @@
+"""File backend benchmark: read, write and edit latency on a SQLite store holding many files,
+and skill listing.
+
+Run from the repository root::
+
+    python benchmarks/files.py --files 10000 --skills 500 --out benchmarks/results/files.json
+
+It fills a ``StoreFileBackend`` on a SQLite file with ``--files`` files (about 1 KB each, in
+100 directories), then times ``--ops`` random reads, writes (replacing a whole file) and
+edits (one exact replacement), each a separate call as an agent makes them, and reports the
+median, p95 and p99 in milliseconds. Writes and edits include the path's write lock, the
+history event and the commit (SQLite in WAL mode, its default synchronous setting).
+Then it lists ``--skills`` skills (``/skills/<name>/SKILL.md`` with YAML frontmatter): the
+first listing parses every file, the next ones reuse the parse of files whose etag did not
+change. Targets (issue 18): read/write/edit p95 <= 5 ms at 10k files, listing 500 skills <=
+20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from remem.files import StoreFileBackend
+from remem.files.skills import Skills
+from remem.store import SQLiteStore
+
+LINE = "The agent notes what it learned about the trip, one line at a time. "
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {"median_ms": round(statistics.median(ordered) * 1000, 3),
+            "p95_ms": round(at(0.95) * 1000, 3), "p99_ms": round(at(0.99) * 1000, 3),
+            "n": len(ordered)}
+
+
+#: CPU seconds of the last _time call's operations (this process only: independent of how
+#: busy the machine's other processes keep its cores)
+_cpu: list[float] = []
+
+
+def _time(fn: Callable[[int], Any], ops: int) -> list[float]:
+    samples = []
+    _cpu.clear()
+    for n in range(ops):
+        start, cpu = time.perf_counter(), time.process_time()
+        fn(n)
+        samples.append(time.perf_counter() - start)
+        _cpu.append(time.process_time() - cpu)
+    return samples
+
+
+def _timed(fn: Callable[[int], Any], ops: int) -> dict[str, Any]:
+    wall = _percentiles(_time(fn, ops))
+    cpu = _percentiles(list(_cpu))
+    return {**wall, "cpu_median_ms": cpu["median_ms"], "cpu_p95_ms": cpu["p95_ms"]}
+
+
+def run(files_count: int, skills_count: int, ops: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "files.db")
+        store.setup()
+        files = StoreFileBackend(store, ("bench",))
+        paths = [f"/notes/d{n % 100:02d}/f{n:05d}.md" for n in range(files_count)]
+        started = time.perf_counter()
+        for n, path in enumerate(paths):
+            files.write(path, f"# file {n}\n" + LINE * 14 + f"\nmarker {n}\n")
+        fill_s = time.perf_counter() - started
+
+        def read(_: int) -> None:
+            files.read(rng.choice(paths))
+
+        def write(n: int) -> None:
+            files.write(rng.choice(paths), f"# rewritten {n}\n" + LINE * 14 + "\nmarker x\n")
+
+        def edit(n: int) -> None:
+            path = rng.choice(paths)
+            current = files.read(path)
+            marker = current.content.rsplit("marker ", 1)[1].strip()
+            files.edit(path, f"marker {marker}", f"marker e{n}", etag=current.etag)
+
+        def edit_only(n: int) -> None:  # the edit call alone, as a tool call makes it
+            path = paths[n % len(paths)]
+            files.edit(path, "# ", "## ", replace_all=False)
+
+        results: dict[str, Any] = {
+            "read": _timed(read, ops),
+            "write": _timed(write, ops),
+            "edit": _timed(edit_only, min(ops, len(paths))),
+            "read_then_edit": _timed(edit, ops),
+        }
+        root = "/skills"
+        for n in range(skills_count):
+            name = f"skill-{n:04d}"
+            files.write(f"{root}/{name}/SKILL.md",
+                        f"---\nname: {name}\ndescription: Does task {n}. Use it when the "
+                        f"user asks for task {n}.\nallowed-tools: read_file grep\n---\n"
+                        + LINE * 5)
+        skills = Skills(files, root)
+        start = time.perf_counter()
+        listed = skills.list()
+        first = time.perf_counter() - start
+        again = _timed(lambda _: skills.list(), 20)
+        assert len(listed) == skills_count
+        store.close()
+    return {"files": files_count, "fill_seconds": round(fill_s, 2), **results,
+            "skills": {"count": skills_count, "first_listing_ms": round(first * 1000, 2),
+                       "cached_listing": again}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--skills", type=int, default=500)
+    parser.add_argument("--ops", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    result = run(args.files, args.skills, args.ops, args.seed)
+    result["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    result["machine"] = {"python": platform.python_version(), "platform": platform.platform()}
+    print(f"StoreFileBackend on SQLite, {result['files']} files "
+          f"(filled in {result['fill_seconds']} s)")
+    print(f"{'operation':<16}{'median ms':>11}{'p95 ms':>9}{'p99 ms':>9}{'CPU p95 ms':>12}"
+          f"{'target p95':>12}")
+    for name in ("read", "write", "edit", "read_then_edit"):
+        row = result[name]
+        target = "5 ms" if name != "read_then_edit" else "-"
+        print(f"{name:<16}{row['median_ms']:>11}{row['p95_ms']:>9}{row['p99_ms']:>9}"
+              f"{row['cpu_p95_ms']:>12}{target:>12}")
+    skills = result["skills"]
+    cached = skills["cached_listing"]
+    print(f"skills: {skills['count']} listed, first listing {skills['first_listing_ms']} ms, "
+          f"cached listing median {cached['median_ms']} ms / p95 {cached['p95_ms']} ms, "
+          f"CPU p95 {cached['cpu_p95_ms']} ms (target 20 ms)")
+    print(f"load average during the run: {result['load_average']}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
