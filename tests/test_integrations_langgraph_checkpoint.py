@@ -244,3 +244,78 @@ def test_bad_config_names_the_fix() -> None:
     with pytest.raises(InvalidInputError, match="ThreadStore"):
         RememSaver(object())  # type: ignore[arg-type]
     saver.close()
+
+
+def _grouped(results: list[Any]) -> list[Any]:
+    """Listings with their tuples in (thread, namespace) groups, each group's order kept."""
+    def key(entry: Any) -> tuple[str, str]:
+        configurable = entry["config"]["configurable"]
+        return configurable["thread_id"], configurable["checkpoint_ns"]
+
+    return [sorted(r, key=key) if isinstance(r, list) and r and isinstance(r[0], dict)
+            and "config" in r[0] else r for r in results]
+
+
+def _random_calls(saver: BaseCheckpointSaver[Any], seed: int) -> list[Any]:
+    """A seeded random sequence of every call over two threads and two namespaces (forks
+    included: a put may name any earlier checkpoint as its parent)."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[Any] = []
+    saved: dict[tuple[str, str], list[str]] = {}
+    step = 0
+    for _ in range(60):
+        thread, ns = rng.choice(("a", "b")), rng.choice(("", "sub:1"))
+        ids = saved.get((thread, ns), [])
+        roll = rng.random()
+        if roll < 0.35 or not ids:
+            step += 1
+            parent = rng.choice(ids) if ids and rng.random() < 0.3 else (ids[-1] if ids else None)
+            config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ns,
+                                            **({"checkpoint_id": parent} if parent else {})}}
+            values = {"messages": [f"m{step}"], "count": step} if rng.random() < 0.7 else {
+                "count": step}
+            checkpoint = _checkpoint(step, values)
+            out.append(saver.put(config, checkpoint,  # type: ignore[arg-type]
+                                 {"source": rng.choice(("loop", "input")), "step": step % 3},
+                                 {name: step for name in values}))  # type: ignore[misc]
+            saved.setdefault((thread, ns), []).append(checkpoint["id"])
+        elif roll < 0.55:
+            target: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ns,
+                                            "checkpoint_id": rng.choice(ids)}}
+            channel = rng.choice(("messages", "count", "__error__", "__interrupt__"))
+            saver.put_writes(target, [(channel, rng.randint(0, 9))],
+                             task_id=rng.choice(("t1", "t2")), task_path=rng.choice(("", "~1")))
+        elif roll < 0.7:
+            configurable = {"thread_id": thread, "checkpoint_ns": ns}
+            if rng.random() < 0.5:
+                configurable["checkpoint_id"] = rng.choice(ids)
+            out.append(saver.get_tuple({"configurable": configurable}))
+        elif roll < 0.95:
+            config = None if rng.random() < 0.3 else {
+                "configurable": {"thread_id": thread,
+                                 **({"checkpoint_ns": ns} if rng.random() < 0.5 else {})}}
+            before = {"configurable": {"checkpoint_id": rng.choice(ids)}} \
+                if rng.random() < 0.3 else None
+            filter_ = {"step": rng.randint(0, 2)} if rng.random() < 0.3 else None
+            limit = rng.choice((None, 1, 3))
+            out.append(list(saver.list(config, filter=filter_, before=before, limit=limit)))
+        else:
+            saver.delete_thread(thread)
+            saved = {key: value for key, value in saved.items() if key[0] != thread}
+            out.append(("deleted", thread))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_sequences_match_in_memory_saver(location: Callable[[], str], seed: int) -> None:
+    saver = _saver(location())
+    try:
+        got, want = _random_calls(saver, seed), _random_calls(InMemorySaver(), seed)
+        assert len(got) > 30
+        # across threads and namespaces the order is each saver's own (InMemorySaver's dict
+        # grows on reads too); within one, newest first on both
+        assert _grouped(_comparable(got)) == _grouped(_comparable(want))
+    finally:
+        saver.close()

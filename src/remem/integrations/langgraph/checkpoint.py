@@ -234,8 +234,9 @@ class RememSaver(BaseCheckpointSaver[str]):
             if len(page) < _PAGE:
                 break
             offset += _PAGE
-        infos.sort(key=lambda info: (str(info.metadata.get("lg_thread")),
-                                     str(info.metadata.get("lg_ns"))))
+        # threads and namespaces in the order they were first saved (InMemorySaver: its dict
+        # order), each newest checkpoint first
+        infos.sort(key=lambda info: (info.created_at, info.thread_id))
         wanted = get_checkpoint_id(config) if config else None
         before_id = get_checkpoint_id(before) if before else None
         out: list[CheckpointTuple] = []
