@@ -144,9 +144,8 @@ class RecordBackend(ABC):
     def glob(self, pattern: str, path: str = ROOT) -> list[FileInfo]:
         """Files matching ``pattern`` (relative to ``path`` unless it starts with ``/``)."""
         directory = normalize_dir(path)
-        core.match_glob(pattern, "/x", directory)  # a bad pattern fails even with no files
-        found = [r.info() for r in self._scan(directory)
-                 if core.match_glob(pattern, r.path, directory)]
+        compiled = core.compile_glob(pattern, directory)  # a bad pattern fails at once
+        found = [r.info() for r in self._scan(directory) if core.glob_matches(compiled, r.path)]
         return sorted(found, key=lambda info: info.path)
 
     def grep(self, text: str, path: str = ROOT, *, glob: str | None = None,
@@ -158,9 +157,10 @@ class RecordBackend(ABC):
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"limit must be an integer >= 1, got {limit!r}")
         directory = normalize_dir(path)
+        compiled = core.compile_glob(glob, directory) if glob is not None else None
         hits: list[GrepMatch] = []
         for record in sorted(self._scan(directory), key=lambda r: r.path):
-            if glob is not None and not core.match_glob(glob, record.path, directory):
+            if compiled is not None and not core.glob_matches(compiled, record.path):
                 continue
             assert record.content is not None
             hits.extend(core.grep_lines(record.path, record.content, text, limit - len(hits)))

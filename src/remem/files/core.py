@@ -31,6 +31,8 @@ __all__ = [
     "apply_edit",
     "check_content",
     "check_etag",
+    "compile_glob",
+    "glob_matches",
     "grep_lines",
     "list_children",
     "match_glob",
@@ -157,17 +159,27 @@ def _match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
     return _match(rest, parts[1:])
 
 
-def match_glob(pattern: str, path: str, base: str = ROOT) -> bool:
-    """Whether normalised file ``path`` matches ``pattern`` (``*``, ``?``, ``[...]`` within a
-    name, ``**`` across directories), relative to directory ``base`` unless it starts with
-    ``/``."""
+def compile_glob(pattern: str, base: str = ROOT) -> tuple[str, ...]:
+    """``pattern`` checked and split into segments, made absolute under directory ``base``
+    unless it starts with ``/``."""
     if not isinstance(pattern, str) or not pattern:
         raise InvalidInputError("pattern must be a non-empty glob such as '**/*.md'")
     if "\x00" in pattern or ".." in pattern.split("/"):
         raise InvalidInputError(f"pattern {pattern!r} may not hold NUL or '..' segments")
     full = pattern if pattern.startswith("/") else f"{base.rstrip('/')}/{pattern}"
-    pattern_parts = tuple(p for p in full.split("/") if p not in ("", "."))
-    return _match(pattern_parts, tuple(segments(path)))
+    return tuple(p for p in full.split("/") if p not in ("", "."))
+
+
+def glob_matches(compiled: tuple[str, ...], path: str) -> bool:
+    """Whether normalised ``path`` matches a :func:`compile_glob` pattern."""
+    return _match(compiled, tuple(path[1:].split("/")) if path != ROOT else ())
+
+
+def match_glob(pattern: str, path: str, base: str = ROOT) -> bool:
+    """Whether normalised file ``path`` matches ``pattern`` (``*``, ``?``, ``[...]`` within a
+    name, ``**`` across directories), relative to directory ``base`` unless it starts with
+    ``/``."""
+    return glob_matches(compile_glob(pattern, base), ROOT + "/".join(segments(path)))
 
 
 def list_children(directory: str, files: Iterable[FileInfo]) -> list[FileInfo]:
