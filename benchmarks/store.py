@@ -360,7 +360,9 @@ def run_worker(name: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
     gc.collect()
     base_rss = rss_bytes()
     tmp = Path(tempfile.mkdtemp(prefix="remem-bench-", dir=opts.tmpdir))
-    out: dict[str, Any] = {"backend": name, "n": n, "counts": {"batched": n_batched}}
+    out: dict[str, Any] = {"backend": name, "n": n, "counts": {"batched": n_batched},
+                           # other processes' load skews every wall-clock figure: record it
+                           "load_average": [os.getloadavg()[0]]}
     m: dict[str, float | None] = {}
     try:
         b = open_remem(name, w, tmp) if name.startswith("remem") else open_langgraph(name, w, tmp)
@@ -438,6 +440,9 @@ def run_worker(name: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
             size = file_bytes(b.files)
             m["file_mb"], m["file_per_item"] = size / 2**20, size / stored
         out["counts"]["stored"] = stored
+        out["load_average"].append(os.getloadavg()[0])
+        notes.append("1-minute load average {:.1f} at the start, {:.1f} at the end ({} cores)"
+                     .format(*out["load_average"], os.cpu_count()))
         out["notes"] = notes
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
