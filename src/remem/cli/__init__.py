@@ -11,10 +11,12 @@ from __future__ import annotations
 import click
 
 from remem import __version__
+from remem.cli.blocks import blocks_group
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
 from remem.cli.episodes import episodes_group
 from remem.cli.eval import eval_group
+from remem.cli.files import files_group
 from remem.cli.jobs import jobs_group
 from remem.cli.memory import MEMORY_COMMANDS
 from remem.cli.pg import pg_group
@@ -47,6 +49,8 @@ cli.add_command(worker_command)
 cli.add_command(chat_command)
 cli.add_command(prompts_group)
 cli.add_command(episodes_group)
+cli.add_command(files_group)
+cli.add_command(blocks_group)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp
