@@ -102,3 +102,40 @@ def test_same_parameters_on_every_surface() -> None:
     assert body.endswith("/ContextRequest")
     properties = app.openapi()["components"]["schemas"]["ContextRequest"]["properties"]
     assert set(properties) == fields - local
+
+
+def test_a_tenant_sees_only_its_own_context(tmp_path: Path) -> None:
+    """A key of tenant B gets nothing of tenant A's memories, profile or thread, whatever
+    the scope names; A gets them (the same route, the tenant from the key alone)."""
+    from fastapi.testclient import TestClient
+
+    app = create_app(ServerConfig(db=str(tmp_path / "iso.db"), embedder=FakeEmbedder(),
+                                  mcp=False, key_cache_seconds=0))
+    with TestClient(app) as http:
+        keys = app.state.remem.keys
+        a = {"Authorization": f"Bearer {keys.create('alpha')[0]}"}
+        b = {"Authorization": f"Bearer {keys.create('beta')[0]}"}
+        assert http.post("/v1/memories", headers=a, json={
+            "messages": "alpha likes oolong tea", "user_id": "u1",
+            "infer": False}).status_code == 200
+        assert http.post("/v1/threads", headers=a, json={
+            "thread_id": "t1", "messages": [{"role": "user", "content": "alpha secret"}],
+        }).status_code == 200
+        body = {"query": "oolong", "user_id": "u1", "thread_id": "t1"}
+        mine = http.post("/v1/memories/context", headers=a, json=body).json()
+        assert "alpha likes oolong tea" in mine["text"] and "alpha secret" in mine["text"]
+        for attempt in ({"query": "oolong", "user_id": "u1"},
+                        {"query": "oolong", "namespace": ["memories", "user", "u1"]},
+                        {"query": "oolong", "namespace": ["tenants", "alpha", "memories"]}):
+            answer = http.post("/v1/memories/context", headers=b, json=attempt)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["text"] == "" and answer.json()["tokens"] == 0, attempt
+        # A's thread is, for B, a thread that exists nowhere: the same 404, the same message
+        for thread in ("t1", "t0"):
+            answer = http.post("/v1/memories/context", headers=b, json={**body,
+                                                                       "thread_id": thread})
+            assert answer.status_code == 404
+            assert answer.json()["message"].replace(thread, "T") == \
+                http.post("/v1/memories/context", headers=b, json={
+                    **body, "thread_id": "t0"}).json()["message"].replace("t0", "T")
+    app.state.remem.close()
