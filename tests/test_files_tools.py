@@ -145,3 +145,38 @@ def test_block_tools_refuse_over_limit_edits_with_a_fix() -> None:
     assert over.is_error and "memory_rethink" in over.text and "20 over" in over.text
     missing = tools.execute(_call("memory_rethink", label="persona", new_memory="x"))
     assert missing.is_error and "the blocks are: human" in missing.text
+
+
+def test_conversation_search_by_text_and_date_within_budget() -> None:
+    from datetime import UTC, datetime
+
+    from remem.messages import Message
+    from remem.threads import ThreadStore
+    from remem.tools.archival import ConversationTools
+
+    def at(day: int) -> float:
+        return datetime(2025, 3, day, 12, tzinfo=UTC).timestamp()
+
+    with ThreadStore(":memory:") as threads:
+        threads.create("t-alice", metadata={"user_id": "alice"})
+        threads.create("t-bob", metadata={"user_id": "bob"})
+        threads.append("t-alice", [
+            Message.user("Book a train to Lyon", created_at=at(1)),
+            Message.assistant("Booked the TRAIN for Friday", created_at=at(2)),
+            Message.user("Any train on Sunday?", created_at=at(5))])
+        threads.append("t-bob", [Message.user("train secrets of bob", created_at=at(3))])
+        tools = ConversationTools(threads, thread_filter={"user_id": "alice"}, budget=200)
+        reply = json.loads(tools.execute(_call("conversation_search", query="train")).text)
+        assert [m["at"][:10] for m in reply["messages"]] == [
+            "2025-03-05", "2025-03-02", "2025-03-01"]  # newest first, bob's thread unseen
+        ranged = json.loads(tools.execute(_call(
+            "conversation_search", query="train", start_date="2025-03-02",
+            end_date="2025-03-02")).text)
+        assert [m["text"] for m in ranged["messages"]] == ["Booked the TRAIN for Friday"]
+        small = ConversationTools(threads, thread_filter={"user_id": "alice"}, budget=64)
+        page = small.execute(_call("conversation_search", query="train"))
+        assert DEFAULT_COUNTER.count(page.text) <= 64
+        data = json.loads(page.text)
+        assert len(data["messages"]) + data["more"] == 3 and data["more"] > 0
+        bad = tools.execute(_call("conversation_search", query="x", start_date="March 2"))
+        assert bad.is_error and "ISO 8601" in bad.text

@@ -12,11 +12,11 @@
 (False, True)
 """
 
-from remem.tools.archival import ArchivalTools
+from remem.tools.archival import ArchivalTools, ConversationTools
 from remem.tools.blocks import BlockTools
 from remem.tools.export import to_anthropic_tool, to_openai_tool
 from remem.tools.files import FileTools
 from remem.tools.memory import ACTIONS, MemoryTools, tool_runner
 
-__all__ = ["ACTIONS", "ArchivalTools", "BlockTools", "FileTools", "MemoryTools",
-           "to_anthropic_tool", "to_openai_tool", "tool_runner"]
+__all__ = ["ACTIONS", "ArchivalTools", "BlockTools", "ConversationTools", "FileTools",
+           "MemoryTools", "to_anthropic_tool", "to_openai_tool", "tool_runner"]

@@ -1,14 +1,20 @@
-"""Archival memory tools (Letta): ``archival_memory_insert`` stores a passage as a memory,
-as is (no LLM call), and ``archival_memory_search`` finds passages by meaning and keywords,
-in pages that fit the tool's token budget and say how many more there are.
+"""Archival memory and conversation search tools (Letta).
 
-Both are scoped to one namespace fixed when the tools are built (as :mod:`remem.tools.memory`
-is), so a model cannot reach another user's memories.
+``archival_memory_insert`` stores a passage as a memory, as is (no LLM call), and
+``archival_memory_search`` finds passages by meaning and keywords, in pages that fit the
+tool's token budget and say how many more there are. Both are scoped to one namespace fixed
+when the tools are built (as :mod:`remem.tools.memory` is), so a model cannot reach another
+user's memories.
+
+``conversation_search`` (:class:`ConversationTools`) finds past messages of the threads whose
+metadata matches a filter fixed when the tools are built (e.g. ``{"user_id": "alice"}``), by
+text (case-insensitive, literal) and date range, newest first, within the budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import Field
@@ -19,8 +25,10 @@ from remem.tools.files import RequestTools, fit_list, to_text
 
 if TYPE_CHECKING:
     from remem.api import Memory
+    from remem.threads.api import ThreadAPI
 
-__all__ = ["ARCHIVAL_TOOLS", "ArchivalTools", "InsertPassageRequest", "SearchPassagesRequest"]
+__all__ = ["ARCHIVAL_TOOLS", "CONVERSATION_TOOLS", "ArchivalTools", "ConversationSearchRequest",
+           "ConversationTools", "InsertPassageRequest", "SearchPassagesRequest"]
 
 #: how many hits one search looks at (what does not fit is counted in ``more``)
 SCAN = 100
@@ -95,3 +103,89 @@ class ArchivalTools(RequestTools):
             return out
 
         return fit_list(payload, len(hits), self.budget, self.counter)
+
+
+class ConversationSearchRequest(Request):
+    """Search past conversation messages."""
+
+    operation: ClassVar[str] = "conversation_search"
+    query: Annotated[str, Field(min_length=1, max_length=500, description=(
+        "Text the messages contain (case-insensitive, not a regular expression)."))]
+    start_date: Annotated[str | None, Field(max_length=40, description=(
+        "Only messages from this date on (ISO 8601, e.g. '2025-03-01')."))] = None
+    end_date: Annotated[str | None, Field(max_length=40, description=(
+        "Only messages before the end of this date (ISO 8601)."))] = None
+    offset: Annotated[int, Field(ge=0, le=10_000, description=(
+        "Skip this many results (pass the next_offset of the previous page)."))] = 0
+
+
+CONVERSATION_TOOLS: dict[str, tuple[type[Request], str]] = {
+    "conversation_search": (ConversationSearchRequest, "Search your past conversations with "
+                                                       "this user by text and date, newest "
+                                                       "first."),
+}
+
+
+def _date(text: str | None, field: str, end: bool) -> float | None:
+    from remem.errors import ToolError
+
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ToolError(f"{field} {text!r} is not an ISO 8601 date; write e.g. "
+                        "'2025-03-01' or '2025-03-01T14:00'") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    if end and len(text) <= 10:  # a bare date: through the end of that day
+        return when.timestamp() + 86400
+    return when.timestamp()
+
+
+class ConversationTools(RequestTools):
+    """``conversation_search`` over the threads of ``threads`` whose metadata matches
+    ``thread_filter`` (the store's filter language; ``None``: every thread). ``max_threads``
+    bounds how many threads (most recently changed first) one search reads."""
+
+    def __init__(self, threads: ThreadAPI, *, thread_filter: Mapping[str, Any] | None = None,
+                 budget: int = 1500, counter: TokenCounter = DEFAULT_COUNTER,
+                 max_threads: int = 50, prefix: str = "") -> None:
+        super().__init__(CONVERSATION_TOOLS, budget=budget, counter=counter, prefix=prefix)
+        self.threads = threads
+        self.thread_filter = dict(thread_filter) if thread_filter is not None else None
+        self.max_threads = max_threads
+
+    def _answer(self, name: str, request: Request) -> dict[str, Any]:
+        assert isinstance(request, ConversationSearchRequest)
+        after = _date(request.start_date, "start_date", end=False)
+        before = _date(request.end_date, "end_date", end=True)
+        needle = request.query.casefold()
+        found: list[dict[str, Any]] = []
+        for info in self.threads.list_threads(self.thread_filter, limit=self.max_threads):
+            for position, message in enumerate(self.threads.messages(info.thread_id)):
+                text = message.text
+                stamp = message.created_at
+                if needle not in text.casefold():
+                    continue
+                if (after is not None and stamp < after) or (before is not None
+                                                            and stamp >= before):
+                    continue
+                found.append({"thread_id": info.thread_id, "position": position,
+                              "role": message.role,
+                              "at": datetime.fromtimestamp(stamp, UTC).isoformat(
+                                  timespec="seconds"),
+                              "text": text if len(text) <= self.budget * 2
+                              else text[:self.budget * 2] + "...(cut)", "_ts": stamp})
+        found.sort(key=lambda hit: -hit["_ts"])
+        for hit in found:
+            del hit["_ts"]
+        page = found[request.offset:]
+
+        def payload(k: int) -> dict[str, Any]:
+            out: dict[str, Any] = {"messages": page[:k], "more": len(page) - k}
+            if k < len(page):
+                out["next_offset"] = request.offset + k
+            return out
+
+        return fit_list(payload, len(page), self.budget, self.counter)
