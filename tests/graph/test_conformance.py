@@ -244,3 +244,25 @@ def test_keyword_scores_are_the_retrieval_bm25(make_storage: Callable[..., Any])
             got = Rows(tx, "kw", tokenizer).keyword(terms, None, None, 100)
         assert [i for i, _ in got] == [i for i, _ in expected], query
         assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in expected], query
+
+
+def test_max_postings_reads_a_common_terms_best_postings(
+        make_storage: Callable[..., Any]) -> None:
+    from remem.graph.rows import Rows
+    from remem.retrieval.tokenize import DefaultTokenizer
+
+    tokenizer = DefaultTokenizer()
+    storage = make_storage()
+    storage.setup()
+    texts = ["robots", "robots robots robots", "robots and many other words here", "cats"]
+    with storage.transaction(True, "mp") as tx:
+        rows = Rows(tx, "mp", tokenizer)
+        ada = rows.insert_entity("Ada", "person", [], 0.0, None)
+        ids = [rows.insert_fact(ada.id, "p", None, None, t, None, None, 0.0, None, 1, None).id
+               for t in texts]
+    with storage.transaction(False, "mp") as tx:
+        rows = Rows(tx, "mp", tokenizer)
+        exact = rows.keyword(["robot"], None, None, 10)
+        capped = rows.keyword(["robot"], None, None, 10, max_postings=1)
+    assert [i for i, _ in exact] == [ids[1], ids[0], ids[2]]
+    assert capped == exact[:1]  # the best posting, scored with the whole df

@@ -265,16 +265,20 @@ class Graph:
                known_at: When = None, focal: int | str | None = None, hops: int = 2,
                rerank: Literal["fusion", "distance", "mmr"] = "fusion",
                fusion: Literal["weighted", "rrf"] = "weighted", mmr_lambda: float = 0.5,
-               candidates: int = 100) -> list[FactHit]:
+               candidates: int = 100, max_postings: int | None = 2000) -> list[FactHit]:
         """Facts for ``query``, best first (:mod:`remem.graph.search`).
 
         ``as_of``: only facts true then; ``known_at``: as the graph knew them then;
         ``focal``: an entity (id or name) whose neighbourhood seeds the graph signal (default:
-        the entities the query names); ``hops``: how far the expansion walks."""
+        the entities the query names); ``hops``: how far the expansion walks;
+        ``max_postings``: how many postings of one query term keyword scoring reads at most
+        (its best: most occurrences, then shortest facts; ``None``: all, exact BM25)."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string")
         for name, value, low, high in (("limit", limit, 1, 1000), ("hops", hops, 0, 5),
-                                       ("candidates", candidates, 1, 10_000)):
+                                       ("candidates", candidates, 1, 10_000),
+                                       ("max_postings", 10**9 if max_postings is None
+                                        else max_postings, 1, 10**9)):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise InvalidInputError(f"{name} must be an int in {low}..{high}, "
                                         f"got {value!r}")
@@ -287,7 +291,7 @@ class Graph:
         focal_id = None if focal is None else self._entity_id(focal)
         plan = SearchPlan(query, limit, timestamp(as_of, "as_of"),
                           timestamp(known_at, "known_at"), focal_id, hops, rerank, fusion,
-                          mmr_lambda, max(candidates, limit))
+                          mmr_lambda, max(candidates, limit), max_postings)
         query_vector = (None if self.embedder is None
                         else self.embedder.embed_queries([query])[0])
         with self._rows(False) as rows:

@@ -263,39 +263,56 @@ class Rows:
         return [found[i] for i in sorted(found)]
 
     def keyword(self, terms: Sequence[str], as_of: float | None, known_at: float | None,
-                limit: int, params: BM25Params = _BM25) -> list[tuple[int, float]]:
+                limit: int, params: BM25Params = _BM25,
+                max_postings: int | None = None) -> list[tuple[int, float]]:
         """The best ``limit`` facts by BM25 for the query terms, ``(fact id, score)``.
 
-        The same scoring as :func:`remem.retrieval.bm25.bm25_scores` (non-negative IDF,
-        ``k1``/``b`` saturation and length normalisation, the namespace's statistics), but
-        summed by the database: a common term has tens of thousands of postings, which the
-        database adds up far faster than a Python loop. Ties break by fact id."""
+        The scoring of :func:`remem.retrieval.bm25.bm25_scores` (non-negative IDF, ``k1``/``b``
+        saturation and length normalisation, the namespace's statistics, terms added in
+        sorted order, ties by id), vectorised: postings are read straight from the postings
+        index and scored by numpy. ``max_postings``: of a term with more postings than this,
+        read only its best ones (most occurrences, then shortest facts); its document
+        frequency is still counted whole. Exact for every term under the bound."""
         counted = Counter(terms)
-        doc_freq, n_docs, total_len = self.doc_freq(list(counted))
-        if n_docs <= 0 or not doc_freq:
+        _, n_docs, total_len = self.doc_freq([])
+        if n_docs <= 0:
             return []
         avg_len = total_len / n_docs if total_len > 0 else 1.0
-        # a query term repeated counts once per occurrence, as in bm25_scores' postings
-        weights = {t: counted[t] * math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-                   for t, df in doc_freq.items()}
-        wanted = sorted(weights)
-        case = " ".join("WHEN ? THEN CAST(? AS DOUBLE PRECISION)" for _ in wanted)
-        case_params: list[Any] = [v for t in wanted for v in (t, weights[t])]
-        marks = ", ".join("?" for _ in wanted)
         k1, b = params.k1, params.b
-        score = (f"SUM((CASE t.term {case} END) * t.tf * {k1 + 1.0!r} / "
-                 f"(t.tf + {k1!r} * (1.0 - {b!r} + {b!r} * t.len / CAST(? AS DOUBLE "
-                 "PRECISION))))")
-        join, valid, vparams = "", "", list[Any]()
+        ids: list[npt.NDArray[np.int64]] = []
+        parts: list[npt.NDArray[np.float64]] = []
+        for term in sorted(counted):
+            query = "SELECT fact_id, tf, len FROM graph_fact_terms WHERE ns = ? AND term = ?"
+            df = 0
+            if max_postings is not None:
+                row = self.tx.execute("SELECT COUNT(*) FROM graph_fact_terms WHERE ns = ? "
+                                      "AND term = ?", (self.ns, term)).fetchone()
+                df = int(row[0])
+                if df > max_postings:
+                    query += f" ORDER BY tf DESC, len LIMIT {int(max_postings)}"
+            found = self.tx.execute(query, (self.ns, term)).fetchall()
+            if not found:
+                continue
+            df = df or len(found)  # all postings read: their count is the df
+            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            table = np.array(found, dtype=np.float64)
+            tf, length = table[:, 1], table[:, 2]
+            value = idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length / avg_len))
+            for _ in range(counted[term]):  # a repeated query term counts each time
+                ids.append(table[:, 0].astype(np.int64))
+                parts.append(value)
+        if not ids:
+            return []
+        every = np.concatenate(ids)
+        unique, where = np.unique(every, return_inverse=True)
+        # bincount adds in array order: per fact, terms in sorted order, as bm25_scores does
+        scores = np.bincount(where, weights=np.concatenate(parts), minlength=len(unique))
         if as_of is not None or known_at is not None:
-            condition, vparams = schema.validity_sql(as_of, known_at)
-            join, valid = " JOIN graph_facts f ON f.id = t.fact_id", f" AND {condition}"
-        rows = self.tx.execute(
-            f"SELECT t.fact_id, {score} AS score FROM graph_fact_terms t{join} "
-            f"WHERE t.ns = ? AND t.term IN ({marks}){valid} GROUP BY t.fact_id "
-            "ORDER BY score DESC, t.fact_id LIMIT ?",
-            (*case_params, avg_len, self.ns, *wanted, *vparams, limit)).fetchall()
-        return [(int(r[0]), float(r[1])) for r in rows]
+            keep = self.valid_ids(unique.tolist(), as_of=as_of, known_at=known_at)
+            mask = np.fromiter((int(i) in keep for i in unique), dtype=bool, count=len(unique))
+            unique, scores = unique[mask], scores[mask]
+        order = np.lexsort((unique, -scores))[:limit]
+        return [(int(unique[i]), float(scores[i])) for i in order]
 
     def doc_freq(self, terms: Sequence[str]) -> tuple[dict[str, int], int, int]:
         """``(document frequency per term, documents, total length)`` over the graph."""

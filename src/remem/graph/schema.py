@@ -26,9 +26,9 @@ __all__ = ["FACT_COLUMNS", "GRAPH_MIGRATIONS", "GRAPH_MIGRATIONS_POSTGRES", "exp
            "validity_sql"]
 
 
-def _tables(text: str, real: str, integer: str, blob: str, serial: str,
-            prefix: str) -> tuple[str, ...]:
-    p = prefix
+def _tables(text: str, real: str, integer: str, blob: str, serial: str, prefix: str,
+            clustered: str) -> tuple[str, ...]:
+    p, c = prefix, clustered
     return (
         f"""CREATE TABLE {p}graph_episodes (
             id {serial},
@@ -57,13 +57,13 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str,
             key {text} NOT NULL,
             entity_id {integer} NOT NULL,
             PRIMARY KEY (ns, key, entity_id)
-        )""",
+        ){c}""",
         f"""CREATE TABLE {p}graph_entity_terms (
             ns {text} NOT NULL,
             term {text} NOT NULL,
             entity_id {integer} NOT NULL,
             PRIMARY KEY (ns, term, entity_id)
-        )""",
+        ){c}""",
         f"""CREATE TABLE {p}graph_facts (
             id {serial},
             ns {text} NOT NULL,
@@ -93,13 +93,16 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str,
             -- the fact's length in terms, copied here so that BM25 reads only this index
             len {integer} NOT NULL,
             PRIMARY KEY (ns, term, fact_id)
-        )""",
+        ){c}""",
+        # a common term's best postings first (most occurrences, then shortest facts): what
+        # a search reads of a term with more postings than it takes
+        f"CREATE INDEX graph_fact_terms_best ON {p}graph_fact_terms (ns, term, tf DESC, len)",
         f"""CREATE TABLE {p}graph_edges (
             src {integer} NOT NULL,
             dst {integer} NOT NULL,
             fact_id {integer} NOT NULL,
             PRIMARY KEY (src, fact_id)
-        )""",
+        ){c}""",
         f"""CREATE TABLE {p}graph_stats (
             ns {text} PRIMARY KEY,
             n_docs {integer} NOT NULL,
@@ -109,14 +112,16 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str,
 
 
 GRAPH_MIGRATIONS: tuple[Migration, ...] = (
+    # WITHOUT ROWID: the key tables are stored in key order, so a term's postings (with tf
+    # and length) or an entity's edges are one contiguous range
     Migration("g001_graph", _tables("TEXT", "REAL", "INTEGER", "BLOB",
-                                    "INTEGER PRIMARY KEY AUTOINCREMENT", "")),
+                                    "INTEGER PRIMARY KEY AUTOINCREMENT", "", " WITHOUT ROWID")),
 )
 #: ``{s}``: the quoted schema (the store's)
 GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
     Migration("g001_graph", _tables("text", "double precision", "bigint", "bytea",
                                     "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-                                    "{s}.")),
+                                    "{s}.", "")),
 )
 
 FACT_COLUMNS = ("id", "subject_id", "predicate", "object_id", "value", "fact", "valid_at",

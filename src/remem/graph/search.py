@@ -50,6 +50,8 @@ class SearchPlan:
     fusion: Literal["weighted", "rrf"]
     mmr_lambda: float
     candidates: int
+    #: postings read per query term at most (its best ones); None: all
+    max_postings: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,8 @@ def search(rows: Rows, plan: SearchPlan, query_vector: npt.NDArray[np.float32] |
     signals: dict[str, Sequence[Candidate]] = {}
     if terms:
         signals["keyword"] = [(i, ((), f"{i:012d}"), score) for i, score in
-                              rows.keyword(terms, plan.as_of, plan.known_at, plan.candidates)]
+                              rows.keyword(terms, plan.as_of, plan.known_at, plan.candidates,
+                                           max_postings=plan.max_postings)]
     if query_vector is not None:
         # over-fetch when a time filters: some of the nearest may fail the validity rule
         timed = plan.as_of is not None or plan.known_at is not None
