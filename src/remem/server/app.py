@@ -25,7 +25,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
 from remem import __version__
-from remem.server import routes_jobs, routes_memory, routes_store, routes_threads
+from remem.server import routes_files, routes_jobs, routes_memory, routes_store, routes_threads
 from remem.server.errors import BodyLimitMiddleware, error_response, install_error_handlers
 from remem.server.keys import KEYS_NAMESPACE
 from remem.server.metrics import (
@@ -86,6 +86,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_memory.router)
     app.include_router(routes_threads.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_files.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")
     def healthz() -> dict[str, str]:
