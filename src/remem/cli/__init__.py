@@ -17,6 +17,7 @@ from remem.cli.common import RememGroup
 from remem.cli.episodes import episodes_group
 from remem.cli.eval import eval_group
 from remem.cli.files import files_group
+from remem.cli.graph import graph_group
 from remem.cli.jobs import jobs_group
 from remem.cli.memory import MEMORY_COMMANDS
 from remem.cli.pg import pg_group
@@ -51,6 +52,7 @@ cli.add_command(prompts_group)
 cli.add_command(episodes_group)
 cli.add_command(files_group)
 cli.add_command(blocks_group)
+cli.add_command(graph_group)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp

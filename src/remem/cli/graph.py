@@ -1,0 +1,208 @@
+"""``remem graph``: the temporal knowledge graph (remem.graph) in a database.
+
+``ingest`` learns from one episode (text or a JSON list of messages) with the model configured
+by ``REMEM_LLM_*`` (one call, two when a name is ambiguous); ``search`` finds facts (``--as-of``
+for what was true then, ``--known-at`` for what was known then); ``entity`` prints an entity's
+current facts and timeline; ``export`` writes the graph as JSON or GraphML.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from remem.cli.common import CommandFailed, NamespaceType, db_option, embedder_option, make_embedder
+from remem.cli.render import emit_json
+from remem.errors import InvalidInputError
+from remem.graph import Graph, to_graphml, to_json
+from remem.graph.types import Fact
+from remem.messages import Message
+
+__all__ = ["graph_group"]
+
+_DB_HELP = "SQLite database file or a postgresql:// DSN."
+_EMBEDDER_HELP = ("Embedder of fact texts and entity names (the one the graph was built "
+                  "with); 'none': keyword and graph search only.")
+
+
+def _when(value: str | None, option: str) -> float | None:
+    """An ISO date or date-time (UTC unless it says otherwise) as epoch seconds."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(f"{option} must be an ISO date or date-time such as "
+                                f"2024-03-01 or 2024-03-01T12:00:00+02:00, got {value!r}"
+                                ) from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _day(ts: float | None) -> str:
+    return "..." if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+
+
+def _graph(ctx: click.Context, db: str, namespace: tuple[str, ...], embedder: str,
+           *, create: bool = False, model: Any = None) -> Graph:
+    if not create and db != ":memory:" and "://" not in db and not Path(db).exists():
+        raise CommandFailed(f"no database at {db}; pass --db PATH or set REMEM_DB")
+    graph = Graph.open(db, namespace, model=model,
+                       embedder=None if embedder == "none" else make_embedder(embedder))
+    graph.setup()
+    ctx.call_on_close(graph.close)
+    return graph
+
+
+def _options(command: Any) -> Any:
+    command = click.option("--json", "json_output", is_flag=True,
+                           help="Machine output: print one JSON document on stdout.")(command)
+    command = click.option(
+        "--graph", "namespace", type=NamespaceType(), default="graph", show_default=True,
+        help="Namespace the graph lives under (dotted, or a JSON array).")(command)
+    command = embedder_option(_EMBEDDER_HELP)(command)
+    return db_option(_DB_HELP)(command)
+
+
+@click.group(name="graph")
+def graph_group() -> None:
+    """Temporal knowledge graph: ingest episodes, search facts, entity pages, export."""
+
+
+@graph_group.command(name="ingest")
+@click.argument("text", required=False)
+@click.option("--file", "path", default=None,
+              help="Read the episode from this file ('-': stdin) instead of TEXT.")
+@click.option("--messages", "messages_path", default=None,
+              help="A JSON file of messages ({role, content[, created_at]}) as the episode.")
+@click.option("--at", "event_at", default=None,
+              help="When the episode happened (ISO date/time; default: now or the last "
+                   "message's time). Relative dates in it are resolved against this.")
+@click.option("--source-id", "source_ids", multiple=True, help="Where it came from (repeat).")
+@_options
+@click.pass_context
+def ingest(ctx: click.Context, text: str | None, path: str | None,
+           messages_path: str | None, event_at: str | None, source_ids: tuple[str, ...],
+           db: str, embedder: str, namespace: tuple[str, ...], json_output: bool) -> None:
+    """Learn entities and facts from one episode (TEXT, --file or --messages)."""
+    from remem.cli.prompts import cli_model
+
+    given = [x for x in (text, path, messages_path) if x is not None]
+    if len(given) != 1:
+        raise InvalidInputError("give the episode once: TEXT, --file FILE or --messages FILE")
+    episode: str | list[Message]
+    if messages_path is not None:
+        try:
+            raw = json.loads(Path(messages_path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CommandFailed(f"cannot read messages from {messages_path}: {exc}") from None
+        if not isinstance(raw, list):
+            raise InvalidInputError(f"{messages_path} must hold a JSON list of messages")
+        episode = [Message.model_validate(m) for m in raw]
+    elif path is not None:
+        episode = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    else:
+        episode = text or ""
+    graph = _graph(ctx, db, namespace, embedder, create=True, model=cli_model(ctx))
+    result = graph.ingest(episode, event_at=_when(event_at, "--at"), source_ids=source_ids)
+    if json_output:
+        emit_json({"episode": result.episode.id, "entities": list(result.entity_ids),
+                   "created_entities": list(result.created_entities),
+                   "added": list(result.added), "confirmed": list(result.confirmed),
+                   "invalidated": list(result.invalidated), "llm_calls": result.llm_calls,
+                   "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
+                   "resolutions": list(result.resolutions)})
+        return
+    click.echo(f"episode {result.episode.id}: {len(result.added)} facts added, "
+               f"{len(result.confirmed)} confirmed, {len(result.invalidated)} ended; "
+               f"{len(result.created_entities)} new entities; {result.llm_calls} model "
+               f"call{'s' if result.llm_calls != 1 else ''}")
+
+
+@graph_group.command(name="search")
+@click.argument("query")
+@click.option("--as-of", default=None, help="Only facts true at this time (ISO).")
+@click.option("--known-at", default=None, help="As the graph knew them at this time (ISO).")
+@click.option("--focal", default=None, help="Rank by hops from this entity (name or id).")
+@click.option("--hops", type=int, default=2, show_default=True, help="Graph expansion depth.")
+@click.option("--limit", type=int, default=10, show_default=True)
+@_options
+@click.pass_context
+def search(ctx: click.Context, query: str, as_of: str | None, known_at: str | None,
+           focal: str | None, hops: int, limit: int, db: str, embedder: str,
+           namespace: tuple[str, ...], json_output: bool) -> None:
+    """Facts matching QUERY, best first, with their validity and path."""
+    graph = _graph(ctx, db, namespace, embedder)
+    focus: int | str | None = int(focal) if focal is not None and focal.isdigit() else focal
+    hits = graph.search(query, limit=limit, hops=hops, as_of=_when(as_of, "--as-of"),
+                        known_at=_when(known_at, "--known-at"), focal=focus,
+                        rerank="distance" if focal is not None else "fusion")
+    if json_output:
+        emit_json([hit.to_dict() for hit in hits])
+        return
+    if not hits:
+        click.echo("no matching facts")
+    for hit in hits:
+        start, end = hit.interval
+        click.echo(f"{hit.score:.3f}  {hit.fact.fact}  [{_day(start)} .. {_day(end)}]  "
+                   f"{' -> '.join(hit.path)}")
+
+
+def _fact_line(fact: Fact, names: dict[int, str]) -> str:
+    obj = names.get(fact.object_id, "") if fact.object_id is not None else fact.value or ""
+    return (f"  {_day(fact.valid_at)} .. {_day(fact.invalid_at)}  {fact.fact}  "
+            f"({names.get(fact.subject_id, '?')} {fact.predicate} {obj})")
+
+
+@graph_group.command(name="entity")
+@click.argument("entity")
+@click.option("--as-of", default=None, help="Current facts as of this time (ISO).")
+@_options
+@click.pass_context
+def entity(ctx: click.Context, entity: str, as_of: str | None, db: str, embedder: str,
+           namespace: tuple[str, ...], json_output: bool) -> None:
+    """An entity's page (ENTITY: a name or an id): current facts and timeline."""
+    graph = _graph(ctx, db, namespace, embedder)
+    page = graph.entity(int(entity) if entity.isdigit() else entity,
+                        as_of=_when(as_of, "--as-of"))
+    if json_output:
+        e = page.entity
+        emit_json({"entity": {"id": e.id, "name": e.name, "type": e.type,
+                              "aliases": list(e.aliases), "summary": e.summary},
+                   "current": [f.to_dict() for f in page.current],
+                   "timeline": [f.to_dict() for f in page.timeline],
+                   "names": {str(k): v for k, v in page.names.items()}})
+        return
+    e = page.entity
+    also = f" (also {', '.join(e.aliases)})" if e.aliases else ""
+    click.echo(f"{e.name} [{e.type}, id {e.id}]{also}")
+    click.echo("current:")
+    for fact in page.current:
+        click.echo(_fact_line(fact, page.names))
+    click.echo("timeline:")
+    for fact in page.timeline:
+        click.echo(_fact_line(fact, page.names))
+
+
+@graph_group.command(name="export")
+@click.option("--format", "fmt", type=click.Choice(["json", "graphml"]), default="json",
+              show_default=True)
+@click.option("--out", default="-", show_default=True, help="File to write ('-': stdout).")
+@click.option("--graph", "namespace", type=NamespaceType(), default="graph", show_default=True,
+              help="Namespace the graph lives under (dotted, or a JSON array).")
+@db_option(_DB_HELP)
+@click.pass_context
+def export(ctx: click.Context, fmt: str, out: str, namespace: tuple[str, ...],
+           db: str) -> None:
+    """Write the whole graph (episodes, entities, facts with both time lines)."""
+    graph = _graph(ctx, db, namespace, "none")
+    text = (json.dumps(to_json(graph), ensure_ascii=False, indent=2) if fmt == "json"
+            else to_graphml(graph))
+    if out == "-":
+        click.echo(text)
+    else:
+        Path(out).write_text(text + "\n", encoding="utf-8")
