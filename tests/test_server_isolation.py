@@ -60,8 +60,12 @@ def world() -> Iterator[World]:
             "thread_id": "t1", "metadata": {"user_id": "u1"},
             "messages": [{"role": "user", "content": "alpha thread secret"}]})
         assert r.status_code == 200, r.text
-        yield World(client, a, b, change["memory"]["id"], change["event_id"],
-                    r.json()["head"]["id"])
+        head = r.json()["head"]["id"]
+        for path, body in (("/v1/prompts", {"name": "alpha_prompt", "text": "alpha secret {x}"}),
+                           ("/v1/episodes", {"situation": "alpha secret situation",
+                                             "action": "alpha act"})):
+            assert client.post(path, headers=a, json=body).status_code == 200
+        yield World(client, a, b, change["memory"]["id"], change["event_id"], head)
     app.state.remem.close()
     shutil.rmtree(directory, ignore_errors=True)
 
@@ -287,6 +291,36 @@ def _jobs(w: World) -> None:
     assert queue.get(job.id).status == "queued"
 
 
+def _procedural(w: World) -> None:
+    """A's prompts and episodes are invisible and untouchable for B; B's same name is its own."""
+    c = w.client
+    episodes_of_a = c.post("/v1/episodes/list", json={}, headers=w.a).json()
+    assert c.get("/v1/prompts", headers=w.b).json() == {"prompts": []}
+    for path in ("/v1/prompts/{id}", "/v1/prompts/{id}/history", "/v1/prompts/{id}/diff"):
+        _not_found_like_missing(w, "GET", path, "alpha_prompt")
+    _not_found_like_missing(w, "POST", "/v1/prompts/{id}", "alpha_prompt",
+                            json={"text": "beta {x}"})
+    _not_found_like_missing(w, "POST", "/v1/prompts/{id}/rollback", "alpha_prompt",
+                            json={"version": 1})
+    r = c.post("/v1/prompts/alpha_prompt/optimize", headers=w.b, json={
+        "trajectories": [{"messages": "x", "feedback": 0.0}]})  # no model here: refused
+    assert 400 <= r.status_code < 500 and "alpha" not in r.text.replace("alpha_prompt", "")
+    assert c.post("/v1/episodes/list", json={}, headers=w.b).json() == {"episodes": []}
+    r = c.post("/v1/episodes/select", json={"query": "alpha secret situation"}, headers=w.b)
+    assert r.status_code == 200 and r.json()["examples"] == []
+    r = c.post("/v1/episodes/extract", json={"messages": "x"}, headers=w.b)
+    assert 400 <= r.status_code < 500 and "alpha" not in r.text
+    mine = c.post("/v1/prompts", json={"name": "alpha_prompt", "text": "beta {y}"},
+                  headers=w.b)
+    assert mine.status_code in (200, 409) and c.get(
+        "/v1/prompts/alpha_prompt", headers=w.b).json()["text"] == "beta {y}"
+    assert c.post("/v1/episodes", json={"situation": "beta", "action": "b"},
+                  headers=w.b).status_code == 200
+    a_prompt = c.get("/v1/prompts/alpha_prompt", headers=w.a).json()
+    assert (a_prompt["version"], a_prompt["text"]) == (1, "alpha secret {x}")
+    assert c.post("/v1/episodes/list", json={}, headers=w.a).json() == episodes_of_a
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -315,6 +349,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "tenant body field": _tenant_body_field_refused,
     "metrics": _metrics_reveal_no_tenant,
     "jobs GET, stats, retry, cancel; memories/submit, flush, cancel": _jobs,
+    "prompts (list, get, history, diff, update, rollback, optimize); episodes": _procedural,
 }
 
 
@@ -340,7 +375,11 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/threads/{thread_id}/copy", "/v1/threads/{thread_id}/compact",
                "/v1/threads/{thread_id}/context", "/v1/memories/submit", "/v1/memories/flush",
                "/v1/memories/cancel", "/v1/jobs", "/v1/jobs/stats", "/v1/jobs/{job_id}",
-               "/v1/jobs/{job_id}/retry", "/v1/jobs/{job_id}/cancel"}
+               "/v1/jobs/{job_id}/retry", "/v1/jobs/{job_id}/cancel",
+               "/v1/prompts", "/v1/prompts/{name}", "/v1/prompts/{name}/history",
+               "/v1/prompts/{name}/diff", "/v1/prompts/{name}/rollback",
+               "/v1/prompts/{name}/optimize", "/v1/episodes", "/v1/episodes/list",
+               "/v1/episodes/select", "/v1/episodes/extract"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 

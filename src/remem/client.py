@@ -75,6 +75,8 @@ from remem.memory.wire import load
 from remem.store.types import SearchMode
 
 if TYPE_CHECKING:  # remem.threads.remote imports this module
+    from remem.episodic.remote import RemoteEpisodes
+    from remem.procedural.remote import RemotePrompts
     from remem.threads.remote import RemoteThreads
 
 __all__ = ["Client"]
@@ -283,6 +285,28 @@ class Client:
 
             self._threads = RemoteThreads(self)
         return self._threads
+
+    @property
+    def prompts(self) -> RemotePrompts:
+        """The tenant's versioned prompts (``/v1/prompts``), with
+        :class:`~remem.procedural.PromptRegistry`'s methods plus ``optimize``."""
+        found: RemotePrompts | None = self.__dict__.get("_prompts")
+        if found is None:
+            from remem.procedural.remote import RemotePrompts
+
+            found = self.__dict__["_prompts"] = RemotePrompts(self)
+        return found
+
+    @property
+    def episodes(self) -> RemoteEpisodes:
+        """The tenant's episodes (``/v1/episodes``), with
+        :class:`~remem.episodic.EpisodeStore`'s methods."""
+        found: RemoteEpisodes | None = self.__dict__.get("_episodes")
+        if found is None:
+            from remem.episodic.remote import RemoteEpisodes
+
+            found = self.__dict__["_episodes"] = RemoteEpisodes(self)
+        return found
 
     # -- sync API (see Memory for the meaning of each argument) --------------------------------
     # the same signatures as Memory's, less ``actor`` (the server records the caller's key)

@@ -76,14 +76,20 @@ def extraction_handler(memory_for: Callable[[str], Memory]) -> Handler:
 
 def handlers(memory_for: Callable[[str], Memory],
              queue: JobQueue | None = None) -> dict[str, Handler]:
-    """Every job kind a memory worker runs: extraction, consolidation (``queue``: where a
-    scheduled run queues its next one) and no-op."""
+    """Every job kind a memory worker runs (``remem worker``, ``remem serve
+    --workers-in-process``, ``mem.background``): extraction, consolidation (``queue``: where
+    a scheduled run queues its next one), forgetting, prompt optimization, episode
+    extraction and no-op."""
     from remem.background.consolidation import CONSOLIDATE, consolidation_handler
     from remem.background.forgetting import FORGET, forgetting_handler
+    from remem.episodic.jobs import EXTRACT_EPISODES, memory_episode_handler
+    from remem.procedural.jobs import OPTIMIZE, memory_optimization_handler
 
     return {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler,
             CONSOLIDATE: consolidation_handler(memory_for, queue),
-            FORGET: forgetting_handler(memory_for)}
+            FORGET: forgetting_handler(memory_for),
+            OPTIMIZE: memory_optimization_handler(memory_for),
+            EXTRACT_EPISODES: memory_episode_handler(memory_for)}
 
 
 def _payload(request: SubmitRequest, namespace: Namespace) -> dict[str, Any]:

@@ -9,8 +9,8 @@ calling the model again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from remem.background.jobs import Job, NewJob
 from remem.background.worker import Handler
@@ -20,7 +20,11 @@ from remem.llm.base import ChatModel
 from remem.memory.flow import run_sync
 from remem.messages.types import Message
 
-__all__ = ["EXTRACT_EPISODES", "episode_extraction_handler", "extract_job"]
+if TYPE_CHECKING:
+    from remem.api import Memory
+
+__all__ = ["EXTRACT_EPISODES", "episode_extraction_handler", "extract_job",
+           "memory_episode_handler"]
 
 #: the job kind
 EXTRACT_EPISODES = "episodes.extract"
@@ -50,6 +54,23 @@ def episode_extraction_handler(episodes: EpisodeStore, model: ChatModel) -> Hand
         return {"episodes": [e.id for e in extracted.episodes],
                 "calls": extracted.usage.calls, "input_tokens": extracted.usage.input_tokens,
                 "output_tokens": extracted.usage.output_tokens}
+
+    return run
+
+
+def memory_episode_handler(memory_for: Callable[[str], Memory]) -> Handler:
+    """The handler of :data:`EXTRACT_EPISODES` jobs in a memory worker (``remem worker``,
+    ``remem serve --workers-in-process``, ``mem.background``): episodes go to the
+    :class:`EpisodeStore` of ``memory_for(job.tenant)``'s store (default prefix
+    ``episodes``, as ``remem episodes`` and ``/v1/episodes`` keep them), extracted with that
+    memory's model (else ``REMEM_LLM_*``)."""
+    from remem.llm.config import require_model
+
+    def run(job: Job) -> Mapping[str, Any]:
+        memory = memory_for(job.tenant)
+        handler = episode_extraction_handler(EpisodeStore(memory.store),
+                                             memory.llm or require_model())
+        return handler(job) or {}
 
     return run
 

@@ -26,18 +26,22 @@ after a backoff, on the new version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from remem.background.jobs import Job, NewJob
 from remem.background.worker import Handler
 from remem.errors import InvalidInputError
 from remem.memory.flow import Flow, run_sync
 from remem.procedural.optimizer import Optimization, PromptOptimizer
+from remem.procedural.prompts import PromptRegistry
 from remem.procedural.strategies import STRATEGIES, Strategy
 from remem.procedural.trajectories import as_trajectories
 
-__all__ = ["OPTIMIZE", "optimization_handler", "optimize_job"]
+if TYPE_CHECKING:
+    from remem.api import Memory
+
+__all__ = ["OPTIMIZE", "memory_optimization_handler", "optimization_handler", "optimize_job"]
 
 #: the job kind
 OPTIMIZE = "prompts.optimize"
@@ -71,6 +75,24 @@ def optimization_handler(optimizer: PromptOptimizer) -> Handler:
             raise InvalidInputError(f"job {job.id}: payload.name must be a prompt name")
         result = run_sync(_flow(optimizer, job, name), registry.store, optimizer.model)
         return result
+
+    return run
+
+
+def memory_optimization_handler(memory_for: Callable[[str], Memory]) -> Handler:
+    """The handler of :data:`OPTIMIZE` jobs in a memory worker (``remem worker``, ``remem
+    serve --workers-in-process``, ``mem.background``): the job's prompt lives in the
+    registry of ``memory_for(job.tenant)``'s store (default prefix ``prompts``, as
+    ``remem prompts`` and ``/v1/prompts`` keep them), optimized with that memory's model
+    (else ``REMEM_LLM_*``; none is a :class:`~remem.errors.ConfigError`, failing the job
+    at once)."""
+    from remem.llm.config import require_model
+
+    def run(job: Job) -> Mapping[str, Any]:
+        memory = memory_for(job.tenant)
+        optimizer = PromptOptimizer(memory.llm or require_model(),
+                                    registry=PromptRegistry(memory.store))
+        return optimization_handler(optimizer)(job) or {}
 
     return run
 

@@ -5,6 +5,7 @@ Routes (all JSON; see ``/docs`` on a running server):
 * ``/v1/store/...``: items, search and namespaces of the raw store;
 * ``/v1/memories/...`` and ``/v1/events/{id}/undo``: the ``Memory`` facade;
 * ``/v1/threads/...``: conversations, their messages and checkpoints;
+* ``/v1/prompts/...`` and ``/v1/episodes/...``: versioned prompts and episodes;
 * ``/healthz`` (the process answers), ``/readyz`` (the database answers), ``/metrics``
   (Prometheus text);
 * ``/mcp``: the MCP server over streamable HTTP (see :mod:`remem.server.mcp`).
@@ -25,7 +26,14 @@ from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
 from remem import __version__
-from remem.server import routes_files, routes_jobs, routes_memory, routes_store, routes_threads
+from remem.server import (
+    routes_files,
+    routes_jobs,
+    routes_memory,
+    routes_procedural,
+    routes_store,
+    routes_threads,
+)
 from remem.server.errors import BodyLimitMiddleware, error_response, install_error_handlers
 from remem.server.keys import KEYS_NAMESPACE
 from remem.server.metrics import (
@@ -86,6 +94,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_memory.router)
     app.include_router(routes_threads.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_procedural.router)
     app.include_router(routes_files.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")

@@ -199,9 +199,11 @@ def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
 
 
 def build_mcp(state: ServerState, resolve: Resolver, *,
-              tools: Sequence[McpTool] = MCP_TOOLS) -> MCPServer:
+              tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
-    ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``."""
+    ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
+    ``procedural``: also the prompt and episode tools
+    (:func:`remem.server.routes_procedural.add_procedural_tools`)."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -243,6 +245,10 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         from remem.server.routes_jobs import add_submit_tool
 
         add_submit_tool(server, state, run)
+    if procedural:
+        from remem.server.routes_procedural import add_procedural_tools
+
+        add_procedural_tools(server, state, run)
 
     @server.tool()
     async def list_namespaces(prefix: list[str] | None = None, limit: int = 100,
@@ -371,11 +377,13 @@ def stdio_resolver(state: ServerState, principal: Principal, *,
 
 
 async def serve_stdio(state: ServerState, principal: Principal, *,
-                      forget: bool = False) -> None:
+                      forget: bool = False, procedural: bool = False) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
-    serves :data:`FORGET_TOOL` too. A key's principal is re-checked (:func:`stdio_resolver`)."""
+    serves :data:`FORGET_TOOL` too, ``procedural`` the prompt and episode tools. A key's
+    principal is re-checked (:func:`stdio_resolver`)."""
     tools = (*MCP_TOOLS, FORGET_TOOL) if forget else MCP_TOOLS
-    server = build_mcp(state, stdio_resolver(state, principal), tools=tools)
+    server = build_mcp(state, stdio_resolver(state, principal), tools=tools,
+                       procedural=procedural)
     await server.run_stdio_async()
 
 

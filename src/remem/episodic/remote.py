@@ -1,0 +1,124 @@
+"""``client.episodes``: the episodes of a ``remem serve`` tenant, over ``/v1/episodes``.
+
+:class:`RemoteEpisodes` has :class:`~remem.episodic.EpisodeStore`'s ``add``, ``list``,
+``select_examples`` and ``extract`` (and async twins), with the same arguments less what
+cannot travel (the model: the server's extracts; a token counter or a filter). Each method
+builds a request value of :mod:`remem.episodic.requests`; :func:`episode_call` turns it into
+one HTTP call.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from remem.episodic.episodes import Extracted
+from remem.episodic.examples import Selection
+from remem.episodic.requests import (
+    AddEpisodeRequest,
+    EpisodeRequest,
+    ExtractEpisodesRequest,
+    ListEpisodesRequest,
+    SelectExamplesRequest,
+    load_episode_result,
+)
+from remem.episodic.schema import Episode
+from remem.errors import UsageError
+from remem.memory.requests import MessagesInput
+
+if TYPE_CHECKING:
+    from remem.client import Client, _Call
+
+__all__ = ["RemoteEpisodes", "episode_call"]
+
+R = TypeVar("R")
+
+_PATHS: Mapping[type[EpisodeRequest[Any]], str] = {
+    AddEpisodeRequest: "/v1/episodes",
+    ListEpisodesRequest: "/v1/episodes/list",
+    SelectExamplesRequest: "/v1/episodes/select",
+    ExtractEpisodesRequest: "/v1/episodes/extract",
+}
+
+
+def episode_call(request: EpisodeRequest[R]) -> _Call[R]:
+    """The HTTP call that runs ``request`` on a server: a POST of its JSON."""
+    from remem.client import _Call
+
+    path = _PATHS.get(type(request))
+    if path is None:
+        raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
+                         "requests in remem.episodic.requests")
+    return _Call("POST", path, partial(load_episode_result, type(request)),
+                 request.model_dump(mode="json"))
+
+
+def _add_request(episode: Episode | Mapping[str, Any]) -> AddEpisodeRequest:
+    parsed = Episode.of(episode)  # the same checks as EpisodeStore.add
+    return AddEpisodeRequest.of(
+        situation=parsed.situation, action=parsed.action, thought=parsed.thought,
+        result=parsed.result, thread_id=parsed.thread_id, metadata=dict(parsed.metadata))
+
+
+class RemoteEpisodes:
+    """The tenant's episodes on the server ``client`` talks to (``client.episodes``). The
+    server gives each added episode its own id and time."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def run(self, request: EpisodeRequest[R]) -> R:
+        """Run one episode request on the server."""
+        return self.client._send(episode_call(request))
+
+    async def arun(self, request: EpisodeRequest[R]) -> R:
+        """Async :meth:`run`."""
+        return await self.client._asend(episode_call(request))
+
+    def add(self, episode: Episode | Mapping[str, Any]) -> Episode:
+        """Store one episode (an :class:`Episode` or a dict of its fields)."""
+        return self.run(_add_request(episode))
+
+    def list(self, *, limit: int = 100, offset: int = 0) -> builtins.list[Episode]:
+        """Episodes, newest first."""
+        return self.run(ListEpisodesRequest.of(limit=limit, offset=offset))
+
+    def select_examples(self, query: str, k: int = 3, budget_tokens: int | None = None, *,
+                        mmr: float = 0.7, max_similarity: float = 0.8,
+                        min_relevance: float = 0.2) -> Selection:
+        """Up to ``k`` relevant, diverse episodes for ``query`` within ``budget_tokens``
+        (tokens counted by the server's offline estimate)."""
+        return self.run(SelectExamplesRequest.of(
+            query=query, k=k, budget_tokens=budget_tokens, mmr=mmr,
+            max_similarity=max_similarity, min_relevance=min_relevance))
+
+    def extract(self, messages: MessagesInput, *, thread_id: str | None = None) -> Extracted:
+        """Extract and store the episodes of a finished conversation with the server's
+        model."""
+        return self.run(ExtractEpisodesRequest.of(messages=messages, thread_id=thread_id))
+
+    async def aadd(self, episode: Episode | Mapping[str, Any]) -> Episode:
+        """Async :meth:`add`."""
+        return await self.arun(_add_request(episode))
+
+    async def alist(self, *, limit: int = 100, offset: int = 0) -> builtins.list[Episode]:
+        """Async :meth:`list`."""
+        return await self.arun(ListEpisodesRequest.of(limit=limit, offset=offset))
+
+    async def aselect_examples(self, query: str, k: int = 3,
+                               budget_tokens: int | None = None, *, mmr: float = 0.7,
+                               max_similarity: float = 0.8,
+                               min_relevance: float = 0.2) -> Selection:
+        """Async :meth:`select_examples`."""
+        return await self.arun(SelectExamplesRequest.of(
+            query=query, k=k, budget_tokens=budget_tokens, mmr=mmr,
+            max_similarity=max_similarity, min_relevance=min_relevance))
+
+    async def aextract(self, messages: MessagesInput, *,
+                       thread_id: str | None = None) -> Extracted:
+        """Async :meth:`extract`."""
+        return await self.arun(ExtractEpisodesRequest.of(messages=messages,
+                                                         thread_id=thread_id))
+

@@ -1,0 +1,173 @@
+"""The episode operations as request values (see :mod:`remem.requests`), and their one runner.
+
+:class:`AddEpisodeRequest`, :class:`ListEpisodesRequest`, :class:`SelectExamplesRequest` and
+:class:`ExtractEpisodesRequest` are what the ``/v1/episodes`` routes take as their body, what
+``remem.Client.episodes`` sends and what the MCP tools read their parameters from;
+:func:`run_episode_request` runs any of them on an
+:class:`~remem.episodic.EpisodeStore` (and a model, for extraction), and :func:`episode_json`
+/ :func:`load_episode_result` are the JSON every surface answers with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
+
+from pydantic import Field, StringConstraints
+
+from remem.episodic.episodes import EpisodeStore, Extracted
+from remem.episodic.examples import Selection
+from remem.episodic.schema import Episode
+from remem.errors import UsageError
+from remem.llm.base import ChatModel, Usage
+from remem.memory.requests import Messages
+from remem.requests import JsonObject, Limit, Offset, Request
+
+__all__ = [
+    "AddEpisodeRequest",
+    "EpisodeRequest",
+    "ExtractEpisodesRequest",
+    "ListEpisodesRequest",
+    "SelectExamplesRequest",
+    "arun_episode_request",
+    "episode_json",
+    "load_episode_result",
+    "run_episode_request",
+]
+
+R = TypeVar("R")
+
+EpisodeText = Annotated[str, StringConstraints(max_length=20_000)]
+Required = Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
+Ident = Annotated[str, StringConstraints(min_length=1, max_length=256,
+                                         pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class EpisodeRequest(Request, Generic[R]):
+    """Base of the episode requests; ``R`` is what running one returns."""
+
+
+class AddEpisodeRequest(EpisodeRequest[Episode]):
+    """Store one episode: the situation the agent faced, its thought, its action and the
+    result."""
+
+    operation: ClassVar[str] = "add"
+
+    situation: Required = Field(description="the task or situation, self-contained")
+    action: Required = Field(description="what the agent did")
+    thought: EpisodeText = Field("", description="the reasoning behind the action")
+    result: EpisodeText = Field("", description="what came of it: outcome and feedback")
+    thread_id: Ident | None = Field(None, description="the conversation it came from")
+    metadata: JsonObject | None = Field(None, description="JSON kept with the episode")
+
+
+class ListEpisodesRequest(EpisodeRequest[list[Episode]]):
+    """Episodes, newest first, a page at a time."""
+
+    operation: ClassVar[str] = "list"
+
+    limit: Limit = Field(100, description="episodes per page")
+    offset: Offset = Field(0, description="episodes to skip")
+
+
+class SelectExamplesRequest(EpisodeRequest[Selection]):
+    """Up to ``k`` relevant, diverse past episodes for ``query`` whose few-shot messages fit
+    ``budget_tokens`` together."""
+
+    operation: ClassVar[str] = "select_examples"
+
+    query: Annotated[str, StringConstraints(min_length=1, max_length=10_000)] = Field(
+        description="the new situation")
+    k: int = Field(3, ge=1, le=50, description="examples wanted")
+    budget_tokens: int | None = Field(None, ge=1, le=1_000_000,
+                                      description="the most tokens the examples may take")
+    mmr: float = Field(0.7, ge=0.0, le=1.0,
+                       description="relevance against novelty (1: relevance only)")
+    max_similarity: float = Field(0.8, ge=0.0, le=1.0,
+                                  description="episodes more alike than this are duplicates")
+    min_relevance: float = Field(0.2, ge=0.0, le=1.0,
+                                 description="never show an episode scoring under this "
+                                             "fraction of the best")
+
+
+class ExtractEpisodesRequest(EpisodeRequest[Extracted]):
+    """Extract and store the episodes of a finished conversation, with one LLM call."""
+
+    operation: ClassVar[str] = "extract"
+
+    messages: Messages = Field(description="text, or chat messages (OpenAI-style)")
+    thread_id: Ident | None = Field(None, description="the conversation's id, cited by "
+                                                      "each episode")
+
+
+def run_episode_request(request: EpisodeRequest[R], episodes: EpisodeStore,
+                        model: ChatModel | None = None) -> R:
+    """Run ``request`` on ``episodes`` (``model``: what extraction calls)."""
+    found: Any
+    if isinstance(request, AddEpisodeRequest):
+        fields = request.model_dump(exclude={"metadata"})
+        found = episodes.add({**fields, "metadata": dict(request.metadata or {})})
+    elif isinstance(request, ListEpisodesRequest):
+        found = episodes.list(limit=request.limit, offset=request.offset)
+    elif isinstance(request, SelectExamplesRequest):
+        found = episodes.select_examples(
+            request.query, request.k, request.budget_tokens, mmr=request.mmr,
+            max_similarity=request.max_similarity, min_relevance=request.min_relevance)
+    elif isinstance(request, ExtractEpisodesRequest):
+        if model is None:
+            raise UsageError("extracting episodes needs a chat model: pass model=... (a "
+                             "server needs REMEM_LLM_* set)")
+        found = episodes.extract(model, request.messages, thread_id=request.thread_id)
+    else:
+        raise UsageError(f"{type(request).__name__} is not an episode request; pass one of "
+                         "remem.episodic.requests")
+    return found  # type: ignore[no-any-return]
+
+
+async def arun_episode_request(request: EpisodeRequest[R], episodes: EpisodeStore,
+                               model: ChatModel | None = None) -> R:
+    """Async :func:`run_episode_request` (the store's blocking calls in a worker thread)."""
+    return await asyncio.to_thread(run_episode_request, request, episodes, model)
+
+
+def _episode(episode: Episode) -> dict[str, Any]:
+    return episode.model_dump(mode="json")
+
+
+def episode_json(request: EpisodeRequest[Any], result: Any) -> dict[str, Any]:
+    """The JSON answer of ``request``'s ``result`` (the HTTP API's and the MCP tools')."""
+    if isinstance(request, AddEpisodeRequest):
+        return _episode(result)
+    if isinstance(request, ListEpisodesRequest):
+        return {"episodes": [_episode(e) for e in result]}
+    if isinstance(request, SelectExamplesRequest):
+        return {"examples": [_episode(e) for e in result.examples], "tokens": result.tokens,
+                "duplicates": result.duplicates, "over_budget": result.over_budget,
+                "messages": [m.to_dict() for m in result.messages()]}
+    if isinstance(request, ExtractEpisodesRequest):
+        return {"episodes": [_episode(e) for e in result.episodes],
+                "calls": result.usage.calls, "input_tokens": result.usage.input_tokens,
+                "output_tokens": result.usage.output_tokens}
+    raise UsageError(f"no JSON shape for {type(request).__name__}")
+
+
+def load_episode_result(kind: type[EpisodeRequest[R]], data: Mapping[str, Any]) -> R:
+    """Read the JSON :func:`episode_json` wrote for a request of type ``kind``."""
+    found: Any
+    if issubclass(kind, AddEpisodeRequest):
+        found = Episode.model_validate(data)
+    elif issubclass(kind, ListEpisodesRequest):
+        found = [Episode.model_validate(e) for e in data["episodes"]]
+    elif issubclass(kind, SelectExamplesRequest):
+        found = Selection(tuple(Episode.model_validate(e) for e in data["examples"]),
+                          int(data["tokens"]), int(data["duplicates"]),
+                          int(data["over_budget"]))
+    elif issubclass(kind, ExtractEpisodesRequest):
+        found = Extracted(episodes=tuple(Episode.model_validate(e) for e in data["episodes"]),
+                          usage=Usage(int(data["calls"]), int(data["input_tokens"]),
+                                      int(data["output_tokens"])))
+    else:
+        raise UsageError(f"no JSON shape for {kind.__name__}")
+    return found  # type: ignore[no-any-return]
+

@@ -1,0 +1,190 @@
+"""``client.prompts``: the versioned prompts of a ``remem serve`` tenant, over ``/v1/prompts``.
+
+:class:`RemotePrompts` has :class:`~remem.procedural.PromptRegistry`'s methods (``list``,
+``get``, ``history``, ``diff``, ``create``, ``update``, ``rollback`` and their async twins)
+plus ``optimize`` (the server's model rewrites the prompt, see
+:class:`~remem.procedural.requests.OptimizePromptRequest`), with the same arguments less
+``author`` (the server records the caller's key). Each method builds the request value of
+:mod:`remem.procedural.requests`; :func:`prompt_call`, a pure function, turns it into one
+HTTP call, and the client's sync or async shell sends it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from remem.errors import UsageError
+from remem.procedural.prompts import PromptVersion
+from remem.procedural.requests import (
+    CreatePromptRequest,
+    GetPromptRequest,
+    ListPromptsRequest,
+    OptimizePromptRequest,
+    OptimizeResult,
+    PromptDiffRequest,
+    PromptHistoryRequest,
+    PromptRequest,
+    RollbackPromptRequest,
+    UpdatePromptRequest,
+    load_prompt_result,
+)
+from remem.procedural.strategies import Strategy
+from remem.procedural.trajectories import as_trajectories
+
+if TYPE_CHECKING:
+    from remem.client import Client, _Call
+
+__all__ = ["RemotePrompts", "prompt_call"]
+
+R = TypeVar("R")
+
+
+def _trajectories(values: Sequence[Any]) -> list[dict[str, Any]]:
+    """Any trajectory shape Python takes, as the JSON the server reads."""
+    return [t.to_dict() for t in as_trajectories(values)]
+
+
+def prompt_call(request: PromptRequest[R]) -> _Call[R]:
+    """The HTTP call that runs ``request`` on a server (the name in the path, the rest in
+    the body or the query string); the answer is read with
+    :func:`~remem.procedural.requests.load_prompt_result`."""
+    from remem.client import _Call, _id
+
+    parse: Any = partial(load_prompt_result, type(request))
+    body = request.model_dump(mode="json", exclude={"name", "author"})
+    if isinstance(request, ListPromptsRequest):
+        return _Call("GET", "/v1/prompts", parse)
+    if isinstance(request, CreatePromptRequest):
+        return _Call("POST", "/v1/prompts", parse,
+                     request.model_dump(mode="json", exclude={"author"}))
+    path = f"/v1/prompts/{_id(request.name)}"  # type: ignore[attr-defined]
+    query = {k: v for k, v in body.items() if v is not None}
+    if isinstance(request, GetPromptRequest):
+        return _Call("GET", path, parse, params=query)
+    if isinstance(request, PromptHistoryRequest):
+        return _Call("GET", f"{path}/history", parse)
+    if isinstance(request, PromptDiffRequest):
+        return _Call("GET", f"{path}/diff", parse, params=query)
+    if isinstance(request, UpdatePromptRequest):
+        return _Call("POST", path, parse, body)
+    if isinstance(request, RollbackPromptRequest):
+        return _Call("POST", f"{path}/rollback", parse, body)
+    if isinstance(request, OptimizePromptRequest):
+        return _Call("POST", f"{path}/optimize", parse, body)
+    raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
+                     "requests in remem.procedural.requests")
+
+
+class RemotePrompts:
+    """The tenant's prompts on the server ``client`` talks to (``client.prompts``)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def run(self, request: PromptRequest[R]) -> R:
+        """Run one prompt request on the server."""
+        return self.client._send(prompt_call(request))
+
+    async def arun(self, request: PromptRequest[R]) -> R:
+        """Async :meth:`run`."""
+        return await self.client._asend(prompt_call(request))
+
+    # -- blocking API (PromptRegistry's, less ``author``) ---------------------------------------
+
+    def list(self) -> builtins.list[PromptVersion]:
+        """The latest version of every prompt, by name."""
+        return self.run(ListPromptsRequest())
+
+    def get(self, name: str, version: int | None = None) -> PromptVersion:
+        """The latest version of ``name``, or version ``version``."""
+        return self.run(GetPromptRequest.of(name=name, version=version))
+
+    def history(self, name: str) -> builtins.list[PromptVersion]:
+        """Every version of ``name``, oldest first."""
+        return self.run(PromptHistoryRequest.of(name=name))
+
+    def diff(self, name: str, old: int | None = None, new: int | None = None) -> str:
+        """Unified diff from version ``old`` to ``new`` (defaults as the registry's)."""
+        return self.run(PromptDiffRequest.of(name=name, old=old, new=new))
+
+    def create(self, name: str, text: str, *, variables: Sequence[str] | None = None,
+               reason: str = "created") -> PromptVersion:
+        """Create prompt ``name`` (version 1)."""
+        return self.run(CreatePromptRequest.of(
+            name=name, text=text, variables=_names(variables), reason=reason))
+
+    def update(self, name: str, text: str, *, reason: str = "",
+               expected_version: int | None = None,
+               variables: Sequence[str] | None = None) -> PromptVersion:
+        """Write a new version of ``name`` (``expected_version``: refuse unless still
+        current)."""
+        return self.run(UpdatePromptRequest.of(
+            name=name, text=text, reason=reason, expected_version=expected_version,
+            variables=_names(variables)))
+
+    def rollback(self, name: str, version: int, *, reason: str | None = None) -> PromptVersion:
+        """Make version ``version``'s text current again, as a new version."""
+        return self.run(RollbackPromptRequest.of(name=name, version=version, reason=reason))
+
+    def optimize(self, name: str, trajectories: Sequence[Any], *,
+                 strategy: Strategy | None = None, commit: bool = False) -> OptimizeResult:
+        """Optimize ``name`` from ``trajectories`` with the server's model; stored only with
+        ``commit`` (or commit the candidate with :meth:`update` and ``expected_version``)."""
+        return self.run(OptimizePromptRequest.of(
+            name=name, trajectories=_trajectories(trajectories), strategy=strategy,
+            commit=commit))
+
+    # -- async API ------------------------------------------------------------------------------
+
+    async def alist(self) -> builtins.list[PromptVersion]:
+        """Async :meth:`list`."""
+        return await self.arun(ListPromptsRequest())
+
+    async def aget(self, name: str, version: int | None = None) -> PromptVersion:
+        """Async :meth:`get`."""
+        return await self.arun(GetPromptRequest.of(name=name, version=version))
+
+    async def ahistory(self, name: str) -> builtins.list[PromptVersion]:
+        """Async :meth:`history`."""
+        return await self.arun(PromptHistoryRequest.of(name=name))
+
+    async def adiff(self, name: str, old: int | None = None, new: int | None = None) -> str:
+        """Async :meth:`diff`."""
+        return await self.arun(PromptDiffRequest.of(name=name, old=old, new=new))
+
+    async def acreate(self, name: str, text: str, *, variables: Sequence[str] | None = None,
+                      reason: str = "created") -> PromptVersion:
+        """Async :meth:`create`."""
+        return await self.arun(CreatePromptRequest.of(
+            name=name, text=text, variables=_names(variables), reason=reason))
+
+    async def aupdate(self, name: str, text: str, *, reason: str = "",
+                      expected_version: int | None = None,
+                      variables: Sequence[str] | None = None) -> PromptVersion:
+        """Async :meth:`update`."""
+        return await self.arun(UpdatePromptRequest.of(
+            name=name, text=text, reason=reason, expected_version=expected_version,
+            variables=_names(variables)))
+
+    async def arollback(self, name: str, version: int, *,
+                        reason: str | None = None) -> PromptVersion:
+        """Async :meth:`rollback`."""
+        return await self.arun(RollbackPromptRequest.of(name=name, version=version,
+                                                        reason=reason))
+
+    async def aoptimize(self, name: str, trajectories: Sequence[Any], *,
+                        strategy: Strategy | None = None,
+                        commit: bool = False) -> OptimizeResult:
+        """Async :meth:`optimize`."""
+        return await self.arun(OptimizePromptRequest.of(
+            name=name, trajectories=_trajectories(trajectories), strategy=strategy,
+            commit=commit))
+
+
+def _names(variables: Sequence[str] | None) -> builtins.list[str] | None:
+    if variables is None or isinstance(variables, str):
+        return variables  # type: ignore[return-value]  # a string: the request says why not
+    return builtins.list(variables)

@@ -1,0 +1,274 @@
+"""``/v1/prompts`` and ``/v1/episodes``: procedural and episodic memory of the caller's tenant.
+
+Each route takes one request value of :mod:`remem.procedural.requests` or
+:mod:`remem.episodic.requests` (a path's prompt name fills the same value as the body) and
+runs it on the tenant's :class:`~remem.procedural.PromptRegistry` or
+:class:`~remem.episodic.EpisodeStore`, both over the tenant's scoped store (the store views
+``ServerState.store_for`` gives), so names, versions and episodes are confined to the tenant
+like memories. Answers are :func:`~remem.procedural.requests.prompt_json` /
+:func:`~remem.episodic.requests.episode_json`. The server records the caller's key as the
+author of prompt versions. Optimize and extract need the server's chat model: without one
+they answer 400 ``unsupported``.
+
+:func:`add_procedural_tools` adds the MCP tools (``get_prompt``, ``list_prompts``,
+``select_examples`` read; ``add_episode`` writes, refused for read-only keys).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi import Request as HttpRequest
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, ConfigDict, create_model
+
+from remem.episodic.episodes import EpisodeStore
+from remem.episodic.requests import (
+    AddEpisodeRequest,
+    EpisodeRequest,
+    ExtractEpisodesRequest,
+    ListEpisodesRequest,
+    SelectExamplesRequest,
+    episode_json,
+    run_episode_request,
+)
+from remem.errors import InvalidInputError, UnsupportedError
+from remem.procedural.prompts import PromptRegistry
+from remem.procedural.requests import (
+    CreatePromptRequest,
+    GetPromptRequest,
+    ListPromptsRequest,
+    OptimizePromptRequest,
+    PromptDiffRequest,
+    PromptHistoryRequest,
+    PromptName,
+    PromptRequest,
+    RollbackPromptRequest,
+    UpdatePromptRequest,
+    VersionNumber,
+    prompt_json,
+    run_prompt_request,
+)
+from remem.requests import Request
+from remem.server.auth import Reader, Writer, server_state
+from remem.server.errors import ERROR_RESPONSES
+from remem.server.state import Principal, ServerState
+
+__all__ = ["add_procedural_tools", "router"]
+
+router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
+
+NamePath = Annotated[PromptName, Path(description="a prompt name")]
+
+
+def _body(request: type[Request], name: str) -> type[BaseModel]:
+    """``request``'s fields less ``name`` (it comes from the path), as a body model."""
+    fields: dict[str, Any] = {n: (f.annotation, f) for n, f in request.model_fields.items()
+                              if n != "name"}
+    model: type[BaseModel] = create_model(
+        name, __config__=ConfigDict(extra="forbid", strict=True), __doc__=request.__doc__,
+        **fields)
+    return model
+
+
+UpdateBody = _body(UpdatePromptRequest, "UpdatePromptBody")
+RollbackBody = _body(RollbackPromptRequest, "RollbackPromptBody")
+OptimizeBody = _body(OptimizePromptRequest, "OptimizePromptBody")
+
+
+def _with_name(kind: type[Any], body: BaseModel, name: str) -> Any:
+    given = {field: getattr(body, field) for field in body.model_fields_set}
+    return kind.of(**given, name=name)
+
+
+def _author(who: Principal) -> str:
+    return f"key:{who.key_id}" if who.key_id else "user"
+
+
+def _needs_llm(state: ServerState, what: str) -> None:
+    if state.config.llm is None:
+        raise UnsupportedError(
+            f"{what} needs an LLM and this server has none configured: start the server with "
+            "REMEM_LLM_* set, or run it locally with remem.procedural / remem.episodic")
+
+
+def run_prompt(state: ServerState, who: Principal, request: PromptRequest[Any]) -> Any:
+    """Run ``request`` on ``who``'s tenant's prompts (blocking; the author is the caller)."""
+    if "author" in type(request).model_fields:
+        request = request.model_copy(update={"author": _author(who)})
+    registry = PromptRegistry(state.store_for(who))
+    return run_prompt_request(request, registry, state.config.llm)
+
+
+def run_episodes(state: ServerState, who: Principal, request: EpisodeRequest[Any]) -> Any:
+    """Run ``request`` on ``who``'s tenant's episodes (blocking)."""
+    return run_episode_request(request, EpisodeStore(state.store_for(who)), state.config.llm)
+
+
+async def _prompt(http: HttpRequest, who: Principal, request: PromptRequest[Any],
+                  *, waits_on_llm: bool = False) -> dict[str, Any]:
+    state = server_state(http)
+    result = await state.run(lambda: run_prompt(state, who, request), waits_on_llm=waits_on_llm)
+    return prompt_json(request, result)
+
+
+async def _episodes(http: HttpRequest, who: Principal, request: EpisodeRequest[Any],
+                    *, waits_on_llm: bool = False) -> dict[str, Any]:
+    state = server_state(http)
+    result = await state.run(lambda: run_episodes(state, who, request),
+                             waits_on_llm=waits_on_llm)
+    return episode_json(request, result)
+
+
+# -- prompts ------------------------------------------------------------------------------------
+
+
+@router.get("/prompts", summary="List prompts", tags=["prompts"])
+async def list_prompts(who: Reader, http: HttpRequest) -> dict[str, Any]:
+    """The latest version of every prompt of the tenant, by name: ``{"prompts": [...]}``."""
+    return await _prompt(http, who, ListPromptsRequest())
+
+
+@router.post("/prompts", summary="Create a prompt", tags=["prompts"])
+async def create_prompt(body: CreatePromptRequest, who: Writer,
+                        http: HttpRequest) -> dict[str, Any]:
+    """Create a prompt (version 1); its template variables are those the text uses unless
+    ``variables`` declares them. A name that exists answers 409."""
+    return await _prompt(http, who, body)
+
+
+@router.get("/prompts/{name}", summary="Read a prompt", tags=["prompts"])
+async def get_prompt(name: NamePath, who: Reader, http: HttpRequest,
+                     version: Annotated[VersionNumber | None, Query(
+                         description="a version (default: the latest)")] = None,
+                     ) -> dict[str, Any]:
+    """The latest version of the prompt (or ``version``): text, variables, author, reason."""
+    return await _prompt(http, who, GetPromptRequest.of(name=name, version=version))
+
+
+@router.post("/prompts/{name}", summary="Write a new version of a prompt", tags=["prompts"])
+async def update_prompt(name: NamePath, body: UpdateBody,  # type: ignore[valid-type]
+                        who: Writer, http: HttpRequest) -> dict[str, Any]:
+    """A new version; a text that drops or invents a template variable answers 422,
+    ``expected_version`` that is no longer current answers 409."""
+    return await _prompt(http, who, _with_name(UpdatePromptRequest, body, name))
+
+
+@router.get("/prompts/{name}/history", summary="Every version of a prompt", tags=["prompts"])
+async def prompt_history(name: NamePath, who: Reader, http: HttpRequest) -> dict[str, Any]:
+    """Every version, oldest first: ``{"versions": [...]}``."""
+    return await _prompt(http, who, PromptHistoryRequest.of(name=name))
+
+
+@router.get("/prompts/{name}/diff", summary="Diff two versions of a prompt", tags=["prompts"])
+async def prompt_diff(name: NamePath, who: Reader, http: HttpRequest,
+                      old: Annotated[VersionNumber | None, Query()] = None,
+                      new: Annotated[VersionNumber | None, Query()] = None) -> dict[str, Any]:
+    """A unified diff from ``old`` (default: the version before ``new``) to ``new``
+    (default: the latest): ``{"diff": "..."}``."""
+    return await _prompt(http, who, PromptDiffRequest.of(name=name, old=old, new=new))
+
+
+@router.post("/prompts/{name}/rollback", summary="Roll a prompt back", tags=["prompts"])
+async def rollback_prompt(name: NamePath, body: RollbackBody,  # type: ignore[valid-type]
+                          who: Writer, http: HttpRequest) -> dict[str, Any]:
+    """Make an old version's text current again, as a new version."""
+    return await _prompt(http, who, _with_name(RollbackPromptRequest, body, name))
+
+
+@router.post("/prompts/{name}/optimize", summary="Optimize a prompt from feedback",
+             tags=["prompts"])
+async def optimize_prompt(name: NamePath, body: OptimizeBody,  # type: ignore[valid-type]
+                          who: Writer, http: HttpRequest) -> dict[str, Any]:
+    """Rewrite the prompt from ``trajectories`` with the server's model: the candidate text,
+    its diff, the reasoning, calls and tokens. Stored only with ``commit`` (or later, with
+    an update whose ``expected_version`` is the answer's ``base_version``)."""
+    state = server_state(http)
+    _needs_llm(state, "optimizing a prompt")
+    return await _prompt(http, who, _with_name(OptimizePromptRequest, body, name),
+                         waits_on_llm=True)
+
+
+# -- episodes -----------------------------------------------------------------------------------
+
+
+@router.post("/episodes", summary="Add an episode", tags=["episodes"])
+async def add_episode(body: AddEpisodeRequest, who: Writer, http: HttpRequest) -> dict[str, Any]:
+    """Store one episode (situation, thought, action, result)."""
+    return await _episodes(http, who, body)
+
+
+@router.post("/episodes/list", summary="List episodes", tags=["episodes"])
+async def list_episodes(body: ListEpisodesRequest, who: Reader,
+                        http: HttpRequest) -> dict[str, Any]:
+    """The tenant's episodes, newest first: ``{"episodes": [...]}``."""
+    return await _episodes(http, who, body)
+
+
+@router.post("/episodes/select", summary="Select few-shot examples", tags=["episodes"])
+async def select_examples(body: SelectExamplesRequest, who: Reader,
+                          http: HttpRequest) -> dict[str, Any]:
+    """Up to ``k`` relevant, diverse episodes for ``query`` within ``budget_tokens``, with
+    their few-shot ``messages``."""
+    return await _episodes(http, who, body)
+
+
+@router.post("/episodes/extract", summary="Extract episodes from a conversation",
+             tags=["episodes"])
+async def extract_episodes(body: ExtractEpisodesRequest, who: Writer,
+                           http: HttpRequest) -> dict[str, Any]:
+    """Extract and store the episodes of a finished conversation (one call of the server's
+    model): ``{"episodes": [...], "calls", "input_tokens", "output_tokens"}``."""
+    state = server_state(http)
+    _needs_llm(state, "extracting episodes")
+    return await _episodes(http, who, body, waits_on_llm=True)
+
+
+# -- MCP tools ----------------------------------------------------------------------------------
+
+_TOOLS: tuple[tuple[str, type[Request], bool, str], ...] = (
+    ("get_prompt", GetPromptRequest, False,
+     "The current text of a named prompt (or one of its versions), with its template "
+     "variables."),
+    ("list_prompts", ListPromptsRequest, False, "The prompts kept, latest version of each."),
+    ("select_examples", SelectExamplesRequest, False,
+     "Past episodes most like a new situation, as few-shot examples (relevant, diverse, "
+     "within a token budget)."),
+    ("add_episode", AddEpisodeRequest, True,
+     "Record an experience to learn from: the situation, your reasoning, the action you "
+     "took and its result."),
+)
+
+
+def _tool_function(tool: Any, state: ServerState, run: Any) -> Any:
+    async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
+        try:
+            request: Any = tool.model.of(**arguments)
+        except InvalidInputError as exc:
+            raise ToolError(f"InvalidInputError: {exc}") from None
+
+        def work(who: Principal) -> dict[str, Any]:
+            if isinstance(request, PromptRequest):
+                return prompt_json(request, run_prompt(state, who, request))
+            return episode_json(request, run_episodes(state, who, request))
+
+        result: dict[str, Any] = await run(ctx, tool.writes, work)
+        return result
+
+    call.__name__ = tool.name
+    return call
+
+
+def add_procedural_tools(server: Any, state: ServerState, run: Any) -> None:
+    """Add the prompt and episode MCP tools to ``server``; ``run(ctx, write, fn)`` is the MCP
+    server's way of acting for the caller (it refuses writes for read-only keys)."""
+    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+
+    for name, model, writes, description in _TOOLS:
+        tool = McpTool(name, model, writes, description)  # type: ignore[arg-type]
+        call = _tool_function(tool, state, run)
+        call.__signature__ = _signature(tool, {})
+        server.add_tool(call, name=tool.name, description=tool.description)
+        _forbid_unknown_arguments(server, tool.name)
