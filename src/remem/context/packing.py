@@ -33,6 +33,10 @@ from remem.tokens import MESSAGE_OVERHEAD, TokenCounter, count_message, count_me
 __all__ = ["SectionOffer", "context_tokens", "pack"]
 
 
+#: how many times one packing may count the whole context to settle an item near the edge
+_EXACT_CHECKS = 6
+
+
 @dataclass(frozen=True, slots=True)
 class SectionOffer:
     """What one section offered: its identity and its items, best first."""
@@ -97,6 +101,7 @@ def pack(offers: Sequence[SectionOffer], budget: int | None,
     dropped: list[tuple[int, int, DroppedItem]] = []
     alone: dict[tuple[int, int], int] = {}
     text_total = message_total = 0
+    checks_left = _EXACT_CHECKS
     texts_kept = 0  # sections in the system message (their separators and its overhead)
     for s, offer in enumerate(offers):
         conversation = any(item.messages for item in offer.items)
@@ -119,9 +124,11 @@ def pack(offers: Sequence[SectionOffer], budget: int | None,
                 (heading if first else 0) if not conversation else 0) + (
                 MESSAGE_OVERHEAD if not conversation and texts_kept == 0 and first else 0)
             fits = budget is None or max(text_next, message_next) <= budget
-            if not fits and budget is not None and max(text_next, message_next) <= \
+            if not fits and checks_left and max(text_next, message_next) <= \
                     budget + budget // 4 + 8:
-                # near the edge the sum of parts may overestimate: count the whole
+                # near the edge the sum of parts may overestimate: count the whole (a few
+                # times at most: each count reads the whole context)
+                checks_left -= 1
                 kept[s].append(item)
                 exact = context_tokens(_blocks(offers, kept), counter, costs)
                 kept[s].pop()
