@@ -21,7 +21,8 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   └── FileConflictError               a file or block changed since its etag was read
     ├── UsageError                          the API is used in a way it does not support
     │   ├── UnsupportedError                a backend lacks a declared capability
-    │   └── ReadOnlyError                   a read-only file or memory block cannot be changed
+    │   ├── ReadOnlyError                   a read-only file or memory block cannot be changed
+    │   └── PermissionDeniedError           a file permission rule denies the operation
     ├── ConfigError                         a setting is missing or invalid (names the setting)
     ├── IndexConfigError                    vectors from another embedder or dimension
     ├── EmbeddingError                      an embedder failed (model missing, HTTP error)
@@ -63,6 +64,7 @@ __all__ = [
     "NamespaceError",
     "NotFoundError",
     "PathError",
+    "PermissionDeniedError",
     "PromptRewriteError",
     "RateLimitError",
     "ReadOnlyError",
@@ -232,3 +234,7 @@ class FileConflictError(ConflictError):
         self.path = path
         self.expected = expected
         self.actual = actual
+
+
+class PermissionDeniedError(UsageError):
+    """A file permission rule denies the operation (see :mod:`remem.files.permissions`)."""

@@ -1,0 +1,111 @@
+"""File permissions: first matching rule wins; ``ask`` parks the operation for a human, whose
+approval runs it exactly once, and pending approvals survive a restart."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from remem.errors import InvalidInputError, PermissionDeniedError, UsageError
+from remem.files import InMemoryFileBackend, StoreFileBackend
+from remem.files.permissions import Approvals, GuardedFiles, Interrupt, Policy, Rule, rules
+from remem.store import SQLiteStore
+
+POLICY = Policy(rules((
+    {"effect": "deny", "paths": "/secrets/**"},
+    {"effect": "ask", "paths": "/memories/**", "operations": ["write", "edit", "delete"]},
+    {"effect": "allow", "paths": "/memories/**", "operations": ["read"]},
+    {"effect": "ask", "paths": "/**", "operations": ["delete"], "scope": "intern"},
+)), default="allow")
+
+
+def test_first_matching_rule_wins() -> None:
+    assert POLICY.decide("read", "/secrets/key.txt") == "deny"
+    assert POLICY.decide("write", "/memories/a.md") == "ask"
+    assert POLICY.decide("read", "/memories/a.md") == "allow"
+    assert POLICY.decide("delete", "/work/a.md", "intern") == "ask"
+    assert POLICY.decide("delete", "/work/a.md", "lead") == "allow"  # the default
+    assert Policy(default="deny").decide("read", "/x") == "deny"
+    with pytest.raises(InvalidInputError, match="effect"):
+        Rule("maybe")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="operations"):
+        rules([{"effect": "allow", "operations": ["chmod"]}])
+    with pytest.raises(InvalidInputError, match="unknown field"):
+        rules([{"effect": "allow", "path": "/x"}])
+
+
+def test_ask_parks_then_approve_runs_exactly_once(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "agent.db")
+    files = StoreFileBackend(store, ("files",))
+    approvals = Approvals(StoreFileBackend(store, ("approvals",)), files)
+    guarded = GuardedFiles(files, POLICY, approvals, scope="planner")
+    with pytest.raises(PermissionDeniedError, match="denied"):
+        guarded.read("/secrets/key.txt")
+    interrupt = guarded.write("/memories/user.md", "Alice likes tea")
+    assert isinstance(interrupt, Interrupt)
+    assert interrupt.to_dict()["status"] == "needs_approval"
+    assert files.stat("/memories/user.md") is None  # nothing written yet
+    store.close()
+
+    # a restart: the pending approval is still there
+    store = SQLiteStore(tmp_path / "agent.db")
+    files = StoreFileBackend(store, ("files",))
+    approvals = Approvals(StoreFileBackend(store, ("approvals",)), files)
+    [pending] = approvals.pending()
+    assert (pending.id, pending.operation, pending.path) == (
+        interrupt.approval_id, "write", "/memories/user.md")
+    # the human edits the content while approving
+    done = approvals.approve(pending.id, arguments={"content": "Alice likes green tea"})
+    assert done.status == "done" and done.result is not None
+    assert files.read("/memories/user.md").content == "Alice likes green tea"
+    assert files.history("/memories/user.md")[-1].actor == "human"
+    with pytest.raises(UsageError, match="already done"):
+        approvals.approve(pending.id)
+    assert [e.op for e in files.history("/memories/user.md")] == ["write"]  # once
+    assert approvals.pending() == []
+    store.close()
+
+
+def test_reject_never_runs_and_races_resolve_once(tmp_path: Path) -> None:
+    files = InMemoryFileBackend()
+    approvals = Approvals(InMemoryFileBackend(), files)
+    guarded = GuardedFiles(files, POLICY, approvals)
+    files.write("/memories/a.md", "keep me")
+    parked = guarded.delete("/memories/a.md")
+    assert isinstance(parked, Interrupt)
+    assert approvals.reject(parked.approval_id, "not now").status == "rejected"
+    assert files.read("/memories/a.md").content == "keep me"
+
+    parked = guarded.edit("/memories/a.md", "keep", "kept")
+    assert isinstance(parked, Interrupt)
+    barrier = threading.Barrier(4)
+    outcomes: list[str] = []
+
+    def resolve() -> None:
+        barrier.wait()
+        try:
+            outcomes.append(approvals.approve(parked.approval_id).status)
+        except UsageError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=resolve) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["done", "refused", "refused", "refused"]
+    assert files.read("/memories/a.md").content == "kept me"
+    assert [e.op for e in files.history("/memories/a.md")] == ["write", "edit"]
+
+
+def test_a_failed_approved_operation_is_recorded_not_retried() -> None:
+    files = InMemoryFileBackend()
+    approvals = Approvals(InMemoryFileBackend(), files)
+    parked = GuardedFiles(files, POLICY, approvals).edit("/memories/none.md", "a", "b")
+    assert isinstance(parked, Interrupt)
+    failed = approvals.approve(parked.approval_id)
+    assert failed.status == "failed" and "no file at" in failed.reason
+    with pytest.raises(UsageError, match="already failed"):
+        approvals.approve(parked.approval_id)
