@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +29,12 @@ from remem.store.base import BaseStore
 from remem.store.types import DeleteOp, Item, PutOp, SearchOp, validate_namespace
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
 
+if TYPE_CHECKING:
+    from remem.episodic.requests import EpisodeRequest
+
 __all__ = ["EpisodeStore", "Extracted"]
+
+R = TypeVar("R")
 
 class _Drafts(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -179,7 +184,21 @@ class EpisodeStore:
                             _check_budget(budget_tokens), max_similarity=max_similarity,
                             counter=counter)
 
+    def run(self, request: EpisodeRequest[R], model: ChatModel | None = None) -> R:
+        """Run one request of :mod:`remem.episodic.requests` (the value the HTTP routes,
+        ``remem.Client.episodes`` and the MCP tools are built from); ``model``: what
+        extraction calls."""
+        from remem.episodic.requests import run_episode_request
+
+        return run_episode_request(request, self, model)
+
     # -- async API ------------------------------------------------------------------------------
+
+    async def arun(self, request: EpisodeRequest[R], model: ChatModel | None = None) -> R:
+        """Async :meth:`run`."""
+        from remem.episodic.requests import arun_episode_request
+
+        return await arun_episode_request(request, self, model)
 
     async def aadd(self, episode: Episode | Mapping[str, Any]) -> Episode:
         """Async :meth:`add`."""

@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from remem.errors import ConflictError, InvalidInputError, NotFoundError
 from remem.memory.flow import Flow, StoreBatch, run_async, run_sync
@@ -41,7 +41,13 @@ from remem.procedural.templates import check_variables, render, variables
 from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, PutOp, SearchOp, validate_namespace
 
+if TYPE_CHECKING:
+    from remem.llm.base import ChatModel
+    from remem.procedural.requests import PromptRequest
+
 __all__ = ["PromptKind", "PromptRegistry", "PromptVersion", "diff_texts"]
+
+R = TypeVar("R")
 
 PromptKind = Literal["create", "update", "rollback"]
 
@@ -426,7 +432,21 @@ class PromptRegistry:
         """The latest version of every prompt, by name."""
         return run_sync(self._list_flow(), self.store)
 
+    def run(self, request: PromptRequest[R], model: ChatModel | None = None) -> R:
+        """Run one request of :mod:`remem.procedural.requests` (the value the HTTP routes,
+        ``remem.Client.prompts`` and the MCP tools are built from); ``model``: what
+        :class:`~remem.procedural.requests.OptimizePromptRequest` optimizes with."""
+        from remem.procedural.requests import run_prompt_request
+
+        return run_prompt_request(request, self, model)
+
     # -- async API ------------------------------------------------------------------------------
+
+    async def arun(self, request: PromptRequest[R], model: ChatModel | None = None) -> R:
+        """Async :meth:`run`."""
+        from remem.procedural.requests import arun_prompt_request
+
+        return await arun_prompt_request(request, self, model)
 
     async def acreate(self, name: str, text: str, *, variables: Sequence[str] | None = None,
                       author: str = "user", reason: str = "created") -> PromptVersion:
