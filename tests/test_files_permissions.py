@@ -109,3 +109,25 @@ def test_a_failed_approved_operation_is_recorded_not_retried() -> None:
     assert failed.status == "failed" and "no file at" in failed.reason
     with pytest.raises(UsageError, match="already failed"):
         approvals.approve(parked.approval_id)
+
+
+def test_file_tools_answer_with_the_pending_approval() -> None:
+    import json
+
+    from remem.messages.types import ToolCall
+    from remem.tools import FileTools
+
+    files = InMemoryFileBackend()
+    approvals = Approvals(InMemoryFileBackend(), files)
+    tools = FileTools(files, permissions=GuardedFiles(files, POLICY, approvals))
+    reply = tools.execute(ToolCall(id="1", name="write_file", arguments={
+        "path": "/memories/a.md", "content": "x"}))
+    answer = json.loads(reply.text)
+    assert not reply.is_error and answer["status"] == "needs_approval"
+    assert files.stat("/memories/a.md") is None
+    denied = tools.execute(ToolCall(id="2", name="read_file",
+                                    arguments={"path": "/secrets/k"}))
+    assert denied.is_error and "denied" in denied.text
+    approvals.approve(answer["approval_id"])
+    read = tools.execute(ToolCall(id="3", name="read_file", arguments={"path": "/memories/a.md"}))
+    assert json.loads(read.text)["content"] == "x"

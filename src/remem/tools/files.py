@@ -20,8 +20,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from remem.errors import InvalidInputError, RememError, ToolError
+from remem.errors import InvalidInputError, PermissionDeniedError, RememError, ToolError
 from remem.files.base import FileBackend
+from remem.files.permissions import GuardedFiles, Interrupt
 from remem.files.requests import (
     EditFileRequest,
     FileRequest,
@@ -160,7 +161,8 @@ class FileTools(RequestTools):
 
     def __init__(self, files: FileBackend, *, budget: int = 2000,
                  counter: TokenCounter = DEFAULT_COUNTER, tools: Sequence[str] | None = None,
-                 actor: str = "agent", prefix: str = "") -> None:
+                 actor: str = "agent", prefix: str = "",
+                 permissions: GuardedFiles | None = None) -> None:
         names = list(FILE_TOOLS) if tools is None else list(tools)
         unknown = [n for n in names if n not in FILE_TOOLS]
         if unknown or not names:
@@ -170,11 +172,17 @@ class FileTools(RequestTools):
                          prefix=prefix)
         self.files = files
         self.actor = actor
+        #: when set, reads, writes and edits go through its rules: ``deny`` is a tool error,
+        #: ``ask`` answers with the pending approval instead of making the change
+        self.permissions = permissions
 
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
         assert isinstance(request, LsRequest | ReadFileRequest | WriteFileRequest
                           | EditFileRequest | GlobRequest | GrepRequest)
-        result = run_file_request(self.files, _as_file_request(request), actor=self.actor)
+        result = self._guarded(request) if self.permissions is not None else run_file_request(
+            self.files, _as_file_request(request), actor=self.actor)
+        if isinstance(result, Interrupt):
+            return result.to_dict()
         if isinstance(result, FileRead):
             return self._lines(result)
         if isinstance(result, FileInfo):
@@ -191,6 +199,25 @@ class FileTools(RequestTools):
             return out
 
         return fit_list(payload, len(items), self.budget, self.counter)
+
+    def _guarded(self, request: Request) -> Any:
+        guard = self.permissions
+        assert guard is not None
+        if isinstance(request, ReadFileRequest):
+            return guard.read(request.path, offset=request.offset, limit=request.limit)
+        if isinstance(request, WriteFileRequest):
+            return guard.write(request.path, request.content, etag=request.etag)
+        if isinstance(request, EditFileRequest):
+            return guard.edit(request.path, request.old_string, request.new_string,
+                              replace_all=request.replace_all, etag=request.etag)
+        if isinstance(request, LsRequest):
+            return guard.ls(request.path)
+        # glob and grep read every file under their directory: checked as a read of it
+        directory = request.path if isinstance(request, GlobRequest | GrepRequest) else "/"
+        if guard.policy.decide("read", directory, guard.scope) != "allow":
+            raise PermissionDeniedError(f"{request.operation} under {directory!r} needs an "
+                                        "approval or is denied; read single files instead")
+        return run_file_request(self.files, _as_file_request(request), actor=self.actor)
 
     def _lines(self, read: FileRead) -> dict[str, Any]:
         lines = read.content.splitlines(keepends=True)
