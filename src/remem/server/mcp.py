@@ -199,11 +199,13 @@ def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
 
 
 def build_mcp(state: ServerState, resolve: Resolver, *,
-              tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False) -> MCPServer:
+              tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False,
+              files: bool = False) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
     ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
     ``procedural``: also the prompt and episode tools
-    (:func:`remem.server.routes_procedural.add_procedural_tools`)."""
+    (:func:`remem.server.routes_procedural.add_procedural_tools`); ``files``: also the file
+    tools on the caller's default file tree (:func:`remem.server.routes_files.add_file_tools`)."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -249,6 +251,10 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         from remem.server.routes_procedural import add_procedural_tools
 
         add_procedural_tools(server, state, run)
+    if files:
+        from remem.server.routes_files import add_file_tools
+
+        add_file_tools(server, state, run)
 
     @server.tool()
     async def list_namespaces(prefix: list[str] | None = None, limit: int = 100,

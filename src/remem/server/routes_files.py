@@ -166,3 +166,44 @@ async def rethink(body: RethinkRequest, agent_id: AgentQuery, who: Writer,
         lambda: blocks.rethink(agent_id, body.label, body.new_memory,
                                actor=f"api:{who.tenant}"))
     return block.to_dict()
+
+
+# -- MCP ------------------------------------------------------------------------------------
+
+def _mcp_file_tool(tool: Any, state: Any, run: Any, tree: str) -> Any:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from remem.errors import InvalidInputError
+
+    async def call(ctx: Any = None, **arguments: Any) -> Any:
+        try:
+            request: Any = tool.model.of(**arguments)
+        except InvalidInputError as exc:
+            raise ToolError(f"InvalidInputError: {exc}") from None
+
+        def work(who: Principal) -> Any:
+            files = StoreFileBackend(state.store_for(who), ("files", tree))
+            return {"result": _dump(run_file_request(files, request,
+                                                     actor=f"mcp:{who.tenant}"))}
+
+        return await run(ctx, tool.writes, work)
+
+    call.__name__ = tool.name
+    return call
+
+
+def add_file_tools(server: Any, state: Any, run: Any, *, tree: str = "default") -> None:
+    """Add the file tools (``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``,
+    ``grep``: the agent tools' names and request models) to MCP ``server``, on the caller's
+    file tree ``tree``; ``run(ctx, write, fn)`` acts for the caller (it refuses writes for
+    read-only keys)."""
+    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+    from remem.tools.files import FILE_TOOLS
+
+    writes = {"write_file", "edit_file"}
+    for name, (model, description) in FILE_TOOLS.items():
+        tool = McpTool(name, model, name in writes, description)  # type: ignore[arg-type]
+        call = _mcp_file_tool(tool, state, run, tree)
+        call.__signature__ = _signature(tool, {})
+        server.add_tool(call, name=tool.name, description=tool.description)
+        _forbid_unknown_arguments(server, tool.name)
