@@ -417,3 +417,19 @@ def test_where_did_ada_live(day: str, expected: str) -> None:
         graph.ingest(text)
     page = graph.entity("Ada", as_of=ts(day))
     assert [page.names[f.object_id or 0] for f in page.current] == [expected]
+
+
+def test_summary_refresh_is_one_call_and_reads_the_facts() -> None:
+    graph = graph_with(works("Ada", "Acme", "2018-01-01"),
+                       works("Ada", "Globex", "2021-01-01", ends="Ada works at Acme",
+                             existing=True),
+                       {"summary": "Ada works at Globex; she was at Acme before."})
+    graph.ingest("Ada joined Acme.")
+    graph.ingest("Ada moved to Globex.")
+    entity, usage = graph.refresh_summary("Ada")
+    assert usage.calls == 1
+    assert entity.summary == graph.entity("Ada").entity.summary == \
+        "Ada works at Globex; she was at Acme before."
+    prompt = graph.model.requests[-1].messages[-1].text  # type: ignore[union-attr]
+    assert "Current facts:\n- Ada works at Globex" in prompt
+    assert "Earlier facts:\n- Ada works at Acme" in prompt

@@ -26,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from remem.graph.types import Entity, Fact
 from remem.memory.grounding import LANGUAGE_RULE, format_moment
 
-__all__ = ["Choice", "Disambiguation", "Extraction", "XEntity", "XFact", "disambiguation_prompt",
-           "disambiguation_schema", "extraction_prompt", "extraction_schema"]
+__all__ = ["Choice", "Disambiguation", "Extraction", "Summary", "XEntity", "XFact",
+           "disambiguation_prompt", "disambiguation_schema", "extraction_prompt",
+           "extraction_schema", "summary_prompt"]
 
 
 class XEntity(BaseModel):
@@ -201,4 +202,28 @@ def disambiguation_prompt(content: str, event_at: float,
             also = f", also {', '.join(entity.aliases)}" if entity.aliases else ""
             known = "; ".join(facts[:5]) or "no facts"
             lines.append(f"  {i}: {entity.name} ({entity.type}{also}): {known}")
+    return "\n".join(lines)
+
+
+class Summary(BaseModel):
+    """The summary answer."""
+
+    model_config = ConfigDict(extra="ignore", title="Summary")
+    summary: str = Field(min_length=1, max_length=2000)
+
+
+SUMMARY_INSTRUCTIONS = (
+    "Write a short summary (at most three sentences) of what is known about the entity now, "
+    "from its current facts; mention earlier states only when they matter. Use only the "
+    "facts given. " + LANGUAGE_RULE
+)
+
+
+def summary_prompt(entity: Entity, current: Sequence[str], past: Sequence[str]) -> str:
+    """The user message of a summary refresh."""
+    also = f" (also {', '.join(entity.aliases)})" if entity.aliases else ""
+    lines = [f"Entity: {entity.name}{also}, {entity.type}", "", "Current facts:"]
+    lines += [f"- {f}" for f in current] or ["(none)"]
+    lines += ["", "Earlier facts:"]
+    lines += [f"- {f}" for f in past] or ["(none)"]
     return "\n".join(lines)

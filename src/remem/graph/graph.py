@@ -357,6 +357,28 @@ class Graph:
         return EntityPage(entities[entity_id], current, timeline,
                           {i: e.name for i, e in entities.items()})
 
+    def refresh_summary(self, entity: int | str, *, model: ChatModel | None = None
+                        ) -> tuple[Entity, Usage]:
+        """Rewrite an entity's summary from its facts with one model call; returns the
+        updated entity and the call's usage. Ingest never does this itself (it would cost a
+        call per entity touched): call it for the entities of an
+        :attr:`IngestResult.entity_ids` whose pages you show."""
+        chat = model or self.model
+        if chat is None:
+            raise UsageError("refresh_summary needs a chat model: Graph(..., model=...) or "
+                             "refresh_summary(..., model=...)")
+        page = self.entity(entity)
+        current = {f.id for f in page.current}
+        answer = generate(chat, extract.summary_prompt(
+            page.entity, [f.fact for f in page.current],
+            [f.fact for f in page.timeline if f.id not in current]), extract.Summary,
+            instructions=extract.SUMMARY_INSTRUCTIONS, operation="graph.summary")
+        now = self.clock()
+        with self._rows(True) as rows:
+            rows.set_summary(page.entity.id, answer.value.summary, now)
+            updated = rows.entities([page.entity.id])[page.entity.id]
+        return updated, answer.usage
+
     def facts(self, *, as_of: When = None, known_at: When = None) -> list[Fact]:
         """Every fact of the graph passing the validity rule, by id."""
         with self._rows(False) as rows:
