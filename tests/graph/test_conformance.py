@@ -266,3 +266,24 @@ def test_max_postings_reads_a_common_terms_best_postings(
         capped = rows.keyword(["robot"], None, None, 10, max_postings=1)
     assert [i for i, _ in exact] == [ids[1], ids[0], ids[2]]
     assert capped == exact[:1]  # the best posting, scored with the whole df
+
+
+def test_an_entity_created_during_an_ingest_is_found_not_duplicated(
+        make_graph: MakeGraph, make_storage: Callable[..., Any]) -> None:
+    """The other ingest writes "Ada" while this one waits for its model: resolution runs
+    again inside the write, so both facts land on one Ada."""
+    storage = make_storage()
+    other = make_graph(("race",), storage=storage,
+                       model=ScriptedModel([ada_at("Initech", "2020-01-01")]))
+    extract = ada_at("Acme", "2020-01-01")
+
+    def slow_model(request: Any) -> Any:
+        other.ingest("Ada joined Initech.")  # lands between this ingest's read and write
+        return extract(request)
+
+    graph = make_graph(("race",), storage=storage, model=ScriptedModel([slow_model]))
+    result = graph.ingest("Ada joined Acme.")
+    assert result.resolutions[0] == "exact" and result.created_entities != ()
+    assert [e.name for e in graph.entities()].count("Ada") == 1
+    assert {f.fact for f in graph.entity("Ada").current} == {"Ada works at Acme",
+                                                            "Ada works at Initech"}
