@@ -18,3 +18,45 @@ def test_migrations_are_their_own_family() -> None:
 
     assert [m.name for m in GRAPH_MIGRATIONS] == [m.name for m in GRAPH_MIGRATIONS_POSTGRES] \
         == ["g001_graph"]
+
+
+def test_every_async_method_has_its_sync_twins_signature() -> None:
+    import inspect
+
+    from remem.graph import Graph
+
+    twins = [n for n in dir(Graph) if n.startswith("a") and n[1:] in dir(Graph)
+             and inspect.iscoroutinefunction(getattr(Graph, n))]
+    assert sorted(twins) == ["aentity", "aexpand", "aingest", "arefresh_summary", "asearch"]
+    for name in twins:
+        sync = inspect.signature(getattr(Graph, name[1:]))
+        assert inspect.signature(getattr(Graph, name)).parameters == sync.parameters, name
+
+
+def test_async_methods_answer_as_the_sync_ones() -> None:
+    import asyncio
+
+    from remem.graph import Graph
+    from remem.llm import ScriptedModel
+    from tests.graph.scripts import E, F, answer
+
+    def script() -> ScriptedModel:
+        return ScriptedModel([answer([E("Ada"), E("Acme", "organization")],
+                                     [F("Ada", "works_at", "Acme", "Ada works at Acme")]),
+                              {"summary": "Ada works at Acme."}])
+
+    with Graph.in_memory(model=script(), clock=lambda: 1.0e9) as sync_graph:
+        sync_graph.ingest("Ada joined Acme.", event_at=1.0e9)
+        expected = ([h.to_dict() for h in sync_graph.search("Ada")],
+                    [h.to_dict() for h in sync_graph.expand("Ada")],
+                    sync_graph.entity("Ada").current, sync_graph.refresh_summary("Ada")[0])
+
+    async def run() -> tuple[object, ...]:
+        with Graph.in_memory(model=script(), clock=lambda: 1.0e9) as graph:
+            await graph.aingest("Ada joined Acme.", event_at=1.0e9)
+            return ([h.to_dict() for h in await graph.asearch("Ada")],
+                    [h.to_dict() for h in await graph.aexpand("Ada")],
+                    (await graph.aentity("Ada")).current,
+                    (await graph.arefresh_summary("Ada"))[0])
+
+    assert asyncio.run(run()) == expected

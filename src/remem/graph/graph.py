@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -394,3 +395,42 @@ class Graph:
         """Every episode of the graph, by event time."""
         with self._rows(False) as rows:
             return rows.episodes()
+
+    # -- async ------------------------------------------------------------------------------
+    # Thin shells: each runs its sync twin in a worker thread (database calls block; the
+    # model is called through its sync method there), so the event loop is never blocked
+    # and the logic exists once.
+
+    async def aingest(self, episode: str | Sequence[Message], *, event_at: When = None,
+                      source_ids: Sequence[str] = (), source: str | None = None,
+                      model: ChatModel | None = None) -> IngestResult:
+        """Async :meth:`ingest`."""
+        return await asyncio.to_thread(self.ingest, episode, event_at=event_at,
+                                       source_ids=source_ids, source=source, model=model)
+
+    async def asearch(self, query: str, *, limit: int = 10, as_of: When = None,
+                      known_at: When = None, focal: int | str | None = None, hops: int = 2,
+                      rerank: Literal["fusion", "distance", "mmr"] = "fusion",
+                      fusion: Literal["weighted", "rrf"] = "weighted", mmr_lambda: float = 0.5,
+                      candidates: int = 100, max_postings: int | None = 2000
+                      ) -> list[FactHit]:
+        """Async :meth:`search`."""
+        return await asyncio.to_thread(self.search, query, limit=limit, as_of=as_of,
+                                       known_at=known_at, focal=focal, hops=hops,
+                                       rerank=rerank, fusion=fusion, mmr_lambda=mmr_lambda,
+                                       candidates=candidates, max_postings=max_postings)
+
+    async def aexpand(self, entity: int | str, *, hops: int = 2, as_of: When = None,
+                      known_at: When = None) -> list[FactHit]:
+        """Async :meth:`expand`."""
+        return await asyncio.to_thread(self.expand, entity, hops=hops, as_of=as_of,
+                                       known_at=known_at)
+
+    async def aentity(self, entity: int | str, *, as_of: When = None) -> EntityPage:
+        """Async :meth:`entity`."""
+        return await asyncio.to_thread(self.entity, entity, as_of=as_of)
+
+    async def arefresh_summary(self, entity: int | str, *, model: ChatModel | None = None
+                               ) -> tuple[Entity, Usage]:
+        """Async :meth:`refresh_summary`."""
+        return await asyncio.to_thread(self.refresh_summary, entity, model=model)
