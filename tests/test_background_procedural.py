@@ -111,19 +111,37 @@ def test_remem_worker_runs_both_kinds_per_tenant(tmp_path: Path) -> None:
 def test_the_servers_in_process_worker_runs_both_kinds(tmp_path: Path) -> None:
     app = create_app(ServerConfig(db=tmp_path / "s.db", embedder=FakeEmbedder(), mcp=False,
                                   llm=ScriptedModel(default=scripted)))
-    install_in_process_worker(app, 2, poll=0.05)
+    install_in_process_worker(app, 1, poll=0.05)
     key = app.state.remem.keys.create("acme")[0]
     tenant = app.state.remem.keys.verify(key).tenant
     with ThreadedServer(app) as server, Client(server.url, api_key=key) as client:
         client.prompts.create("qa", "Answer {question}.")
         queue = jobs_queue(app)
         ids = _enqueue(queue, tenant=tenant)
+        # the same kinds submitted over HTTP (a second optimization: version 3)
+        submitted = client.prompts.submit_optimization("qa", TRAJECTORIES,
+                                                       strategy="prompt_memory")
+        again = client.prompts.submit_optimization("qa", TRAJECTORIES, idempotency_key="k1",
+                                                   strategy="prompt_memory")
+        assert client.prompts.submit_optimization(
+            "qa", TRAJECTORIES, idempotency_key="k1")["id"] == again["id"]
+        extraction = client.episodes.submit_extraction(
+            [m.to_dict() for m in CONVERSATION], thread_id="th2")
+        assert submitted["kind"] == OPTIMIZE and extraction["kind"] == EXTRACT_EPISODES
+        assert submitted["status"] == "queued"
+        over_http = [submitted["id"], again["id"], extraction["id"]]
         deadline = time.monotonic() + 60  # a wait, not an assertion on speed
+        every = [*ids, *over_http]
         while time.monotonic() < deadline and any(
-                client.job(i)["status"] != "done" for i in ids):
+                client.job(i)["status"] != "done" for i in every):
             time.sleep(0.05)
-        assert [client.job(i)["status"] for i in ids] == ["done", "done"]
-        latest = client.prompts.get("qa")
-        assert (latest.version, latest.change_id) == (2, ids[0])
-        assert [e.id for e in client.episodes.list()] == [f"{ids[1]}-0"]
+        assert [client.job(i)["status"] for i in every] == ["done"] * 5
+        # the first optimization to run committed version 2; the others found the text
+        # already optimized
+        history = client.prompts.history("qa")
+        assert history[1].text == "Answer {question} briefly."
+        assert len(history) == 2 and history[1].change_id in {ids[0], submitted["id"]}
+        assert sorted(e.id for e in client.episodes.list()) == sorted(
+            [f"{ids[1]}-0", f"{extraction['id']}-0"])
+        assert {e.thread_id for e in client.episodes.list()} == {"th1", "th2"}
     app.state.remem.close()

@@ -29,6 +29,7 @@ from remem.episodic.requests import (
     ExtractEpisodesRequest,
     ListEpisodesRequest,
     SelectExamplesRequest,
+    SubmitExtractionRequest,
     episode_json,
 )
 from remem.llm import ChatRequest, ScriptedModel
@@ -43,6 +44,7 @@ from remem.procedural.requests import (
     PromptHistoryRequest,
     PromptRequest,
     RollbackPromptRequest,
+    SubmitOptimizationRequest,
     UpdatePromptRequest,
     prompt_json,
 )
@@ -109,6 +111,14 @@ def test_episode_methods_take_the_request(request_type: type[Any]) -> None:
     assert local == want
 
 
+def test_submit_methods_take_the_requests() -> None:
+    for fn, request in ((RemotePrompts.submit_optimization, SubmitOptimizationRequest),
+                        (RemotePrompts.asubmit_optimization, SubmitOptimizationRequest),
+                        (RemoteEpisodes.submit_extraction, SubmitExtractionRequest),
+                        (RemoteEpisodes.asubmit_extraction, SubmitExtractionRequest)):
+        assert _params(fn) == _request_params(request), fn.__name__
+
+
 def test_add_episode_takes_an_episode_like_the_store() -> None:
     assert list(_params(RemoteEpisodes.add)) == list(_params(EpisodeStore.add)) == ["episode"]
     assert set(AddEpisodeRequest.model_fields) == {
@@ -132,7 +142,9 @@ def test_http_bodies_are_the_requests(tmp_path: Path) -> None:
               "/v1/episodes": (AddEpisodeRequest, set()),
               "/v1/episodes/list": (ListEpisodesRequest, set()),
               "/v1/episodes/select": (SelectExamplesRequest, set()),
-              "/v1/episodes/extract": (ExtractEpisodesRequest, set())}
+              "/v1/episodes/extract": (ExtractEpisodesRequest, set()),
+              "/v1/prompts/{name}/optimize/submit": (SubmitOptimizationRequest, {"name"}),
+              "/v1/episodes/extract/submit": (SubmitExtractionRequest, set())}
     for path, (request, in_path) in bodies.items():
         schema = _body_schema(openapi, path)
         assert set(schema["properties"]) == set(request.model_fields) - in_path, path

@@ -308,8 +308,13 @@ def _procedural(w: World) -> None:
     assert c.post("/v1/episodes/list", json={}, headers=w.b).json() == {"episodes": []}
     r = c.post("/v1/episodes/select", json={"query": "alpha secret situation"}, headers=w.b)
     assert r.status_code == 200 and r.json()["examples"] == []
-    r = c.post("/v1/episodes/extract", json={"messages": "x"}, headers=w.b)
-    assert 400 <= r.status_code < 500 and "alpha" not in r.text
+    for path, body in (("/v1/episodes/extract", {"messages": "x"}),
+                       ("/v1/episodes/extract/submit", {"messages": "x"}),
+                       ("/v1/prompts/alpha_prompt/optimize/submit", {"trajectories": [
+                           {"messages": "x", "feedback": 0.0}]})):  # no model: refused
+        r = c.post(path, json=body, headers=w.b)
+        assert 400 <= r.status_code < 500, path
+        assert "alpha" not in r.text.replace("alpha_prompt", ""), path
     mine = c.post("/v1/prompts", json={"name": "alpha_prompt", "text": "beta {y}"},
                   headers=w.b)
     assert mine.status_code in (200, 409) and c.get(
@@ -349,7 +354,8 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "tenant body field": _tenant_body_field_refused,
     "metrics": _metrics_reveal_no_tenant,
     "jobs GET, stats, retry, cancel; memories/submit, flush, cancel": _jobs,
-    "prompts (list, get, history, diff, update, rollback, optimize); episodes": _procedural,
+    "prompts (list, get, history, diff, update, rollback, optimize, submit); episodes": (
+        _procedural),
 }
 
 
@@ -379,7 +385,8 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/prompts", "/v1/prompts/{name}", "/v1/prompts/{name}/history",
                "/v1/prompts/{name}/diff", "/v1/prompts/{name}/rollback",
                "/v1/prompts/{name}/optimize", "/v1/episodes", "/v1/episodes/list",
-               "/v1/episodes/select", "/v1/episodes/extract"}
+               "/v1/episodes/select", "/v1/episodes/extract",
+               "/v1/prompts/{name}/optimize/submit", "/v1/episodes/extract/submit"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 

@@ -174,6 +174,10 @@ def test_bad_requests_are_4xx_naming_the_field(served: tuple[str, list[str], Any
         ("POST", "/v1/episodes/select", {"query": "x", "k": 0}, 422, "k"),
         ("POST", "/v1/episodes/extract", {"messages": []}, 422, "messages"),
         ("POST", "/v1/episodes/list", {"limit": 5000}, 422, "limit"),
+        ("POST", "/v1/prompts/qa/optimize/submit", {"trajectories": TRAJECTORIES,
+                                                    "commit": True}, 422, "commit"),
+        ("POST", "/v1/episodes/extract/submit", {"messages": "x", "idempotency_key": ""},
+         422, "idempotency_key"),
     ]
     for method, path, body, status, field in cases:
         got = httpx.request(method, url + path, json=body, headers=headers)
@@ -192,6 +196,10 @@ def test_optimize_and_extract_need_the_server_model(tmp_path: Path) -> None:
             client.prompts.optimize("qa", TRAJECTORIES)
         with pytest.raises(UnsupportedError, match="REMEM_LLM_"):
             client.episodes.extract("hello")
+        with pytest.raises(UnsupportedError, match="REMEM_LLM_"):
+            client.prompts.submit_optimization("qa", TRAJECTORIES)
+        with pytest.raises(UnsupportedError, match="REMEM_LLM_"):
+            client.episodes.submit_extraction("hello")
         # what needs no model still works
         assert client.episodes.add({"situation": "s", "action": "a"}).situation == "s"
         got = httpx.post(server.url + "/v1/prompts/qa/optimize", json={

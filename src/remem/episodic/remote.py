@@ -22,6 +22,7 @@ from remem.episodic.requests import (
     ExtractEpisodesRequest,
     ListEpisodesRequest,
     SelectExamplesRequest,
+    SubmitExtractionRequest,
     load_episode_result,
 )
 from remem.episodic.schema import Episode
@@ -53,6 +54,12 @@ def episode_call(request: EpisodeRequest[R]) -> _Call[R]:
                          "requests in remem.episodic.requests")
     return _Call("POST", path, partial(load_episode_result, type(request)),
                  request.model_dump(mode="json"))
+
+
+def _submit_call(request: SubmitExtractionRequest) -> _Call[dict[str, Any]]:
+    from remem.client import _Call
+
+    return _Call("POST", "/v1/episodes/extract/submit", dict, request.model_dump(mode="json"))
 
 
 def _add_request(episode: Episode | Mapping[str, Any]) -> AddEpisodeRequest:
@@ -98,6 +105,19 @@ class RemoteEpisodes:
         """Extract and store the episodes of a finished conversation with the server's
         model."""
         return self.run(ExtractEpisodesRequest.of(messages=messages, thread_id=thread_id))
+
+    def submit_extraction(self, messages: MessagesInput, *, thread_id: str | None = None,
+                          idempotency_key: str | None = None) -> dict[str, Any]:
+        """Queue the extraction as a background job; answers the job's JSON at once."""
+        return self.client._send(_submit_call(SubmitExtractionRequest.of(
+            messages=messages, thread_id=thread_id, idempotency_key=idempotency_key)))
+
+    async def asubmit_extraction(self, messages: MessagesInput, *,
+                                 thread_id: str | None = None,
+                                 idempotency_key: str | None = None) -> dict[str, Any]:
+        """Async :meth:`submit_extraction`."""
+        return await self.client._asend(_submit_call(SubmitExtractionRequest.of(
+            messages=messages, thread_id=thread_id, idempotency_key=idempotency_key)))
 
     async def aadd(self, episode: Episode | Mapping[str, Any]) -> Episode:
         """Async :meth:`add`."""

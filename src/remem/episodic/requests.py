@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import Field, StringConstraints
 
+from remem.background.jobs import NewJob
 from remem.episodic.episodes import EpisodeStore, Extracted
 from remem.episodic.examples import Selection
 from remem.episodic.schema import Episode
@@ -30,6 +31,7 @@ __all__ = [
     "ExtractEpisodesRequest",
     "ListEpisodesRequest",
     "SelectExamplesRequest",
+    "SubmitExtractionRequest",
     "arun_episode_request",
     "episode_json",
     "load_episode_result",
@@ -99,6 +101,26 @@ class ExtractEpisodesRequest(EpisodeRequest[Extracted]):
     messages: Messages = Field(description="text, or chat messages (OpenAI-style)")
     thread_id: Ident | None = Field(None, description="the conversation's id, cited by "
                                                       "each episode")
+
+
+class SubmitExtractionRequest(Request):
+    """Queue the extraction of a finished conversation's episodes as an ``episodes.extract``
+    job of the background queue (its episodes are stored as ``<job id>-0``, ``-1``...)."""
+
+    operation: ClassVar[str] = "submit_extraction"
+
+    messages: Messages = Field(description="text, or chat messages (OpenAI-style)")
+    thread_id: Ident | None = Field(None, description="the conversation's id, cited by "
+                                                      "each episode")
+    idempotency_key: Ident | None = Field(None, description="the same key answers the job "
+                                                            "it first made")
+
+    def job(self, *, tenant: str = "") -> NewJob:
+        """The job to queue (``tenant``: whose store it runs on)."""
+        from remem.episodic.jobs import extract_job
+
+        return extract_job(self.messages, thread_id=self.thread_id,
+                           idempotency_key=self.idempotency_key, tenant=tenant)
 
 
 def run_episode_request(request: EpisodeRequest[R], episodes: EpisodeStore,

@@ -28,6 +28,7 @@ from remem.procedural.requests import (
     PromptHistoryRequest,
     PromptRequest,
     RollbackPromptRequest,
+    SubmitOptimizationRequest,
     UpdatePromptRequest,
     load_prompt_result,
 )
@@ -76,6 +77,13 @@ def prompt_call(request: PromptRequest[R]) -> _Call[R]:
         return _Call("POST", f"{path}/optimize", parse, body)
     raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
                      "requests in remem.procedural.requests")
+
+
+def _submit_call(request: SubmitOptimizationRequest) -> _Call[dict[str, Any]]:
+    from remem.client import _Call, _id
+
+    return _Call("POST", f"/v1/prompts/{_id(request.name)}/optimize/submit", dict,
+                 request.model_dump(mode="json", exclude={"name"}))
 
 
 class RemotePrompts:
@@ -137,7 +145,24 @@ class RemotePrompts:
             name=name, trajectories=_trajectories(trajectories), strategy=strategy,
             commit=commit))
 
+    def submit_optimization(self, name: str, trajectories: Sequence[Any], *,
+                            strategy: Strategy | None = None,
+                            idempotency_key: str | None = None) -> dict[str, Any]:
+        """Queue the optimization as a background job (committed by the worker that runs
+        it); answers the job's JSON at once (follow it with ``client.job(id)``)."""
+        return self.client._send(_submit_call(SubmitOptimizationRequest.of(
+            name=name, trajectories=_trajectories(trajectories), strategy=strategy,
+            idempotency_key=idempotency_key)))
+
     # -- async API ------------------------------------------------------------------------------
+
+    async def asubmit_optimization(self, name: str, trajectories: Sequence[Any], *,
+                                   strategy: Strategy | None = None,
+                                   idempotency_key: str | None = None) -> dict[str, Any]:
+        """Async :meth:`submit_optimization`."""
+        return await self.client._asend(_submit_call(SubmitOptimizationRequest.of(
+            name=name, trajectories=_trajectories(trajectories), strategy=strategy,
+            idempotency_key=idempotency_key)))
 
     async def alist(self) -> builtins.list[PromptVersion]:
         """Async :meth:`list`."""

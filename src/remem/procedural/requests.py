@@ -22,6 +22,7 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import Field, StringConstraints
 
+from remem.background.jobs import NewJob
 from remem.errors import UsageError
 from remem.llm.base import ChatModel
 from remem.memory.flow import Flow, run_async, run_sync
@@ -41,6 +42,7 @@ __all__ = [
     "PromptHistoryRequest",
     "PromptRequest",
     "RollbackPromptRequest",
+    "SubmitOptimizationRequest",
     "TrajectoryIn",
     "UpdatePromptRequest",
     "arun_prompt_request",
@@ -211,7 +213,31 @@ class OptimizePromptRequest(PromptRequest[OptimizeResult]):
     commit: bool = Field(False, description="store the new text as a new version at once")
 
 
-def _trajectories(request: OptimizePromptRequest) -> list[dict[str, Any]]:
+class SubmitOptimizationRequest(Request):
+    """Queue the optimization of prompt ``name`` as a ``prompts.optimize`` job of the
+    background queue: a worker runs it and commits the new version (its ``change_id`` is the
+    job id). ``idempotency_key``: a repeated submission with the same key is the same job."""
+
+    operation: ClassVar[str] = "submit_optimization"
+
+    name: PromptName = Field(description="the prompt's name")
+    trajectories: list[TrajectoryIn] = Field(min_length=1, max_length=200, description=(
+        "conversations with feedback"))
+    strategy: Strategy | None = Field(
+        None, description="metaprompt, gradient or prompt_memory (default: the optimizer's)")
+    idempotency_key: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None \
+        = Field(None, description="the same key answers the job it first made")
+
+    def job(self, *, tenant: str = "") -> NewJob:
+        """The job to queue (``tenant``: whose store it runs on)."""
+        from remem.procedural.jobs import optimize_job
+
+        return optimize_job(self.name, _trajectories(self), strategy=self.strategy,
+                            idempotency_key=self.idempotency_key, tenant=tenant)
+
+
+def _trajectories(request: OptimizePromptRequest | SubmitOptimizationRequest,
+                  ) -> list[dict[str, Any]]:
     return [{"messages": list(t.messages), "feedback": t.feedback, "id": t.id}
             for t in request.trajectories]
 

@@ -31,6 +31,7 @@ from remem.episodic.requests import (
     ExtractEpisodesRequest,
     ListEpisodesRequest,
     SelectExamplesRequest,
+    SubmitExtractionRequest,
     episode_json,
     run_episode_request,
 )
@@ -46,6 +47,7 @@ from remem.procedural.requests import (
     PromptName,
     PromptRequest,
     RollbackPromptRequest,
+    SubmitOptimizationRequest,
     UpdatePromptRequest,
     VersionNumber,
     prompt_json,
@@ -76,6 +78,7 @@ def _body(request: type[Request], name: str) -> type[BaseModel]:
 UpdateBody = _body(UpdatePromptRequest, "UpdatePromptBody")
 RollbackBody = _body(RollbackPromptRequest, "RollbackPromptBody")
 OptimizeBody = _body(OptimizePromptRequest, "OptimizePromptBody")
+SubmitOptimizationBody = _body(SubmitOptimizationRequest, "SubmitOptimizationBody")
 
 
 def _with_name(kind: type[Any], body: BaseModel, name: str) -> Any:
@@ -191,6 +194,29 @@ async def optimize_prompt(name: NamePath, body: OptimizeBody,  # type: ignore[va
                          waits_on_llm=True)
 
 
+async def _queue(http: HttpRequest, who: Principal, request: Any) -> dict[str, Any]:
+    """Queue ``request``'s job in the server's queue, in the caller's tenant."""
+    from remem.server.routes_jobs import jobs_queue
+
+    state = server_state(http)
+    queue = jobs_queue(http)
+    job = await state.run(lambda: queue.enqueue(request.job(tenant=who.tenant)))
+    out: dict[str, Any] = job.to_dict()
+    return out
+
+
+@router.post("/prompts/{name}/optimize/submit", summary="Optimize a prompt in the background",
+             tags=["prompts"])
+async def submit_optimization(name: NamePath,
+                              body: SubmitOptimizationBody,  # type: ignore[valid-type]
+                              who: Writer, http: HttpRequest) -> dict[str, Any]:
+    """Queue the optimization as a ``prompts.optimize`` job (run by ``remem worker`` or
+    ``remem serve --workers-in-process``; it commits the new version) and answer the job at
+    once (``GET /v1/jobs/{id}`` follows it)."""
+    _needs_llm(server_state(http), "optimizing a prompt")
+    return await _queue(http, who, _with_name(SubmitOptimizationRequest, body, name))
+
+
 # -- episodes -----------------------------------------------------------------------------------
 
 
@@ -224,6 +250,15 @@ async def extract_episodes(body: ExtractEpisodesRequest, who: Writer,
     state = server_state(http)
     _needs_llm(state, "extracting episodes")
     return await _episodes(http, who, body, waits_on_llm=True)
+
+
+@router.post("/episodes/extract/submit", summary="Extract episodes in the background",
+             tags=["episodes"])
+async def submit_extraction(body: SubmitExtractionRequest, who: Writer,
+                            http: HttpRequest) -> dict[str, Any]:
+    """Queue the extraction as an ``episodes.extract`` job and answer the job at once."""
+    _needs_llm(server_state(http), "extracting episodes")
+    return await _queue(http, who, body)
 
 
 # -- MCP tools ----------------------------------------------------------------------------------
