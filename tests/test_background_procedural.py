@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from remem.api import Memory
 from remem.background import JobQueue
 from remem.background.extraction import handlers
@@ -84,6 +86,7 @@ def test_a_memorys_own_worker_runs_both_kinds(tmp_path: Path) -> None:
         assert mem.background.run_due() == []  # each ran once
 
 
+@pytest.mark.slow
 def test_remem_worker_runs_both_kinds_per_tenant(tmp_path: Path) -> None:
     db = tmp_path / "w.db"
     with Memory.open(db, embedder=FakeEmbedder()) as mem:
