@@ -234,3 +234,16 @@ def test_same_json_everywhere(tmp_path: Path, server_url: tuple[str, str]) -> No
     assert _stable(seen["run"]) == _stable(seen["arun"]) == _stable(seen["client"])
     optimized = seen["client"][8]
     assert optimized["committed_version"] == 4 and optimized["calls"] == 1
+
+
+def test_every_procedural_route_declares_its_answer(tmp_path: Path) -> None:
+    app = create_app(ServerConfig(db=tmp_path / "o.db", mcp=False))
+    paths = app.openapi()["paths"]
+    routes = [(p, ops) for p, ops in paths.items() if p.startswith(("/v1/prompts",
+                                                                    "/v1/episodes"))]
+    assert len(routes) == 12
+    for path, operations in routes:
+        for verb, operation in operations.items():
+            answer = operation["responses"]["200"]["content"]["application/json"]
+            assert "$ref" in answer["schema"], (verb, path)
+    app.state.remem.close()

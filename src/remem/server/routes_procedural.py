@@ -56,6 +56,7 @@ from remem.procedural.requests import (
 from remem.requests import Request
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES
+from remem.server.routes_jobs import JobOut
 from remem.server.state import Principal, ServerState
 
 __all__ = ["add_procedural_tools", "router"]
@@ -63,6 +64,105 @@ __all__ = ["add_procedural_tools", "router"]
 router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
 
 NamePath = Annotated[PromptName, Path(description="a prompt name")]
+
+
+class PromptVersionOut(BaseModel):
+    """One version of a prompt (``created_at``: epoch seconds)."""
+
+    name: str
+    version: int
+    text: str
+    variables: list[str]
+    author: str
+    reason: str
+    created_at: float
+    kind: str
+    trajectories: list[dict[str, Any]]
+    rolled_back_to: int | None
+    change_id: str | None
+
+
+class PromptsOut(BaseModel):
+    """The latest version of every prompt, by name."""
+
+    prompts: list[PromptVersionOut]
+
+
+class VersionsOut(BaseModel):
+    """Every version of a prompt, oldest first."""
+
+    versions: list[PromptVersionOut]
+
+
+class DiffOut(BaseModel):
+    """A unified diff (empty when the texts are equal)."""
+
+    diff: str
+
+
+class OptimizeOut(BaseModel):
+    """An optimization's candidate: text, diff, reasoning, cost; stored version if any."""
+
+    name: str | None
+    strategy: str
+    base_version: int | None
+    changed: bool
+    text: str
+    diff: str
+    reasoning: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    steps: int
+    skipped: str | None
+    committed_version: int | None
+
+
+class EpisodeOut(BaseModel):
+    """One episode (``created_at``: epoch seconds)."""
+
+    id: str
+    situation: str
+    thought: str
+    action: str
+    result: str
+    thread_id: str | None
+    created_at: float
+    metadata: dict[str, Any]
+
+
+class EpisodesOut(BaseModel):
+    """Episodes, newest first."""
+
+    episodes: list[EpisodeOut]
+
+
+class ChatMessageOut(BaseModel):
+    """A few-shot message."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+
+
+class SelectionOut(BaseModel):
+    """The examples chosen, the tokens their messages take, what was passed over, and the
+    examples as few-shot messages."""
+
+    examples: list[EpisodeOut]
+    tokens: int
+    duplicates: int
+    over_budget: int
+    messages: list[ChatMessageOut]
+
+
+class ExtractedOut(BaseModel):
+    """The episodes an extraction stored and what its call cost."""
+
+    episodes: list[EpisodeOut]
+    calls: int
+    input_tokens: int
+    output_tokens: int
 
 
 def _body(request: type[Request], name: str) -> type[BaseModel]:
@@ -128,13 +228,14 @@ async def _episodes(http: HttpRequest, who: Principal, request: EpisodeRequest[A
 # -- prompts ------------------------------------------------------------------------------------
 
 
-@router.get("/prompts", summary="List prompts", tags=["prompts"])
+@router.get("/prompts", summary="List prompts", tags=["prompts"], response_model=PromptsOut)
 async def list_prompts(who: Reader, http: HttpRequest) -> dict[str, Any]:
     """The latest version of every prompt of the tenant, by name: ``{"prompts": [...]}``."""
     return await _prompt(http, who, ListPromptsRequest())
 
 
-@router.post("/prompts", summary="Create a prompt", tags=["prompts"])
+@router.post("/prompts", summary="Create a prompt", tags=["prompts"],
+             response_model=PromptVersionOut)
 async def create_prompt(body: CreatePromptRequest, who: Writer,
                         http: HttpRequest) -> dict[str, Any]:
     """Create a prompt (version 1); its template variables are those the text uses unless
@@ -142,7 +243,8 @@ async def create_prompt(body: CreatePromptRequest, who: Writer,
     return await _prompt(http, who, body)
 
 
-@router.get("/prompts/{name}", summary="Read a prompt", tags=["prompts"])
+@router.get("/prompts/{name}", summary="Read a prompt", tags=["prompts"],
+            response_model=PromptVersionOut)
 async def get_prompt(name: NamePath, who: Reader, http: HttpRequest,
                      version: Annotated[VersionNumber | None, Query(
                          description="a version (default: the latest)")] = None,
@@ -151,7 +253,8 @@ async def get_prompt(name: NamePath, who: Reader, http: HttpRequest,
     return await _prompt(http, who, GetPromptRequest.of(name=name, version=version))
 
 
-@router.post("/prompts/{name}", summary="Write a new version of a prompt", tags=["prompts"])
+@router.post("/prompts/{name}", summary="Write a new version of a prompt", tags=["prompts"],
+             response_model=PromptVersionOut)
 async def update_prompt(name: NamePath, body: UpdateBody,  # type: ignore[valid-type]
                         who: Writer, http: HttpRequest) -> dict[str, Any]:
     """A new version; a text that drops or invents a template variable answers 422,
@@ -159,13 +262,15 @@ async def update_prompt(name: NamePath, body: UpdateBody,  # type: ignore[valid-
     return await _prompt(http, who, _with_name(UpdatePromptRequest, body, name))
 
 
-@router.get("/prompts/{name}/history", summary="Every version of a prompt", tags=["prompts"])
+@router.get("/prompts/{name}/history", summary="Every version of a prompt", tags=["prompts"],
+            response_model=VersionsOut)
 async def prompt_history(name: NamePath, who: Reader, http: HttpRequest) -> dict[str, Any]:
     """Every version, oldest first: ``{"versions": [...]}``."""
     return await _prompt(http, who, PromptHistoryRequest.of(name=name))
 
 
-@router.get("/prompts/{name}/diff", summary="Diff two versions of a prompt", tags=["prompts"])
+@router.get("/prompts/{name}/diff", summary="Diff two versions of a prompt", tags=["prompts"],
+            response_model=DiffOut)
 async def prompt_diff(name: NamePath, who: Reader, http: HttpRequest,
                       old: Annotated[VersionNumber | None, Query()] = None,
                       new: Annotated[VersionNumber | None, Query()] = None) -> dict[str, Any]:
@@ -174,7 +279,8 @@ async def prompt_diff(name: NamePath, who: Reader, http: HttpRequest,
     return await _prompt(http, who, PromptDiffRequest.of(name=name, old=old, new=new))
 
 
-@router.post("/prompts/{name}/rollback", summary="Roll a prompt back", tags=["prompts"])
+@router.post("/prompts/{name}/rollback", summary="Roll a prompt back", tags=["prompts"],
+             response_model=PromptVersionOut)
 async def rollback_prompt(name: NamePath, body: RollbackBody,  # type: ignore[valid-type]
                           who: Writer, http: HttpRequest) -> dict[str, Any]:
     """Make an old version's text current again, as a new version."""
@@ -182,7 +288,7 @@ async def rollback_prompt(name: NamePath, body: RollbackBody,  # type: ignore[va
 
 
 @router.post("/prompts/{name}/optimize", summary="Optimize a prompt from feedback",
-             tags=["prompts"])
+             tags=["prompts"], response_model=OptimizeOut)
 async def optimize_prompt(name: NamePath, body: OptimizeBody,  # type: ignore[valid-type]
                           who: Writer, http: HttpRequest) -> dict[str, Any]:
     """Rewrite the prompt from ``trajectories`` with the server's model: the candidate text,
@@ -206,7 +312,7 @@ async def _queue(http: HttpRequest, who: Principal, request: Any) -> dict[str, A
 
 
 @router.post("/prompts/{name}/optimize/submit", summary="Optimize a prompt in the background",
-             tags=["prompts"])
+             tags=["prompts"], response_model=JobOut)
 async def submit_optimization(name: NamePath,
                               body: SubmitOptimizationBody,  # type: ignore[valid-type]
                               who: Writer, http: HttpRequest) -> dict[str, Any]:
@@ -220,20 +326,22 @@ async def submit_optimization(name: NamePath,
 # -- episodes -----------------------------------------------------------------------------------
 
 
-@router.post("/episodes", summary="Add an episode", tags=["episodes"])
+@router.post("/episodes", summary="Add an episode", tags=["episodes"], response_model=EpisodeOut)
 async def add_episode(body: AddEpisodeRequest, who: Writer, http: HttpRequest) -> dict[str, Any]:
     """Store one episode (situation, thought, action, result)."""
     return await _episodes(http, who, body)
 
 
-@router.post("/episodes/list", summary="List episodes", tags=["episodes"])
+@router.post("/episodes/list", summary="List episodes", tags=["episodes"],
+             response_model=EpisodesOut)
 async def list_episodes(body: ListEpisodesRequest, who: Reader,
                         http: HttpRequest) -> dict[str, Any]:
     """The tenant's episodes, newest first: ``{"episodes": [...]}``."""
     return await _episodes(http, who, body)
 
 
-@router.post("/episodes/select", summary="Select few-shot examples", tags=["episodes"])
+@router.post("/episodes/select", summary="Select few-shot examples", tags=["episodes"],
+             response_model=SelectionOut)
 async def select_examples(body: SelectExamplesRequest, who: Reader,
                           http: HttpRequest) -> dict[str, Any]:
     """Up to ``k`` relevant, diverse episodes for ``query`` within ``budget_tokens``, with
@@ -242,7 +350,7 @@ async def select_examples(body: SelectExamplesRequest, who: Reader,
 
 
 @router.post("/episodes/extract", summary="Extract episodes from a conversation",
-             tags=["episodes"])
+             tags=["episodes"], response_model=ExtractedOut)
 async def extract_episodes(body: ExtractEpisodesRequest, who: Writer,
                            http: HttpRequest) -> dict[str, Any]:
     """Extract and store the episodes of a finished conversation (one call of the server's
@@ -253,7 +361,7 @@ async def extract_episodes(body: ExtractEpisodesRequest, who: Writer,
 
 
 @router.post("/episodes/extract/submit", summary="Extract episodes in the background",
-             tags=["episodes"])
+             tags=["episodes"], response_model=JobOut)
 async def submit_extraction(body: SubmitExtractionRequest, who: Writer,
                             http: HttpRequest) -> dict[str, Any]:
     """Queue the extraction as an ``episodes.extract`` job and answer the job at once."""
