@@ -198,9 +198,12 @@ def _stable(value: Any) -> Any:
     return value
 
 
-@pytest.fixture
-def server_url(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    app = create_app(ServerConfig(db=tmp_path / "s.db", embedder=FakeEmbedder(), mcp=False,
+@pytest.fixture(params=["sqlite", "postgres"])
+def server_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A server on a SQLite file or a fresh PostgreSQL database (tests/pg_fixtures)."""
+    db = (str(tmp_path / "s.db") if request.param == "sqlite"
+          else request.getfixturevalue("pg_database"))
+    app = create_app(ServerConfig(db=db, embedder=FakeEmbedder(), mcp=False,
                                   llm=ScriptedModel(default=answer)))
     key = app.state.remem.keys.create("acme")[0]
     with ThreadedServer(app) as server:
