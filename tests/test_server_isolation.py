@@ -65,6 +65,8 @@ def world() -> Iterator[World]:
                            ("/v1/episodes", {"situation": "alpha secret situation",
                                              "action": "alpha act"})):
             assert client.post(path, headers=a, json=body).status_code == 200
+        assert client.post("/v1/files/write", headers=a, json={
+            "path": "/notes.md", "content": "alpha secret"}).status_code == 200
         yield World(client, a, b, change["memory"]["id"], change["event_id"], head)
     app.state.remem.close()
     shutil.rmtree(directory, ignore_errors=True)
@@ -326,6 +328,48 @@ def _procedural(w: World) -> None:
     assert c.post("/v1/episodes/list", json={}, headers=w.a).json() == episodes_of_a
 
 
+def _context(w: World) -> None:
+    """B's context for A's user and thread holds nothing of A's; A's own does."""
+    c = w.client
+    mine = c.post("/v1/memories/context", json={"query": "tea", "user_id": "u1"}, headers=w.a)
+    assert "oolong" in mine.json()["text"]
+    r = c.post("/v1/memories/context", json={"query": "tea", "user_id": "u1"}, headers=w.b)
+    assert r.status_code == 200 and r.json()["text"] == "" and r.json()["dropped"] == []
+    r = c.post("/v1/memories/context", json={"thread_id": "t1"}, headers=w.b)
+    assert r.status_code == 404 and "alpha" not in r.text
+
+
+def _files_and_blocks(w: World) -> None:
+    """A's files are invisible to B; B's file of the same path is its own; B has no blocks
+    of A's agent to read or edit."""
+    c = w.client
+    assert c.post("/v1/files/ls", json={"path": "/"}, headers=w.b).json() == []
+    for path, body in (("/v1/files/read", {"path": "/notes.md"}),
+                       ("/v1/files/edit", {"path": "/notes.md", "old_string": "alpha",
+                                           "new_string": "beta"}),
+                       ("/v1/files/undo", {"path": "/notes.md"})):
+        r = c.post(path, json=body, headers=w.b)
+        assert 400 <= r.status_code < 500 and "alpha secret" not in r.text, path
+    r = c.get("/v1/files/history", params={"path": "/notes.md"}, headers=w.b)
+    assert r.status_code in (200, 404) and "alpha" not in r.text
+    for path, body in (("/v1/files/glob", {"pattern": "**"}),
+                       ("/v1/files/grep", {"pattern": "alpha"})):
+        r = c.post(path, json=body, headers=w.b)
+        assert r.status_code == 200 and "notes" not in r.text, path
+    assert c.post("/v1/files/write", json={"path": "/notes.md", "content": "beta"},
+                  headers=w.b).status_code == 200
+    read = c.post("/v1/files/read", json={"path": "/notes.md"}, headers=w.a)
+    assert "alpha secret" in read.text
+    r = c.get("/v1/blocks/render", params={"agent_id": "a1"}, headers=w.b)
+    assert r.status_code == 200 and "alpha" not in r.text
+    for path, body in (("/v1/blocks/append", {"label": "human", "content": "x"}),
+                       ("/v1/blocks/replace", {"label": "human", "old_content": "a",
+                                               "new_content": "b"}),
+                       ("/v1/blocks/rethink", {"label": "human", "new_memory": "x"})):
+        r = c.post(path, params={"agent_id": "a1"}, json=body, headers=w.b)
+        assert 400 <= r.status_code < 500, (path, r.text)
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -356,6 +400,8 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "jobs GET, stats, retry, cancel; memories/submit, flush, cancel": _jobs,
     "prompts (list, get, history, diff, update, rollback, optimize, submit); episodes": (
         _procedural),
+    "memories/context POST": _context,
+    "files (ls, read, write, edit, glob, grep, history, undo); blocks": _files_and_blocks,
 }
 
 
@@ -386,7 +432,11 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/prompts/{name}/diff", "/v1/prompts/{name}/rollback",
                "/v1/prompts/{name}/optimize", "/v1/episodes", "/v1/episodes/list",
                "/v1/episodes/select", "/v1/episodes/extract",
-               "/v1/prompts/{name}/optimize/submit", "/v1/episodes/extract/submit"}
+               "/v1/prompts/{name}/optimize/submit", "/v1/episodes/extract/submit",
+               "/v1/memories/context", "/v1/files/ls", "/v1/files/read", "/v1/files/write",
+               "/v1/files/edit", "/v1/files/glob", "/v1/files/grep", "/v1/files/history",
+               "/v1/files/undo", "/v1/blocks/render", "/v1/blocks/append",
+               "/v1/blocks/replace", "/v1/blocks/rethink"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 

@@ -39,6 +39,7 @@ from pydantic import Field
 from remem.api import Memory
 from remem.cli import cli
 from remem.cli.common import format_namespace
+from remem.cli.context import CLI_EXCLUDED as CONTEXT_CLI_EXCLUDED
 from remem.cli.memory import SESSION_OPTIONS
 from remem.cli.options import (
     CLI_NAMES,
@@ -47,6 +48,7 @@ from remem.cli.options import (
     request_command,
     request_params,
 )
+from remem.context import ContextRequest
 from remem.embed import FakeEmbedder
 from remem.memory.requests import (
     AddRequest,
@@ -65,6 +67,7 @@ from remem.memory.requests import (
 from remem.memory.wire import RESULT_MODELS
 from remem.server import ServerConfig, create_app
 from remem.server.mcp import (
+    CONTEXT_TOOL,
     FORGET_TOOL,
     MCP_TOOLS,
     SERVER_FIXED,
@@ -90,6 +93,7 @@ class Row:
     cli_extra: tuple[str, ...] = ()
     cli_defaults: Mapping[str, Any] = field(default_factory=dict)
     why: str = ""
+    cli_omitted: tuple[str, ...] = ()
 
 
 ROWS: tuple[Row, ...] = (
@@ -110,6 +114,8 @@ ROWS: tuple[Row, ...] = (
     Row(ImportRequest, None, None,
         why="remem import streams a file of any size (Memory.import_), where ImportRequest "
             "holds its lines in memory; importing dumps is no agent's job"),
+    Row(ContextRequest, "context", CONTEXT_TOOL.name, cli_omitted=CONTEXT_CLI_EXCLUDED,
+        why="a token counter is a Python object: the CLI counts with the offline estimate"),
 )
 
 #: SearchRequest fields search_memory does not offer the model, and why
@@ -133,9 +139,10 @@ def test_the_table_covers_every_memory_request() -> None:
                 if isinstance(getattr(module, name), type)
                 and issubclass(getattr(module, name), MemoryRequest)
                 and getattr(module, name) is not MemoryRequest}
-    assert {row.request for row in ROWS} == declared
-    assert all(row.why for row in ROWS if None in (row.command, row.tool) or row.cli_extra)
-    tools = {tool.name: tool.model for tool in (*MCP_TOOLS, FORGET_TOOL)}
+    assert {row.request for row in ROWS} == declared | {ContextRequest}
+    assert all(row.why for row in ROWS
+               if None in (row.command, row.tool) or row.cli_extra or row.cli_omitted)
+    tools = {tool.name: tool.model for tool in (*MCP_TOOLS, FORGET_TOOL, CONTEXT_TOOL)}
     assert tools == {row.tool: row.request for row in ROWS if row.tool}
 
 
@@ -158,7 +165,7 @@ def test_cli_command_is_the_request(row: Row) -> None:
     command = cli.commands[row.command or ""]
     assert isinstance(command, RequestCommand) and command.model is row.request
     params = {param.name: param for param in command.params}
-    fields = row.request.model_fields
+    fields = {n: f for n, f in row.request.model_fields.items() if n not in row.cli_omitted}
     assert set(params) == {*fields, *SESSION_OPTIONS, *row.cli_extra}
     for name, info in fields.items():
         param = params[name]
@@ -205,7 +212,8 @@ def _state(*, llm: bool) -> ServerState:
 
 
 def _tools(state: ServerState) -> dict[str, Any]:
-    server = build_mcp(state, lambda ctx: Principal("acme"), tools=(*MCP_TOOLS, FORGET_TOOL))
+    server = build_mcp(state, lambda ctx: Principal("acme"), tools=(*MCP_TOOLS, FORGET_TOOL),
+                       context=True)
 
     async def listed() -> dict[str, Any]:
         async with Client(server) as client:

@@ -14,6 +14,7 @@ from remem import __version__
 from remem.cli.blocks import blocks_group
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
+from remem.cli.context import context_command
 from remem.cli.episodes import episodes_group
 from remem.cli.eval import eval_group
 from remem.cli.files import files_group
@@ -53,6 +54,7 @@ cli.add_command(episodes_group)
 cli.add_command(files_group)
 cli.add_command(blocks_group)
 cli.add_command(graph_group)
+cli.add_command(context_command)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp

@@ -41,6 +41,7 @@ from remem.requests import JsonObject, NamespacePath, NamespacePrefix, Request, 
 __all__ = [
     "CLI_NAMES",
     "CliName",
+    "NameListType",
     "RequestCommand",
     "TextOrJsonType",
     "TextType",
@@ -63,8 +64,10 @@ if TYPE_CHECKING:
     _ContentParam = click.ParamType[str | dict[str, Any], Any]
     _TimeParam = click.ParamType[float, Any]
     AnyParamType = click.ParamType[Any, Any]
+    _NamesParam = click.ParamType[list[str], Any]
 else:
     _TextParam = _ContentParam = _TimeParam = AnyParamType = click.ParamType
+    _NamesParam = click.ParamType
 
 
 # -- click types the requests need ----------------------------------------------------------------
@@ -137,6 +140,23 @@ class TimestampType(_TimeParam):
         return moment.timestamp()
 
 
+class NameListType(_NamesParam):
+    """Names separated by commas (``profile,memories``), in the order given."""
+
+    name = "names"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> list[str]:
+        """Split on commas; an empty name (``a,,b``) fails naming the option."""
+        if isinstance(value, list | tuple):
+            return [str(v) for v in value]
+        names = [part.strip() for part in str(value).split(",")]
+        if not all(names):
+            self.fail(f"{value!r} has an empty name: write names separated by commas, "
+                      "e.g. profile,memories", param, ctx)
+        return names
+
+
 # -- the one table of CLI spellings ---------------------------------------------------------------
 
 
@@ -178,6 +198,7 @@ CLI_NAMES: Mapping[str, CliName] = {
     "offset": CliName(metavar="N"),
     "recency_half_life": CliName(metavar="SECONDS"),
     "mmr": CliName(metavar="LAMBDA"),
+    "sections": CliName(metavar="NAMES", type=NameListType()),
 }
 """Field name -> its CLI spelling, for every command built from a request."""
 

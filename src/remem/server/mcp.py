@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 from pydantic_core import PydanticCustomError
 from starlette.applications import Starlette
 
+from remem.context.assemble import ContextRequest, assemble
+from remem.context.wire import ContextOut
 from remem.errors import InvalidInputError, RememError, UnsupportedError
 from remem.memory.records import RESERVED_LABEL
 from remem.memory.requests import (
@@ -53,8 +55,9 @@ from remem.server.netguard import is_loopback, rebinding_refusal
 from remem.server.state import Principal, ServerState
 from remem.tools.schema import request_properties
 
-__all__ = ["FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED", "McpAuthGate", "McpTool",
-           "build_mcp", "build_mcp_http", "tool_defaults"]
+__all__ = ["CONTEXT_TOOL", "FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED",
+           "AgentTools", "McpAuthGate", "McpTool", "add_agent_tools", "add_archival_tools",
+           "add_block_tools", "build_mcp", "build_mcp_http", "tool_defaults"]
 
 MCP_PATH = "/mcp"
 
@@ -112,6 +115,15 @@ FORGET_TOOL = McpTool(
     "everything.")
 """Served only when asked for (``remem mcp --allow-forget``, ``build_mcp(tools=...)``): one
 call wipes a user's memories, too much for a tool a prompt injection could reach."""
+
+CONTEXT_TOOL = McpTool(
+    "get_context", ContextRequest, False,
+    "The context to answer with, within budget_tokens: the user's profile, memories "
+    "relevant to query and, with thread_id, that conversation's summary and recent "
+    "messages. Whole items only; the answer says the tokens per section and what was left "
+    "out.")
+"""Served by every server: context assembly (:mod:`remem.context`) on the caller's memory
+and threads; it answers ``POST /v1/memories/context``'s document."""
 
 SERVER_FIXED: Mapping[str, Any] = {"actor": "mcp"}
 """Request fields the server sets itself (not tool parameters): history records ``mcp``."""
@@ -182,7 +194,9 @@ def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
     """The tool function's signature: ``ctx``, then one parameter per request field whose
     JSON schema is the field's (the mcp package builds the input schema from it). Values are
     not converted on the way in: the request validates them, strictly, as over HTTP."""
-    properties = request_properties(tool.model, exclude=list(SERVER_FIXED),
+    in_schema = tool.model.model_json_schema().get("properties", {})
+    local_only = [n for n in tool.model.model_fields if n not in in_schema]  # Python objects
+    properties = request_properties(tool.model, exclude=[*SERVER_FIXED, *local_only],
                                     defaults={k: v for k, v in defaults.items()
                                               if k in tool.model.model_fields})
     params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -200,12 +214,17 @@ def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
 
 def build_mcp(state: ServerState, resolve: Resolver, *,
               tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False,
-              files: bool = False) -> MCPServer:
+              files: bool = False, context: bool = False, blocks_agent: str | None = None,
+              archival_user: str | None = None) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
     ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
     ``procedural``: also the prompt and episode tools
     (:func:`remem.server.routes_procedural.add_procedural_tools`); ``files``: also the file
-    tools on the caller's default file tree (:func:`remem.server.routes_files.add_file_tools`)."""
+    tools on the caller's default file tree (:func:`remem.server.routes_files.add_file_tools`);
+    ``context``: also :data:`CONTEXT_TOOL`; ``blocks_agent``: also the block tools
+    (``core_memory_append``, ``core_memory_replace``, ``memory_rethink``) on that agent's
+    blocks in the caller's tenant; ``archival_user``: also ``archival_memory_insert`` and
+    ``archival_memory_search`` on that user's memories in the caller's tenant."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -243,6 +262,12 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
 
     for tool in tools:
         request_tool(tool)
+    if context:
+        _add_context_tool(server, state, run)
+    if blocks_agent is not None:
+        add_block_tools(server, state, run, blocks_agent)
+    if archival_user is not None:
+        add_archival_tools(server, state, run, archival_user)
     if state.config.llm is not None:  # background extraction needs the server's model
         from remem.server.routes_jobs import add_submit_tool
 
@@ -272,6 +297,84 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
 
     _forbid_unknown_arguments(server, "list_namespaces")
     return server
+
+
+def _add_context_tool(server: MCPServer, state: ServerState, run: Any) -> None:
+    """:data:`CONTEXT_TOOL` on ``server``: assembled on the caller's memory and threads."""
+    async def get_context(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
+        try:
+            request = ContextRequest.of(**arguments)
+        except InvalidInputError as exc:
+            raise ToolError(f"InvalidInputError: {exc}") from None
+
+        def work(who: Principal) -> dict[str, Any]:
+            result = assemble(state.memory_for(who), request, state.threads_for(who))
+            return ContextOut.of(result).model_dump(mode="json")
+
+        return await run(ctx, False, work)  # type: ignore[no-any-return]
+
+    get_context.__signature__ = _signature(CONTEXT_TOOL, {})  # type: ignore[attr-defined]
+    server.add_tool(get_context, name=CONTEXT_TOOL.name, description=CONTEXT_TOOL.description)
+    _forbid_unknown_arguments(server, CONTEXT_TOOL.name)
+
+
+class AgentTools(Protocol):
+    """Agent tools answering a validated request (:class:`remem.tools.blocks.BlockTools`,
+    :class:`remem.tools.archival.ArchivalTools`)."""
+
+    def answer(self, name: str, request: Any) -> dict[str, Any]:
+        """The JSON answer of tool ``name`` to ``request``, within the tools' budget."""
+        ...
+
+
+def add_agent_tools(server: MCPServer, run: Any, specs: Mapping[str, tuple[type[Any], str]],
+                    writes: frozenset[str], make: Callable[[Principal], AgentTools]) -> None:
+    """Serve the agent tools ``specs`` (name -> request model, description) on ``server``:
+    each call validates its arguments into the request and answers what ``make(who)``'s tools
+    answer (within their token budget); a refused call is a tool error naming the fix."""
+    for name, (model, description) in specs.items():
+        tool = McpTool(name, model, name in writes, description)
+
+        def bind(tool: McpTool) -> Callable[..., Awaitable[dict[str, Any]]]:
+            async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
+                try:
+                    request = tool.model.of(**arguments)
+                except InvalidInputError as exc:
+                    raise ToolError(f"InvalidInputError: {exc}") from None
+                return await run(  # type: ignore[no-any-return]
+                    ctx, tool.writes, lambda who: make(who).answer(tool.name, request))
+
+            call.__name__ = tool.name
+            call.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
+            return call
+
+        server.add_tool(bind(tool), name=tool.name, description=tool.description)
+        _forbid_unknown_arguments(server, tool.name)
+
+
+def add_block_tools(server: MCPServer, state: ServerState, run: Any, agent_id: str) -> None:
+    """The block tools on ``agent_id``'s blocks in the caller's tenant (where ``/v1/blocks``
+    keeps them)."""
+    from remem.blocks import Blocks
+    from remem.files import StoreFileBackend
+    from remem.tools.blocks import BLOCK_TOOLS, BlockTools
+
+    def make(who: Principal) -> AgentTools:
+        blocks = Blocks(StoreFileBackend(state.store_for(who), ("blocks",)))
+        return BlockTools(blocks, agent_id, actor=f"mcp:{who.tenant}")
+
+    add_agent_tools(server, run, BLOCK_TOOLS, frozenset(BLOCK_TOOLS), make)
+
+
+def add_archival_tools(server: MCPServer, state: ServerState, run: Any, user_id: str) -> None:
+    """``archival_memory_insert`` / ``archival_memory_search`` on ``user_id``'s memories in
+    the caller's tenant."""
+    from remem.tools.archival import ARCHIVAL_TOOLS, ArchivalTools
+
+    def make(who: Principal) -> AgentTools:
+        return ArchivalTools(state.memory_for(who), user_id=user_id, actor="mcp")
+
+    add_agent_tools(server, run, ARCHIVAL_TOOLS, frozenset({"archival_memory_insert"}), make)
 
 
 def _bearer(headers: Any) -> str | None:
@@ -383,13 +486,16 @@ def stdio_resolver(state: ServerState, principal: Principal, *,
 
 
 async def serve_stdio(state: ServerState, principal: Principal, *,
-                      forget: bool = False, procedural: bool = False) -> None:
+                      forget: bool = False, procedural: bool = False, files: bool = False,
+                      context: bool = False, blocks_agent: str | None = None,
+                      archival_user: str | None = None) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
-    serves :data:`FORGET_TOOL` too, ``procedural`` the prompt and episode tools. A key's
-    principal is re-checked (:func:`stdio_resolver`)."""
+    serves :data:`FORGET_TOOL` too, ``procedural`` the prompt and episode tools, the other
+    flags as :func:`build_mcp`. A key's principal is re-checked (:func:`stdio_resolver`)."""
     tools = (*MCP_TOOLS, FORGET_TOOL) if forget else MCP_TOOLS
     server = build_mcp(state, stdio_resolver(state, principal), tools=tools,
-                       procedural=procedural)
+                       procedural=procedural, files=files, context=context,
+                       blocks_agent=blocks_agent, archival_user=archival_user)
     await server.run_stdio_async()
 
 

@@ -73,6 +73,12 @@ class ArchivalTools(RequestTools):
         self.namespace = memory.namespace_of(user_id, agent_id, None, namespace)
         self.actor = actor
 
+    def answer(self, name: str, request: Request) -> dict[str, Any]:
+        """The answer of tool ``name`` (without prefix) to the validated ``request``, within
+        the budget; a refused edit or search raises the error :meth:`execute` would show
+        (the MCP server serves the tools through this)."""
+        return self._answer(name, request)
+
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
         if isinstance(request, InsertPassageRequest):
             result = self.memory.add(request.content, namespace=list(self.namespace),

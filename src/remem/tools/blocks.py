@@ -39,6 +39,12 @@ class BlockTools(RequestTools):
         self.agent_id = agent_id
         self.actor = actor
 
+    def answer(self, name: str, request: Request) -> dict[str, Any]:
+        """The answer of tool ``name`` (without prefix) to the validated ``request``, within
+        the budget; a refused edit or search raises the error :meth:`execute` would show
+        (the MCP server serves the tools through this)."""
+        return self._answer(name, request)
+
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
         if isinstance(request, AppendRequest):
             block = self.blocks.append(self.agent_id, request.label, request.content,
