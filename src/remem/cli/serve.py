@@ -115,12 +115,25 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
               show_default=True, metavar="N",
               help="Also run background jobs (POST /v1/memories/submit) in each server "
                    "process, N at once (0: leave them to `remem worker`).")
+@click.option("--mcp-files", is_flag=True,
+              help="Also serve the file tools (ls, read_file, write_file, edit_file, glob, "
+                   "grep) at /mcp, on each tenant's default file tree.")
+@click.option("--mcp-context", is_flag=True,
+              help="Also serve get_context (context within a token budget) at /mcp.")
+@click.option("--mcp-blocks", metavar="AGENT", default=None,
+              help="Also serve the block tools (core_memory_append, core_memory_replace, "
+                   "memory_rethink) at /mcp, on agent AGENT's blocks in each tenant.")
+@click.option("--mcp-archival", metavar="USER", default=None,
+              help="Also serve archival_memory_insert / archival_memory_search at /mcp, on "
+                   "user USER's memories in each tenant.")
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
                   ready_timeout: float, quota_items: int | None, quota_bytes: int | None,
                   metrics_token: str | None, log_level: str,
-                  workers_in_process: int = 0) -> None:
+                  workers_in_process: int = 0, mcp_files: bool = False,
+                  mcp_context: bool = False, mcp_blocks: str | None = None,
+                  mcp_archival: str | None = None) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -144,7 +157,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "store_threads": store_threads, "rate_limit": rate_limit,
                 "rate_burst": rate_burst, "ready_timeout": ready_timeout,
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
-                "metrics_token": metrics_token, "workers_in_process": workers_in_process}
+                "metrics_token": metrics_token, "workers_in_process": workers_in_process,
+                "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -191,7 +205,7 @@ def _build_app(settings: dict[str, Any]) -> Any:
                           quota_items=settings.get("quota_items"),
                           quota_bytes=settings.get("quota_bytes"),
                           metrics_token=settings.get("metrics_token"))
-    app = create_app(config)
+    app = create_app(config, mcp_tools=settings.get("mcp_tools"))
     if settings.get("workers_in_process"):
         from remem.server.routes_jobs import install_in_process_worker
 
@@ -298,6 +312,14 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
     click.echo(f"revoked {info.key_id} (tenant {info.tenant})", err=True)
 
 
+def _mcp_tools(files: bool, context: bool, blocks: str | None,
+               archival: str | None) -> dict[str, Any]:
+    """The opt-in MCP tools as :func:`remem.server.mcp.build_mcp` keywords (JSON: the
+    settings travel to worker processes in the environment)."""
+    return {"files": files, "context": context, "blocks_agent": blocks,
+            "archival_user": archival}
+
+
 @click.command("mcp")
 @db_option(_DB_HELP, metavar="PATH|DSN")
 @click.option("--tenant", default=None,
@@ -308,8 +330,20 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 @click.option("--allow-forget", is_flag=True,
               help="Also serve forget_memories, which forgets every memory of a scope in one "
                    "call (off by default: too much for a tool a prompt could misuse).")
+@click.option("--files", is_flag=True,
+              help="Also serve the file tools (ls, read_file, write_file, edit_file, glob, "
+                   "grep) on the tenant's default file tree.")
+@click.option("--context", "context_tool", is_flag=True,
+              help="Also serve get_context (context within a token budget).")
+@click.option("--blocks", metavar="AGENT", default=None,
+              help="Also serve the block tools (core_memory_append, core_memory_replace, "
+                   "memory_rethink) on agent AGENT's blocks.")
+@click.option("--archival", metavar="USER", default=None,
+              help="Also serve archival_memory_insert / archival_memory_search on user "
+                   "USER's memories.")
 def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
-                allow_forget: bool) -> None:
+                allow_forget: bool, files: bool = False, context_tool: bool = False,
+                blocks: str | None = None, archival: str | None = None) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
     from functools import partial
@@ -336,7 +370,8 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
             principal = Principal(key.tenant, key.read_only, key.key_id)
         else:
             principal = Principal(check_tenant(tenant or LOCAL_TENANT))
-        anyio.run(partial(serve_stdio, state, principal, forget=allow_forget))
+        anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
+                          **_mcp_tools(files, context_tool, blocks, archival)))
     finally:
         state.close()
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -54,12 +54,15 @@ DOCS_ASSETS = "/docs-assets"
 logger = logging.getLogger("remem.server")
 
 
-def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = None) -> FastAPI:
+def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = None,
+               mcp_tools: Mapping[str, Any] | None = None) -> FastAPI:
     """The remem HTTP application.
 
     ``config``: the server settings (default: ``ServerConfig()``, ``memory.db`` with auth).
     ``store``: serve this already-open store instead of opening ``config.db`` (the caller
-    keeps owning it). The store is opened when the app is built; close it with
+    keeps owning it). ``mcp_tools``: the tools ``/mcp`` serves beside the memory tools, as
+    keyword arguments of :func:`remem.server.mcp.build_mcp_http` (``files``, ``context``,
+    ``blocks_agent``, ``archival_user``). The store is opened when the app is built; close it with
     ``app.state.remem.close()`` once the app stops serving (``remem serve`` does). In-process
     harnesses may run the lifespan several times, so it does not close the store.
     """
@@ -70,7 +73,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     if config.mcp:
         from remem.server.mcp import MCP_PATH, build_mcp_http
 
-        mcp_app = build_mcp_http(state)
+        mcp_app = build_mcp_http(state, **(mcp_tools or {}))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
