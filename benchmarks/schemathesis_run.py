@@ -164,7 +164,7 @@ def summarise(events_file: Path) -> dict[str, Any]:
             status = int(response["status_code"])
             statuses[f"{status // 100}xx"] += 1
             if status >= 500:
-                body = response.get("body") or {}
+                body = response.get("content") or {}
                 text = (base64.b64decode(body["$base64"]).decode("utf-8", "replace")
                         if isinstance(body, dict) and "$base64" in body else str(body))
                 server_errors.append({"operation": label, "status": status,

@@ -56,6 +56,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
               "tenant's storage quotas (`quota_exceeded`: nothing was written)"),
         (422, "invalid input; `field` names it"),
         (429, "too many requests for this key; `Retry-After` says when to retry"),
+        (503, "the database failed (`store_unavailable`): the body has an error id, the server "
+              "log the details; nothing is acknowledged that did not commit"),
     )
 }
 
