@@ -67,6 +67,7 @@ def world() -> Iterator[World]:
             assert client.post(path, headers=a, json=body).status_code == 200
         assert client.post("/v1/files/write", headers=a, json={
             "path": "/notes.md", "content": "alpha secret"}).status_code == 200
+        _park_alpha_approval(app.state.remem)
         yield World(client, a, b, change["memory"]["id"], change["event_id"], head)
     app.state.remem.close()
     shutil.rmtree(directory, ignore_errors=True)
@@ -328,6 +329,31 @@ def _procedural(w: World) -> None:
     assert c.post("/v1/episodes/list", json={}, headers=w.a).json() == episodes_of_a
 
 
+def _park_alpha_approval(state: Any) -> None:
+    """A write of A's agent that a rule parked for A's human."""
+    from remem.files.permissions import GuardedFiles, Policy
+    from remem.server.routes_approvals import approvals_for
+    from remem.server.state import Principal
+
+    approvals = approvals_for(state.store_for(Principal("alpha")))
+    GuardedFiles(approvals.files, Policy(default="ask"), approvals).write(
+        "/alpha.md", "alpha secret")
+
+
+def _approvals(w: World) -> None:
+    """B lists none of A's approvals and cannot resolve them (404 as for a missing id)."""
+    c = w.client
+    [parked] = c.get("/v1/approvals", headers=w.a).json()["approvals"]
+    for status in ("pending", "all"):
+        r = c.get("/v1/approvals", params={"status": status}, headers=w.b)
+        assert r.status_code == 200 and r.json() == {"approvals": []}
+    for action, body in (("approve", {"edited_arguments": {"content": "beta"}}),
+                         ("reject", {"reason": "beta"})):
+        _not_found_like_missing(w, "POST", "/v1/approvals/{id}/" + action, parked["id"],
+                                json=body)
+    assert c.get("/v1/approvals", headers=w.a).json()["approvals"] == [parked]
+
+
 def _context(w: World) -> None:
     """B's context for A's user and thread holds nothing of A's; A's own does."""
     c = w.client
@@ -401,6 +427,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "prompts (list, get, history, diff, update, rollback, optimize, submit); episodes": (
         _procedural),
     "memories/context POST": _context,
+    "approvals GET, approve, reject": _approvals,
     "files (ls, read, write, edit, glob, grep, history, undo); blocks": _files_and_blocks,
 }
 
@@ -436,7 +463,8 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/memories/context", "/v1/files/ls", "/v1/files/read", "/v1/files/write",
                "/v1/files/edit", "/v1/files/glob", "/v1/files/grep", "/v1/files/history",
                "/v1/files/undo", "/v1/blocks/render", "/v1/blocks/append",
-               "/v1/blocks/replace", "/v1/blocks/rethink"}
+               "/v1/blocks/replace", "/v1/blocks/rethink", "/v1/approvals",
+               "/v1/approvals/{approval_id}/approve", "/v1/approvals/{approval_id}/reject"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from remem import __version__
+from remem.cli.approvals import approvals_group
 from remem.cli.blocks import blocks_group
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
@@ -55,6 +56,7 @@ cli.add_command(files_group)
 cli.add_command(blocks_group)
 cli.add_command(graph_group)
 cli.add_command(context_command)
+cli.add_command(approvals_group)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp

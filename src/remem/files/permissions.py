@@ -21,7 +21,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
+
+from pydantic import Field
 
 from remem.errors import (
     FileConflictError,
@@ -33,21 +35,27 @@ from remem.errors import (
 from remem.files.base import FileBackend
 from remem.files.core import compile_glob, glob_matches
 from remem.files.paths import normalize_dir, normalize_file
+from remem.requests import JsonObject, Request
 
 __all__ = [
     "OPERATIONS",
     "Approval",
+    "ApprovalStatus",
     "Approvals",
+    "ApproveRequest",
     "Effect",
     "GuardedFiles",
     "Interrupt",
+    "ListApprovalsRequest",
     "Operation",
     "Policy",
+    "RejectRequest",
     "Rule",
     "rules",
 ]
 
 Effect: TypeAlias = Literal["allow", "deny", "ask"]
+ApprovalStatus: TypeAlias = Literal["pending", "running", "done", "rejected", "failed"]
 Operation: TypeAlias = Literal["read", "write", "edit", "delete"]
 OPERATIONS: Final = ("read", "write", "edit", "delete")
 _EFFECTS: Final = ("allow", "deny", "ask")
@@ -243,12 +251,29 @@ class Approvals:
 
     def pending(self) -> list[Approval]:
         """Approvals waiting for a human, oldest first."""
+        return self.list_approvals("pending")
+
+    def list_approvals(self, status: str | None = "pending") -> list[Approval]:
+        """Approvals with ``status`` (``None``: every one), oldest first."""
         found = []
         for info in self.store.glob("*.json", self.root):
             approval = self.get(info.path.rsplit("/", 1)[1].removesuffix(".json"))
-            if approval.status == "pending":
+            if status is None or approval.status == status:
                 found.append(approval)
-        return sorted(found, key=lambda a: a.created_at)
+        return sorted(found, key=lambda a: (a.created_at, a.id))
+
+    def run(self, request: ListApprovalsRequest | ApproveRequest | RejectRequest,
+            approval_id: str | None = None, *, actor: str = "human") -> Any:
+        """Run an approvals request (what the CLI and the HTTP routes do): a list of
+        :class:`Approval` for :class:`ListApprovalsRequest`, the resolved :class:`Approval`
+        for the others (``approval_id`` names it)."""
+        if isinstance(request, ListApprovalsRequest):
+            return self.list_approvals(None if request.status == "all" else request.status)
+        if approval_id is None:
+            raise UsageError(f"{request.operation} needs the approval id")
+        if isinstance(request, ApproveRequest):
+            return self.approve(approval_id, arguments=request.edited_arguments, actor=actor)
+        return self.reject(approval_id, request.reason)
 
     def _claim(self, approval_id: str, status: str, reason: str = "") -> Approval:
         approval = self.get(approval_id)
@@ -304,6 +329,33 @@ class Approvals:
             return {"entries": [e.to_dict() for e in self.files.ls(path)]}
         return self.files.read(path, offset=int(args.get("offset") or 0),
                                limit=args.get("limit")).to_dict()
+
+
+class ListApprovalsRequest(Request):
+    """List approvals (``remem approvals ls``, ``GET /v1/approvals``)."""
+
+    operation: ClassVar[str] = "list_approvals"
+    status: Literal["pending", "running", "done", "rejected", "failed", "all"] = Field(
+        "pending", description="which approvals: those with this status, or all")
+
+
+class ApproveRequest(Request):
+    """Approve a parked operation (``remem approvals approve``,
+    ``POST /v1/approvals/{id}/approve``): it runs once."""
+
+    operation: ClassVar[str] = "approve"
+    edited_arguments: JsonObject | None = Field(
+        None, description="edited arguments, merged over the parked ones (e.g. "
+                          "{\"content\": \"...\"} for a write)")
+
+
+class RejectRequest(Request):
+    """Reject a parked operation (``remem approvals reject``,
+    ``POST /v1/approvals/{id}/reject``): it never runs."""
+
+    operation: ClassVar[str] = "reject"
+    reason: Annotated[str, Field(max_length=2000)] = Field(
+        "", description="why, kept with the approval")
 
 
 def rules(spec: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:

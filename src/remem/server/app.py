@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from remem import __version__
 from remem.server import (
+    routes_approvals,
     routes_files,
     routes_jobs,
     routes_memory,
@@ -99,6 +100,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_jobs.router)
     app.include_router(routes_procedural.router)
     app.include_router(routes_files.router)
+    app.include_router(routes_approvals.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")
     def healthz() -> dict[str, str]:

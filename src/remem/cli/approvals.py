@@ -1,0 +1,113 @@
+"""``remem approvals``: list, show, approve and reject the file operations a permission rule
+parked for a human (``ask``, :mod:`remem.files.permissions`).
+
+``ls``, ``approve`` and ``reject`` are built from their request values
+(:class:`~remem.files.permissions.ListApprovalsRequest`, :class:`ApproveRequest`,
+:class:`RejectRequest`), the bodies of ``/v1/approvals``. Without ``--tenant`` they work on
+the store namespaces ``--namespace`` (the approvals, default ``approvals``) and
+``--files-namespace`` (the files an approved operation changes, default ``files``: those of
+``remem files``); with ``--tenant T`` on what ``remem serve`` keeps for tenant T's file tree
+``--tree`` (what ``/v1/approvals`` shows). Output is JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from remem.cli.common import NamespaceType, db_param
+from remem.cli.options import request_command
+from remem.files import StoreFileBackend
+from remem.files.permissions import (
+    Approvals,
+    ApproveRequest,
+    ListApprovalsRequest,
+    RejectRequest,
+)
+from remem.store import Namespace, open_store
+
+__all__ = ["approvals_group"]
+
+
+def _where() -> list[click.Parameter]:
+    return [
+        db_param("The store (SQLite path or postgresql:// DSN)."),
+        click.Option(["--namespace", "-n"], type=NamespaceType(), default="approvals",
+                     show_default=True, help="The store namespace holding the approvals, "
+                                             "dot-separated (without --tenant)."),
+        click.Option(["--files-namespace"], type=NamespaceType(), default="files",
+                     show_default=True, help="The namespace of the files an approved "
+                                             "operation changes (without --tenant)."),
+        click.Option(["--tenant"], metavar="NAME", default=None,
+                     help="Work on the approvals `remem serve` keeps for this tenant."),
+        click.Option(["--tree"], default="default", show_default=True,
+                     help="With --tenant: which of the tenant's file trees."),
+    ]
+
+
+def _id() -> click.Argument:
+    return click.Argument(["approval_id"], metavar="APPROVAL_ID")
+
+
+@contextmanager
+def _approvals(db: str, namespace: Namespace, files_namespace: Namespace,
+               tenant: str | None, tree: str) -> Iterator[Approvals]:
+    store = open_store(db)
+    try:
+        if tenant is None:
+            yield Approvals(StoreFileBackend(store, namespace),
+                            StoreFileBackend(store, files_namespace))
+            return
+        from remem.cli.memory import _tenant_prefix
+        from remem.server.routes_approvals import approvals_for
+        from remem.store.scoped import ScopedStore
+
+        yield approvals_for(ScopedStore(store, _tenant_prefix(tenant)), tree)
+    finally:
+        store.close()
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@click.group(name="approvals")
+def approvals_group() -> None:
+    """File operations waiting for a human: ls, show, approve, reject."""
+
+
+@request_command(ListApprovalsRequest, name="ls", params=_where())
+def ls_command(request: ListApprovalsRequest, **where: Any) -> None:
+    """List approvals (pending ones unless --status), oldest first."""
+    with _approvals(**where) as approvals:
+        _emit([a.to_value() for a in approvals.run(request)])
+
+
+@click.command("show", params=[_id(), *_where()])
+def show_command(approval_id: str, **where: Any) -> None:
+    """Show APPROVAL_ID: the parked operation, its arguments and status."""
+    with _approvals(**where) as approvals:
+        _emit(approvals.get(approval_id).to_value())
+
+
+@request_command(ApproveRequest, name="approve", params=[_id(), *_where()])
+def approve_command(request: ApproveRequest, approval_id: str, **where: Any) -> None:
+    """Approve APPROVAL_ID: its operation runs once (with --edited-arguments merged over
+    the parked ones); prints the approval as it ends (done, or failed with the reason)."""
+    with _approvals(**where) as approvals:
+        _emit(approvals.run(request, approval_id, actor="cli").to_value())
+
+
+@request_command(RejectRequest, name="reject", params=[_id(), *_where()])
+def reject_command(request: RejectRequest, approval_id: str, **where: Any) -> None:
+    """Reject APPROVAL_ID: its operation never runs."""
+    with _approvals(**where) as approvals:
+        _emit(approvals.run(request, approval_id).to_value())
+
+
+for _command in (ls_command, show_command, approve_command, reject_command):
+    approvals_group.add_command(_command)
