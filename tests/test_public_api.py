@@ -16,6 +16,9 @@ def test_top_level_all() -> None:
         "SQLiteStore", "ScriptedModel", "SearchItem", "StructuredOutputError", "SummaryPolicy",
         "TTLConfig", "Thread", "ThreadStore", "ToolCall", "ToolError", "UnsupportedError",
         "UsageError", "__version__", "model_from_env", "open_store", "trim_messages",
+        # what an agent sees (issues 18 and 19): context, core memory blocks, files
+        "Blocks", "CompositeBackend", "ContextRequest", "ContextResult", "FileBackend",
+        "InMemoryFileBackend", "LocalFileBackend", "StoreFileBackend",
     ])
     for name in remem.__all__:
         assert hasattr(remem, name), name
@@ -27,7 +30,8 @@ def test_subpackage_all_is_importable() -> None:
     for package in ("remem.store", "remem.llm", "remem.messages", "remem.threads",
                     "remem.tools", "remem.memory", "remem.testing", "remem.api", "remem.client",
                     "remem.requests", "remem.memory.requests", "remem.memory.results",
-                    "remem.memory.wire", "remem.memory.namespaces"):
+                    "remem.memory.wire", "remem.memory.namespaces", "remem.context",
+                    "remem.files", "remem.blocks", "remem.files.permissions"):
         module = importlib.import_module(package)
         for name in getattr(module, "__all__", ()):
             assert hasattr(module, name), f"{package}.{name}"

@@ -2,11 +2,15 @@
 
 Open a memory in one line (:class:`Memory`), keep conversations in threads
 (:class:`ThreadStore`), or use the long-term store directly (:func:`open_store`). The same
-code talks to a remem server by swapping :class:`Memory` for :class:`Client`.
+code talks to a remem server by swapping :class:`Memory` for :class:`Client`. What an agent
+sees: :class:`ContextResult` (``Memory.context``), core memory :class:`Blocks` and files
+(:class:`FileBackend` and its backends).
 """
 
 from remem.api import Memory
+from remem.blocks import Blocks
 from remem.client import Client
+from remem.context import ContextRequest, ContextResult
 from remem.embed import Embedder, FakeEmbedder
 from remem.errors import (
     ConfigError,
@@ -22,6 +26,13 @@ from remem.errors import (
     ToolError,
     UnsupportedError,
     UsageError,
+)
+from remem.files import (
+    CompositeBackend,
+    FileBackend,
+    InMemoryFileBackend,
+    LocalFileBackend,
+    StoreFileBackend,
 )
 from remem.llm import (
     AnthropicChatModel,
@@ -49,19 +60,26 @@ __version__ = "0.1.0"
 __all__ = [
     "AnthropicChatModel",
     "BaseStore",
+    "Blocks",
     "ChatModel",
     "Client",
+    "CompositeBackend",
     "ConfigError",
     "ConflictError",
+    "ContextRequest",
+    "ContextResult",
     "Embedder",
     "FakeEmbedder",
+    "FileBackend",
     "FilterError",
+    "InMemoryFileBackend",
     "InMemoryStore",
     "IndexConfig",
     "IndexConfigError",
     "InvalidInputError",
     "Item",
     "LLMError",
+    "LocalFileBackend",
     "Memory",
     "MemoryTools",
     "Message",
@@ -72,6 +90,7 @@ __all__ = [
     "SQLiteStore",
     "ScriptedModel",
     "SearchItem",
+    "StoreFileBackend",
     "StructuredOutputError",
     "SummaryPolicy",
     "TTLConfig",
