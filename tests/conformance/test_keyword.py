@@ -58,6 +58,21 @@ def test_filter_and_prefix_are_inside_the_candidate_query(store: BaseStore) -> N
     assert all(h.namespace == ("u", "a") for h in hits)
 
 
+def test_filter_that_rejects_the_best_candidates_pages_past_them(store: BaseStore) -> None:
+    # the SQL stores check a value filter on the best-scored candidates a page at a time:
+    # here the 280 best fail it, so the answer lies several pages down
+    store.batch([PutOp(("u",), f"x{n:03}", {"text": "tea " * (n + 1), "keep": n < 20})
+                 for n in range(300)])
+    first = store.search(("u",), query="tea", filter={"keep": True}, limit=5)
+    assert keys(first) == ["x019", "x018", "x017", "x016", "x015"]
+    assert [h.details["keyword"].rank for h in first] == [1, 2, 3, 4, 5]
+    second = store.search(("u",), query="tea", filter={"keep": True}, limit=5, offset=5)
+    assert keys(second) == ["x014", "x013", "x012", "x011", "x010"]
+    every = store.search(("u",), query="tea", filter={"keep": True}, limit=100)
+    assert keys(every) == [f"x{n:03}" for n in range(19, -1, -1)]
+    assert store.search(("u",), query="tea", filter={"keep": "never"}, limit=5) == []
+
+
 def test_filter_does_not_change_scores(store: BaseStore) -> None:
     store.batch([PutOp(("u",), f"k{i}", {"text": f"tea {'milk ' * i}", "n": i})
                  for i in range(8)])

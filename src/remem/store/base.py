@@ -560,7 +560,7 @@ class BaseStore(ABC):
             terms = prepared.query_terms[position]
             found: list[Candidate] = []
             if terms:
-                hits = source.keyword_hits(terms)
+                hits = source.keyword_hits(terms, depth)
                 assert self.keyword is not None
                 found = bm25_scores(hits.postings, doc_freq=hits.doc_freq, n_docs=hits.n_docs,
                                     total_len=hits.total_len, params=self.keyword.bm25,

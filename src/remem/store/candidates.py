@@ -37,8 +37,10 @@ class CandidateSource(Protocol):
     """One search's view of a backend; every answer is already restricted to the search's
     prefix, filter and time range, and to live items."""
 
-    def keyword_hits(self, terms: list[str]) -> KeywordHits:
-        """Postings of ``terms`` (distinct) and the BM25 corpus statistics."""
+    def keyword_hits(self, terms: list[str], depth: int | None = None) -> KeywordHits:
+        """Postings of ``terms`` (distinct) and the BM25 corpus statistics. ``depth``: only
+        the postings of the best ``depth`` candidates are needed (``None``: all); a source
+        may return more."""
         ...
 
     def vector_hits(self, query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:

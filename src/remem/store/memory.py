@@ -301,7 +301,7 @@ class _MemoryCandidates:
             lambda ids: {i: (by_id[i].namespace, by_id[i].key) for i in ids
                          if i in by_id and matches(by_id[i])})
 
-    def keyword_hits(self, terms: list[str]) -> KeywordHits:
+    def keyword_hits(self, terms: list[str], depth: int | None = None) -> KeywordHits:
         """Postings of matching candidates, and corpus statistics over live items under the
         prefix (not narrowed by the filter), as the SQL backends compute them."""
         store, now, prefix = self.store, self.now, self.op.namespace_prefix

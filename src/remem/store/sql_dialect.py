@@ -143,10 +143,11 @@ class Dialect(ABC):
         return (f"SELECT 1 FROM {self.t('items')} WHERE ns > {p} AND ns < {p} LIMIT 1",
                 list(bounds))
 
-    def items_where(self, op: SearchOp, now: float, *, exact_ns: bool = False) -> Statement:
+    def items_where(self, op: SearchOp, now: float, *, exact_ns: bool = False,
+                    with_filter: bool = True) -> Statement:
         """The WHERE clause (alias ``i``) of a search: alive, under the prefix, in the event
-        range, matching the filter. ``exact_ns``: the prefix is a leaf, compare with ``=`` so
-        the (ns, updated_at) index gives rows in page order."""
+        range, matching the filter (unless ``with_filter`` is false). ``exact_ns``: the prefix
+        is a leaf, compare with ``=`` so the (ns, updated_at) index gives rows in page order."""
         p = self.p
         clauses = [self.alive]
         params: list[Any] = [now]
@@ -164,7 +165,7 @@ class Dialect(ABC):
         if before is not None:
             clauses.append(f"coalesce(i.event_at, i.created_at) < {p}")
             params.append(before)
-        text, filter_params = self.compile_filter(op.parsed_filter)
+        text, filter_params = self.compile_filter(op.parsed_filter if with_filter else None)
         if text:
             clauses.append(text)
             params.extend(filter_params)

@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from remem.retrieval.bm25 import bm25_scores
 from remem.retrieval.ranking import Candidate
 from remem.store.base import UPDATED_AT_TOLERANCE, BaseStore, Prepared, match_namespaces
 from remem.store.candidates import KeywordHits
@@ -192,15 +193,23 @@ class SQLStore(BaseStore, Generic[TxT]):
         return probe is not None and not self._query(tx, *probe)
 
     def _keyword_hits(self, tx: TxT, op: SearchOp, terms: list[str], now: float,
-                      where: str, params: list[Any]) -> KeywordHits:
-        """Postings of the candidates, and corpus statistics under the prefix (no filter)."""
+                      where: str, params: list[Any], depth: int | None) -> KeywordHits:
+        """Postings of the candidates, and corpus statistics under the prefix (no filter).
+
+        A filter on the values is checked last, on the best-scored candidates only (see
+        :meth:`_best_matching`): evaluated in the postings query it decoded the JSON value of
+        every item holding a query term. BM25 statistics ignore the filter, so a candidate's
+        score, and the order, are the same either way."""
         dialect = self.dialect
         n_docs = total_len = 0
         for statement in dialect.corpus_stats(op, now):
             for docs, length in self._query(tx, *statement):
                 n_docs, total_len = n_docs + int(docs), total_len + int(length)
+        deferred = bool(dialect.compile_filter(op.parsed_filter)[0])
+        scan: Statement = (dialect.items_where(op, now, with_filter=False) if deferred
+                           else (where, params))
         rows = self._query(tx, *dialect.keyword_postings(
-            terms, where, params, items_first=self._items_first(op, n_docs)))
+            terms, *scan, items_first=self._items_first(op, n_docs)))
         decoded: dict[str, Namespace] = {}
         postings = []
         for item_id, ns, key, term, tf, length in rows:
@@ -208,15 +217,40 @@ class SQLStore(BaseStore, Generic[TxT]):
             if namespace is None:
                 namespace = decoded[ns] = decode_ns(ns)
             postings.append((int(item_id), (namespace, key), term, int(tf), int(length)))
-        if op.filter is not None or op.event_after is not None or op.event_before is not None:
-            scope: Statement = dialect.scope_where(op, now)
+        if op.event_after is not None or op.event_before is not None:
             doc_freq = {term: int(n) for term, n in self._query(
-                tx, *dialect.doc_freq(terms, *scope))}
-        else:  # the candidates are the whole scope
+                tx, *dialect.doc_freq(terms, *dialect.scope_where(op, now)))}
+        else:  # the postings read cover the whole scope
             doc_freq = {}
             for _, _, term, _, _ in postings:
                 doc_freq[term] = doc_freq.get(term, 0) + 1
-        return KeywordHits(postings, doc_freq, n_docs, total_len)
+        hits = KeywordHits(postings, doc_freq, n_docs, total_len)
+        if not deferred:
+            return hits
+        kept = self._best_matching(tx, hits, depth, where, params)
+        return KeywordHits([p for p in postings if p[0] in kept], doc_freq, n_docs, total_len)
+
+    def _best_matching(self, tx: TxT, hits: KeywordHits, depth: int | None, where: str,
+                       params: list[Any]) -> set[int]:
+        """Ids of the best ``depth`` candidates (all when ``None``) that match ``where``,
+        checked best first a page at a time (most memories match a facade's filter, so the
+        first page usually settles it). Order: BM25 score, then (namespace, key), a total
+        order, so these are exactly the best ``depth`` of the matching candidates."""
+        assert self.keyword is not None
+        ranked = [item_id for item_id, _, _ in bm25_scores(
+            hits.postings, doc_freq=hits.doc_freq, n_docs=hits.n_docs,
+            total_len=hits.total_len, params=self.keyword.bm25)]
+        kept: set[int] = set()
+        start, page = 0, len(ranked) if depth is None else max(2 * depth, 64)
+        while start < len(ranked) and (depth is None or len(kept) < depth):
+            ids = ranked[start:start + page]
+            matching = {int(row[0]) for row in self._query(
+                tx, *self.dialect.addresses(ids, where, params))}
+            for item_id in ids:  # in rank order, so the cut keeps the best
+                if item_id in matching and (depth is None or len(kept) < depth):
+                    kept.add(item_id)
+            start, page = start + len(ids), page * 2
+        return kept
 
     # -- reads outside a batch -------------------------------------------------------------------
 
@@ -257,9 +291,9 @@ class _SQLCandidates(Generic[TxT]):
         self.store, self.tx, self.op, self.now = store, tx, op, now
         self.where, self.params = where, params
 
-    def keyword_hits(self, terms: list[str]) -> KeywordHits:
+    def keyword_hits(self, terms: list[str], depth: int | None = None) -> KeywordHits:
         return self.store._keyword_hits(self.tx, self.op, terms, self.now, self.where,
-                                        self.params)
+                                        self.params, depth)
 
     def vector_hits(self, query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
         return self.store._vector_hits(self.tx, self.op, query, depth, self.where, self.params)
