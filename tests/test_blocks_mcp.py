@@ -168,3 +168,45 @@ def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
     assert {*BLOCK_TOOLS, *ARCHIVAL_TOOLS, "get_context", "ls", "read_file", "write_file",
             "edit_file", "glob", "grep", "add_memory"} <= names
     assert not reply.is_error and json.loads(reply.content[0].text)["status"] == "saved"
+
+
+def test_serve_settings_switch_the_tools_on_at_slash_mcp(tmp_path: Path) -> None:
+    """``remem serve --mcp-blocks a1 --mcp-context`` (its settings, as the worker processes
+    get them) serves those tools at /mcp, for the key's tenant."""
+    import contextlib
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from remem.cli.serve import _build_app, _mcp_tools
+    from remem.testing.server import ThreadedServer
+
+    settings = {"db": str(tmp_path / "srv.db"), "auth": True, "max_body_bytes": 1 << 20,
+                "embedder": "fake", "mcp": True, "host": "127.0.0.1", "store_threads": 2,
+                "mcp_tools": _mcp_tools(False, True, "a1", None)}
+    app = _build_app(settings)
+    state: ServerState = app.state.remem
+    token = state.keys.create("acme")[0]
+    _blocks(state).create("b-human", label="human", value="Name: Ada", limit=100)
+    _blocks(state).attach("a1", "b-human")
+
+    async def run(url: str) -> tuple[set[str], Any]:
+        async with contextlib.AsyncExitStack() as stack:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
+            client = await stack.enter_async_context(
+                Client(streamable_http_client(url + "/mcp", http_client=http)))
+            names = {t.name for t in (await client.list_tools()).tools}
+            reply = await client.call_tool("core_memory_append",
+                                           {"label": "human", "content": "Likes tea"})
+            return names, reply
+
+    with ThreadedServer(app) as server:
+        names, reply = asyncio.run(run(server.url))
+    try:
+        assert {*BLOCK_TOOLS, "get_context"} <= names
+        assert not set(ARCHIVAL_TOOLS) & names and "write_file" not in names
+        assert not reply.is_error, reply
+        assert _blocks(state).by_label("a1", "human").value == "Name: Ada\nLikes tea"
+    finally:
+        state.close()
