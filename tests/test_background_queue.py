@@ -156,6 +156,20 @@ def test_cancel_and_retry(queue: JobQueue) -> None:
         queue.get("nope")
 
 
+def test_retry_of_a_debounced_job_with_a_newer_pending_one_conflicts(queue: JobQueue) -> None:
+    # found by schemathesis: the second queued job of one debounce key broke the unique
+    # index and answered 503
+    old = queue.submit(Submission("extract", "t1", "t1", [msg(1)], delay=30))
+    queue.cancel(old.id)
+    newer = queue.submit(Submission("extract", "t1", "t1", [msg(2)], delay=30))
+    assert newer.id != old.id
+    with pytest.raises(ConflictError, match=f"job {newer.id} is already pending"):
+        queue.retry(old.id)
+    assert queue.get(old.id).status == "cancelled"
+    queue.cancel(newer.id)
+    assert queue.retry(old.id).status == "queued"
+
+
 def test_tenants_do_not_see_each_other(queue: JobQueue) -> None:
     job = queue.enqueue(NewJob("noop", tenant="a"))
     with pytest.raises(NotFoundError):

@@ -316,8 +316,29 @@ class JobQueue:
         return self._by_user(job_id, tenant, rules.cancelled)
 
     def retry(self, job_id: str, *, tenant: str | None = None) -> Job:
-        """Queue a failed, dead or cancelled job again, due now, attempts reset."""
-        return self._by_user(job_id, tenant, rules.retried)
+        """Queue a failed, dead or cancelled job again, due now, attempts reset.
+
+        A debounced job whose thread already has a newer pending submission is a
+        :class:`~remem.errors.ConflictError`: at most one job per debounce key may wait.
+        """
+        def run(tx: Any, now: float) -> Job:
+            job: Job | None = tx.get(job_id)
+            if job is None or (tenant is not None and job.tenant != tenant):
+                raise NotFoundError(f"no job {job_id!r}; list jobs with `remem jobs ls` or "
+                                    "GET /v1/jobs")
+            updated = rules.retried(job, now)
+            if job.debounce_key is not None:
+                pending: Job | None = tx.pending(job.tenant, job.debounce_key)
+                if pending is not None and pending.id != job.id:
+                    raise ConflictError(
+                        f"job {job.id} cannot be queued again: job {pending.id} is already "
+                        "pending for the same thread and scope; let it run (or flush it), "
+                        "or cancel it first")
+            tx.update(updated)
+            return updated
+
+        result: Job = self._write(run)
+        return result
 
     def _pending_of(self, tx: Any, thread_id: str, tenant: str,
                     debounce_key: str | None) -> list[Job]:
