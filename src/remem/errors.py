@@ -22,6 +22,7 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     ├── UsageError                          the API is used in a way it does not support
     │   ├── UnsupportedError                a backend lacks a declared capability
     │   ├── ReadOnlyError                   a read-only file or memory block cannot be changed
+    │   ├── QuotaExceededError              a write would pass a tenant's storage quota
     │   └── PermissionDeniedError           a file permission rule denies the operation
     ├── ConfigError                         a setting is missing or invalid (names the setting)
     ├── IndexConfigError                    vectors from another embedder or dimension
@@ -66,6 +67,7 @@ __all__ = [
     "PathError",
     "PermissionDeniedError",
     "PromptRewriteError",
+    "QuotaExceededError",
     "RateLimitError",
     "ReadOnlyError",
     "RememError",
@@ -238,3 +240,19 @@ class FileConflictError(ConflictError):
 
 class PermissionDeniedError(UsageError):
     """A file permission rule denies the operation (see :mod:`remem.files.permissions`)."""
+
+
+class QuotaExceededError(UsageError):
+    """A write would leave a tenant over one of its storage quotas (nothing was written).
+
+    ``quota`` is ``"items"`` or ``"bytes"``; ``limit`` the quota, ``usage`` the tenant's
+    usage before the write, ``after`` what it would have been (``-1``: not known, as in
+    :class:`remem.Client`, which reads only the server's message)."""
+
+    def __init__(self, message: str, *, quota: str = "", limit: int = -1, usage: int = -1,
+                 after: int = -1) -> None:
+        super().__init__(message)
+        self.quota = quota
+        self.limit = limit
+        self.usage = usage
+        self.after = after

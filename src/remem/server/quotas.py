@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from remem.errors import ConfigError, UsageError
+from remem.errors import ConfigError, QuotaExceededError
 from remem.store import BaseStore, DeleteOp, GetOp, Item, Op, PutOp, Result
 from remem.store.scoped import ScopedStore
 
@@ -41,21 +41,6 @@ __all__ = ["BOOKKEEPING", "FRESH_SECONDS", "Quota", "QuotaExceededError", "Quota
 BOOKKEEPING = "_remem"
 #: a refusal is decided on a count at most this old (seconds)
 FRESH_SECONDS = 1.0
-
-
-class QuotaExceededError(UsageError):
-    """A write would leave a tenant over one of its storage quotas (nothing was written).
-
-    ``quota`` is ``"items"`` or ``"bytes"``; ``limit`` the quota, ``usage`` the tenant's
-    usage before the write, ``after`` what it would have been."""
-
-    def __init__(self, message: str, *, quota: str, limit: int, usage: int,
-                 after: int) -> None:
-        super().__init__(message)
-        self.quota = quota
-        self.limit = limit
-        self.usage = usage
-        self.after = after
 
 
 @dataclass(frozen=True, slots=True)
