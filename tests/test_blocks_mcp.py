@@ -20,7 +20,7 @@ from remem.files import StoreFileBackend
 from remem.server import ServerConfig, create_app
 from remem.server.mcp import build_mcp
 from remem.server.state import Principal, ServerState
-from remem.tools.archival import ARCHIVAL_TOOLS
+from remem.tools.archival import ARCHIVAL_TOOLS, CONVERSATION_TOOLS
 from remem.tools.blocks import BLOCK_TOOLS
 from remem.tools.schema import request_schema
 
@@ -151,12 +151,37 @@ def test_archival_insert_and_search_stay_in_the_tenant(state: ServerState) -> No
     assert not error and json.loads(text)["results"] == []
 
 
+def test_conversation_search_reads_only_that_users_threads_in_the_tenant(
+        state: ServerState) -> None:
+    threads = state.threads_for(ACME)
+    threads.create("t-alice", metadata={"user_id": "alice"},
+                   messages=["I booked the Lisbon flight", "Remind me about Lisbon"])
+    threads.create("t-bob", metadata={"user_id": "bob"}, messages=["Lisbon is Bob's secret"])
+    server = build_mcp(state, lambda ctx: ACME, conversation_user="alice")
+    listed = _listed(server)
+    want = request_schema(CONVERSATION_TOOLS["conversation_search"][0])
+    assert _plain(listed["conversation_search"].input_schema["properties"]) == _plain(
+        want["properties"])
+    answers = _call(server, ("conversation_search", {"query": "lisbon"}),
+                    ("conversation_search", {"query": "lisbon", "start_date": "not a date"}))
+    found = json.loads(answers[0][1])
+    assert not answers[0][0]
+    assert sorted(m["text"] for m in found["messages"]) == [
+        "I booked the Lisbon flight", "Remind me about Lisbon"]
+    assert {m["thread_id"] for m in found["messages"]} == {"t-alice"}
+    assert answers[1][0] and "start_date" in answers[1][1]
+    other = build_mcp(state, lambda ctx: Principal("other"), conversation_user="alice")
+    [(error, text)] = _call(other, ("conversation_search", {"query": "lisbon"}))
+    assert not error and json.loads(text)["messages"] == []
+
+
 @pytest.mark.slow
 def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
     db = tmp_path / "mcp.db"
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "remem", "mcp", "--db", str(db), "--embedder", "fake", "--tenant", "acme",
-        "--files", "--context", "--blocks", "a1", "--archival", "alice"])
+        "--files", "--context", "--blocks", "a1", "--archival", "alice",
+        "--conversations", "alice"])
 
     async def run() -> tuple[set[str], Any]:
         async with Client(params) as client:
@@ -165,8 +190,8 @@ def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
             return names, reply
 
     names, reply = asyncio.run(asyncio.wait_for(run(), 60))
-    assert {*BLOCK_TOOLS, *ARCHIVAL_TOOLS, "get_context", "ls", "read_file", "write_file",
-            "edit_file", "glob", "grep", "add_memory"} <= names
+    assert {*BLOCK_TOOLS, *ARCHIVAL_TOOLS, *CONVERSATION_TOOLS, "get_context", "ls",
+            "read_file", "write_file", "edit_file", "glob", "grep", "add_memory"} <= names
     assert not reply.is_error and json.loads(reply.content[0].text)["status"] == "saved"
 
 

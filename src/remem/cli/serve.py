@@ -126,6 +126,9 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
 @click.option("--mcp-archival", metavar="USER", default=None,
               help="Also serve archival_memory_insert / archival_memory_search at /mcp, on "
                    "user USER's memories in each tenant.")
+@click.option("--mcp-conversations", metavar="USER", default=None,
+              help="Also serve conversation_search at /mcp, over the threads of user USER "
+                   "(metadata user_id) in each tenant.")
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
@@ -133,7 +136,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                   metrics_token: str | None, log_level: str,
                   workers_in_process: int = 0, mcp_files: bool = False,
                   mcp_context: bool = False, mcp_blocks: str | None = None,
-                  mcp_archival: str | None = None) -> None:
+                  mcp_archival: str | None = None,
+                  mcp_conversations: str | None = None) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -158,7 +162,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "rate_burst": rate_burst, "ready_timeout": ready_timeout,
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
                 "metrics_token": metrics_token, "workers_in_process": workers_in_process,
-                "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival)}
+                "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival,
+                                        mcp_conversations)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -312,12 +317,12 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
     click.echo(f"revoked {info.key_id} (tenant {info.tenant})", err=True)
 
 
-def _mcp_tools(files: bool, context: bool, blocks: str | None,
-               archival: str | None) -> dict[str, Any]:
+def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | None,
+               conversations: str | None = None) -> dict[str, Any]:
     """The opt-in MCP tools as :func:`remem.server.mcp.build_mcp` keywords (JSON: the
     settings travel to worker processes in the environment)."""
     return {"files": files, "context": context, "blocks_agent": blocks,
-            "archival_user": archival}
+            "archival_user": archival, "conversation_user": conversations}
 
 
 @click.command("mcp")
@@ -341,9 +346,13 @@ def _mcp_tools(files: bool, context: bool, blocks: str | None,
 @click.option("--archival", metavar="USER", default=None,
               help="Also serve archival_memory_insert / archival_memory_search on user "
                    "USER's memories.")
+@click.option("--conversations", metavar="USER", default=None,
+              help="Also serve conversation_search over the threads of user USER (metadata "
+                   "user_id).")
 def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
                 allow_forget: bool, files: bool = False, context_tool: bool = False,
-                blocks: str | None = None, archival: str | None = None) -> None:
+                blocks: str | None = None, archival: str | None = None,
+                conversations: str | None = None) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
     from functools import partial
@@ -371,7 +380,8 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
         else:
             principal = Principal(check_tenant(tenant or LOCAL_TENANT))
         anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
-                          **_mcp_tools(files, context_tool, blocks, archival)))
+                          **_mcp_tools(files, context_tool, blocks, archival,
+                                       conversations)))
     finally:
         state.close()
 

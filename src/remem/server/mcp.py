@@ -57,7 +57,8 @@ from remem.tools.schema import request_properties
 
 __all__ = ["CONTEXT_TOOL", "FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED",
            "AgentTools", "McpAuthGate", "McpTool", "add_agent_tools", "add_archival_tools",
-           "add_block_tools", "build_mcp", "build_mcp_http", "tool_defaults"]
+           "add_block_tools", "add_conversation_tools", "build_mcp", "build_mcp_http",
+           "tool_defaults"]
 
 MCP_PATH = "/mcp"
 
@@ -215,7 +216,8 @@ def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
 def build_mcp(state: ServerState, resolve: Resolver, *,
               tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False,
               files: bool = False, context: bool = False, blocks_agent: str | None = None,
-              archival_user: str | None = None) -> MCPServer:
+              archival_user: str | None = None,
+              conversation_user: str | None = None) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
     ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
     ``procedural``: also the prompt and episode tools
@@ -224,7 +226,9 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
     ``context``: also :data:`CONTEXT_TOOL`; ``blocks_agent``: also the block tools
     (``core_memory_append``, ``core_memory_replace``, ``memory_rethink``) on that agent's
     blocks in the caller's tenant; ``archival_user``: also ``archival_memory_insert`` and
-    ``archival_memory_search`` on that user's memories in the caller's tenant."""
+    ``archival_memory_search`` on that user's memories in the caller's tenant;
+    ``conversation_user``: also ``conversation_search`` over the caller's threads whose
+    metadata ``user_id`` is that user."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -268,6 +272,8 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         add_block_tools(server, state, run, blocks_agent)
     if archival_user is not None:
         add_archival_tools(server, state, run, archival_user)
+    if conversation_user is not None:
+        add_conversation_tools(server, state, run, conversation_user)
     if state.config.llm is not None:  # background extraction needs the server's model
         from remem.server.routes_jobs import add_submit_tool
 
@@ -377,6 +383,18 @@ def add_archival_tools(server: MCPServer, state: ServerState, run: Any, user_id:
     add_agent_tools(server, run, ARCHIVAL_TOOLS, frozenset({"archival_memory_insert"}), make)
 
 
+def add_conversation_tools(server: MCPServer, state: ServerState, run: Any,
+                           user_id: str) -> None:
+    """``conversation_search`` over the caller's threads whose metadata ``user_id`` is
+    ``user_id`` (text and date range, newest first, within the tool's budget)."""
+    from remem.tools.archival import CONVERSATION_TOOLS, ConversationTools
+
+    def make(who: Principal) -> AgentTools:
+        return ConversationTools(state.threads_for(who), thread_filter={"user_id": user_id})
+
+    add_agent_tools(server, run, CONVERSATION_TOOLS, frozenset(), make)
+
+
 def _bearer(headers: Any) -> str | None:
     if headers is None:
         return None
@@ -451,13 +469,14 @@ class McpAuthGate:
 
 
 def build_mcp_http(state: ServerState, *, files: bool = False, context: bool = False,
-                   blocks_agent: str | None = None,
-                   archival_user: str | None = None) -> McpAuthGate:
+                   blocks_agent: str | None = None, archival_user: str | None = None,
+                   conversation_user: str | None = None) -> McpAuthGate:
     """The streamable HTTP app for ``/mcp`` (stateless, JSON answers), behind the gate that
     checks Host and Origin (:mod:`remem.server.netguard`, the server's one definition of
     loopback), the key and its rate; the flags switch on tools as :func:`build_mcp`."""
     server = build_mcp(state, http_resolver(state), files=files, context=context,
-                       blocks_agent=blocks_agent, archival_user=archival_user)
+                       blocks_agent=blocks_agent, archival_user=archival_user,
+                       conversation_user=conversation_user)
     # the gate checks Host and Origin; the transport's own check knows only literal names
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True,
@@ -491,14 +510,16 @@ def stdio_resolver(state: ServerState, principal: Principal, *,
 async def serve_stdio(state: ServerState, principal: Principal, *,
                       forget: bool = False, procedural: bool = False, files: bool = False,
                       context: bool = False, blocks_agent: str | None = None,
-                      archival_user: str | None = None) -> None:
+                      archival_user: str | None = None,
+                      conversation_user: str | None = None) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
     serves :data:`FORGET_TOOL` too, ``procedural`` the prompt and episode tools, the other
     flags as :func:`build_mcp`. A key's principal is re-checked (:func:`stdio_resolver`)."""
     tools = (*MCP_TOOLS, FORGET_TOOL) if forget else MCP_TOOLS
     server = build_mcp(state, stdio_resolver(state, principal), tools=tools,
                        procedural=procedural, files=files, context=context,
-                       blocks_agent=blocks_agent, archival_user=archival_user)
+                       blocks_agent=blocks_agent, archival_user=archival_user,
+                       conversation_user=conversation_user)
     await server.run_stdio_async()
 
 

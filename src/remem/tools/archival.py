@@ -162,6 +162,11 @@ class ConversationTools(RequestTools):
         self.thread_filter = dict(thread_filter) if thread_filter is not None else None
         self.max_threads = max_threads
 
+    def answer(self, name: str, request: Request) -> dict[str, Any]:
+        """The answer of ``conversation_search`` to the validated ``request``, within the
+        budget (the MCP server serves the tool through this)."""
+        return self._answer(name, request)
+
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
         assert isinstance(request, ConversationSearchRequest)
         after = _date(request.start_date, "start_date", end=False)
