@@ -198,3 +198,15 @@ def test_jobs_and_worker_commands(tmp_path: Path) -> None:
     assert done_cancel.exit_code == 1 and "only a queued" in done_cancel.output
     nothing = run("jobs", "ls", "--db", str(tmp_path / "absent.db"))
     assert nothing.exit_code == 1 and "no database" in nothing.output
+
+
+def test_remem_worker_offers_every_job_kind_a_worker_runs() -> None:
+    import click
+
+    from remem.background.extraction import handlers
+    from remem.cli.worker import worker_command
+
+    [kind_option] = [p for p in worker_command.params if p.name == "kinds"]
+    assert isinstance(kind_option.type, click.Choice)
+    every = set(handlers(lambda tenant: None))  # type: ignore[arg-type,return-value]
+    assert set(kind_option.type.choices) == every

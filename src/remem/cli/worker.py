@@ -25,6 +25,8 @@ from remem.background.worker import Handler, Worker
 from remem.cli.common import CommandFailed, db_option, embedder_hint, embedder_option, make_embedder
 from remem.cli.jobs import DB_HELP, open_queue
 from remem.cli.render import emit_json
+from remem.episodic.jobs import EXTRACT_EPISODES
+from remem.procedural.jobs import OPTIMIZE
 from remem.store import BaseStore, check_embedder
 from remem.store.scoped import ScopedStore
 
@@ -73,7 +75,8 @@ class MemoryHandlers:
 @click.option("--grace", type=click.FloatRange(0, 86400), default=30.0, show_default=True,
               help="On SIGTERM, seconds running jobs get to finish before they are released.")
 @click.option("--kind", "kinds", multiple=True,
-              type=click.Choice([EXTRACT, CONSOLIDATE, FORGET, NOOP]),
+              type=click.Choice([EXTRACT, CONSOLIDATE, FORGET, OPTIMIZE, EXTRACT_EPISODES,
+                                 NOOP]),
               help="Run only these job kinds (repeatable; default: all).")
 @click.option("--once", is_flag=True,
               help="Run the jobs due now, then exit (for cron or tests).")
