@@ -181,7 +181,7 @@ def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "remem", "mcp", "--db", str(db), "--embedder", "fake", "--tenant", "acme",
         "--files", "--context", "--blocks", "a1", "--archival", "alice",
-        "--conversations", "alice"])
+        "--conversations", "alice", "--procedural"])
 
     async def run() -> tuple[set[str], Any]:
         async with Client(params) as client:
@@ -191,7 +191,8 @@ def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
 
     names, reply = asyncio.run(asyncio.wait_for(run(), 60))
     assert {*BLOCK_TOOLS, *ARCHIVAL_TOOLS, *CONVERSATION_TOOLS, "get_context", "ls",
-            "read_file", "write_file", "edit_file", "glob", "grep", "add_memory"} <= names
+            "read_file", "write_file", "edit_file", "glob", "grep", "add_memory",
+            "get_prompt", "select_examples"} <= names
     assert not reply.is_error and json.loads(reply.content[0].text)["status"] == "saved"
 
 
@@ -208,7 +209,7 @@ def test_serve_settings_switch_the_tools_on_at_slash_mcp(tmp_path: Path) -> None
 
     settings = {"db": str(tmp_path / "srv.db"), "auth": True, "max_body_bytes": 1 << 20,
                 "embedder": "fake", "mcp": True, "host": "127.0.0.1", "store_threads": 2,
-                "mcp_tools": _mcp_tools(False, True, "a1", None)}
+                "mcp_tools": _mcp_tools(False, True, "a1", None, procedural=True)}
     app = _build_app(settings)
     state: ServerState = app.state.remem
     token = state.keys.create("acme")[0]
@@ -229,7 +230,7 @@ def test_serve_settings_switch_the_tools_on_at_slash_mcp(tmp_path: Path) -> None
     with ThreadedServer(app) as server:
         names, reply = asyncio.run(run(server.url))
     try:
-        assert {*BLOCK_TOOLS, "get_context"} <= names
+        assert {*BLOCK_TOOLS, "get_context", "get_prompt", "list_prompts"} <= names
         assert not set(ARCHIVAL_TOOLS) & names and "write_file" not in names
         assert not reply.is_error, reply
         assert _blocks(state).by_label("a1", "human").value == "Name: Ada\nLikes tea"

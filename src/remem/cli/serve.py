@@ -129,6 +129,9 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
 @click.option("--mcp-conversations", metavar="USER", default=None,
               help="Also serve conversation_search at /mcp, over the threads of user USER "
                    "(metadata user_id) in each tenant.")
+@click.option("--mcp-procedural", is_flag=True,
+              help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
+                   "select_examples, add_episode) at /mcp.")
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
@@ -137,7 +140,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                   workers_in_process: int = 0, mcp_files: bool = False,
                   mcp_context: bool = False, mcp_blocks: str | None = None,
                   mcp_archival: str | None = None,
-                  mcp_conversations: str | None = None) -> None:
+                  mcp_conversations: str | None = None, mcp_procedural: bool = False) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -163,7 +166,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
                 "metrics_token": metrics_token, "workers_in_process": workers_in_process,
                 "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival,
-                                        mcp_conversations)}
+                                        mcp_conversations, mcp_procedural)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -318,11 +321,12 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 
 
 def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | None,
-               conversations: str | None = None) -> dict[str, Any]:
+               conversations: str | None = None, procedural: bool = False) -> dict[str, Any]:
     """The opt-in MCP tools as :func:`remem.server.mcp.build_mcp` keywords (JSON: the
     settings travel to worker processes in the environment)."""
     return {"files": files, "context": context, "blocks_agent": blocks,
-            "archival_user": archival, "conversation_user": conversations}
+            "archival_user": archival, "conversation_user": conversations,
+            "procedural": procedural}
 
 
 @click.command("mcp")
@@ -349,10 +353,13 @@ def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | N
 @click.option("--conversations", metavar="USER", default=None,
               help="Also serve conversation_search over the threads of user USER (metadata "
                    "user_id).")
+@click.option("--procedural", is_flag=True,
+              help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
+                   "select_examples, add_episode).")
 def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
                 allow_forget: bool, files: bool = False, context_tool: bool = False,
                 blocks: str | None = None, archival: str | None = None,
-                conversations: str | None = None) -> None:
+                conversations: str | None = None, procedural: bool = False) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
     from functools import partial
@@ -381,7 +388,7 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
             principal = Principal(check_tenant(tenant or LOCAL_TENANT))
         anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
                           **_mcp_tools(files, context_tool, blocks, archival,
-                                       conversations)))
+                                       conversations, procedural)))
     finally:
         state.close()
 

@@ -470,13 +470,14 @@ class McpAuthGate:
 
 def build_mcp_http(state: ServerState, *, files: bool = False, context: bool = False,
                    blocks_agent: str | None = None, archival_user: str | None = None,
-                   conversation_user: str | None = None) -> McpAuthGate:
+                   conversation_user: str | None = None,
+                   procedural: bool = False) -> McpAuthGate:
     """The streamable HTTP app for ``/mcp`` (stateless, JSON answers), behind the gate that
     checks Host and Origin (:mod:`remem.server.netguard`, the server's one definition of
     loopback), the key and its rate; the flags switch on tools as :func:`build_mcp`."""
     server = build_mcp(state, http_resolver(state), files=files, context=context,
                        blocks_agent=blocks_agent, archival_user=archival_user,
-                       conversation_user=conversation_user)
+                       conversation_user=conversation_user, procedural=procedural)
     # the gate checks Host and Origin; the transport's own check knows only literal names
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True,
