@@ -310,3 +310,28 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     store.close()
     assert by_items == by_postings == merged == merged_by_items
     assert all(by_items[:3]) and by_items[3] == []
+
+
+def test_keyword_postings_read_their_items_from_the_covering_index(tmp_path: Path) -> None:
+    """The postings query of a large scope joins each posting to its item through
+    ``items_postings_cover`` (m007), never the table row, whose large value would be walked
+    page by page; a value filter is not in that query (it is checked on the best few)."""
+    from remem.store.sqlite_sql import SQLiteDialect
+    from remem.store.types import SearchOp
+
+    path = tmp_path / "cover.db"
+    with SQLiteStore(path, keyword=KeywordConfig(fields=("text",))) as store:
+        store.batch([PutOp(("u",), f"k{i}", {"text": f"tea {i}", "pad": "x" * 9000,
+                                             "status": "current"}) for i in range(50)])
+    dialect = SQLiteDialect()
+    op = SearchOp(("u",), filter={"status": "current"}, query="tea")
+    statement = dialect.keyword_postings(
+        ["tea"], *dialect.items_where(op, 0.0, with_filter=False), items_first=False)
+    assert "json" not in statement[0].replace("json_each", "")
+    with closing(sqlite3.connect(path)) as conn:
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement[0],
+                                               statement[1])]
+        rows = conn.execute(*statement).fetchall()
+    item_steps = [step for step in plan if step.startswith("SEARCH i")]
+    assert item_steps and all("COVERING INDEX items_postings_cover" in s for s in item_steps)
+    assert sorted(row[2] for row in rows) == sorted(f"k{i}" for i in range(50))

@@ -40,6 +40,7 @@ from remem.store.types import (
     SearchOp,
     from_timestamp,
 )
+from remem.store.vectors import first_chunk
 
 __all__ = ["SQLStore", "put_run"]
 
@@ -241,7 +242,7 @@ class SQLStore(BaseStore, Generic[TxT]):
             hits.postings, doc_freq=hits.doc_freq, n_docs=hits.n_docs,
             total_len=hits.total_len, params=self.keyword.bm25)]
         kept: set[int] = set()
-        start, page = 0, len(ranked) if depth is None else max(2 * depth, 64)
+        start, page = 0, len(ranked) if depth is None else first_chunk(depth)
         while start < len(ranked) and (depth is None or len(kept) < depth):
             ids = ranked[start:start + page]
             matching = {int(row[0]) for row in self._query(
@@ -249,7 +250,7 @@ class SQLStore(BaseStore, Generic[TxT]):
             for item_id in ids:  # in rank order, so the cut keeps the best
                 if item_id in matching and (depth is None or len(kept) < depth):
                     kept.add(item_id)
-            start, page = start + len(ids), page * 2
+            start, page = start + len(ids), page * 4
         return kept
 
     # -- reads outside a batch -------------------------------------------------------------------

@@ -80,6 +80,10 @@ def _postings_of_terms(columns: str, where: str) -> str:
     tables; parameters: terms (JSON), then ``where``'s, twice. recent_postings has no term
     index: it is scanned (CROSS JOIN keeps that order), never the items of the scope."""
     return " UNION ALL ".join(
-        f"SELECT {columns} FROM {table} AS p {join} items AS i ON i.id = p.item_id "
+        f"SELECT {columns} FROM {table} AS p {join} items AS i {_COVER} ON i.id = p.item_id "
         f"WHERE p.term IN (SELECT value FROM json_each(?)) AND {where}"
         for table, join in (("postings", "JOIN"), ("recent_postings", "CROSS JOIN")))
+
+
+# the postings' side of an item (see m007): read without touching the row and its value
+_COVER = "INDEXED BY items_postings_cover"

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
 
-__all__ = ["TextHashes", "VectorIndex", "matrix_hits", "top_matches"]
+__all__ = ["TextHashes", "VectorIndex", "first_chunk", "matrix_hits", "top_matches"]
 
 _FIRST_CHUNK = 256
 _BLOCK = 8192  # rows per block of the matrix
@@ -283,17 +283,24 @@ def _emit(order: npt.NDArray[np.intp], row_items: npt.NDArray[np.int64],
         yield item_id, score
 
 
+def first_chunk(needed: int) -> int:
+    """How many best-first candidates to confirm in a first round trip, for ``needed``."""
+    return max(64, needed + needed // 4)
+
+
 def top_matches(ranked: Iterator[tuple[int, float]], needed: int,
                 fetch: Callable[[list[int]], dict[int, object]]) -> list[tuple[int, float]]:
     """Walk ``ranked`` in chunks, keeping items that ``fetch`` confirms (filter, TTL), until
     ``needed`` are found; then keep every further candidate tied with the last score, so the
     caller's tie-break (namespace, key) is the same on every backend.
 
-    ``fetch`` receives candidate ids and returns the ones that match. Chunks double in size,
-    so a selective filter costs a few round trips, never one per candidate.
+    ``fetch`` receives candidate ids and returns the ones that match. The first chunk is a
+    little over ``needed`` (most candidates usually match, and confirming one may read a large
+    row); chunks then grow fourfold, so a selective filter costs a few round trips, never one
+    per candidate.
     """
     found: list[tuple[int, float]] = []
-    chunk_size = max(64, needed * 4)
+    chunk_size = first_chunk(needed)
     exhausted = False
     last_score: float | None = None
     while not exhausted:

@@ -163,6 +163,17 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "INSERT INTO remem_meta (key, value) VALUES ('recent_postings', '0')",
         ),
     ),
+    Migration(
+        "m007_postings_items_cover",
+        (
+            # a keyword search joins every posting of its terms to its item for (ns, key,
+            # alive, doc_len); those columns sit after the value in the row, so each lookup
+            # walked the value's overflow pages (memories of 12 kB: 4.4 -> 0.5 ms for 500
+            # postings). Appended at its end by new items, like the table.
+            "CREATE INDEX IF NOT EXISTS items_postings_cover ON items (id, ns, key, expires_at, "
+            "doc_len)",
+        ),
+    ),
 )
 
 
