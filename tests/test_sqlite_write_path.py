@@ -45,6 +45,7 @@ def _downgrade_to_m003(path: Path) -> None:
             conn.execute(f"DROP TRIGGER {trigger}")
         conn.execute("DROP TABLE keyword_stats")
         conn.execute("DROP INDEX items_keyword_ttl")
+        conn.execute("DROP INDEX items_postings_cover")  # m007
         conn.execute("CREATE INDEX items_keyword ON items (ns, expires_at, doc_len) "
                      "WHERE doc_len > 0")
         conn.execute("INSERT INTO postings SELECT term, item_id, tf FROM recent_postings")
