@@ -21,6 +21,7 @@ __all__ = [
     "Block",
     "BlockSpec",
     "append_value",
+    "block_text",
     "check_name",
     "render_blocks",
     "replace_value",
@@ -158,6 +159,18 @@ def rethink_value(spec: BlockSpec, new_value: str) -> BlockSpec:
     return _within_limit(spec, new_value, "this rewrite")
 
 
+def block_text(block: Block) -> str:
+    """One block as a tagged section, with its size and limit so the model knows how much
+    room is left."""
+    spec = block.spec
+    attrs = f'chars="{len(spec.value)}/{spec.limit}"'
+    if spec.description:
+        attrs += f" description={quoteattr(spec.description)}"
+    if spec.read_only:
+        attrs += ' read_only="true"'
+    return f"<{spec.label} {attrs}>\n{escape(spec.value)}\n</{spec.label}>"
+
+
 def render_blocks(blocks: Sequence[Block], *, budget: int | None = None,
                   counter: TokenCounter = DEFAULT_COUNTER,
                   heading: str = "# Core memory") -> Rendered:
@@ -168,13 +181,7 @@ def render_blocks(blocks: Sequence[Block], *, budget: int | None = None,
     parts = [heading]
     overflow: list[Overflow] = []
     for block in blocks:
-        spec = block.spec
-        attrs = f'chars="{len(spec.value)}/{spec.limit}"'
-        if spec.description:
-            attrs += f" description={quoteattr(spec.description)}"
-        if spec.read_only:
-            attrs += ' read_only="true"'
-        section = f"<{spec.label} {attrs}>\n{escape(spec.value)}\n</{spec.label}>"
+        section = block_text(block)
         if limit is not None and (overflow or counter.count(
                 "\n".join([*parts, section])) > limit):
             overflow.append(Overflow(block.id, counter.count(section)))
