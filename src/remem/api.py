@@ -97,6 +97,7 @@ from remem.store.types import Namespace, SearchMode, validate_namespace
 
 if TYPE_CHECKING:
     from remem.background.extraction import MemoryJobs
+    from remem.graph import Graph
     from remem.threads.api import ThreadAPI
     from remem.tokens import TokenCounter
 
@@ -496,6 +497,25 @@ class Memory:
         """Async :meth:`import_` (in a worker thread)."""
         return await asyncio.to_thread(self.import_, source)
 
+    # -- temporal knowledge (remem.graph) ------------------------------------------------------
+
+    def graph(self, *, user_id: str | None = None, agent_id: str | None = None,
+              namespace: Sequence[str] | None = None) -> Graph:
+        """The temporal knowledge graph (:class:`remem.graph.Graph`) of a scope: in this
+        memory's database under ``("graph", *scope)``, with this memory's chat model and
+        embedder. Opened once per scope and closed with the memory."""
+        scope: Namespace = ("graph", *self.namespace_of(user_id=user_id, agent_id=agent_id,
+                                                         namespace=namespace))
+        graphs: dict[Namespace, Graph] = self.__dict__.setdefault("_graphs", {})
+        found = graphs.get(scope)
+        if found is None:
+            from remem.graph import Graph
+
+            found = Graph.beside(self.store, scope, model=self._llm)
+            found.setup()
+            graphs[scope] = found
+        return found
+
     # -- background extraction (remem.background) --------------------------------------------
 
     @property
@@ -562,6 +582,8 @@ class Memory:
         background = self.__dict__.get("_background")
         if background is not None:  # stop its worker thread before the store goes
             background.close()
+        for opened in self.__dict__.pop("_graphs", {}).values():
+            opened.close()
         if self._owns_store:
             self.store.close()
 

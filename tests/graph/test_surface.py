@@ -60,3 +60,23 @@ def test_async_methods_answer_as_the_sync_ones() -> None:
                     (await graph.arefresh_summary("Ada"))[0])
 
     assert asyncio.run(run()) == expected
+
+
+def test_memory_graph_lives_in_the_memorys_file_per_scope(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from remem import FakeEmbedder, Memory
+    from remem.llm import ScriptedModel
+    from tests.graph.test_conformance import ada_at
+
+    db = Path(str(tmp_path)) / "mem.db"
+    model = ScriptedModel([ada_at("Acme", "2020-01-01")])
+    with Memory.open(db, embedder=FakeEmbedder(), llm=model) as mem:
+        graph = mem.graph(user_id="alice")
+        assert graph is mem.graph(user_id="alice")  # opened once per scope
+        assert graph.namespace == ("graph", *mem.namespace_of(user_id="alice"))
+        assert graph.ingest("Ada joined Acme.").llm_calls == 1
+        assert [f.fact for f in mem.graph(user_id="bob").facts()] == []
+    with Memory.open(db, embedder=FakeEmbedder()) as again:  # same file, closed and reopened
+        assert [h.fact.fact for h in again.graph(user_id="alice").search("Acme")] == [
+            "Ada works at Acme"]
