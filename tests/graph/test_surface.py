@@ -80,3 +80,29 @@ def test_memory_graph_lives_in_the_memorys_file_per_scope(tmp_path: object) -> N
     with Memory.open(db, embedder=FakeEmbedder()) as again:  # same file, closed and reopened
         assert [h.fact.fact for h in again.graph(user_id="alice").search("Acme")] == [
             "Ada works at Acme"]
+
+
+def test_graph_facts_join_the_context_as_a_section(tmp_path: object) -> None:
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from remem import FakeEmbedder, Memory
+    from remem.context.graph_section import GraphFactsSection
+    from remem.llm import ScriptedModel
+    from tests.graph.test_conformance import ada_at
+
+    model = ScriptedModel([ada_at("Acme", "2020-01-01"),
+                           ada_at("Globex", "2023-05-01", ends="Ada works at Acme")])
+    with Memory.open(Path(str(tmp_path)) / "ctx.db", embedder=FakeEmbedder(),
+                     llm=model) as mem:
+        graph = mem.graph(user_id="alice")
+        graph.ingest("Ada joined Acme.")
+        graph.ingest("Ada left Acme for Globex in May 2023.")
+        section = GraphFactsSection(clock=lambda: datetime(2024, 1, 1, tzinfo=UTC).timestamp())
+        result = mem.context("Where does Ada work?", user_id="alice",
+                             sections=[section, "memories"])
+        text = result.to_string()
+        assert "## Known facts" in text and "Ada works at Globex (since 2023-05-01)" in text
+        assert "Acme" not in text  # ended before the clock's time
+        assert mem.context("Where does Ada work?", user_id="bob",
+                           sections=[section]).to_string() == ""
