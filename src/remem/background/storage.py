@@ -256,9 +256,6 @@ class PostgresJobStorage:
         return {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
                 "keepalives": 1, "keepalives_idle": 30, "application_name": "remem-jobs"}
 
-    def _configure(self, conn: Any) -> None:
-        conn.execute(f"SET search_path TO {self._q}")
-
     def setup(self) -> None:
         if self._pool is not None:
             return
@@ -267,26 +264,12 @@ class PostgresJobStorage:
                 return
             if self._closed:
                 raise StoreError("this JobQueue is closed; open a new one")
-            try:
-                import psycopg
-                import psycopg_pool
-            except ImportError as exc:
-                raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
-                                  f"pip install 'remem[postgres]' ({exc})") from None
-            from remem.store.migrations.postgres import apply_postgres
+            from remem._postgres import open_migrated_pool
 
-            try:
-                with psycopg.connect(self.dsn, **self._kwargs()) as conn:
-                    apply_postgres(conn, self.schema, self._q, sql.JOB_MIGRATIONS_POSTGRES)
-            except psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL setup failed (schema {self.schema}): {exc}"
-                                 ) from exc
-            pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
-                self.dsn, min_size=1, max_size=self.pool_max_size, kwargs=self._kwargs(),
-                configure=self._configure, open=False, timeout=self.connect_timeout,
-                name=f"remem-jobs:{self.schema}")
-            pool.open(wait=False)
-            self._pool = pool
+            self._pool = open_migrated_pool(
+                self.dsn, self.schema, self._q, sql.JOB_MIGRATIONS_POSTGRES,
+                kwargs=self._kwargs(), name=f"remem-jobs:{self.schema}",
+                max_size=self.pool_max_size, timeout=self.connect_timeout)
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[JobTx]:

@@ -210,9 +210,6 @@ class PostgresBackend:
                 "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
                 "keepalives_count": 3, "application_name": "remem-threads"}
 
-    def _configure(self, conn: Any) -> None:
-        conn.execute(f"SET search_path TO {self._q}")
-
     def setup(self) -> None:
         if self._pool is not None:
             return
@@ -221,29 +218,13 @@ class PostgresBackend:
                 return
             if self._closed:
                 raise StoreError("this ThreadStore is closed; open a new one")
-            try:
-                import psycopg
-                import psycopg_pool
-            except ImportError as exc:
-                from remem.errors import ConfigError
+            from remem._postgres import open_migrated_pool
 
-                raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
-                                  f"pip install 'remem[postgres]' ({exc})") from None
-            from remem.store.migrations.postgres import apply_postgres
-
-            try:
-                with psycopg.connect(self.dsn, **self._connect_kwargs()) as conn:
-                    apply_postgres(conn, self.schema, self._q, sql.THREAD_MIGRATIONS_POSTGRES)
-            except psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL setup failed (schema {self.schema}): {exc}"
-                                 ) from exc
-            pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
-                self.dsn, min_size=self.pool_min_size, max_size=self.pool_max_size,
-                kwargs=self._connect_kwargs(), configure=self._configure, open=False,
-                check=psycopg_pool.ConnectionPool.check_connection,
-                timeout=self.connect_timeout, name=f"remem-threads:{self.schema}")
-            pool.open(wait=False)
-            self._pool = pool
+            self._pool = open_migrated_pool(
+                self.dsn, self.schema, self._q, sql.THREAD_MIGRATIONS_POSTGRES,
+                kwargs=self._connect_kwargs(), name=f"remem-threads:{self.schema}",
+                min_size=self.pool_min_size, max_size=self.pool_max_size,
+                timeout=self.connect_timeout, check=True)
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[Tx]:
