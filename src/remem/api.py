@@ -97,7 +97,7 @@ from remem.store.types import Namespace, SearchMode, validate_namespace
 
 if TYPE_CHECKING:
     from remem.background.extraction import MemoryJobs
-    from remem.graph import Graph
+    from remem.graph import Graph, Profile, TimelineEvent
     from remem.threads.api import ThreadAPI
     from remem.tokens import TokenCounter
 
@@ -515,6 +515,18 @@ class Memory:
             found.setup()
             graphs[scope] = found
         return found
+
+    def profile(self, user_id: str, *, as_of: datetime | float | None = None) -> Profile:
+        """The user's profile (topics and sub-topics), kept by the user's graph from the
+        same extraction call as its facts: ``mem.graph(user_id=...).profile()``."""
+        return self.graph(user_id=user_id).profile(as_of=as_of)
+
+    def timeline(self, user_id: str, *, since: datetime | float | None = None,
+                 until: datetime | float | None = None,
+                 tags: Sequence[str] = ()) -> list[TimelineEvent]:
+        """Dated events of the user's life, ``since <= happened_at < until``, by time:
+        ``mem.graph(user_id=...).timeline(...)``."""
+        return self.graph(user_id=user_id).timeline(since=since, until=until, tags=tags)
 
     # -- background extraction (remem.background) --------------------------------------------
 

@@ -7,8 +7,10 @@ import remem.graph
 
 def test_graph_all_is_the_public_surface() -> None:
     assert set(remem.graph.__all__) == {
-        "Entity", "EntityPage", "Episode", "Fact", "FactHit", "Graph", "GraphStorage",
-        "IngestResult", "PostgresGraphStorage", "SQLiteGraphStorage", "to_graphml", "to_json"}
+        "DEFAULT_PROFILE", "Entity", "EntityPage", "Episode", "Fact", "FactHit", "Graph",
+        "GraphStorage", "IngestResult", "PostgresGraphStorage", "Profile", "ProfileChange",
+        "ProfileSchema", "ProfileSlot", "SQLiteGraphStorage", "TimelineEvent", "Topic",
+        "to_graphml", "to_json"}
     for name in remem.graph.__all__:
         assert getattr(remem.graph, name).__doc__, name
 
@@ -17,7 +19,7 @@ def test_migrations_are_their_own_family() -> None:
     from remem.graph.schema import GRAPH_MIGRATIONS, GRAPH_MIGRATIONS_POSTGRES
 
     assert [m.name for m in GRAPH_MIGRATIONS] == [m.name for m in GRAPH_MIGRATIONS_POSTGRES] \
-        == ["g001_graph"]
+        == ["g001_graph", "g002_profile"]
 
 
 def test_every_async_method_has_its_sync_twins_signature() -> None:
@@ -27,7 +29,8 @@ def test_every_async_method_has_its_sync_twins_signature() -> None:
 
     twins = [n for n in dir(Graph) if n.startswith("a") and n[1:] in dir(Graph)
              and inspect.iscoroutinefunction(getattr(Graph, n))]
-    assert sorted(twins) == ["aentity", "aexpand", "aingest", "arefresh_summary", "asearch"]
+    assert sorted(twins) == ["aentity", "aexpand", "aingest", "aprofile", "arefresh_summary",
+                             "asearch", "atimeline"]
     for name in twins:
         sync = inspect.signature(getattr(Graph, name[1:]))
         assert inspect.signature(getattr(Graph, name)).parameters == sync.parameters, name

@@ -16,19 +16,26 @@ answer goes back to the model once with the errors (:mod:`remem.llm.structured`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import ClassVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from remem.graph.profile import (
+    ProfileSchema,
+    XEvent,
+    XPatch,
+    parse_path,
+    profile_prompt_lines,
+)
 from remem.graph.types import Entity, Fact
 from remem.memory.grounding import LANGUAGE_RULE, format_moment
 
-__all__ = ["Choice", "Disambiguation", "Extraction", "Summary", "XEntity", "XFact",
-           "disambiguation_prompt", "disambiguation_schema", "extraction_prompt",
-           "extraction_schema", "summary_prompt"]
+__all__ = ["PROFILE_INSTRUCTIONS", "Choice", "Disambiguation", "Extraction", "Summary",
+           "XEntity", "XFact", "disambiguation_prompt", "disambiguation_schema",
+           "extraction_prompt", "extraction_schema", "summary_prompt"]
 
 
 class XEntity(BaseModel):
@@ -71,8 +78,14 @@ class Extraction(BaseModel):
     model_config = ConfigDict(extra="ignore", title="Extraction")
     known_entities: ClassVar[int] = 0
     known_facts: ClassVar[int] = 0
+    #: the profile's schema (None: the graph keeps no profile; patches and events dropped)
+    profile_schema: ClassVar[ProfileSchema | None] = None
     entities: list[XEntity] = Field(default_factory=list)
     facts: list[XFact] = Field(default_factory=list)
+    profile: list[XPatch] = Field(default_factory=list,
+                                  description="JSON Patch operations on the user's profile")
+    events: list[XEvent] = Field(default_factory=list,
+                                 description="dated events of the user's life")
 
     @pydantic.model_validator(mode="after")
     def _numbers_offered(self) -> Extraction:
@@ -93,17 +106,29 @@ class Extraction(BaseModel):
             for number in (*fact.contradicts, *([fact.same_as] if fact.same_as else [])):
                 if not 1 <= number <= n_f:
                     raise ValueError(f"facts[{i}]: F numbers must be in 1..{n_f}, got {number}")
+        schema = type(self).profile_schema
+        if schema is None:
+            self.profile, self.events = [], []
+        for i, patch in enumerate(self.profile):
+            assert schema is not None
+            try:
+                schema.check(*parse_path(patch.path))
+            except ValueError as exc:
+                raise ValueError(f"profile[{i}]: {exc}") from None
         return self
 
 
-def extraction_schema(known_entities: int, known_facts: int) -> type[Extraction]:
-    """:class:`Extraction` checking E and F numbers against how many were offered."""
+def extraction_schema(known_entities: int, known_facts: int,
+                      profile: ProfileSchema | None = None) -> type[Extraction]:
+    """:class:`Extraction` checking E and F numbers against how many were offered, and
+    profile paths against ``profile``."""
 
     class Bounded(Extraction):
         model_config = ConfigDict(extra="ignore", title="Extraction")
 
     Bounded.known_entities = known_entities
     Bounded.known_facts = known_facts
+    Bounded.profile_schema = profile
     return Bounded
 
 
@@ -122,10 +147,23 @@ EXTRACTION_INSTRUCTIONS = (
     "a fact only restates a known fact, give its F number as same_as. " + LANGUAGE_RULE
 )
 
+#: added to the extraction instructions when the graph keeps a profile
+PROFILE_INSTRUCTIONS = (
+    " Also keep the user's profile (the user is who speaks as user, or whom the episode is "
+    "about): in profile, give JSON Patch operations (op add, replace or remove; path "
+    "/topic/sub_topic with a topic listed below; value a short text) for what the episode "
+    "states about the user, and an empty list when nothing changes. In events, list what "
+    "happened to the user with its date (ISO, resolved against the reference time; null "
+    "when the episode does not say) and a few lowercase tags."
+)
+
 
 def extraction_prompt(content: str, event_at: float, entities: Sequence[Entity],
-                      facts: Sequence[Fact], names: dict[int, str]) -> str:
-    """The user message of the extraction call."""
+                      facts: Sequence[Fact], names: dict[int, str],
+                      profile: tuple[ProfileSchema, Mapping[str, Mapping[str, str]]] | None
+                      = None) -> str:
+    """The user message of the extraction call (``profile``: the schema and the current
+    values, when the graph keeps a profile)."""
     lines = [f"Reference time (when the episode happened): {format_moment(event_at)}", "",
              "Known entities:"]
     number = {e.id: i for i, e in enumerate(entities, 1)}
@@ -140,6 +178,8 @@ def extraction_prompt(content: str, event_at: float, entities: Sequence[Entity],
         lines.append(f"F{i}: {subject} {fact.predicate}: {fact.fact}{since}")
     if not facts:
         lines.append("(none)")
+    if profile is not None:
+        lines += ["", *profile_prompt_lines(*profile)]
     lines += ["", "Episode:", content]
     return "\n".join(lines)
 

@@ -32,6 +32,17 @@ from remem.embed.base import Embedder
 from remem.errors import InvalidInputError, NotFoundError, UsageError
 from remem.graph import extract
 from remem.graph.ingest import apply_facts, candidates, resolve
+from remem.graph.profile import (
+    DEFAULT_PROFILE,
+    Profile,
+    ProfileChange,
+    ProfileSchema,
+    ProfileSlot,
+    TimelineEvent,
+    XPatch,
+    plan_patch,
+)
+from remem.graph.profile_rows import ProfileRows
 from remem.graph.resolve import name_key
 from remem.graph.rows import Rows
 from remem.graph.search import SearchPlan, expand, hit_of, search
@@ -48,7 +59,7 @@ from remem.graph.types import (
 from remem.graph.vectors import VectorCache
 from remem.llm.base import ChatModel, Usage
 from remem.llm.structured import generate
-from remem.memory.grounding import reference_time, timed_conversation
+from remem.memory.grounding import date_to_timestamp, reference_time, timed_conversation
 from remem.messages.types import Message
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
 from remem.store.namespace_codec import encode_ns
@@ -57,6 +68,10 @@ from remem.store.types import validate_namespace
 __all__ = ["Graph"]
 
 When = datetime | float | int | None
+
+
+def _values(slots: dict[str, dict[str, ProfileSlot]]) -> dict[str, dict[str, str]]:
+    return {t: {s: slot.value for s, slot in subs.items()} for t, subs in slots.items()}
 
 
 class Graph:
@@ -68,14 +83,16 @@ class Graph:
     names (``None``: keyword and graph search only, no semantic resolution);
     ``semantic_threshold``: the cosine an entity name needs to match an existing one on
     meaning alone; ``offer_entities`` / ``offer_facts``: how many existing entities and
-    current facts the extraction prompt shows.
+    current facts the extraction prompt shows; ``profile``: the topics of the user's profile
+    kept from the same extraction call (``None``: no profile, no timeline).
     """
 
     def __init__(self, storage: GraphStorage, namespace: Sequence[str], *,
                  model: ChatModel | None = None, embedder: Embedder | None = None,
                  tokenizer: Tokenizer | None = None, clock: Callable[[], float] = time.time,
                  semantic_threshold: float = 0.9, offer_entities: int = 20,
-                 offer_facts: int = 40) -> None:
+                 offer_facts: int = 40,
+                 profile: ProfileSchema | None = DEFAULT_PROFILE) -> None:
         self.namespace = validate_namespace(tuple(namespace))
         self.storage = storage
         self.model = model
@@ -88,6 +105,10 @@ class Graph:
         self.semantic_threshold = semantic_threshold
         self.offer_entities = offer_entities
         self.offer_facts = offer_facts
+        if profile is not None and not isinstance(profile, ProfileSchema):
+            raise InvalidInputError(f"profile must be a ProfileSchema or None, got "
+                                    f"{type(profile).__name__}")
+        self.profile_schema = profile
         self._ns = encode_ns(self.namespace)
         self._fact_vectors = VectorCache()
         self._entity_vectors = VectorCache()
@@ -179,11 +200,16 @@ class Graph:
         with self._rows(False) as rows:
             offer = candidates(rows, content, limit=self.offer_entities,
                                facts_limit=self.offer_facts)
-        schema = extract.extraction_schema(len(offer.entities), len(offer.facts))
+            slots = ProfileRows(rows.tx, self._ns).slots() if self.profile_schema else {}
+        shown = _values(slots)
+        keeps = None if self.profile_schema is None else (self.profile_schema, shown)
+        schema = extract.extraction_schema(len(offer.entities), len(offer.facts),
+                                           self.profile_schema)
+        instructions = extract.EXTRACTION_INSTRUCTIONS + (
+            extract.PROFILE_INSTRUCTIONS if keeps else "")
         answer = generate(chat, extract.extraction_prompt(content, at, offer.entities,
-                                                          offer.facts, offer.names),
-                          schema, instructions=extract.EXTRACTION_INSTRUCTIONS,
-                          operation="graph.extract")
+                                                          offer.facts, offer.names, keeps),
+                          schema, instructions=instructions, operation="graph.extract")
         usage = answer.usage
         extraction = answer.value
         names = [x.name for x in extraction.entities]
@@ -225,14 +251,31 @@ class Graph:
             applied = apply_facts(rows, extraction.facts, entity_of, offer,
                                   episode_id=stored.id, event_at=at, now=now,
                                   embeddings=fact_vectors)
+            changes, events = self._keep_profile(rows, extraction, stored.id, at, now)
         return IngestResult(
             episode=stored, entity_ids=tuple(entity_of[x.ref] for x in extraction.entities),
             created_entities=tuple(created), added=tuple(applied.added),
             confirmed=tuple(applied.confirmed), invalidated=tuple(applied.invalidated),
             llm_calls=usage.calls, input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
-            resolutions=tuple(how[x.ref] for x in extraction.entities))
+            resolutions=tuple(how[x.ref] for x in extraction.entities),
+            profile_changes=changes, events=events)
 
+    def _keep_profile(self, rows: Rows, extraction: extract.Extraction, episode_id: int,
+                      at: float, now: float
+                      ) -> tuple[tuple[tuple[str, str, str | None], ...], tuple[int, ...]]:
+        """Apply the answer's profile patch (to the profile as it is now, inside the write)
+        and store its events."""
+        if self.profile_schema is None:
+            return (), ()
+        kept = ProfileRows(rows.tx, self._ns)
+        changes = plan_patch(_values(kept.slots()), extraction.profile, self.profile_schema)
+        kept.apply(changes, now, episode_id)
+        events = [kept.add_event(at if e.date is None else date_to_timestamp(e.date),
+                                 e.text.strip(), e.tags, episode_id, now).id
+                  for e in extraction.events]
+        return (tuple((c.op, f"/{c.topic}/{c.sub_topic}", c.new) for c in changes),
+                tuple(dict.fromkeys(events)))
     def _disambiguate(self, chat: ChatModel, rows: Rows, content: str, at: float,
                       extraction: extract.Extraction, ambiguous: dict[int, list[int]]
                       ) -> tuple[dict[int, int | None], Usage]:
@@ -396,6 +439,69 @@ class Graph:
         with self._rows(False) as rows:
             return rows.episodes()
 
+    # -- profile and timeline ---------------------------------------------------------------
+
+    @contextmanager
+    def _profile_rows(self, write: bool) -> Iterator[ProfileRows]:
+        if self.profile_schema is None:
+            raise UsageError("this graph keeps no profile (Graph(..., profile=None)); open it "
+                             "with profile=DEFAULT_PROFILE or a ProfileSchema")
+        with self._rows(write) as rows:
+            yield ProfileRows(rows.tx, self._ns)
+
+    def profile(self, *, as_of: When = None) -> Profile:
+        """The user's profile: topic -> sub-topic -> slot (value, when, which episode).
+        ``as_of``: the profile as it stood then (replayed from its history)."""
+        at = timestamp(as_of, "as_of")
+        with self._profile_rows(False) as kept:
+            if at is None:
+                return Profile(kept.slots())
+            history = kept.history()
+        topics: dict[str, dict[str, ProfileSlot]] = {}
+        for change in history:
+            if change.changed_at > at:
+                break
+            subs = topics.setdefault(change.topic, {})
+            if change.new is None:
+                subs.pop(change.sub_topic, None)
+            else:
+                subs[change.sub_topic] = ProfileSlot(change.new, change.changed_at,
+                                                      change.episode_id)
+        return Profile({t: dict(sorted(subs.items())) for t, subs in sorted(topics.items())
+                        if subs})
+
+    def profile_history(self, *, topic: str | None = None) -> list[ProfileChange]:
+        """Every recorded change of the profile (of ``topic``), oldest first."""
+        with self._profile_rows(False) as kept:
+            return kept.history(topic)
+
+    def patch_profile(self, patch: Sequence[dict[str, Any] | XPatch]) -> list[ProfileChange]:
+        """Change the profile by hand with JSON Patch operations (``add`` / ``replace`` /
+        ``remove`` on ``/topic/sub_topic``), checked against the schema like the model's;
+        returns the changes recorded (none when nothing changed)."""
+        try:
+            ops = [p if isinstance(p, XPatch) else XPatch.model_validate(p) for p in patch]
+        except ValueError as exc:
+            raise InvalidInputError(f"patch: {exc}") from None
+        now = self.clock()
+        with self._profile_rows(True) as kept:
+            assert self.profile_schema is not None
+            before = len(kept.history())
+            kept.apply(plan_patch(_values(kept.slots()), ops, self.profile_schema), now, None)
+            return kept.history()[before:]
+
+    def timeline(self, *, since: When = None, until: When = None,
+                 tags: Sequence[str] = ()) -> list[TimelineEvent]:
+        """Events of the user's timeline with ``since <= happened_at < until``, by time;
+        ``tags``: only events carrying one of them."""
+        lo, hi = timestamp(since, "since"), timestamp(until, "until")
+        if lo is not None and hi is not None and hi < lo:
+            raise InvalidInputError(f"until ({hi}) must not be before since ({lo})")
+        wanted = {t.strip().lower() for t in tags}
+        with self._profile_rows(False) as kept:
+            events = kept.events(lo, hi)
+        return [e for e in events if not wanted or wanted & set(e.tags)]
+
     # -- async ------------------------------------------------------------------------------
     # Thin shells: each runs its sync twin in a worker thread (database calls block; the
     # model is called through its sync method there), so the event loop is never blocked
@@ -434,3 +540,12 @@ class Graph:
                                ) -> tuple[Entity, Usage]:
         """Async :meth:`refresh_summary`."""
         return await asyncio.to_thread(self.refresh_summary, entity, model=model)
+
+    async def aprofile(self, *, as_of: When = None) -> Profile:
+        """Async :meth:`profile`."""
+        return await asyncio.to_thread(self.profile, as_of=as_of)
+
+    async def atimeline(self, *, since: When = None, until: When = None,
+                        tags: Sequence[str] = ()) -> list[TimelineEvent]:
+        """Async :meth:`timeline`."""
+        return await asyncio.to_thread(self.timeline, since=since, until=until, tags=tags)

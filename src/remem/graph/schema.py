@@ -111,17 +111,61 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str, prefix: 
     )
 
 
+def _profile_tables(text: str, real: str, integer: str, serial: str,
+                    prefix: str) -> tuple[str, ...]:
+    """The user's profile (one row per slot), its history, and the timeline of events."""
+    p = prefix
+    return (
+        f"""CREATE TABLE {p}graph_profile (
+            ns {text} NOT NULL,
+            topic {text} NOT NULL,
+            sub_topic {text} NOT NULL,
+            value {text} NOT NULL,
+            updated_at {real} NOT NULL,
+            episode_id {integer},
+            PRIMARY KEY (ns, topic, sub_topic)
+        )""",
+        f"""CREATE TABLE {p}graph_profile_history (
+            id {serial},
+            ns {text} NOT NULL,
+            topic {text} NOT NULL,
+            sub_topic {text} NOT NULL,
+            op {text} NOT NULL,
+            old_value {text},
+            new_value {text},
+            changed_at {real} NOT NULL,
+            episode_id {integer}
+        )""",
+        f"CREATE INDEX graph_profile_history_ns ON {p}graph_profile_history (ns, id)",
+        f"""CREATE TABLE {p}graph_events (
+            id {serial},
+            ns {text} NOT NULL,
+            happened_at {real} NOT NULL,
+            text {text} NOT NULL,
+            tags {text} NOT NULL,
+            episode_id {integer},
+            recorded_at {real} NOT NULL
+        )""",
+        f"CREATE INDEX graph_events_ns ON {p}graph_events (ns, happened_at, id)",
+    )
+
+
 GRAPH_MIGRATIONS: tuple[Migration, ...] = (
     # WITHOUT ROWID: the key tables are stored in key order, so a term's postings (with tf
     # and length) or an entity's edges are one contiguous range
     Migration("g001_graph", _tables("TEXT", "REAL", "INTEGER", "BLOB",
                                     "INTEGER PRIMARY KEY AUTOINCREMENT", "", " WITHOUT ROWID")),
+    Migration("g002_profile", _profile_tables("TEXT", "REAL", "INTEGER",
+                                              "INTEGER PRIMARY KEY AUTOINCREMENT", "")),
 )
 #: ``{s}``: the quoted schema (the store's)
 GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
     Migration("g001_graph", _tables("text", "double precision", "bigint", "bytea",
                                     "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
                                     "{s}.", "")),
+    Migration("g002_profile", _profile_tables(
+        "text", "double precision", "bigint",
+        "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "{s}.")),
 )
 
 FACT_COLUMNS = ("id", "subject_id", "predicate", "object_id", "value", "fact", "valid_at",

@@ -180,3 +180,7 @@ class IngestResult:
     output_tokens: int
     #: how each extracted entity was resolved: model, exact, lexical, semantic, asked, new
     resolutions: tuple[str, ...] = ()
+    #: profile slots this episode changed, as ``(op, "/topic/sub_topic", new value)``
+    profile_changes: tuple[tuple[str, str, str | None], ...] = ()
+    #: ids of the timeline events this episode stated
+    events: tuple[int, ...] = ()
