@@ -30,7 +30,16 @@ from remem import __version__
 from remem.cli.common import CommandFailed, make_embedder
 from remem.cli.render import emit_json, write_atomically
 from remem.eval.harness import Phase, run_locomo, self_test, summarize_sets
+from remem.eval.labelled import (
+    LabelledDataset,
+    labelled_records,
+    labelled_summary,
+    labelled_table,
+    random_floor,
+    summarize_labelled,
+)
 from remem.eval.locomo import LocomoDataset, load_locomo
+from remem.eval.memdaily import POOLINGS, Pooling, load_memdaily
 from remem.eval.metrics import KS
 from remem.eval.report import question_records, results_table, summary_object, timing_line
 from remem.eval.store_retriever import (
@@ -209,3 +218,112 @@ def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: s
                       "random_floor": random_floor},
         "data_fixes": [fix.to_dict() for fix in dataset.fixes],
     }
+
+
+# -- other formats: MemDaily, LongMemEval ---------------------------------------------------
+
+
+def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: int,
+                  json_output: bool, out: Path | None, backend: Backend, embedder: str,
+                  bootstrap: int, seed: int, unit: str,
+                  extra_config: dict[str, Any] | None = None) -> None:
+    """The shell shared by the non-LoCoMo commands: self-test, run, report, write."""
+    model = make_embedder(embedder)
+    if k < max(KS):
+        _warn(f"--k {k} is below {max(KS)}: recall@k and hit@k for k > {k} are computed on "
+              f"the top {k} only")
+    if not json_output:
+        for fix in dataset.fixes:
+            click.echo(f"data fix: {fix}", err=True)
+    check = self_test(dataset.data, k=k, seed=seed)
+    if not check.passed:
+        raise CommandFailed(f"harness self-test failed ({len(check.failures)} questions): "
+                            f"{check.failures[0]}")
+    floor = random_floor(dataset, k=k, seed=seed)
+    with temporary_store(backend, model) as store:
+        retriever = StoreRetriever(store, mode)
+        with _progress_bars(not json_output) as bars:
+            run = run_locomo(dataset.data, retriever, k=k, progress=bars)
+    sets = summarize_labelled(dataset, run, resamples=bootstrap, seed=seed)
+    parent_sets = (summarize_labelled(dataset, run, resamples=bootstrap, seed=seed,
+                                      level="parent") if dataset.parent_gold else None)
+    config = _config(dataset.data, file=file, mode=mode, k=k, backend=backend,
+                     embedder=embedder, model=model.model, bootstrap=bootstrap, seed=seed,
+                     questions_scored=len(run.results), random_floor=floor.to_dict())
+    config["format"] = dataset.format
+    config["namespaces"] = config.pop("conversations")
+    config[unit] = config.pop("turns")
+    config["data_fixes"] = [fix.to_dict() for fix in dataset.fixes]
+    config.update(extra_config or {})
+    summary = labelled_summary(dataset, sets, run, config, parent_sets)
+    if out is not None:
+        _write_out(out, list(labelled_records(dataset, run)), summary)
+    if json_output:
+        emit_json(summary)
+        return
+    _print_table(labelled_table(dataset, sets, floor=floor, seed=seed, resamples=bootstrap,
+                                unit=unit))
+    if parent_sets is not None:
+        _print_table(labelled_table(dataset, parent_sets, resamples=bootstrap,
+                                    title=f"{dataset.parent_name}s (each ranking lifted to "
+                                          f"its {dataset.parent_name}s, deduplicated)",
+                                    unit=f"{dataset.parent_name}s"))
+    click.echo(timing_line(run.timing, dataset.data.n_turns).replace("turns", unit))
+    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}")
+    click.echo(f"self-test passed: the oracle scores 1.000 on hit@k; {len(dataset.fixes)} "
+               "data fixes" + (f"; records in {out}" if out is not None else ""))
+
+
+def _run_options(function: Any) -> Any:
+    """The options every format command shares with ``eval locomo``."""
+    options = [
+        click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+                     help="Store search mode: BM25, embeddings, or both fused."),
+        click.option("--k", "k", type=click.IntRange(min=1), default=50, show_default=True,
+                     metavar="N", help="Ranking depth: memories retrieved per question."),
+        click.option("--json", "json_output", is_flag=True,
+                     help="Machine output: print one JSON document on stdout."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+                     help="Also write questions.jsonl and summary.json to DIR."),
+        click.option("--backend", type=click.Choice(BACKENDS), default="sqlite",
+                     show_default=True, help="Store for the run: a temporary SQLite file, "
+                                             "or in memory."),
+        click.option("--embedder", type=click.Choice(EVAL_EMBEDDERS), default="local",
+                     show_default=True, help="'local': the on-device embedding model; "
+                                             "'fake': deterministic word hashing, offline."),
+        click.option("--bootstrap", type=click.IntRange(min=0), default=1000,
+                     show_default=True, metavar="N",
+                     help="Bootstrap resamples for the 95% intervals (0: none)."),
+        click.option("--seed", type=int, default=0, show_default=True, metavar="N",
+                     help="Seed of the bootstrap and of the random baseline."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+@eval_group.command(name="memdaily")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_run_options
+@click.option("--pool", type=click.Choice(POOLINGS), default="file", show_default=True,
+              help="'file': all trajectories of a pool share one namespace (a question text "
+                   "asked in several of them is ambiguous and excluded); 'trajectory': each "
+                   "trajectory is its own namespace.")
+@click.option("--limit-pools", type=click.IntRange(min=1), metavar="N",
+              help="Use only the first N pools (namespaces), for quick runs.")
+def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
+             backend: Backend, embedder: str, bootstrap: int, seed: int, pool: Pooling,
+             limit_pools: int | None) -> None:
+    """Score message retrieval on a MemDaily-format FILE.
+
+    One memory per message; a file's trajectories are pooled into one namespace (an object
+    file: one pool per list of trajectories), and each question searches its pool. Gold is
+    the messages its target_step_id names. Same report as `eval locomo`, by question type.
+    See docs/eval.md.
+    """
+    dataset = load_memdaily(file, pool=pool)
+    if limit_pools is not None:
+        dataset = dataset.head(limit_pools)
+    _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
+                  backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
+                  unit="messages", extra_config={"pool": pool})
