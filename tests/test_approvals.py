@@ -75,7 +75,7 @@ def test_http_list_approve_with_edits_then_resolve_once(server: Any) -> None:
     read = client.post("/v1/files/read", json={"path": "/memories/a.md"}, headers=h["a"])
     assert read.json()["content"] == "Alice likes green tea"
     again = client.post(f"/v1/approvals/{parked.approval_id}/approve", headers=h["a"])
-    assert again.status_code == 400 and "already done" in again.json()["message"]
+    assert again.status_code == 409 and "already done" in again.json()["message"]
     history = client.get("/v1/files/history", params={"path": "/memories/a.md"},
                          headers=h["a"]).json()
     assert len(history) == 1  # ran exactly once
@@ -92,7 +92,7 @@ def test_http_reject_never_runs(server: Any) -> None:
     assert r.status_code == 200 and r.json()["status"] == "rejected"
     assert r.json()["reason"] == "not true"
     late = client.post(f"/v1/approvals/{parked.approval_id}/approve", headers=h["a"])
-    assert late.status_code == 400 and "already rejected" in late.json()["message"]
+    assert late.status_code == 409 and "already rejected" in late.json()["message"]
     assert client.post("/v1/files/read", json={"path": "/memories/b.md"},
                        headers=h["a"]).status_code == 404
 
@@ -200,3 +200,32 @@ def test_request_values_validate() -> None:
     with pytest.raises(InvalidInputError, match="edited_arguments"):
         ApproveRequest.of(edited_arguments=[1])
     assert RejectRequest.of().reason == ""
+
+
+def test_http_and_cli_recover_finish_a_claimed_approval_once(server: Any,
+                                                             tmp_path: Path) -> None:
+    client, state, h = server
+    store = state.store_for(Principal("alpha"))
+    first = _park(store, "/memories/r1.md", "one")
+    second = _park(store, "/memories/r2.md", "two")
+    approvals = approvals_for(store)
+    approvals.claim(first.approval_id)  # a resolver that died after claiming
+    approvals.claim(second.approval_id)
+    assert client.post("/v1/approvals/recover", headers=h["a"]).json() == {
+        "approvals": []}  # claimed just now: maybe still being resolved
+    r = client.post("/v1/approvals/recover", headers=h["a"], json={"stale_after": 0})
+    assert r.status_code == 200, r.text
+    assert [(a["id"], a["status"]) for a in r.json()["approvals"]] == [
+        (first.approval_id, "done"), (second.approval_id, "done")]
+    assert client.post("/v1/approvals/recover", headers=h["ro"]).status_code == 403
+    bad = client.post("/v1/approvals/recover", headers=h["a"], json={"stale_after": -1})
+    assert bad.status_code == 422 and "stale_after" in bad.text
+    third = _park(store, "/memories/r3.md", "three")
+    approvals.claim(third.approval_id)
+    db = str(tmp_path / "srv.db")
+    out = _cli("approvals", "recover", "--stale-after", "0", "--db", db, "--tenant", "alpha")
+    assert out.exit_code == 0, out.output
+    assert [(a["id"], a["status"]) for a in json.loads(out.stdout)] == [
+        (third.approval_id, "done")]
+    read = client.post("/v1/files/read", json={"path": "/memories/r3.md"}, headers=h["a"])
+    assert read.json()["content"] == "three"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from remem.errors import InvalidInputError, PermissionDeniedError, UsageError
+from remem.errors import ConflictError, InvalidInputError, PermissionDeniedError
 from remem.files import InMemoryFileBackend, StoreFileBackend
 from remem.files.permissions import Approvals, GuardedFiles, Interrupt, Policy, Rule, rules
 from remem.store import SQLiteStore
@@ -60,8 +60,8 @@ def test_ask_parks_then_approve_runs_exactly_once(tmp_path: Path) -> None:
     done = approvals.approve(pending.id, arguments={"content": "Alice likes green tea"})
     assert done.status == "done" and done.result is not None
     assert files.read("/memories/user.md").content == "Alice likes green tea"
-    assert files.history("/memories/user.md")[-1].actor == "human"
-    with pytest.raises(UsageError, match="already done"):
+    assert files.history("/memories/user.md")[-1].actor == f"human (approval {pending.id})"
+    with pytest.raises(ConflictError, match="already done"):
         approvals.approve(pending.id)
     assert [e.op for e in files.history("/memories/user.md")] == ["write"]  # once
     assert approvals.pending() == []
@@ -87,7 +87,7 @@ def test_reject_never_runs_and_races_resolve_once(tmp_path: Path) -> None:
         barrier.wait()
         try:
             outcomes.append(approvals.approve(parked.approval_id).status)
-        except UsageError:
+        except ConflictError:
             outcomes.append("refused")
 
     threads = [threading.Thread(target=resolve) for _ in range(4)]
@@ -107,7 +107,7 @@ def test_a_failed_approved_operation_is_recorded_not_retried() -> None:
     assert isinstance(parked, Interrupt)
     failed = approvals.approve(parked.approval_id)
     assert failed.status == "failed" and "no file at" in failed.reason
-    with pytest.raises(UsageError, match="already failed"):
+    with pytest.raises(ConflictError, match="already failed"):
         approvals.approve(parked.approval_id)
 
 

@@ -26,6 +26,7 @@ from remem.files.permissions import (
     Approvals,
     ApproveRequest,
     ListApprovalsRequest,
+    RecoverRequest,
     RejectRequest,
 )
 from remem.store import Namespace, open_store
@@ -109,5 +110,14 @@ def reject_command(request: RejectRequest, approval_id: str, **where: Any) -> No
         _emit(approvals.run(request, approval_id).to_value())
 
 
-for _command in (ls_command, show_command, approve_command, reject_command):
+@request_command(RecoverRequest, name="recover", params=_where())
+def recover_command(request: RecoverRequest, **where: Any) -> None:
+    """Finish the approvals a crashed resolver left running for --stale-after seconds: each
+    ends done (its change was made, once) or failed (it was not made); prints them."""
+    with _approvals(**where) as approvals:
+        _emit([a.to_value() for a in approvals.run(request)])
+
+
+for _command in (ls_command, show_command, approve_command, reject_command,
+                 recover_command):
     approvals_group.add_command(_command)

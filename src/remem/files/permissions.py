@@ -1,41 +1,58 @@
 """Permissions on file operations, with a human in the loop.
 
 A :class:`Policy` is a list of :class:`Rule` values, each ``allow``, ``deny`` or ``ask`` for
-a path glob, a set of operations (``read``, ``write``, ``edit``, ``delete``; listing, glob
-and grep are reads) and optionally a scope (the agent or user acting). The first rule that
-matches decides; ``default`` decides when none does.
+a path glob, a set of operations (``read``, ``write``, ``edit``, ``delete``; listing, glob,
+grep and history are reads, undo is a write) and optionally a scope (the agent, user or
+tenant acting). The first rule that matches decides; ``default`` decides when none does.
 
 :class:`GuardedFiles` runs file operations through a policy. ``deny`` raises
 :class:`~remem.errors.PermissionDeniedError`. ``ask`` does nothing yet and returns an
-:class:`Interrupt` value naming a pending approval, kept as a file of an approvals backend (a
-store-backed one survives restarts). A human then calls :meth:`Approvals.approve` (optionally
-with edited arguments) or :meth:`Approvals.reject`: resolving claims the approval with its
-etag first, so of two resolvers only one wins, and the operation runs at most once (a crash
-after the claim leaves it ``running``, never re-run).
+:class:`~remem.files.approvals.Interrupt` naming a pending approval
+(:mod:`remem.files.approvals`: a human approves, edits or rejects it; it runs at most once).
+Listings, globs and greps leave out what the caller may not read, so a search never shows
+a denied file's content. :meth:`GuardedFiles.run` takes the file request values, so the
+agent tools, the HTTP routes and the MCP tools share one guarded path.
+
+:func:`load_policy` reads a policy from a JSON file (what ``REMEM_FILE_POLICY`` names for
+``remem serve``)::
+
+    {"default": "allow",
+     "rules": [{"effect": "deny", "paths": "/secrets/**"},
+               {"effect": "ask", "paths": "/memories/**", "operations": ["write", "edit"]}]}
 """
 
 from __future__ import annotations
 
 import json
-import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
 
-from pydantic import Field
-
-from remem.errors import (
-    FileConflictError,
-    InvalidInputError,
-    NotFoundError,
-    PermissionDeniedError,
-    UsageError,
+from remem.errors import ConfigError, InvalidInputError, PermissionDeniedError
+from remem.files.approvals import (
+    Approval,
+    Approvals,
+    ApprovalStatus,
+    ApproveRequest,
+    Interrupt,
+    ListApprovalsRequest,
+    RecoverRequest,
+    RejectRequest,
 )
 from remem.files.base import FileBackend
-from remem.files.core import compile_glob, glob_matches
-from remem.files.paths import normalize_dir, normalize_file
-from remem.requests import JsonObject, Request
+from remem.files.core import MAX_GREP_MATCHES, compile_glob, glob_matches
+from remem.files.paths import ROOT, normalize_dir, normalize_file
+from remem.files.requests import (
+    EditFileRequest,
+    FileRequest,
+    GlobRequest,
+    GrepRequest,
+    LsRequest,
+    ReadFileRequest,
+    WriteFileRequest,
+)
+from remem.files.types import FileEvent, FileInfo, GrepMatch
 
 __all__ = [
     "OPERATIONS",
@@ -49,13 +66,15 @@ __all__ = [
     "ListApprovalsRequest",
     "Operation",
     "Policy",
+    "RecoverRequest",
     "RejectRequest",
     "Rule",
+    "load_policy",
+    "policy_from_spec",
     "rules",
 ]
 
 Effect: TypeAlias = Literal["allow", "deny", "ask"]
-ApprovalStatus: TypeAlias = Literal["pending", "running", "done", "rejected", "failed"]
 Operation: TypeAlias = Literal["read", "write", "edit", "delete"]
 OPERATIONS: Final = ("read", "write", "edit", "delete")
 _EFFECTS: Final = ("allow", "deny", "ask")
@@ -106,47 +125,6 @@ class Policy:
         return self.default
 
 
-@dataclass(frozen=True, slots=True)
-class Interrupt:
-    """An operation waiting for a human: resolve it with :meth:`Approvals.approve` or
-    :meth:`Approvals.reject`."""
-
-    approval_id: str
-    operation: str
-    path: str
-    arguments: dict[str, Any]
-    scope: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (what a tool answers with)."""
-        return {"status": "needs_approval", "approval_id": self.approval_id,
-                "operation": self.operation, "path": self.path, "arguments": self.arguments,
-                "message": "a human must approve this change first; it has not been made"}
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    """A stored approval: ``status`` is ``pending``, ``running``, ``done``, ``rejected`` or
-    ``failed``."""
-
-    id: str
-    operation: str
-    path: str
-    arguments: dict[str, Any]
-    scope: str | None
-    status: str
-    created_at: float
-    reason: str = ""
-    result: dict[str, Any] | None = None
-    etag: str = field(default="", compare=False)
-
-    def to_value(self) -> dict[str, Any]:
-        """The stored (and JSON) form."""
-        return {"id": self.id, "operation": self.operation, "path": self.path,
-                "arguments": self.arguments, "scope": self.scope, "status": self.status,
-                "created_at": self.created_at, "reason": self.reason, "result": self.result}
-
-
 class GuardedFiles:
     """File operations of ``files`` checked against ``policy`` for ``scope``; ``ask`` parks
     the operation in ``approvals``."""
@@ -167,6 +145,9 @@ class GuardedFiles:
                 "ask the user to change the rules if it is needed")
         return effect
 
+    def _readable(self, path: str) -> bool:
+        return self.policy.decide("read", path, self.scope) == "allow"
+
     def read(self, path: str, *, offset: int = 0, limit: int | None = None) -> Any:
         """``files.read`` if reads of ``path`` are allowed (``ask`` parks it)."""
         name = normalize_file(path)
@@ -175,12 +156,38 @@ class GuardedFiles:
                                        self.scope)
         return self.files.read(name, offset=offset, limit=limit)
 
-    def ls(self, path: str = "/") -> Any:
-        """``files.ls`` if reads are allowed under ``path``."""
+    def ls(self, path: str = ROOT) -> Any:
+        """``files.ls`` if reads are allowed under ``path``, without the files whose read is
+        denied."""
         name = normalize_dir(path)
         if self._check("read", name) == "ask":
             return self.approvals.park("read", name, {"ls": True}, self.scope)
-        return self.files.ls(name)
+        return [e for e in self.files.ls(name)
+                if e.is_dir or self.policy.decide("read", e.path, self.scope) != "deny"]
+
+    def glob(self, pattern: str, path: str = ROOT) -> list[FileInfo]:
+        """``files.glob``, only the files the caller may read without asking."""
+        return [i for i in self.files.glob(pattern, path) if self._readable(i.path)]
+
+    def grep(self, text: str, path: str = ROOT, *, glob: str | None = None,
+             limit: int = MAX_GREP_MATCHES) -> list[GrepMatch]:
+        """``files.grep`` over the files the caller may read without asking (so a search
+        never shows the content of a denied or ask-guarded file)."""
+        want = limit
+        while True:  # denied files may take places: ask for more until enough are kept
+            hits = self.files.grep(text, path, glob=glob, limit=want)
+            kept = [h for h in hits if self._readable(h.path)]
+            if len(kept) >= limit or len(hits) < want:
+                return kept[:limit]
+            want *= 4
+
+    def history(self, path: str) -> Any:
+        """``files.history`` (a read of ``path``)."""
+        name = normalize_file(path)
+        if self._check("read", name) == "ask":
+            return self.approvals.park("read", name, {"history": True}, self.scope)
+        events: list[FileEvent] = self.files.history(name)
+        return events
 
     def write(self, path: str, content: str, *, etag: str | None = None) -> Any:
         """``files.write``, or an :class:`Interrupt` to approve."""
@@ -209,153 +216,29 @@ class GuardedFiles:
         self.files.delete(name, etag=etag, actor=self.actor)
         return None
 
+    def undo(self, path: str, *, etag: str | None = None) -> Any:
+        """``files.undo`` (a write of ``path``), or an :class:`Interrupt` to approve."""
+        name = normalize_file(path)
+        if self._check("write", name) == "ask":
+            return self.approvals.park("undo", name, {"etag": etag}, self.scope)
+        return self.files.undo(name, etag=etag, actor=self.actor)
 
-class Approvals:
-    """Pending approvals kept as files of ``store`` under ``root``, and how they resolve
-    against ``files`` (the backend the parked operations run on)."""
-
-    def __init__(self, store: FileBackend, files: FileBackend, *, root: str = "/approvals",
-                 clock: Callable[[], float] = time.time) -> None:
-        self.store = store
-        self.files = files
-        self.root = normalize_dir(root)
-        self.clock = clock
-
-    def _path(self, approval_id: str) -> str:
-        if not isinstance(approval_id, str) or not approval_id.startswith("apr_") or (
-                not approval_id[4:].isalnum()):
-            raise InvalidInputError(f"approval id must look like 'apr_...', got "
-                                    f"{approval_id!r}")
-        return f"{self.root.rstrip('/')}/{approval_id}.json"
-
-    def park(self, operation: str, path: str, arguments: Mapping[str, Any],
-             scope: str | None) -> Interrupt:
-        """Store a pending approval; the :class:`Interrupt` naming it."""
-        approval = Approval(f"apr_{uuid.uuid4().hex[:20]}", operation, path, dict(arguments),
-                            scope, "pending", self.clock())
-        self.store.write(self._path(approval.id), json.dumps(approval.to_value()),
-                         etag="absent")
-        return Interrupt(approval.id, operation, path, dict(arguments), scope)
-
-    def get(self, approval_id: str) -> Approval:
-        """The approval with ``approval_id``."""
-        try:
-            read = self.store.read(self._path(approval_id))
-        except NotFoundError:
-            raise NotFoundError(f"no approval {approval_id!r}; list them with "
-                                "Approvals.pending()") from None
-        data = json.loads(read.content)
-        return Approval(data["id"], data["operation"], data["path"], data["arguments"],
-                        data["scope"], data["status"], data["created_at"],
-                        data.get("reason", ""), data.get("result"), read.etag)
-
-    def pending(self) -> list[Approval]:
-        """Approvals waiting for a human, oldest first."""
-        return self.list_approvals("pending")
-
-    def list_approvals(self, status: str | None = "pending") -> list[Approval]:
-        """Approvals with ``status`` (``None``: every one), oldest first."""
-        found = []
-        for info in self.store.glob("*.json", self.root):
-            approval = self.get(info.path.rsplit("/", 1)[1].removesuffix(".json"))
-            if status is None or approval.status == status:
-                found.append(approval)
-        return sorted(found, key=lambda a: (a.created_at, a.id))
-
-    def run(self, request: ListApprovalsRequest | ApproveRequest | RejectRequest,
-            approval_id: str | None = None, *, actor: str = "human") -> Any:
-        """Run an approvals request (what the CLI and the HTTP routes do): a list of
-        :class:`Approval` for :class:`ListApprovalsRequest`, the resolved :class:`Approval`
-        for the others (``approval_id`` names it)."""
-        if isinstance(request, ListApprovalsRequest):
-            return self.list_approvals(None if request.status == "all" else request.status)
-        if approval_id is None:
-            raise UsageError(f"{request.operation} needs the approval id")
-        if isinstance(request, ApproveRequest):
-            return self.approve(approval_id, arguments=request.edited_arguments, actor=actor)
-        return self.reject(approval_id, request.reason)
-
-    def _claim(self, approval_id: str, status: str, reason: str = "") -> Approval:
-        approval = self.get(approval_id)
-        if approval.status != "pending":
-            raise UsageError(f"approval {approval_id!r} is already {approval.status}; an "
-                             "approval resolves once")
-        claimed = Approval(approval.id, approval.operation, approval.path,
-                           approval.arguments, approval.scope, status, approval.created_at,
-                           reason)
-        try:  # the etag makes the claim race-free: of two resolvers one wins
-            info = self.store.write(self._path(approval_id), json.dumps(claimed.to_value()),
-                                    etag=approval.etag)
-        except FileConflictError:
-            raise UsageError(f"approval {approval_id!r} was resolved meanwhile; an approval "
-                             "resolves once") from None
-        assert info.etag is not None
-        return replace(claimed, etag=info.etag)
-
-    def reject(self, approval_id: str, reason: str = "") -> Approval:
-        """Refuse the operation: it never runs."""
-        return self._claim(approval_id, "rejected", reason)
-
-    def approve(self, approval_id: str, *, arguments: Mapping[str, Any] | None = None,
-                actor: str = "human") -> Approval:
-        """Run the parked operation once (with ``arguments`` merged over the parked ones, for
-        a human's edit) and record its outcome."""
-        claimed = self._claim(approval_id, "running")
-        args = {**claimed.arguments, **(arguments or {})}
-        result: dict[str, Any] | None
-        try:
-            result = self._run(claimed.operation, claimed.path, args, actor)
-            status, reason = "done", ""
-        except Exception as exc:
-            result, status, reason = None, "failed", f"{type(exc).__name__}: {exc}"
-        final = Approval(claimed.id, claimed.operation, claimed.path, args, claimed.scope,
-                         status, claimed.created_at, reason, result)
-        self.store.write(self._path(approval_id), json.dumps(final.to_value()))
-        return final
-
-    def _run(self, operation: str, path: str, args: dict[str, Any],
-             actor: str) -> dict[str, Any] | None:
-        if operation == "write":
-            return self.files.write(path, args["content"], etag=args.get("etag"),
-                                    actor=actor).to_dict()
-        if operation == "edit":
-            return self.files.edit(path, args["old"], args["new"],
-                                   replace_all=bool(args.get("replace_all")),
-                                   etag=args.get("etag"), actor=actor).to_dict()
-        if operation == "delete":
-            self.files.delete(path, etag=args.get("etag"), actor=actor)
-            return None
-        if args.get("ls"):
-            return {"entries": [e.to_dict() for e in self.files.ls(path)]}
-        return self.files.read(path, offset=int(args.get("offset") or 0),
-                               limit=args.get("limit")).to_dict()
-
-
-class ListApprovalsRequest(Request):
-    """List approvals (``remem approvals ls``, ``GET /v1/approvals``)."""
-
-    operation: ClassVar[str] = "list_approvals"
-    status: Literal["pending", "running", "done", "rejected", "failed", "all"] = Field(
-        "pending", description="which approvals: those with this status, or all")
-
-
-class ApproveRequest(Request):
-    """Approve a parked operation (``remem approvals approve``,
-    ``POST /v1/approvals/{id}/approve``): it runs once."""
-
-    operation: ClassVar[str] = "approve"
-    edited_arguments: JsonObject | None = Field(
-        None, description="edited arguments, merged over the parked ones (e.g. "
-                          "{\"content\": \"...\"} for a write)")
-
-
-class RejectRequest(Request):
-    """Reject a parked operation (``remem approvals reject``,
-    ``POST /v1/approvals/{id}/reject``): it never runs."""
-
-    operation: ClassVar[str] = "reject"
-    reason: Annotated[str, Field(max_length=2000)] = Field(
-        "", description="why, kept with the approval")
+    def run(self, request: FileRequest) -> Any:
+        """Run a file request value through the policy: the backend's result, or an
+        :class:`Interrupt`."""
+        if isinstance(request, LsRequest):
+            return self.ls(request.path)
+        if isinstance(request, ReadFileRequest):
+            return self.read(request.path, offset=request.offset, limit=request.limit)
+        if isinstance(request, WriteFileRequest):
+            return self.write(request.path, request.content, etag=request.etag)
+        if isinstance(request, EditFileRequest):
+            return self.edit(request.path, request.old_string, request.new_string,
+                             replace_all=request.replace_all, etag=request.etag)
+        if isinstance(request, GlobRequest):
+            return self.glob(request.pattern, request.path)
+        assert isinstance(request, GrepRequest)
+        return self.grep(request.pattern, request.path, glob=request.glob)
 
 
 def rules(spec: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
@@ -367,7 +250,50 @@ def rules(spec: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
         if unknown:
             raise InvalidInputError(f"rule {position}: unknown field(s) {', '.join(unknown)}; "
                                     "a rule has effect, paths, operations and scope")
+        if "effect" not in item:
+            raise InvalidInputError(f"rule {position}: effect is missing; give allow, deny "
+                                    "or ask")
         ops = item.get("operations")
+        if isinstance(ops, str):
+            raise InvalidInputError(f"rule {position}: operations must be a list such as "
+                                    f'["write", "edit"], got {ops!r}')
         out.append(Rule(item["effect"], item.get("paths", "/**"),
                         frozenset(ops) if ops is not None else None, item.get("scope")))
     return tuple(out)
+
+
+def policy_from_spec(spec: Mapping[str, Any]) -> Policy:
+    """A :class:`Policy` from ``{"default": ..., "rules": [...]}`` (see :func:`rules`)."""
+    unknown = sorted(set(spec) - {"default", "rules"})
+    if unknown:
+        raise InvalidInputError(f"unknown policy field(s) {', '.join(unknown)}; a policy has "
+                                "default and rules")
+    default = spec.get("default", "allow")
+    if default not in _EFFECTS:
+        raise InvalidInputError(f"policy default must be allow, deny or ask, got {default!r}")
+    items = spec.get("rules", [])
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise InvalidInputError("policy rules must be a list of objects such as "
+                                '{"effect": "deny", "paths": "/secrets/**"}')
+    return Policy(rules(items), default)
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    """The policy in JSON file ``path``; :class:`~remem.errors.ConfigError` naming the file
+    and what is wrong with it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            spec = json.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file policy {os.fspath(path)!r}: "
+                          f"{exc.strerror}; check REMEM_FILE_POLICY") from None
+    except ValueError as exc:
+        raise ConfigError(f"the file policy {os.fspath(path)!r} is not valid JSON: {exc}") \
+            from None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"the file policy {os.fspath(path)!r} must be a JSON object with "
+                          "default and rules")
+    try:
+        return policy_from_spec(spec)
+    except InvalidInputError as exc:
+        raise ConfigError(f"the file policy {os.fspath(path)!r}: {exc}") from None

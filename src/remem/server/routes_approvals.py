@@ -7,8 +7,9 @@ scoped store, and an approved operation runs on that tree's files (``("files", t
 Each route takes its request value (:mod:`remem.files.permissions`): listing is
 :class:`~remem.files.permissions.ListApprovalsRequest` (as query parameters), approving
 :class:`~remem.files.permissions.ApproveRequest` (optional edited arguments, merged over the
-parked ones), rejecting :class:`~remem.files.permissions.RejectRequest`. An approval resolves
-once: resolving it again is a 400 that says so; an unknown id is a 404.
+parked ones), rejecting :class:`~remem.files.permissions.RejectRequest`, finishing what a
+crashed resolver left running :class:`~remem.files.approvals.RecoverRequest`. An approval
+resolves once: resolving it again is a 409 that says so; an unknown id is a 404.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from remem.files.permissions import (
     Approvals,
     ApproveRequest,
     ListApprovalsRequest,
+    RecoverRequest,
     RejectRequest,
 )
 from remem.server.auth import Reader, Writer, server_state
@@ -85,3 +87,16 @@ async def reject(approval_id: ApprovalId, who: Writer, request: Request,
     done = await server_state(request).run(lambda: approvals.run(value, approval_id))
     result: dict[str, Any] = done.to_value()
     return result
+
+
+@router.post("/v1/approvals/recover", summary="Finish approvals a crash left running")
+async def recover(who: Writer, request: Request,
+                  body: Annotated[RecoverRequest | None, Body()] = None,
+                  tree: TreeQuery = "default") -> dict[str, Any]:
+    """Approvals claimed at least ``stale_after`` seconds ago whose outcome was never stored
+    (the resolver crashed): each ends ``done`` (its change was made, once) or ``failed``
+    (it was not made)."""
+    approvals = approvals_for(server_state(request).store_for(who), tree)
+    value = body or RecoverRequest.of()
+    found = await server_state(request).run(lambda: approvals.run(value))
+    return {"approvals": [a.to_value() for a in found]}

@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from remem.errors import InvalidInputError, PermissionDeniedError, RememError, ToolError
+from remem.errors import InvalidInputError, RememError, ToolError
 from remem.files.base import FileBackend
 from remem.files.permissions import GuardedFiles, Interrupt
 from remem.files.requests import (
@@ -203,21 +203,8 @@ class FileTools(RequestTools):
     def _guarded(self, request: Request) -> Any:
         guard = self.permissions
         assert guard is not None
-        if isinstance(request, ReadFileRequest):
-            return guard.read(request.path, offset=request.offset, limit=request.limit)
-        if isinstance(request, WriteFileRequest):
-            return guard.write(request.path, request.content, etag=request.etag)
-        if isinstance(request, EditFileRequest):
-            return guard.edit(request.path, request.old_string, request.new_string,
-                              replace_all=request.replace_all, etag=request.etag)
-        if isinstance(request, LsRequest):
-            return guard.ls(request.path)
-        # glob and grep read every file under their directory: checked as a read of it
-        directory = request.path if isinstance(request, GlobRequest | GrepRequest) else "/"
-        if guard.policy.decide("read", directory, guard.scope) != "allow":
-            raise PermissionDeniedError(f"{request.operation} under {directory!r} needs an "
-                                        "approval or is denied; read single files instead")
-        return run_file_request(self.files, _as_file_request(request), actor=self.actor)
+        # listings, globs and greps leave out what the policy does not let the agent read
+        return guard.run(_as_file_request(request))
 
     def _lines(self, read: FileRead) -> dict[str, Any]:
         lines = read.content.splitlines(keepends=True)
