@@ -34,6 +34,7 @@ from remem.store.types import Namespace
 
 if TYPE_CHECKING:
     from remem.api import Memory
+    from remem.background.budgets import Budgets, StoredBudget
     from remem.background.forgetting import Budget
 
 __all__ = ["EXTRACT", "NOOP", "MemoryJobs", "debounce_key", "extraction_handler", "handlers",
@@ -108,6 +109,11 @@ class MemoryJobs:
                                                                       clock=memory.clock)
         self.tenant = tenant
         self._worker: Worker | None = None
+        from remem.background.access import recorder_of
+
+        recorder = recorder_of(memory.store)
+        if recorder is not None:  # reads happen on this memory's clock
+            recorder.clock = memory.clock
 
     def _namespace(self, request: SubmitRequest | ThreadJobsRequest) -> Namespace:
         return resolve_scope(self.memory.template, user_id=request.user_id,
@@ -179,14 +185,48 @@ class MemoryJobs:
         """Queue a run holding a scope to ``budget`` (see :mod:`remem.background.forgetting`):
         consolidation first, then the lowest retention scores invalidated (pinned memories
         never). One pending run per namespace."""
-        from remem.background.forgetting import FORGET
+        from remem.background.budgets import forget_submission
 
         scope = resolve_scope(self.memory.template, user_id=user_id, agent_id=agent_id,
                               namespace=namespace)
-        key = "forget:" + json.dumps(list(scope), ensure_ascii=False)
-        return self.queue.submit(Submission(
-            FORGET, key, key[:512], [], {"namespace": list(scope), **budget.to_dict()},
-            delay=delay, tenant=self.tenant))
+        return self.queue.submit(forget_submission(scope, budget, tenant=self.tenant,
+                                                   delay=delay))
+
+    # -- stored budgets and read counts ----------------------------------------------------------
+
+    @property
+    def budgets(self) -> Budgets:
+        """This memory's stored budgets (:mod:`remem.background.budgets`)."""
+        from remem.background.budgets import Budgets
+
+        return Budgets(self.queue, tenant=self.tenant)
+
+    def set_budget(self, budget: Budget | None = None, *, user_id: str | None = None,
+                   agent_id: str | None = None, namespace: Sequence[str] | None = None,
+                   max_memories: int | None = None, max_tokens: int | None = None,
+                   policy: str = "retention") -> StoredBudget:
+        """Store a budget for a scope (``budget``, or one built from ``max_memories`` /
+        ``max_tokens`` / ``policy``). Every later write to it is checked; a namespace over
+        its budget gets a ``forget`` job (checked now too)."""
+        from remem.background.forgetting import Budget
+
+        if budget is None:
+            budget = Budget(max_memories=max_memories, max_tokens=max_tokens, policy=policy)
+        scope = resolve_scope(self.memory.template, user_id=user_id, agent_id=agent_id,
+                              namespace=namespace)
+        stored = self.budgets.set(scope, budget)
+        self.budgets.check(self.memory.store, [scope])
+        return stored
+
+    def usage(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``memory_id -> (uses, last_accessed)``: how often searches and gets returned
+        each memory, and when last (memories never read are absent)."""
+        from remem.background.access import recorder_of
+
+        recorder = recorder_of(self.memory.store)
+        if recorder is not None:
+            recorder.flush()
+        return self.queue.access(list(memory_ids))
 
     def run_due(self) -> list[Job]:
         """Run every due job of this memory now, in this thread."""
@@ -199,7 +239,13 @@ class MemoryJobs:
         return worker
 
     def close(self) -> None:
-        """Stop the worker thread (running jobs finish) and close the queue."""
+        """Stop the worker thread (running jobs finish), record the reads still queued,
+        and close the queue."""
+        from remem.background.access import recorder_of
+
         if self._worker is not None:
             self._worker.stop()
+        recorder = recorder_of(self.memory.store)
+        if recorder is not None:
+            recorder.close()
         self.queue.close()

@@ -13,21 +13,26 @@ The score (pure, in [0, 1] for importance in [0, 1]) weighs three things:
 
 * importance: ``metadata["importance"]`` (0-1, set at extraction or by the agent; 0.5
   when unset), weight ``importance_weight``;
-* recency: ``0.5 ** (age / half_life)``, the age counted from the memory's last change;
-* use: ``min(1, log1p(uses) / log1p(100))``, ``uses`` from ``metadata["uses"]`` (remem does
-  not count reads by itself yet: an agent may record them there).
+* recency: ``0.5 ** (age / half_life)``, the age counted from the memory's last change or
+  its last read, whichever is later;
+* use: ``min(1, log1p(uses) / log1p(100))``, ``uses`` the times searches and gets returned
+  the memory (counted by remem, :mod:`remem.background.access`) plus ``metadata["uses"]``
+  (what an agent recorded itself).
+
+``policy="lru"`` ranks by the last read (or change) alone: least recently used first.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from remem.background.consolidation import consolidate_flow
 from remem.background.jobs import Job
-from remem.errors import InvalidInputError
+from remem.background.queue import JobQueue
+from remem.errors import ConfigError, InvalidInputError
 from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings
 from remem.memory.operations import delete_flow
@@ -44,6 +49,10 @@ __all__ = ["FORGET", "Budget", "ForgetReport", "forget_flow", "forgetting_handle
 
 #: the job kind of a budget enforcement run
 FORGET = "forget"
+#: how a run picks what to evict (:attr:`Budget.policy`)
+POLICIES = ("retention", "lru")
+#: ``memory_id -> (uses, last_accessed)``: what remem counted of each memory's reads
+Reads = Mapping[str, tuple[int, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,8 @@ class Budget:
     recency_weight: float = 0.3
     use_weight: float = 0.2
     consolidate_first: bool = True
+    #: ``"retention"``: lowest retention score first; ``"lru"``: least recently used first
+    policy: str = "retention"
 
     def __post_init__(self) -> None:
         if self.max_memories is None and self.max_tokens is None:
@@ -68,6 +79,9 @@ class Budget:
                 raise InvalidInputError(f"{name} must be an integer >= 0, got {value!r}")
         if not self.half_life > 0:
             raise InvalidInputError(f"half_life must be > 0 seconds, got {self.half_life!r}")
+        if self.policy not in POLICIES:
+            raise InvalidInputError(f"policy must be one of {', '.join(POLICIES)}; got "
+                                    f"{self.policy!r}")
 
     @classmethod
     def of(cls, data: Mapping[str, Any]) -> Budget:
@@ -86,12 +100,22 @@ def _number(value: Any, default: float) -> float:
     return float(value)
 
 
-def retention_score(record: MemoryRecord, now: float, budget: Budget) -> float:
-    """How much ``record`` is worth keeping (higher: keep); see the module docstring."""
+def last_used(record: MemoryRecord, reads: Reads | None = None) -> float:
+    """When the memory was last changed or read (epoch seconds)."""
+    read = (reads or {}).get(record.id)
+    return max(record.updated_at or 0.0, record.created_at or 0.0,
+               read[1] if read is not None else 0.0)
+
+
+def retention_score(record: MemoryRecord, now: float, budget: Budget,
+                    reads: Reads | None = None) -> float:
+    """How much ``record`` is worth keeping (higher: keep); see the module docstring.
+    ``reads``: the read counts remem keeps (:meth:`JobQueue.access`)."""
     importance = min(1.0, max(0.0, _number(record.metadata.get("importance"), 0.5)))
-    changed = max(record.updated_at or 0.0, record.created_at or 0.0)
-    recency = 0.5 ** (max(0.0, now - changed) / budget.half_life)
-    uses = max(0.0, _number(record.metadata.get("uses"), 0.0))
+    recency = 0.5 ** (max(0.0, now - last_used(record, reads)) / budget.half_life)
+    read = (reads or {}).get(record.id)
+    uses = (max(0.0, _number(record.metadata.get("uses"), 0.0))
+            + (read[0] if read is not None else 0))
     use = min(1.0, math.log1p(uses) / math.log1p(100))
     return float(budget.importance_weight * importance + budget.recency_weight * recency
                  + budget.use_weight * use)
@@ -144,8 +168,10 @@ def _over(count: int, tokens: int, budget: Budget) -> bool:
 
 
 def forget_flow(namespace: Namespace, budget: Budget, *, now: float, lock: LockSettings,
-                vectors: bool = False, change_key: str = "forget") -> Flow[ForgetReport]:
-    """Hold ``namespace`` to ``budget`` (see the module docstring) as a flow."""
+                vectors: bool = False, change_key: str = "forget",
+                reads: Callable[[list[str]], Reads] | None = None) -> Flow[ForgetReport]:
+    """Hold ``namespace`` to ``budget`` (see the module docstring) as a flow. ``reads``:
+    looks up the read counts of memory ids (none: only ``metadata["uses"]`` counts)."""
     records = yield from _current(namespace)
     before, tokens_before = len(records), sum(map(_tokens, records))
     merged = 0
@@ -156,15 +182,24 @@ def forget_flow(namespace: Namespace, budget: Budget, *, now: float, lock: LockS
         if merged:
             records = yield from _current(namespace)
     count, tokens = len(records), sum(map(_tokens, records))
-    ranked = sorted((r for r in records if not pinned(r)),
-                    key=lambda r: (retention_score(r, now, budget), r.created_at, r.id))
+    counted = (reads([r.id for r in records]) if reads is not None and _over(count, tokens, budget)
+               else {})
+
+    def rank(record: MemoryRecord) -> tuple[float, float, str]:
+        value = (last_used(record, counted) if budget.policy == "lru"
+                 else retention_score(record, now, budget, counted))
+        return (value, record.created_at, record.id)
+
+    ranked = sorted((r for r in records if not pinned(r)), key=rank)
     evicted: list[str] = []
     for record in ranked:
         if not _over(count, tokens, budget):
             break
-        score = retention_score(record, now, budget)
+        score = retention_score(record, now, budget, counted)
+        why = (f"least recently used (last {last_used(record, counted):.0f})"
+               if budget.policy == "lru" else f"retention score {score:.3f}")
         ctx = ChangeContext(now=now, actor="forgetting",
-                            reason=f"over the namespace's budget; retention score {score:.3f}",
+                            reason=f"over the namespace's budget; {why}",
                             change_id=f"{change_key}:{record.id}")
         yield from delete_flow(record.id, ctx, lock)
         evicted.append(record.id)
@@ -181,10 +216,31 @@ def forgetting_handler(memory_for: Callable[[str], Memory]
     def run(job: Job) -> Mapping[str, Any]:
         memory = memory_for(job.tenant)
         budget = Budget.of(job.payload)
-        flow = forget_flow(tuple(job.payload["namespace"]), budget, now=memory.clock(),
-                           lock=memory.lock, vectors=memory.store.index is not None,
-                           change_key=job.id)
-        model = (memory.llm or require_model()) if budget.consolidate_first else None
-        return run_sync(flow, memory.store, model).to_dict()
+        model = None
+        if budget.consolidate_first:
+            try:
+                model = memory.llm or require_model()
+            except ConfigError:  # no model anywhere: evict without merging first
+                budget = replace(budget, consolidate_first=False)
+        queue = JobQueue.beside(memory.store)
+        try:
+            flow = forget_flow(tuple(job.payload["namespace"]), budget, now=memory.clock(),
+                               lock=memory.lock, vectors=memory.store.index is not None,
+                               change_key=job.id, reads=_reads_of(memory, queue))
+            return run_sync(flow, memory.store, model).to_dict()
+        finally:
+            queue.close()
 
     return run
+
+
+def _reads_of(memory: Memory, queue: JobQueue) -> Callable[[list[str]], Reads]:
+    def look_up(memory_ids: list[str]) -> Reads:
+        from remem.background.access import recorder_of
+
+        recorder = recorder_of(memory.store)
+        if recorder is not None:  # reads still queued in this process count too
+            recorder.flush()
+        return queue.access(memory_ids)
+
+    return look_up

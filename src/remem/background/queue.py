@@ -29,7 +29,9 @@ Guarantees (on every backend, :mod:`remem.background.storage`):
 from __future__ import annotations
 
 import os
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -47,6 +49,8 @@ from remem.errors import ConflictError, InvalidInputError, NotFoundError
 __all__ = ["JobQueue"]
 
 _CONFLICT_RETRIES = 5
+_BESIDE_MEMORY: weakref.WeakKeyDictionary[Any, MemoryJobStorage] = weakref.WeakKeyDictionary()
+_BESIDE_LOCK = threading.Lock()
 
 
 def _check_limit(limit: int, name: str = "limit", upper: int = 1000) -> None:
@@ -105,7 +109,13 @@ class JobQueue:
         path = getattr(store, "path", None)
         if isinstance(path, str) and path != ":memory:":
             return cls(SQLiteJobStorage(path), clock=clock)
-        return cls.in_memory(clock=clock)
+        # one in-memory "database" per store: every queue beside it sees the same jobs,
+        # read counts and budgets, as queues beside one file do
+        with _BESIDE_LOCK:
+            storage = _BESIDE_MEMORY.get(store)
+            if storage is None:
+                storage = _BESIDE_MEMORY[store] = MemoryJobStorage()
+        return cls(storage, clock=clock)
 
     def setup(self) -> None:
         """Create or migrate the jobs table (idempotent)."""
@@ -382,3 +392,41 @@ class JobQueue:
             counts: dict[str, int] = tx.counts(tenant)
             oldest: float | None = tx.oldest_due(tenant, now)
         return QueueStats(counts=counts, lag=max(0.0, now - oldest) if oldest else 0.0)
+
+    def breakdown(self, *, tenant: str | None = None) -> dict[tuple[str, str], int]:
+        """How many jobs of each ``(kind, status)`` (metrics)."""
+        with self.storage.transaction(False) as tx:
+            found: dict[tuple[str, str], int] = tx.counts_by_kind(tenant)
+        return found
+
+    # -- beside the jobs: read counts and budgets (remem.background.access, .budgets) ---------
+
+    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
+        """Add ``(memory_id, uses, at)`` to the read counts, in one transaction."""
+        if reads:
+            self._write(lambda tx, now: tx.touch(reads))
+
+    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``memory_id -> (uses, last_accessed)`` of the memories ever read."""
+        if not memory_ids:
+            return {}
+        with self.storage.transaction(False) as tx:
+            found: dict[str, tuple[int, float]] = tx.access(list(memory_ids))
+        return found
+
+    def put_budget(self, tenant: str, namespace: str, budget: str) -> None:
+        """Store a namespace's budget (JSON), replacing the one it had."""
+        self._write(lambda tx, now: tx.put_budget(tenant, namespace, budget, now))
+
+    def budgets(self, *, tenant: str | None = None, namespaces: Sequence[str] | None = None
+                ) -> list[tuple[str, str, str, float]]:
+        """Stored budgets ``(tenant, namespace, budget, updated_at)``."""
+        with self.storage.transaction(False) as tx:
+            found: list[tuple[str, str, str, float]] = tx.budgets(
+                tenant, list(namespaces) if namespaces is not None else None)
+        return found
+
+    def delete_budget(self, tenant: str, namespace: str) -> bool:
+        """Drop a namespace's budget; whether it had one."""
+        result: bool = self._write(lambda tx, now: tx.delete_budget(tenant, namespace))
+        return result

@@ -66,13 +66,46 @@ def _table(text: str, real: str, integer: str, prefix: str) -> tuple[str, ...]:
     )
 
 
+def _access_and_budgets(text: str, real: str, integer: str, prefix: str) -> tuple[str, ...]:
+    return (
+        # reads of each memory (search hits, gets): the "use" of its retention score; keyed
+        # by the memory id alone (ids are unique across namespaces and tenants)
+        f"""CREATE TABLE {prefix}remem_access (
+            memory_id {text} PRIMARY KEY,
+            uses {integer} NOT NULL,
+            last_accessed {real} NOT NULL
+        )""",
+        # a stored budget per namespace (JSON of remem.background.forgetting.Budget), which
+        # every write to the namespace checks
+        f"""CREATE TABLE {prefix}remem_budgets (
+            tenant {text} NOT NULL,
+            namespace {text} NOT NULL,
+            budget {text} NOT NULL,
+            updated_at {real} NOT NULL,
+            PRIMARY KEY (tenant, namespace)
+        )""",
+    )
+
+
 JOB_MIGRATIONS: tuple[Migration, ...] = (
     Migration("j001_jobs", _table("TEXT", "REAL", "INTEGER", "")),
+    Migration("j002_access_budgets", _access_and_budgets("TEXT", "REAL", "INTEGER", "")),
 )
 #: ``{s}``: the quoted schema (the store's)
 JOB_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
     Migration("j001_jobs", _table("text", "double precision", "integer", "{s}.")),
+    Migration("j002_access_budgets",
+              _access_and_budgets("text", "double precision", "bigint", "{s}.")),
 )
+
+#: add reads to a memory's count; the latest read wins. ``{greatest}``: MAX on SQLite,
+#: GREATEST on PostgreSQL (the two-argument form)
+TOUCH = ("INSERT INTO remem_access (memory_id, uses, last_accessed) VALUES (?, ?, ?) "
+         "ON CONFLICT (memory_id) DO UPDATE SET uses = remem_access.uses + excluded.uses, "
+         "last_accessed = {greatest}(remem_access.last_accessed, excluded.last_accessed)")
+PUT_BUDGET = ("INSERT INTO remem_budgets (tenant, namespace, budget, updated_at) "
+              "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, namespace) DO UPDATE SET "
+              "budget = excluded.budget, updated_at = excluded.updated_at")
 
 #: jobs of the same debounce key run one at a time, in order: a queued one waits while
 #: another of its key is running with a live lease

@@ -87,6 +87,34 @@ class JobTx(Protocol):
         """Store several jobs' new states (one round trip where the driver can)."""
         ...
 
+    def counts_by_kind(self, tenant: str | None) -> dict[tuple[str, str], int]:
+        """How many jobs of each (kind, status)."""
+        ...
+
+    # -- beside the jobs: reads of memories, and stored budgets ---------------------------------
+
+    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
+        """Add ``(memory_id, uses, at)`` to the memories' read counts (latest ``at`` kept)."""
+        ...
+
+    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``memory_id -> (uses, last_accessed)`` for the ids ever read."""
+        ...
+
+    def put_budget(self, tenant: str, namespace: str, budget: str, now: float) -> None:
+        """Store (or replace) the budget (JSON) of a namespace (its JSON list)."""
+        ...
+
+    def budgets(self, tenant: str | None,
+                namespaces: Sequence[str] | None) -> list[tuple[str, str, str, float]]:
+        """Stored budgets ``(tenant, namespace, budget, updated_at)``, of these namespaces
+        only when given, ordered by tenant and namespace."""
+        ...
+
+    def delete_budget(self, tenant: str, namespace: str) -> bool:
+        """Drop a namespace's budget; whether there was one."""
+        ...
+
 
 class JobStorage(Protocol):
     """A database holding jobs."""
@@ -190,12 +218,67 @@ class _SQLTx:
             return
         rows = [(*row[1:], row[0]) for row in map(sql.row_of_job, jobs)]
         query = sql.UPDATE if self.placeholder == "?" else sql.UPDATE.replace("?", "%s")
+        self._many(query, rows)
+
+    def _many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
         # psycopg sends the rows in one pipeline; sqlite3 runs them without Python between
         if hasattr(self.conn, "executemany"):
             self.conn.executemany(query, rows)
         else:
             with self.conn.cursor() as cursor:
                 cursor.executemany(query, rows)
+
+    def counts_by_kind(self, tenant: str | None) -> dict[tuple[str, str], int]:
+        where, params = _where(tenant, None, None, None)
+        rows = self._run(f"SELECT kind, status, COUNT(*) FROM remem_jobs{where} "
+                         "GROUP BY kind, status", params).fetchall()
+        return {(kind, status): int(count) for kind, status, count in rows}
+
+    @property
+    def _postgres(self) -> bool:
+        return self.placeholder != "?"
+
+    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
+        if not reads:
+            return
+        query = sql.TOUCH.format(greatest="GREATEST" if self._postgres else "MAX")
+        # sorted ids: concurrent upserts on PostgreSQL lock rows in one order (no deadlock)
+        self._many(query.replace("?", self.placeholder), sorted(reads))
+
+    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        found: dict[str, tuple[int, float]] = {}
+        ids = sorted(set(memory_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self._run("SELECT memory_id, uses, last_accessed FROM remem_access "
+                             f"WHERE memory_id IN ({marks})", chunk).fetchall()
+            found.update({key: (int(uses), float(at)) for key, uses, at in rows})
+        return found
+
+    def put_budget(self, tenant: str, namespace: str, budget: str, now: float) -> None:
+        self._run(sql.PUT_BUDGET, (tenant, namespace, budget, now))
+
+    def budgets(self, tenant: str | None,
+                namespaces: Sequence[str] | None) -> list[tuple[str, str, str, float]]:
+        clauses, params = [], []
+        if tenant is not None:
+            clauses.append("tenant = ?")
+            params.append(tenant)
+        if namespaces is not None:
+            if not namespaces:
+                return []
+            clauses.append(f"namespace IN ({', '.join('?' for _ in namespaces)})")
+            params += list(namespaces)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        rows = self._run("SELECT tenant, namespace, budget, updated_at FROM remem_budgets"
+                         f"{where} ORDER BY tenant, namespace", params).fetchall()
+        return [(t, n, b, float(u)) for t, n, b, u in rows]
+
+    def delete_budget(self, tenant: str, namespace: str) -> bool:
+        cursor = self._run("DELETE FROM remem_budgets WHERE tenant = ? AND namespace = ?",
+                           (tenant, namespace))
+        return bool(cursor.rowcount)
 
 
 class SQLiteJobStorage:
@@ -295,8 +378,37 @@ class PostgresJobStorage:
 
 
 class _MemoryTx:
-    def __init__(self, jobs: dict[str, Job]) -> None:
+    def __init__(self, jobs: dict[str, Job], reads: dict[str, tuple[int, float]],
+                 budget_rows: dict[tuple[str, str], tuple[str, float]]) -> None:
         self.jobs = jobs
+        self.reads = reads
+        self.budget_rows = budget_rows
+
+    def counts_by_kind(self, tenant: str | None) -> dict[tuple[str, str], int]:
+        counts: dict[tuple[str, str], int] = {}
+        for job in self.jobs.values():
+            if tenant is None or job.tenant == tenant:
+                counts[(job.kind, job.status)] = counts.get((job.kind, job.status), 0) + 1
+        return counts
+
+    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
+        for memory_id, uses, at in reads:
+            before_uses, before_at = self.reads.get(memory_id, (0, at))
+            self.reads[memory_id] = (before_uses + uses, max(before_at, at))
+
+    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        return {i: self.reads[i] for i in set(memory_ids) if i in self.reads}
+
+    def put_budget(self, tenant: str, namespace: str, budget: str, now: float) -> None:
+        self.budget_rows[(tenant, namespace)] = (budget, now)
+
+    def budgets(self, tenant: str | None,
+                namespaces: Sequence[str] | None) -> list[tuple[str, str, str, float]]:
+        return [(t, n, b, at) for (t, n), (b, at) in sorted(self.budget_rows.items())
+                if (tenant is None or t == tenant) and (namespaces is None or n in namespaces)]
+
+    def delete_budget(self, tenant: str, namespace: str) -> bool:
+        return self.budget_rows.pop((tenant, namespace), None) is not None
 
     def get(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
@@ -365,6 +477,8 @@ class MemoryJobStorage:
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
+        self._reads: dict[str, tuple[int, float]] = {}
+        self._budgets: dict[tuple[str, str], tuple[str, float]] = {}
         self._lock = threading.RLock()
 
     def setup(self) -> None:
@@ -378,6 +492,10 @@ class MemoryJobStorage:
         with self._lock:
             # a copy per transaction: an error part-way leaves the jobs as they were
             working = dict(self._jobs)
-            yield _MemoryTx(working)
+            budgets = dict(self._budgets)
+            # read counts are added in place: a touch cannot fail part-way, and copying one
+            # entry per memory on every transaction would cost more than the jobs do
+            yield _MemoryTx(working, self._reads, budgets)
             if write:
                 self._jobs = working
+                self._budgets = budgets

@@ -19,6 +19,7 @@ from remem.errors import UsageError
 from remem.llm.base import ChatModel
 from remem.llm.config import missing_model_error
 from remem.llm.structured import agenerate, generate
+from remem.memory.observers import Touched, Wrote, notify
 from remem.messages.types import Message
 from remem.store.base import BaseStore
 from remem.store.types import Op
@@ -54,7 +55,9 @@ class Pause:
     seconds: float
 
 
-Effect: TypeAlias = StoreBatch | StructuredCall | Pause
+#: ``Touched`` / ``Wrote``: notices for the background (use counts, budgets); the runner
+#: hands them on without waiting and sends ``None`` back (:mod:`remem.memory.observers`)
+Effect: TypeAlias = StoreBatch | StructuredCall | Pause | Touched | Wrote
 Flow: TypeAlias = Generator[Effect, Any, T]
 
 
@@ -91,6 +94,9 @@ def run_sync(flow: Flow[T], store: BaseStore | None = None,
                     instructions=effect.instructions, operation=effect.operation,
                     max_retries=effect.max_retries,
                 )
+            elif isinstance(effect, Touched | Wrote):
+                notify(store, effect)
+                value = None
             else:
                 time.sleep(effect.seconds)
         except Exception as exc:
@@ -117,6 +123,9 @@ async def run_async(flow: Flow[T], store: BaseStore | None = None,
                     instructions=effect.instructions, operation=effect.operation,
                     max_retries=effect.max_retries,
                 )
+            elif isinstance(effect, Touched | Wrote):
+                notify(store, effect)
+                value = None
             else:
                 await asyncio.sleep(effect.seconds)
         except Exception as exc:

@@ -19,6 +19,7 @@ from remem.memory.flow import Flow, StoreBatch
 from remem.memory.history import HistoryEvent, event_ops, id_index_op
 from remem.memory.locking import LockSettings
 from remem.memory.namespaces import check_user_namespace
+from remem.memory.observers import Touched
 from remem.memory.reconcile import (
     Change,
     ChangeContext,
@@ -109,6 +110,7 @@ def get_flow(memory_id: str) -> Flow[MemoryRecord]:
             f"memory {memory_id!r} was deleted for good; its history keeps its last state "
             "(history(), and undo() brings it back)"
         )
+    yield Touched((item.key,))  # a read counts as a use (remem.memory.observers)
     return MemoryRecord.from_item(item)
 
 
@@ -161,6 +163,8 @@ def search_flow(namespace_prefix: Namespace, query: str | None = None, *,
     found = yield StoreBatch([op])
     items = found[0]
     assert isinstance(items, list)
+    if items:  # the hits count as uses (remem.memory.observers)
+        yield Touched(tuple(item.key for item in items))
     return SearchResult(tuple(MemoryHit.from_item(item) for item in items))
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Generator, Sequence
 from remem.errors import ConflictError
 from remem.memory.flow import Flow, StoreBatch
 from remem.memory.locking import LockSettings, acquire, release_op
+from remem.memory.observers import Wrote
 from remem.memory.reconcile import Plan
 from remem.memory.records import HEADS_NAMESPACE
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result
@@ -56,6 +57,7 @@ def commit(namespace: Namespace, reads: Sequence[Op],
                      index=False, ttl=None)
         written = yield StoreBatch([*plan.ops, bump, release_op(namespace, token), *checks])
         released = True
+        yield Wrote(namespace)  # a budget may now be exceeded (remem.memory.observers)
         found = written[len(written) - len(checks):] if checks else []
         for (ns, key, version), item in zip(plan.guards, found, strict=True):
             if not isinstance(item, Item) or item.value.get("version") != version:

@@ -1,0 +1,150 @@
+"""Reads count as uses: search hits and gets add to a per-memory count and last-access time
+(batched, off the reader's thread, never failing the read), on SQLite, PostgreSQL and in
+memory; forgetting's retention score and the "lru" policy use them."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from pathlib import Path
+
+import pytest
+
+from remem import FakeEmbedder
+from remem.api import Memory
+from remem.background.access import AccessRecorder, recorder_of
+from remem.background.forgetting import Budget
+from remem.background.queue import JobQueue
+from remem.memory.observers import Touched
+from tests.conftest import FakeClock
+from tests.memory_support import make_store
+
+DAY = 86400.0
+_users = itertools.count()
+
+
+def _memory(backend: str, tmp_path: Path, clock: FakeClock,
+            request: pytest.FixtureRequest) -> Memory:
+    if backend == "postgres":
+        dsn = request.getfixturevalue("pg_database")
+        mem = Memory.open(dsn, embedder=FakeEmbedder(), clock=clock)
+    else:
+        mem = Memory(make_store(backend, tmp_path), clock=clock, owns_store=True)
+    assert mem.background.memory is mem  # reads are timed by this memory's clock from now
+    return mem
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    # records are stamped by the store's own clock (now): a fake one starts there too
+    return FakeClock(time.time())
+
+
+def _user() -> str:
+    return f"reader{next(_users)}"  # PostgreSQL tests of this module share one schema
+
+
+BACKENDS = ["memory", "file", "postgres"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_search_hits_and_gets_count_as_uses(backend: str, tmp_path: Path, clock: FakeClock,
+                                            request: pytest.FixtureRequest) -> None:
+    user = _user()
+    with _memory(backend, tmp_path, clock, request) as mem:
+        tea = mem.add("Drinks green tea", user_id=user, infer=False).changes[0].memory.id
+        bike = mem.add("Rides a red bike", user_id=user, infer=False).changes[0].memory.id
+        never = mem.add("Speaks Basque", user_id=user, infer=False).changes[0].memory.id
+        assert mem.background.usage([tea, bike, never]) == {}  # writes are not uses
+        mem.search("green tea", user_id=user, limit=1)
+        clock.advance(60)
+        mem.search("red bike", user_id=user, limit=1)
+        mem.get(tea)
+        mem.get_all(user_id=user)  # a listing is not a use
+        usage = mem.background.usage([tea, bike, never])
+        assert usage == {tea: (2, clock.now), bike: (1, clock.now)}
+        clock.advance(60)
+        mem.get(bike)
+        assert mem.background.usage([bike]) == {bike: (2, clock.now)}
+
+
+@pytest.mark.parametrize("backend", ["memory", "file"])
+def test_async_reads_count_too(backend: str, tmp_path: Path, clock: FakeClock,
+                               request: pytest.FixtureRequest) -> None:
+    with _memory(backend, tmp_path, clock, request) as mem:
+        tea = mem.add("Drinks green tea", user_id="ada", infer=False).changes[0].memory.id
+
+        async def read() -> None:
+            await mem.asearch("tea", user_id="ada")
+            await mem.aget(tea)
+
+        asyncio.run(read())
+        assert mem.background.usage([tea]) == {tea: (2, clock.now)}
+
+
+def test_one_write_per_batch_of_reads(tmp_path: Path, clock: FakeClock) -> None:
+    with _memory("file", tmp_path, clock, pytest.FixtureRequest) as mem:  # type: ignore[arg-type]
+        ids = [mem.add(f"fact number {n}", user_id="ada", infer=False).changes[0].memory.id
+               for n in range(5)]
+        recorder = recorder_of(mem.store)
+        assert isinstance(recorder, AccessRecorder)
+        recorder.flush()
+        before = recorder.recorded
+        for _ in range(20):
+            mem.search("fact number", user_id="ada", limit=5)
+        recorder.flush()
+        assert recorder.recorded - before == 100  # 20 searches x 5 hits
+        assert mem.background.usage(ids) == {i: (20, clock.now) for i in ids}
+
+
+def test_counting_never_fails_a_read(tmp_path: Path, clock: FakeClock) -> None:
+    with _memory("file", tmp_path, clock, pytest.FixtureRequest) as mem:  # type: ignore[arg-type]
+        tea = mem.add("Drinks green tea", user_id="ada", infer=False).changes[0].memory.id
+        # a recorder whose database cannot be opened (its path is a directory)
+        broken = AccessRecorder(mem.store, clock=clock,
+                                queue=JobQueue.open(tmp_path))
+        mem.search("tea", user_id="ada")
+        broken.observe(Touched((tea,)))
+        broken.flush()
+        assert (broken.errors, broken.recorded) == (1, 0)  # logged and dropped
+        # a read whose notice cannot be handed on at all still answers
+        assert [h.memory.id for h in mem.search("tea", user_id="ada")] == [tea]
+        assert mem.background.usage([tea]) == {tea: (2, clock.now)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uses_keep_a_memory_over_budget(backend: str, tmp_path: Path, clock: FakeClock,
+                                        request: pytest.FixtureRequest) -> None:
+    user = _user()
+    with _memory(backend, tmp_path, clock, request) as mem:
+        read = mem.add("Drinks green tea", user_id=user, infer=False).changes[0].memory.id
+        unread = mem.add("Rides a red bike", user_id=user, infer=False).changes[0].memory.id
+        for _ in range(10):
+            mem.search("green tea", user_id=user, limit=1)
+        # the unread one is newer by a day, yet the uses of the other outweigh that
+        clock.advance(DAY)
+        mem.update(unread, "Rides a blue bike")
+        mem.background.enforce_budget(Budget(max_memories=1, consolidate_first=False),
+                                      user_id=user)
+        [run] = mem.background.run_due()
+        assert run.result is not None and run.result["evicted"] == [unread]
+        assert [m.id for m in mem.get_all(user_id=user).memories] == [read]
+
+
+@pytest.mark.parametrize("backend", ["memory", "postgres"])
+def test_lru_evicts_the_least_recently_read(backend: str, tmp_path: Path, clock: FakeClock,
+                                            request: pytest.FixtureRequest) -> None:
+    user = _user()
+    with _memory(backend, tmp_path, clock, request) as mem:
+        old = mem.add("Drinks green tea", user_id=user, infer=False).changes[0].memory.id
+        clock.advance(DAY)
+        new = mem.add("Rides a red bike", user_id=user, infer=False).changes[0].memory.id
+        clock.advance(DAY)
+        mem.get(old)  # the older memory was read last
+        mem.background.enforce_budget(
+            Budget(max_memories=1, consolidate_first=False, policy="lru"), user_id=user)
+        [run] = mem.background.run_due()
+        assert run.result is not None and run.result["evicted"] == [new]
+        [event] = [e for e in mem.history(new) if e.op == "invalidate"]
+        assert "least recently used" in event.reason
