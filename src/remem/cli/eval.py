@@ -39,6 +39,7 @@ from remem.eval.labelled import (
     summarize_labelled,
 )
 from remem.eval.locomo import LocomoDataset, load_locomo
+from remem.eval.longmemeval import load_longmemeval
 from remem.eval.memdaily import POOLINGS, Pooling, load_memdaily
 from remem.eval.metrics import KS
 from remem.eval.report import question_records, results_table, summary_object, timing_line
@@ -327,3 +328,25 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
                   unit="messages", extra_config={"pool": pool})
+
+
+@eval_group.command(name="longmemeval")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_run_options
+@click.option("--limit-items", type=click.IntRange(min=1), metavar="N",
+              help="Use only the first N items (haystacks), for quick runs.")
+def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
+                backend: Backend, embedder: str, bootstrap: int, seed: int,
+                limit_items: int | None) -> None:
+    """Score turn retrieval on a LongMemEval-format FILE.
+
+    Each item's haystack sessions go into their own namespace, one memory per turn; gold is
+    the turns marked has_answer, and the rankings are scored again by session against
+    answer_session_ids. Abstention questions (*_abs) are reported apart. See docs/eval.md.
+    """
+    dataset = load_longmemeval(file)
+    if limit_items is not None:
+        dataset = dataset.head(limit_items)
+    _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
+                  backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
+                  unit="turns")
