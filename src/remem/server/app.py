@@ -8,7 +8,8 @@ Routes (all JSON; see ``/docs`` on a running server):
 * ``/v1/prompts/...`` and ``/v1/episodes/...``: versioned prompts and episodes;
 * ``/healthz`` (the process answers), ``/readyz`` (the database answers), ``/metrics``
   (Prometheus text);
-* ``/mcp``: the MCP server over streamable HTTP (see :mod:`remem.server.mcp`).
+* ``/mcp``: the MCP server over streamable HTTP (see :mod:`remem.server.mcp`);
+* ``/ui``: the web inspector (HTML pages, see :mod:`remem.ui`).
 """
 
 from __future__ import annotations
@@ -56,14 +57,15 @@ logger = logging.getLogger("remem.server")
 
 
 def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = None,
-               mcp_tools: Mapping[str, Any] | None = None) -> FastAPI:
+               mcp_tools: Mapping[str, Any] | None = None, ui: bool = True) -> FastAPI:
     """The remem HTTP application.
 
     ``config``: the server settings (default: ``ServerConfig()``, ``memory.db`` with auth).
     ``store``: serve this already-open store instead of opening ``config.db`` (the caller
     keeps owning it). ``mcp_tools``: the tools ``/mcp`` serves beside the memory tools, as
     keyword arguments of :func:`remem.server.mcp.build_mcp_http` (``files``, ``context``,
-    ``blocks_agent``, ``archival_user``). The store is opened when the app is built; close it with
+    ``blocks_agent``, ``archival_user``). ``ui``: serve the web inspector at ``/ui``
+    (:mod:`remem.ui`). The store is opened when the app is built; close it with
     ``app.state.remem.close()`` once the app stops serving (``remem serve`` does). In-process
     harnesses may run the lifespan several times, so it does not close the store.
     """
@@ -134,6 +136,10 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if not config.auth or is_loopback(config.host):
         app.add_middleware(HostGuard)
+    if ui:  # the web inspector: HTML pages over the same tenants and keys
+        from remem.ui import UI_PATH, build_ui
+
+        app.mount(UI_PATH, build_ui(state, UI_PATH))
         document_guard(app)  # its 421 and 403 answers appear in the OpenAPI schema
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -1,0 +1,53 @@
+"""The web inspector: remem's memories, their history and search explanations as HTML pages
+at ``/ui`` of ``remem serve`` (and of ``remem ui --db memory.db``, one local user).
+
+Server-rendered Jinja2 templates (autoescaped), one static style sheet and one small
+script; every page reads without JavaScript. A session cookie (HttpOnly, SameSite=Strict,
+Secure over https, HMAC-signed) names the tenant of the API key pasted at login; every POST
+form carries a CSRF token tied to the session. Pages use the tenant's ``Memory`` and thread
+view only, one bounded page at a time.
+
+Pages (under the mount point, ``/ui``):
+
+==================================  ======================================================
+``/login``, ``/logout`` (POST)      paste an API key; end the session
+``/namespaces``                     users and agents as a tree with counts (paged)
+``/memories``                       list and search (``q``, ``mode``, ``kind``, ``as_of``,
+                                    ``include_invalid``, ``recency_days``, ``ns``, paged)
+``/memories/{id}``                  current value, history with diffs, ``as_of``
+``/memories/{id}/undo/{event}``     GET: confirmation; POST: the undo
+``/threads``, ``/threads/{id}``     threads; messages, checkpoint tree, summary
+==================================  ======================================================
+
+Stable hooks for browser tests (ids are unique on their page; classes repeat):
+
+* login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
+  refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
+* navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``; pagers
+  ``#page-prev`` / ``#page-next``;
+* memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
+  ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
+  results ``#hits`` of ``li.hit[data-id][data-status]`` rows, each with ``a.hit-link``;
+  score bars ``.score-bar[data-signal=keyword|vector|recency|fusion][data-width=0..100]``
+  (present for searches with a query, one per signal that ranked the page); ``#empty``
+  when nothing is found;
+* namespaces: ``#namespace-tree`` of ``li.ns`` rows with ``a.ns-link`` and
+  ``.count[data-count]``;
+* memory page: ``#memory-id``, ``#memory-text``, ``#memory-status``, ``#memory-version``;
+  history ``#history .version[data-event][data-op]`` (newest first) with ``a.undo-link``
+  (writing keys only); ``#as-of-form``, ``#as-of-input``, ``#as-of-submit``,
+  ``#as-of-slider`` (added by the script), ``#as-of-result[data-status]``, ``#as-of-text``;
+* undo: ``#undo-form``, ``#undo-confirm``, ``#undo-cancel``, ``#undo-before``,
+  ``#undo-after``;
+* threads: ``#threads`` table of ``tr.thread-row`` with ``a.thread-link``; thread page
+  ``#thread-id``, ``#thread-summary``, ``li.message[data-role]`` with ``.message-text``,
+  ``#checkpoint-tree`` of ``li.checkpoint[data-id][data-parent][data-depth]`` (``.head``,
+  ``.fork`` for a checkpoint whose parent is another thread's);
+* errors: ``#error-message`` (the page's status is the HTTP status).
+"""
+
+from __future__ import annotations
+
+from remem.ui.app import UI_PATH, build_ui
+
+__all__ = ["UI_PATH", "build_ui"]

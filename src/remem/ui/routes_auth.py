@@ -1,0 +1,65 @@
+"""Login and logout: paste an API key, get a session (no login without auth: one local
+user)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from remem.server.state import Principal
+from remem.ui.web import form_value, inspector, safe_next
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/")
+async def home(request: Request) -> Response:
+    """The inspector's home: the memory list."""
+    ui = inspector(request)
+    return ui.redirect(request, f"{ui.prefix}/memories")
+
+
+@router.get("/login")
+async def login_page(request: Request,
+                     next: Annotated[str | None, Query(max_length=2000)] = None) -> Response:
+    """The login form (an anonymous session carries its CSRF token)."""
+    ui = inspector(request)
+    viewer = await ui.viewer(request)
+    if viewer.principal is not None:
+        return ui.redirect(request, safe_next(ui.prefix, next), viewer.cookie)
+    return ui.page(request, viewer, "login.html", next=safe_next(ui.prefix, next), problem="")
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    """Check the pasted key; on success a new session (new CSRF token) for its tenant."""
+    ui = inspector(request)
+    viewer = await ui.viewer(request)
+    fields = await ui.form(request, viewer)
+    target = safe_next(ui.prefix, form_value(fields, "next"))
+    if ui.local:
+        return ui.redirect(request, target, viewer.cookie)
+    token = form_value(fields, "api_key")
+    key = await ui.run(lambda: ui.state.keys.verify(token)) if token else None
+    if key is None:
+        problem = ("paste an API key (field api_key): create one with "
+                   "'remem keys create --tenant T'") if not token else \
+            "that API key is not valid or was revoked (field api_key)"
+        return ui.page(request, viewer, "login.html", 401, next=target, problem=problem)
+    cookie = ui.start_session(Principal(key.tenant, key.read_only, key.key_id))
+    return ui.redirect(request, target, cookie)
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    """End the session (a new anonymous one replaces it)."""
+    ui = inspector(request)
+    viewer = await ui.viewer(request)
+    await ui.form(request, viewer)
+    if ui.local:
+        return ui.redirect(request, f"{ui.prefix}/memories")
+    return ui.redirect(request, f"{ui.prefix}/login", ui.start_session(None))

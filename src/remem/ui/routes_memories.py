@@ -1,0 +1,159 @@
+"""The memory pages: the namespace tree, the memory list with search and score bars, a
+memory with its history and ``as_of`` view, and undo with a confirmation step.
+
+Everything goes through the tenant's :class:`~remem.api.Memory` (``ServerState.memory_for``),
+one bounded page at a time; nothing here reads tables.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request
+from fastapi.responses import Response
+
+from remem.errors import InvalidInputError, NotFoundError
+from remem.memory.requests import (
+    GetAllRequest,
+    GetRequest,
+    HistoryRequest,
+    SearchRequest,
+    UndoRequest,
+)
+from remem.store.types import Namespace
+from remem.ui.views import hit_bars, namespace_rows, parse_time, state_at, version_views
+from remem.ui.web import inspector
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+#: namespaces per page of the tree, and the count shown before "N+"
+TREE_PAGE = 25
+COUNT_CAP = 100
+MEMORIES_PREFIX: Namespace = ("memories",)
+
+Labels = Annotated[list[str], Query(max_length=16, description="namespace labels")]
+Offset = Annotated[int, Query(ge=0, le=10_000)]
+IdPath = Annotated[str, Path(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f/]+$")]
+
+
+@router.get("/namespaces")
+async def namespaces(request: Request, offset: Offset = 0) -> Response:
+    """The tenant's memory namespaces as a tree, a page at a time, each with its count of
+    current memories (up to :data:`COUNT_CAP`)."""
+    ui = inspector(request)
+    viewer, who = await ui.member(request)
+    memory = ui.state.memory_for(who)
+
+    def load() -> tuple[list[Namespace], dict[Namespace, int]]:
+        found = memory.store.list_namespaces(prefix=MEMORIES_PREFIX, limit=TREE_PAGE + 1,
+                                             offset=offset)
+        counts = {ns: len(memory.run(GetAllRequest.of(namespace=list(ns),
+                                                      limit=COUNT_CAP + 1)))
+                  for ns in found[:TREE_PAGE]}
+        return found, counts
+
+    found, counts = await ui.run(load)
+    rows = namespace_rows(found[:TREE_PAGE], counts, COUNT_CAP)
+    return ui.page(request, viewer, "namespaces.html", rows=rows, offset=offset,
+                   next_offset=offset + TREE_PAGE if len(found) > TREE_PAGE else None,
+                   prev_offset=max(0, offset - TREE_PAGE) if offset else None)
+
+
+@router.get("/memories")
+async def memories(
+        request: Request, ns: Labels = [],  # noqa: B006 (FastAPI copies defaults)
+        q: Annotated[str, Query(max_length=10_000)] = "",
+        mode: Literal["auto", "hybrid", "keyword", "vector"] = "auto",
+        kind: Annotated[str, Query(max_length=64)] = "",
+        as_of: Annotated[str, Query(max_length=64)] = "",
+        include_invalid: bool = False,
+        recency_days: Annotated[float | None, Query(gt=0, le=36_500)] = None,
+        limit: Annotated[int, Query(ge=1, le=100)] = 20, offset: Offset = 0) -> Response:
+    """Memories of the tenant (or of namespace ``ns``), newest first, or best first for
+    ``q`` with each signal's score as a bar."""
+    ui = inspector(request)
+    viewer, who = await ui.member(request)
+    memory = ui.state.memory_for(who)
+    try:
+        when = parse_time(as_of)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+    search = SearchRequest.of(
+        query=q.strip() or None, namespace=ns or None, filters={"kind": kind} if kind else None,
+        limit=limit, offset=offset, as_of=when, include_invalid=include_invalid, mode=mode,
+        recency_half_life=recency_days * 86_400 if recency_days else None)
+    result = await ui.run(lambda: memory.run(search))
+    hits = list(result.hits)
+    params: dict[str, Any] = {"q": q, "mode": mode if mode != "auto" else None, "kind": kind,
+                              "as_of": as_of, "include_invalid": include_invalid or None,
+                              "recency_days": recency_days, "limit": limit}
+    return ui.page(request, viewer, "memories.html", hits=hits, bars=hit_bars(hits), ns=ns,
+                   q=q, mode=mode, kind=kind, as_of=as_of, include_invalid=include_invalid,
+                   recency_days=recency_days, limit=limit, offset=offset, params=params,
+                   next_offset=offset + limit if len(hits) == limit else None,
+                   prev_offset=max(0, offset - limit) if offset else None,
+                   searched=bool(q.strip()))
+
+
+@router.get("/memories/{memory_id}")
+async def memory_page(request: Request, memory_id: IdPath,
+                      as_of: Annotated[str, Query(max_length=64)] = "") -> Response:
+    """A memory: its current value, its history as a timeline with diffs (each change
+    undoable), and its value at ``as_of``."""
+    ui = inspector(request)
+    viewer, who = await ui.member(request)
+    memory = ui.state.memory_for(who)
+    try:
+        when = parse_time(as_of)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+
+    def load() -> tuple[Any, Any]:
+        return (memory.run(GetRequest.of(memory_id=memory_id)),
+                memory.run(HistoryRequest.of(memory_id=memory_id)))
+
+    record, events = await ui.run(load)
+    at = state_at(events, when) if when is not None else None
+    times = [event.at for event in events]
+    return ui.page(request, viewer, "memory.html", record=record,
+                   versions=list(reversed(version_views(events))), as_of=as_of, at=at,
+                   first=min(times) if times else None, last=max(times) if times else None)
+
+
+async def _event(request: Request, memory_id: str, event_id: str) -> tuple[Any, Any, Any]:
+    ui = inspector(request)
+    viewer, who = await ui.member(request)
+    memory = ui.state.memory_for(who)
+    events = await ui.run(lambda: memory.run(HistoryRequest.of(memory_id=memory_id)))
+    event = next((e for e in events if e.id == event_id), None)
+    if event is None:
+        raise NotFoundError(f"memory {memory_id!r} has no history event {event_id!r}; open "
+                            "the memory's page and pick an event of its history")
+    return viewer, who, event
+
+
+@router.get("/memories/{memory_id}/undo/{event_id}")
+async def undo_confirm(request: Request, memory_id: IdPath, event_id: IdPath) -> Response:
+    """The confirmation step of an undo: what it will revert, and the button."""
+    ui = inspector(request)
+    viewer, _, event = await _event(request, memory_id, event_id)
+    views = version_views([event])
+    return ui.page(request, viewer, "undo.html", memory_id=memory_id, version=views[0])
+
+
+@router.post("/memories/{memory_id}/undo/{event_id}")
+async def undo(request: Request, memory_id: IdPath, event_id: IdPath) -> Response:
+    """Revert the change an event recorded (CSRF-checked; read-only keys get a 403),
+    recorded as the session's key, then back to the memory."""
+    ui = inspector(request)
+    viewer, who, event = await _event(request, memory_id, event_id)
+    await ui.form(request, viewer)
+    if who.read_only:
+        raise HTTPException(403, "this API key is read-only; log in with a key created "
+                                 "without --read-only to undo")
+    actor = f"key:{who.key_id}" if who.key_id else "user"
+    memory = ui.state.memory_for(who)
+    await ui.run(lambda: memory.run(UndoRequest.of(event_id=event.id, actor=actor)))
+    return ui.redirect(request, f"{ui.prefix}/memories/{memory_id}?undone={event.id}")

@@ -1,0 +1,262 @@
+"""The inspector's security bars, probed through HTTP: another tenant's key sees none of a
+tenant's data on any route (a scripted probe of every route under /ui), stored XSS probes
+render as text, every state change needs the session's CSRF token, cookie flags, a strict
+CSP without inline script or style, no secrets in pages, no open redirect."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+from starlette.routing import Mount
+
+from remem.ui.session import Session, SessionCodec
+from tests.ui_support import Server, csrf_of, login, server
+
+XSS = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
+OWNER_TEXT = "owner secret: the vault code is 4711"
+
+
+@dataclass
+class World:
+    srv: Server
+    memory_id: str
+    event_id: str
+    thread_id: str
+    checkpoint_id: str
+
+    added_event_id: str
+
+    def secrets(self) -> tuple[str, ...]:
+        """What a foreign tenant must never see and never sends itself (the probe's own
+        ids and query may be echoed back, as in "no memory mem_..."): the memory's text,
+        its history (reason, the id of its first event), the thread's message."""
+        return ("4711", "rotated", self.added_event_id, "owner thread message")
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    with server() as srv:
+        memory = srv.memory("owner")
+        added = memory.add(OWNER_TEXT, user_id="owner-user", infer=False)
+        memory_id = added.changes[0].memory.id
+        memory.update(memory_id, OWNER_TEXT + " (changed)", reason="rotated")
+        history = memory.history(memory_id)
+        event_id, added_event_id = history[-1].id, history[0].id
+        threads = srv.threads("owner")
+        threads.create("owner-thread", messages="owner thread message")
+        checkpoint = threads.checkpoint("owner-thread")
+        for payload in XSS:
+            memory.add(f"probe {payload} end", user_id="xss", infer=False,
+                       kind=payload[:60])
+        threads.create("xss-thread", messages=[f"probe {p} end" for p in XSS])
+        threads.update_state("xss-thread", {"summary": XSS[1], "summary_through": 1})
+        probe_id = memory.search("probe", user_id="xss").hits[0].memory.id
+        memory.update(probe_id, f"probe {XSS[0]} changed", reason=XSS[1])
+        yield World(srv, memory_id, event_id, "owner-thread", checkpoint.id, added_event_id)
+
+
+def _api_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        # FastAPI >= 0.16x keeps an included router as a wrapper around the original
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _api_routes(inner.routes)
+
+
+def _ui_routes(srv: Server) -> list[APIRoute]:
+    """Every page route registered under /ui (the static files aside)."""
+    mount = next(r for r in srv.app.routes if isinstance(r, Mount) and r.path == "/ui")
+    return list(_api_routes(mount.routes))
+
+
+def _fill(path: str, world: World) -> str:
+    return (path.replace("{memory_id}", world.memory_id)
+            .replace("{event_id}", world.event_id)
+            .replace("{thread_id}", world.thread_id))
+
+
+def _probe(world: World, tenant: str, *,
+           post: bool = True) -> tuple[int, int, dict[str, set[int]]]:
+    """Visit every route under /ui as a logged-in key of ``tenant``, with the owner's ids
+    in the paths; ``(requests, responses showing the owner's data, statuses)``."""
+    browser = world.srv.logged_in(tenant)
+    csrf = csrf_of(browser.get("/ui/memories").text)
+    requests = views = 0
+    statuses: dict[str, set[int]] = {}
+    for route in _ui_routes(world.srv):
+        if route.path in ("/login", "/logout"):
+            continue
+        url = "/ui" + _fill(route.path, world)
+        extra = [{}, {"q": "vault"}, {"ns": ["memories", "user", "owner-user"]},
+                 {"checkpoint": world.checkpoint_id}, {"as_of": "2030-01-01T00:00"}]
+        for method in sorted(route.methods if post else route.methods - {"POST"}):
+            for params in extra:
+                if method == "POST":
+                    response = browser.post(url, params=params, data={"csrf_token": csrf},
+                                            follow_redirects=False)
+                else:
+                    response = browser.get(url, params=params, follow_redirects=False)
+                requests += 1
+                statuses.setdefault(f"{method} {route.path}", set()).add(response.status_code)
+                body = response.text + response.headers.get("location", "")
+                if any(secret in body for secret in world.secrets()):
+                    views += 1
+    return requests, views, statuses
+
+
+def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None:
+    requests, views, statuses = _probe(world, "intruder")
+    print(f"\nforeign-key probe: {requests} requests on {len(statuses)} route/method pairs, "
+          f"{views} showing another tenant's data")
+    assert views == 0
+    assert len(statuses) >= 8  # every page of the inspector was probed
+    for route, seen in statuses.items():
+        if "{" in route:  # a route naming the owner's object: never found
+            assert seen == {404}, (route, seen)
+        else:
+            assert seen <= {200, 303}, (route, seen)
+    owner_memory = world.srv.memory("owner").get(world.memory_id)
+    assert owner_memory.text == OWNER_TEXT + " (changed)"  # the foreign undo did nothing
+
+
+def test_the_same_probe_as_the_owner_shows_the_data(world: World) -> None:
+    """The probe can fail: the owner's own key sees the data on the same requests."""
+    requests, views, _ = _probe(world, "owner", post=False)
+    assert views >= 5 and requests > views
+
+
+def test_stored_xss_probes_render_as_text_on_every_page(world: World) -> None:
+    browser = world.srv.logged_in("owner")
+    probe = world.srv.memory("owner").search("probe changed", user_id="xss").hits[0].memory
+    pages = [browser.get("/ui/memories", params={"q": "probe"}),
+             browser.get("/ui/memories", params=[("ns", "memories"), ("ns", "user"),
+                                                 ("ns", "xss")]),
+             browser.get("/ui/namespaces"),
+             browser.get(f"/ui/memories/{probe.id}"),
+             browser.get(f"/ui/memories/{probe.id}/undo/"
+                         f"{world.srv.memory('owner').history(probe.id)[-1].id}"),
+             browser.get("/ui/threads"),
+             browser.get("/ui/threads/xss-thread")]
+    for page in pages:
+        assert page.status_code == 200, page.url
+        html = page.text
+        for payload in XSS:
+            assert payload not in html, (page.url, payload)
+        assert re.search(r"<[^>]*\son\w+\s*=", html) is None, page.url  # no handler attribute
+        assert html.count("<script") == 1  # only the static file of the page
+        assert '<script src="/ui/static/ui.js" defer></script>' in html
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert escaped in pages[0].text and escaped in pages[3].text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in pages[6].text  # message and summary
+    assert "&lt;img src=x onerror=alert(1)&gt;" in pages[3].text  # kind and reason
+
+
+def test_every_state_change_needs_the_session_csrf_token(world: World) -> None:
+    srv = world.srv
+    memory = srv.memory("owner")
+    target = f"/ui/memories/{world.memory_id}/undo/{world.event_id}"
+    browser = srv.logged_in("owner")
+    other = srv.logged_in("owner")
+    foreign_token = csrf_of(other.get("/ui/memories").text)
+    for data in ({}, {"csrf_token": ""}, {"csrf_token": "x" * 32},
+                 {"csrf_token": foreign_token}):
+        assert browser.post(target, data=data).status_code == 403
+        assert browser.post("/ui/logout", data=data).status_code == 403
+        anonymous = srv.browser()
+        anonymous.get("/ui/login")
+        refused = anonymous.post("/ui/login", data={**data, "api_key": srv.key("owner")},
+                                 follow_redirects=False)
+        assert refused.status_code == 403
+    assert memory.get(world.memory_id).text == OWNER_TEXT + " (changed)"
+    assert browser.get("/ui/memories").status_code == 200  # the refused logout did nothing
+    no_cookie = srv.browser()
+    assert no_cookie.post(target, data={"csrf_token": foreign_token},
+                          follow_redirects=False).status_code == 303
+    assert memory.get(world.memory_id).text == OWNER_TEXT + " (changed)"
+
+
+def test_session_cookie_flags_over_http_and_https(world: World) -> None:
+    token = world.srv.key("owner")
+    for https in (False, True):
+        browser = world.srv.browser(https=https)
+        response = login(browser, token)
+        cookie = response.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+        assert ("Secure" in cookie) is https
+        assert token not in cookie and token[16:] not in cookie
+
+
+def test_a_forged_or_altered_cookie_is_a_logged_out_session(world: World) -> None:
+    browser = world.srv.logged_in("owner")
+    cookie = browser.cookies["remem_ui"]
+    body, _, mac = cookie.partition(".")
+    forged = SessionCodec(b"k" * 32).dump(Session.new(0.0 + 4e9, tenant="owner"))
+    for value in (body + "x." + mac, body + "." + mac[:-2] + "AA", forged, "garbage"):
+        other = world.srv.browser()
+        other.cookies.set("remem_ui", value, path="/ui")
+        assert other.get("/ui/memories", follow_redirects=False).status_code == 303
+
+
+def test_session_codec_rules() -> None:
+    codec = SessionCodec(b"s" * 32)
+    session = Session.new(100.0, tenant="t", key_id="abc")
+    cookie = codec.dump(session)
+    assert codec.load(cookie, 101.0) == session
+    assert codec.load(cookie, session.expires + 1) is None  # expired
+    assert SessionCodec(b"o" * 32).load(cookie, 101.0) is None  # another server's secret
+    assert codec.csrf_ok(session, codec.csrf_token(session))
+    assert not codec.csrf_ok(Session.new(100.0), codec.csrf_token(session))
+    with pytest.raises(ValueError, match="32 bytes"):
+        SessionCodec(b"short")
+
+
+def test_pages_send_a_strict_csp_and_hold_no_inline_script_style_or_keys(
+        world: World) -> None:
+    token = world.srv.key("owner")
+    browser = world.srv.browser()
+    login(browser, token)
+    for url in ("/ui/memories?q=vault", "/ui/namespaces", "/ui/threads",
+                f"/ui/memories/{world.memory_id}", "/ui/threads/owner-thread",
+                "/ui/memories/mem_missing"):
+        page = browser.get(url)
+        csp = page.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert page.headers["cache-control"] == "no-store"
+        assert " style=" not in page.text and "<style" not in page.text
+        assert re.search(r"<script(?![^>]*\ssrc=)", page.text) is None  # no inline script
+        assert token not in page.text and token[16:] not in page.text
+        assert "<label" in page.text or "<form" not in page.text.split("</header>")[1]
+
+
+def test_login_never_redirects_to_another_site(world: World) -> None:
+    token = world.srv.key("owner")
+    for target in ("//evil.example/x", "https://evil.example", "/ui/../v1/x\\y",
+                   "/elsewhere"):
+        browser = world.srv.browser()
+        response = login(browser, token, target)
+        assert response.headers["location"] == "/ui/", target
+
+
+def test_every_form_control_has_a_label(world: World) -> None:
+    browser = world.srv.logged_in("owner")
+    event_page = browser.get(f"/ui/memories/{world.memory_id}/undo/{world.event_id}")
+    pages = [browser.get("/ui/memories?q=vault").text, event_page.text,
+             browser.get(f"/ui/memories/{world.memory_id}").text,
+             world.srv.browser().get("/ui/login").text]
+    for html in pages:
+        labelled = set(re.findall(r'<label for="([^"]+)"', html))
+        controls = re.findall(r'<(?:input|select|textarea)\b([^>]*)>', html)
+        for attributes in controls:
+            if 'type="hidden"' in attributes:
+                continue
+            control_id = re.search(r'\bid="([^"]+)"', attributes)
+            assert control_id is not None and control_id.group(1) in labelled, attributes
