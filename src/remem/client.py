@@ -77,6 +77,8 @@ from remem.store.types import SearchMode
 
 if TYPE_CHECKING:  # remem.threads.remote imports this module
     from remem.episodic.remote import RemoteEpisodes
+    from remem.graph import Profile, TimelineEvent
+    from remem.graph.remote import RemoteGraph
     from remem.procedural.remote import RemotePrompts
     from remem.threads.remote import RemoteThreads
 
@@ -309,6 +311,23 @@ class Client:
 
             found = self.__dict__["_episodes"] = RemoteEpisodes(self)
         return found
+
+    def graph(self, *, user_id: str | None = None, agent_id: str | None = None) -> RemoteGraph:
+        """The temporal knowledge graph of a scope (``/v1/graph``), with
+        :class:`~remem.graph.Graph`'s methods: :meth:`remem.api.Memory.graph` over HTTP."""
+        from remem.graph.remote import RemoteGraph
+
+        return RemoteGraph(self, user_id=user_id, agent_id=agent_id)
+
+    def profile(self, user_id: str, *, as_of: datetime | float | None = None) -> Profile:
+        """The user's profile: :meth:`remem.api.Memory.profile` over HTTP."""
+        return self.graph(user_id=user_id).profile(as_of=as_of)
+
+    def timeline(self, user_id: str, *, since: datetime | float | None = None,
+                 until: datetime | float | None = None,
+                 tags: Sequence[str] = ()) -> list[TimelineEvent]:
+        """The user's timeline: :meth:`remem.api.Memory.timeline` over HTTP."""
+        return self.graph(user_id=user_id).timeline(since=since, until=until, tags=tags)
 
     # -- sync API (see Memory for the meaning of each argument) --------------------------------
     # the same signatures as Memory's, less ``actor`` (the server records the caller's key)

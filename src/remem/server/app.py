@@ -30,6 +30,7 @@ from remem import __version__
 from remem.server import (
     routes_approvals,
     routes_files,
+    routes_graph,
     routes_jobs,
     routes_memory,
     routes_procedural,
@@ -103,6 +104,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_procedural.router)
     app.include_router(routes_files.router)
     app.include_router(routes_approvals.router)
+    app.include_router(routes_graph.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")
     def healthz() -> dict[str, str]:

@@ -217,7 +217,7 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
               tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False,
               files: bool = False, context: bool = False, blocks_agent: str | None = None,
               archival_user: str | None = None,
-              conversation_user: str | None = None) -> MCPServer:
+              conversation_user: str | None = None, graph: bool = False) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
     ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
     ``procedural``: also the prompt and episode tools
@@ -228,7 +228,9 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
     blocks in the caller's tenant; ``archival_user``: also ``archival_memory_insert`` and
     ``archival_memory_search`` on that user's memories in the caller's tenant;
     ``conversation_user``: also ``conversation_search`` over the caller's threads whose
-    metadata ``user_id`` is that user."""
+    metadata ``user_id`` is that user; ``graph``: also the temporal graph tools
+    (``search_facts``, ``get_entity``, ``get_profile``, ``get_timeline``, and with a model
+    ``ingest_episode``; :func:`remem.server.routes_graph.add_graph_tools`)."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -282,6 +284,10 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         from remem.server.routes_procedural import add_procedural_tools
 
         add_procedural_tools(server, state, run)
+    if graph:
+        from remem.server.routes_graph import add_graph_tools
+
+        add_graph_tools(server, state, run)
     if files:
         from remem.server.routes_files import add_file_tools
 
@@ -471,13 +477,14 @@ class McpAuthGate:
 def build_mcp_http(state: ServerState, *, files: bool = False, context: bool = False,
                    blocks_agent: str | None = None, archival_user: str | None = None,
                    conversation_user: str | None = None,
-                   procedural: bool = False) -> McpAuthGate:
+                   procedural: bool = False, graph: bool = False) -> McpAuthGate:
     """The streamable HTTP app for ``/mcp`` (stateless, JSON answers), behind the gate that
     checks Host and Origin (:mod:`remem.server.netguard`, the server's one definition of
     loopback), the key and its rate; the flags switch on tools as :func:`build_mcp`."""
     server = build_mcp(state, http_resolver(state), files=files, context=context,
                        blocks_agent=blocks_agent, archival_user=archival_user,
-                       conversation_user=conversation_user, procedural=procedural)
+                       conversation_user=conversation_user, procedural=procedural,
+                       graph=graph)
     # the gate checks Host and Origin; the transport's own check knows only literal names
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True,
@@ -512,7 +519,7 @@ async def serve_stdio(state: ServerState, principal: Principal, *,
                       forget: bool = False, procedural: bool = False, files: bool = False,
                       context: bool = False, blocks_agent: str | None = None,
                       archival_user: str | None = None,
-                      conversation_user: str | None = None) -> None:
+                      conversation_user: str | None = None, graph: bool = False) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
     serves :data:`FORGET_TOOL` too, ``procedural`` the prompt and episode tools, the other
     flags as :func:`build_mcp`. A key's principal is re-checked (:func:`stdio_resolver`)."""
@@ -520,7 +527,7 @@ async def serve_stdio(state: ServerState, principal: Principal, *,
     server = build_mcp(state, stdio_resolver(state, principal), tools=tools,
                        procedural=procedural, files=files, context=context,
                        blocks_agent=blocks_agent, archival_user=archival_user,
-                       conversation_user=conversation_user)
+                       conversation_user=conversation_user, graph=graph)
     await server.run_stdio_async()
 
 
