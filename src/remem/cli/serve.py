@@ -78,6 +78,8 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
               show_default=True, help="Larger request bodies are refused with 413.")
 @embedder_option("Vectors for hybrid search ('none': keyword search only).")
 @click.option("--no-mcp", is_flag=True, help="Do not serve MCP at /mcp.")
+@click.option("--ui/--no-ui", default=True, show_default=True,
+              help="Serve the web inspector at /ui (log in with an API key).")
 @click.option("--graceful-timeout", type=click.IntRange(min=0), default=30,
               show_default=True, metavar="SECONDS",
               help="On SIGTERM/SIGINT, wait this long for in-flight requests.")
@@ -129,7 +131,7 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
               help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
                    "select_examples, add_episode) at /mcp.")
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
-                  embedder: str, no_mcp: bool, graceful_timeout: int, workers: int,
+                  embedder: str, no_mcp: bool, ui: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
                   ready_timeout: float, quota_items: int | None, quota_bytes: int | None,
                   metrics_token: str | None, log_level: str,
@@ -161,6 +163,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "rate_burst": rate_burst, "ready_timeout": ready_timeout,
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
                 "metrics_token": metrics_token, "workers_in_process": workers_in_process,
+                "ui": ui,
                 "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival,
                                         mcp_conversations, mcp_procedural)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
@@ -209,7 +212,7 @@ def _build_app(settings: dict[str, Any]) -> Any:
                           quota_items=settings.get("quota_items"),
                           quota_bytes=settings.get("quota_bytes"),
                           metrics_token=settings.get("metrics_token"))
-    app = create_app(config, mcp_tools=settings.get("mcp_tools"))
+    app = create_app(config, mcp_tools=settings.get("mcp_tools"), ui=settings.get("ui", True))
     if settings.get("workers_in_process"):
         from remem.server.routes_jobs import install_in_process_worker
 

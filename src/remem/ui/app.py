@@ -1,30 +1,70 @@
-"""The inspector as an ASGI app, mounted by the server at ``/ui``."""
+"""The inspector as an ASGI app: mounted by the server at ``/ui`` (:func:`build_ui`), or
+alone over a whole local database for ``remem ui`` (:func:`build_local_app`)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
+from starlette.applications import Starlette
+from starlette.responses import RedirectResponse
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from remem.server.state import ServerState
+from remem.api import Memory
+from remem.embed.base import Embedder
+from remem.server.netguard import HostGuard
+from remem.server.state import ServerConfig, ServerState
 from remem.ui import routes_auth, routes_memories, routes_threads
 from remem.ui.web import Inspector
 
-__all__ = ["UI_PATH", "build_ui"]
+__all__ = ["UI_PATH", "build_local_app", "build_ui"]
 
 #: where the server mounts the inspector
 UI_PATH = "/ui"
 _STATIC = Path(__file__).parent / "static"
 
 
-def build_ui(state: ServerState, prefix: str = UI_PATH) -> FastAPI:
-    """The inspector over ``state`` (mount it at ``prefix``): HTML pages, no OpenAPI."""
+def build_ui(state: ServerState, prefix: str = UI_PATH, *,
+             local_memory: Memory | None = None) -> FastAPI:
+    """The inspector over ``state`` (mount it at ``prefix``): HTML pages, no OpenAPI.
+    ``local_memory``: show this memory and every thread of the database instead of each
+    tenant's (only without auth: ``remem ui``)."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.inspector = Inspector(state, prefix)
+    app.state.inspector = Inspector(state, prefix, local_memory=local_memory)
     app.state.inspector.install_handlers(app)
     app.include_router(routes_auth.router)
     app.include_router(routes_memories.router)
     app.include_router(routes_threads.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
+
+
+def build_local_app(db: str | os.PathLike[str],
+                    embedder: Embedder | None) -> tuple[Any, Callable[[], None]]:
+    """``remem ui``: the inspector over everything in ``db`` (memories as
+    :meth:`Memory.open` writes them, and every thread), for one local user without a key,
+    guarded against DNS rebinding like every keyless server. Returns the ASGI app and the
+    function that closes the database."""
+    memory = Memory.open(db, embedder=embedder if embedder is not None else False)
+    try:
+        state = ServerState.open(ServerConfig(db=os.fspath(db), auth=False, mcp=False,
+                                              embedder=embedder), memory.store)
+    except BaseException:
+        memory.close()
+        raise
+
+    async def home(request: Any) -> RedirectResponse:
+        return RedirectResponse(f"{UI_PATH}/", status_code=303)
+
+    app = Starlette(routes=[Route("/", home),
+                            Mount(UI_PATH, build_ui(state, UI_PATH, local_memory=memory))])
+
+    def close() -> None:
+        state.close()
+        memory.close()
+
+    return HostGuard(app), close

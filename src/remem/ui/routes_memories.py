@@ -1,7 +1,7 @@
 """The memory pages: the namespace tree, the memory list with search and score bars, a
 memory with its history and ``as_of`` view, and undo with a confirmation step.
 
-Everything goes through the tenant's :class:`~remem.api.Memory` (``ServerState.memory_for``),
+Everything goes through the tenant's :class:`~remem.api.Memory` (:meth:`Inspector.memory`),
 one bounded page at a time; nothing here reads tables.
 """
 
@@ -44,7 +44,7 @@ async def namespaces(request: Request, offset: Offset = 0) -> Response:
     current memories (up to :data:`COUNT_CAP`)."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    memory = ui.state.memory_for(who)
+    memory = ui.memory(who)
 
     def load() -> tuple[list[Namespace], dict[Namespace, int]]:
         found = memory.store.list_namespaces(prefix=MEMORIES_PREFIX, limit=TREE_PAGE + 1,
@@ -75,7 +75,7 @@ async def memories(
     ``q`` with each signal's score as a bar."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    memory = ui.state.memory_for(who)
+    memory = ui.memory(who)
     try:
         when = parse_time(as_of)
     except ValueError as exc:
@@ -104,7 +104,7 @@ async def memory_page(request: Request, memory_id: IdPath,
     undoable), and its value at ``as_of``."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    memory = ui.state.memory_for(who)
+    memory = ui.memory(who)
     try:
         when = parse_time(as_of)
     except ValueError as exc:
@@ -125,7 +125,7 @@ async def memory_page(request: Request, memory_id: IdPath,
 async def _event(request: Request, memory_id: str, event_id: str) -> tuple[Any, Any, Any]:
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    memory = ui.state.memory_for(who)
+    memory = ui.memory(who)
     events = await ui.run(lambda: memory.run(HistoryRequest.of(memory_id=memory_id)))
     event = next((e for e in events if e.id == event_id), None)
     if event is None:
@@ -154,6 +154,6 @@ async def undo(request: Request, memory_id: IdPath, event_id: IdPath) -> Respons
         raise HTTPException(403, "this API key is read-only; log in with a key created "
                                  "without --read-only to undo")
     actor = f"key:{who.key_id}" if who.key_id else "user"
-    memory = ui.state.memory_for(who)
+    memory = ui.memory(who)
     await ui.run(lambda: memory.run(UndoRequest.of(event_id=event.id, actor=actor)))
     return ui.redirect(request, f"{ui.prefix}/memories/{memory_id}?undone={event.id}")

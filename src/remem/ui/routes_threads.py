@@ -1,7 +1,7 @@
 """The thread pages: the tenant's threads, and one thread's messages (a page at a time),
 checkpoints as a tree (forks visible) and running summary.
 
-Everything goes through the tenant's thread view (``ServerState.threads_for``)."""
+Everything goes through the tenant's thread view (:meth:`Inspector.threads`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ async def threads(request: Request, offset: Offset = 0) -> Response:
     """The tenant's threads, most recently changed first."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    view = ui.state.threads_for(who)
+    view = ui.threads(who)
     found = await ui.run(lambda: view.list_threads(limit=THREADS_PAGE + 1, offset=offset))
     return ui.page(request, viewer, "threads.html", threads=found[:THREADS_PAGE],
                    next_offset=offset + THREADS_PAGE if len(found) > THREADS_PAGE else None,
@@ -47,7 +47,7 @@ async def thread_page(request: Request, thread_id: ThreadPath, start: Offset = 0
     tree and the running summary."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    view = ui.state.threads_for(who)
+    view = ui.threads(who)
 
     def load() -> tuple[Any, Any, Any, Any]:
         info = view.get(thread_id)

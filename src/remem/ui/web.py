@@ -23,11 +23,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from remem.errors import RememError
+from remem.api import Memory
+from remem.errors import ConfigError, RememError
 from remem.server.auth import admit
 from remem.server.errors import classify
 from remem.server.keys import KEYS_NAMESPACE
 from remem.server.state import LOCAL_TENANT, Principal, ServerState
+from remem.threads import ThreadStore
 from remem.ui.session import COOKIE_NAME, SESSION_SECONDS, Session, SessionCodec
 from remem.ui.views import fmt_time
 
@@ -91,10 +93,15 @@ def ns_query(namespace: tuple[str, ...] | list[str], **extra: Any) -> str:
 class Inspector:
     """The inspector of one server: its state, session codec and templates."""
 
-    def __init__(self, state: ServerState, prefix: str) -> None:
+    def __init__(self, state: ServerState, prefix: str, *,
+                 local_memory: Memory | None = None) -> None:
+        if local_memory is not None and state.config.auth:
+            raise ConfigError("the inspector shows a whole database (local_memory) only "
+                              "without auth; with API keys each tenant sees its own")
         self.state = state
         self.prefix = prefix
         self.local = not state.config.auth
+        self._local_memory = local_memory
         self._codec: SessionCodec | None = None
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
@@ -185,6 +192,18 @@ class Inspector:
         return self.codec.dump(Session.new(now, tenant=principal.tenant,
                                            key_id=principal.key_id,
                                            read_only=principal.read_only))
+
+    def memory(self, who: Principal) -> Memory:
+        """The memories ``who`` may see: its tenant's (or the whole local database's)."""
+        if self._local_memory is not None:
+            return self._local_memory
+        return self.state.memory_for(who)
+
+    def threads(self, who: Principal) -> ThreadStore:
+        """The threads ``who`` may see: its tenant's (or the whole local database's)."""
+        if self._local_memory is not None:
+            return self.state.threads()
+        return self.state.threads_for(who)
 
     async def run(self, work: Callable[[], T]) -> T:
         """Blocking store work of a page, in the server's store threads."""
