@@ -29,8 +29,20 @@ from rich.table import Table
 from remem import __version__
 from remem.cli.common import CommandFailed, make_embedder
 from remem.cli.render import emit_json, write_atomically
-from remem.eval.harness import Phase, run_locomo, self_test, summarize_sets
+from remem.errors import InvalidInputError
+from remem.eval.facts import (
+    TOP,
+    UNITS,
+    FactMemory,
+    Returned,
+    Units,
+    UnitsRetriever,
+    parse_facts,
+    returned_summary,
+)
+from remem.eval.harness import Phase, RunResult, run_locomo, self_test, summarize_sets
 from remem.eval.labelled import (
+    FormatFix,
     LabelledDataset,
     labelled_records,
     labelled_summary,
@@ -40,17 +52,22 @@ from remem.eval.labelled import (
 )
 from remem.eval.locomo import LocomoDataset, load_locomo
 from remem.eval.longmemeval import load_longmemeval
-from remem.eval.memdaily import POOLINGS, Pooling, load_memdaily
+from remem.eval.memdaily import POOLINGS, Pooling, load_json_file, load_memdaily
 from remem.eval.metrics import KS
 from remem.eval.report import question_records, results_table, summary_object, timing_line
+from remem.eval.retrievers import Retriever
 from remem.eval.store_retriever import (
     BACKENDS,
+    DEFAULT_STAGES,
     MODES,
+    STAGES,
     Backend,
     EvalMode,
     StoreRetriever,
+    stage_ranking,
     temporary_store,
 )
+from remem.retrieval.ranking import Ranking
 
 __all__ = ["EVAL_EMBEDDERS", "eval_group", "make_embedder"]
 
@@ -151,9 +168,17 @@ def eval_group() -> None:
               metavar="N", help="Bootstrap resamples for the 95% intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, metavar="N",
               help="Seed of the bootstrap and of the random baseline.")
+@click.option("--stages", default=",".join(DEFAULT_STAGES), show_default=True,
+              metavar="LIST",
+              help=f"Multi-evidence ranking stages, comma-separated, from {', '.join(STAGES)}; "
+                   "'none' for plain hybrid ranking (docs/search.md).")
+@click.option("--units", type=click.Choice(UNITS),
+              help="What is indexed: the turns, LoCoMo's generated per-session observations "
+                   "(facts, each scored through the turns it came from), or both; also "
+                   "reports the items and tokens returned.")
 def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
            backend: Backend, embedder: str, limit_conversations: int | None, bootstrap: int,
-           seed: int) -> None:
+           seed: int, units: Units | None, stages: str) -> None:
     """Score turn retrieval on a LoCoMo-format FILE.
 
     Reports recall@k, hit@k, MRR and nDCG@10 per LoCoMo category, with bootstrap 95%
@@ -175,8 +200,11 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     if not check.passed:
         raise CommandFailed(f"harness self-test failed ({len(check.failures)} questions): "
                             f"{check.failures[0]}")
+    units_view = _UnitsView.load(file, dataset, units, json_output)
+    ranking = _stage_ranking(stages)
     with temporary_store(backend, model) as store:
-        retriever = StoreRetriever(store, mode)
+        retriever: Retriever = StoreRetriever(store, mode, ranking)
+        retriever = units_view.wrap(retriever)
         with _progress_bars(not json_output) as bars:
             run = run_locomo(dataset, retriever, k=k, progress=bars)
     sets = summarize_sets(run, resamples=bootstrap, seed=seed)
@@ -185,17 +213,119 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
         model=model.model, bootstrap=bootstrap, seed=seed, questions_scored=len(run.results),
         random_floor=check.random.to_dict(),
     ))
+    summary["config"]["stages"] = _stage_names(stages)
+    units_view.report(summary, run)
     if out is not None:
-        _write_out(out, list(question_records(run)), summary)
+        _write_out(out, units_view.records(run), summary)
     if json_output:
         emit_json(summary)
         return
     _print_table(results_table(sets, random_floor=check.random, random_seed=seed,
                                resamples=bootstrap))
     click.echo(timing_line(run.timing, dataset.n_turns))
-    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}")
+    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
+               f"stages {','.join(_stage_names(stages)) or 'none'}")
+    units_view.echo(summary)
     click.echo(f"self-test passed: the oracle scores 1.000 on hit@k; {len(dataset.fixes)} "
                "data fixes" + (f"; records in {out}" if out is not None else ""))
+
+
+class _UnitsView:
+    """``eval locomo --units``: index turns, facts or both; report items and tokens returned.
+
+    Without ``--units`` every method is a no-op, so the command runs exactly as before.
+    """
+
+    def __init__(self, units: Units | None, facts: dict[str, tuple[FactMemory, ...]],
+                 fixes: list[FormatFix]) -> None:
+        self.units = units
+        self.facts = facts
+        self.fixes = fixes
+        self.retriever: UnitsRetriever | None = None
+
+    @classmethod
+    def load(cls, file: Path, dataset: LocomoDataset, units: Units | None,
+             quiet: bool) -> _UnitsView:
+        if units is None or units == "turns":
+            return cls(units, {}, [])
+        data, _ = load_json_file(file)
+        facts, fixes = parse_facts(data, dataset, source=str(file))
+        if not quiet:
+            for fix in fixes:
+                click.echo(f"fact fix: {fix}", err=True)
+        return cls(units, facts, fixes)
+
+    def wrap(self, retriever: Retriever) -> Retriever:
+        if self.units is None:
+            return retriever
+        self.retriever = UnitsRetriever(retriever, self.units, self.facts)
+        return self.retriever
+
+    def _returned(self, run: RunResult, main: bool) -> list[Returned]:
+        assert self.retriever is not None
+        return [self.retriever.returned[(r.question.conversation_id, r.question.question)]
+                for r in run.results if (r.question.category != 5) == main]
+
+    def report(self, summary: dict[str, Any], run: RunResult) -> None:
+        if self.retriever is None:
+            return
+        summary["returned"] = {"main": returned_summary(self._returned(run, True)),
+                               "cat5": returned_summary(self._returned(run, False))}
+        summary["reachable"] = {"main": self._reachable(run, True),
+                                "cat5": self._reachable(run, False)}
+        summary["config"]["units"] = self.units
+        summary["config"]["facts"] = sum(len(f) for f in self.facts.values())
+        summary["config"]["fact_fixes"] = [fix.to_dict() for fix in self.fixes]
+
+    def _reachable(self, run: RunResult, main: bool) -> float | None:
+        """The recall ceiling: the mean share of gold turns any indexed unit leads to."""
+        if self.units != "facts":
+            return 1.0 if run.results else None
+        shares = []
+        for result in run.results:
+            if (result.question.category != 5) != main:
+                continue
+            facts = self.facts.get(result.question.conversation_id, ())
+            reached = {d for fact in facts for d in fact.sources}
+            gold = result.question.gold
+            shares.append(sum(d in reached for d in gold) / len(gold))
+        return sum(shares) / len(shares) if shares else None
+
+    def records(self, run: RunResult) -> list[dict[str, Any]]:
+        records = list(question_records(run))
+        if self.retriever is not None:
+            for record, result in zip(records, run.results, strict=True):
+                cost = self.retriever.returned[(result.question.conversation_id,
+                                                result.question.question)]
+                record["returned"] = {"items": cost.items, "tokens": cost.tokens,
+                                      f"items_top{TOP}": cost.items_top,
+                                      f"tokens_top{TOP}": cost.tokens_top}
+        return records
+
+    def echo(self, summary: dict[str, Any]) -> None:
+        if self.retriever is None:
+            return
+        main = summary["returned"]["main"]
+        if main["n"]:
+            click.echo(f"units {self.units} ({summary['config']['facts']} facts): per main "
+                       f"question {main['items']:.1f} items, {main['tokens']:.0f} tokens "
+                       f"returned; up to the {TOP}th turn {main[f'items_top{TOP}']:.1f} "
+                       f"items, {main[f'tokens_top{TOP}']:.0f} tokens; gold turns "
+                       f"reachable through them {summary['reachable']['main']:.3f}")
+
+
+def _stage_names(stages: str) -> list[str]:
+    names = [name.strip() for name in stages.split(",") if name.strip()]
+    return [] if names == ["none"] else names
+
+
+def _stage_ranking(stages: str) -> Ranking:
+    """``--stages`` as the store's ranking; an unknown name is a usage error naming the
+    valid ones."""
+    try:
+        return stage_ranking(_stage_names(stages))
+    except InvalidInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="--stages") from None
 
 
 def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: str,
