@@ -68,6 +68,10 @@ def world() -> Iterator[World]:
         assert client.post("/v1/files/write", headers=a, json={
             "path": "/notes.md", "content": "alpha secret"}).status_code == 200
         _park_alpha_approval(app.state.remem)
+        assert client.post("/v1/blocks", json={"id": "alpha-block", "label": "human",
+                                               "value": "alpha secret"}, headers=a
+                           ).status_code == 201
+        assert client.put("/v1/agents/a1/blocks/alpha-block", headers=a).status_code == 200
         yield World(client, a, b, change["memory"]["id"], change["event_id"], head)
     app.state.remem.close()
     shutil.rmtree(directory, ignore_errors=True)
@@ -396,6 +400,28 @@ def _files_and_blocks(w: World) -> None:
         assert 400 <= r.status_code < 500, (path, r.text)
 
 
+def _blocks_crud(w: World) -> None:
+    """B sees, reads, changes, deletes and attaches none of A's blocks; B's recover of
+    approvals touches none of A's."""
+    c = w.client
+    mine = (c.get("/v1/blocks", headers=w.a).json(),
+            c.get("/v1/agents/a1/blocks", headers=w.a).json())
+    assert c.get("/v1/blocks", headers=w.b).json() == {"blocks": []}
+    assert c.get("/v1/agents/a1/blocks", headers=w.b).json() == {"blocks": []}
+    for method, path, kwargs in (("GET", "/v1/blocks/alpha-block", {}),
+                                 ("GET", "/v1/blocks/alpha-block/history", {}),
+                                 ("PATCH", "/v1/blocks/alpha-block", {"json": {"value": "b"}}),
+                                 ("DELETE", "/v1/blocks/alpha-block", {}),
+                                 ("PUT", "/v1/agents/a1/blocks/alpha-block", {})):
+        r = c.request(method, path, headers=w.b, **kwargs)
+        assert r.status_code == 404 and "alpha secret" not in r.text, (method, path, r.text)
+    assert c.delete("/v1/agents/a1/blocks/alpha-block", headers=w.b).json()["blocks"] == []
+    assert c.post("/v1/approvals/recover", json={"stale_after": 0},
+                  headers=w.b).json() == {"approvals": []}
+    assert (c.get("/v1/blocks", headers=w.a).json(),
+            c.get("/v1/agents/a1/blocks", headers=w.a).json()) == mine
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -429,6 +455,8 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "memories/context POST": _context,
     "approvals GET, approve, reject": _approvals,
     "files (ls, read, write, edit, glob, grep, history, undo); blocks": _files_and_blocks,
+    "blocks (list, create, get, patch, delete, history, attach, detach); approvals recover": (
+        _blocks_crud),
 }
 
 
@@ -464,7 +492,10 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/files/edit", "/v1/files/glob", "/v1/files/grep", "/v1/files/history",
                "/v1/files/undo", "/v1/blocks/render", "/v1/blocks/append",
                "/v1/blocks/replace", "/v1/blocks/rethink", "/v1/approvals",
-               "/v1/approvals/{approval_id}/approve", "/v1/approvals/{approval_id}/reject"}
+               "/v1/approvals/{approval_id}/approve", "/v1/approvals/{approval_id}/reject",
+               "/v1/approvals/recover", "/v1/blocks", "/v1/blocks/{block_id}",
+               "/v1/blocks/{block_id}/history", "/v1/agents/{agent_id}/blocks",
+               "/v1/agents/{agent_id}/blocks/{block_id}"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 

@@ -47,7 +47,9 @@ from remem.errors import (
     InvalidInputError,
     LLMError,
     NotFoundError,
+    PermissionDeniedError,
     QuotaExceededError,
+    ReadOnlyError,
     RememError,
     StoreError,
     UnsupportedError,
@@ -76,6 +78,7 @@ from remem.memory.wire import load
 from remem.store.types import SearchMode
 
 if TYPE_CHECKING:  # remem.threads.remote imports this module
+    from remem.blocks.remote import RemoteBlocks
     from remem.episodic.remote import RemoteEpisodes
     from remem.graph import Profile, TimelineEvent
     from remem.graph.remote import RemoteGraph
@@ -96,6 +99,7 @@ _ERRORS: dict[str, type[RememError]] = {
     "llm_failed": LLMError, "embedding_failed": EmbeddingError,
     "store_unavailable": StoreError, "index_config": ConflictError,
     "quota_exceeded": QuotaExceededError,
+    "read_only": ReadOnlyError, "permission_denied": PermissionDeniedError,
 }
 
 #: requests whose whole value is the body of a POST to this path
@@ -310,6 +314,17 @@ class Client:
             from remem.episodic.remote import RemoteEpisodes
 
             found = self.__dict__["_episodes"] = RemoteEpisodes(self)
+        return found
+
+    @property
+    def blocks(self) -> RemoteBlocks:
+        """The tenant's core memory blocks (``/v1/blocks``), with
+        :class:`~remem.blocks.Blocks`' methods."""
+        found: RemoteBlocks | None = self.__dict__.get("_blocks")
+        if found is None:
+            from remem.blocks.remote import RemoteBlocks
+
+            found = self.__dict__["_blocks"] = RemoteBlocks(self)
         return found
 
     def graph(self, *, user_id: str | None = None, agent_id: str | None = None) -> RemoteGraph:

@@ -7,10 +7,11 @@ from typing import Annotated, ClassVar
 
 from pydantic import Field
 
-from remem.blocks.core import MAX_LIMIT
+from remem.blocks.core import DEFAULT_LIMIT, MAX_LIMIT
 from remem.requests import Request
 
-__all__ = ["AppendRequest", "BlockRequest", "ReplaceRequest", "RethinkRequest"]
+__all__ = ["AppendRequest", "BlockRequest", "CreateBlockRequest", "ReplaceRequest",
+           "RethinkRequest", "UpdateBlockRequest"]
 
 Label = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$",
                              description="The block's label, as shown in your core memory.")]
@@ -47,3 +48,33 @@ class RethinkRequest(Request):
 
 
 BlockRequest = AppendRequest | ReplaceRequest | RethinkRequest
+
+
+class CreateBlockRequest(Request):
+    """Create a block (``POST /v1/blocks``)."""
+
+    operation: ClassVar[str] = "create_block"
+    id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$",
+                             description="The block's id (unique in the tenant).")]
+    label: Label
+    value: Annotated[Text, Field(description="The block's initial text.")] = ""
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=(
+        "The most characters the block may hold."))] = DEFAULT_LIMIT
+    description: Annotated[str, Field(max_length=2000, description=(
+        "What belongs in the block (shown to the model)."))] = ""
+    read_only: Annotated[bool, Field(description=(
+        "Agents may read the block but not edit it through their tools."))] = False
+
+
+class UpdateBlockRequest(Request):
+    """Change a block's fields (``PATCH /v1/blocks/{id}``): the application's edit, allowed on
+    read-only blocks too; omitted fields stay."""
+
+    operation: ClassVar[str] = "update_block"
+    value: Annotated[Text | None, Field(description="The new text.")] = None
+    limit: Annotated[int | None, Field(ge=1, le=MAX_LIMIT, description=(
+        "The new character limit."))] = None
+    description: Annotated[str | None, Field(max_length=2000)] = None
+    read_only: bool | None = None
+    etag: Annotated[str | None, Field(max_length=64, description=(
+        "Change only if the block still has this etag (409 otherwise)."))] = None

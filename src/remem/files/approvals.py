@@ -39,6 +39,7 @@ from remem.errors import (
     FileConflictError,
     InvalidInputError,
     NotFoundError,
+    PermissionDeniedError,
     UsageError,
 )
 from remem.files.base import FileBackend
@@ -99,6 +100,7 @@ class Approval:
     actor: str | None = None
     base_etag: str | None = None
     claimed_at: float | None = None
+    requested_by: str | None = None
 
     def to_value(self) -> dict[str, Any]:
         """The stored (and JSON) form."""
@@ -106,7 +108,7 @@ class Approval:
                 "arguments": self.arguments, "scope": self.scope, "status": self.status,
                 "created_at": self.created_at, "reason": self.reason, "result": self.result,
                 "actor": self.actor, "base_etag": self.base_etag,
-                "claimed_at": self.claimed_at}
+                "claimed_at": self.claimed_at, "requested_by": self.requested_by}
 
     @classmethod
     def from_value(cls, data: Mapping[str, Any], etag: str = "") -> Approval:
@@ -114,7 +116,7 @@ class Approval:
         return cls(data["id"], data["operation"], data["path"], data["arguments"],
                    data["scope"], data["status"], data["created_at"], data.get("reason", ""),
                    data.get("result"), etag, data.get("actor"), data.get("base_etag"),
-                   data.get("claimed_at"))
+                   data.get("claimed_at"), data.get("requested_by"))
 
 
 def approval_tag(approval_id: str) -> str:
@@ -141,10 +143,11 @@ class Approvals:
         return f"{self.root.rstrip('/')}/{approval_id}.json"
 
     def park(self, operation: str, path: str, arguments: Mapping[str, Any],
-             scope: str | None) -> Interrupt:
-        """Store a pending approval; the :class:`Interrupt` naming it."""
+             scope: str | None, *, requested_by: str | None = None) -> Interrupt:
+        """Store a pending approval; the :class:`Interrupt` naming it. ``requested_by``
+        (e.g. an API key id) may not approve it itself."""
         approval = Approval(f"apr_{uuid.uuid4().hex[:20]}", operation, path, dict(arguments),
-                            scope, "pending", self.clock())
+                            scope, "pending", self.clock(), requested_by=requested_by)
         self.store.write(self._path(approval.id), json.dumps(approval.to_value()),
                          etag=ABSENT)
         return Interrupt(approval.id, operation, path, dict(arguments), scope)
@@ -172,7 +175,8 @@ class Approvals:
         return sorted(found, key=lambda a: (a.created_at, a.id))
 
     def run(self, request: ListApprovalsRequest | ApproveRequest | RejectRequest
-            | RecoverRequest, approval_id: str | None = None, *, actor: str = "human") -> Any:
+            | RecoverRequest, approval_id: str | None = None, *, actor: str = "human",
+            approver: str | None = None) -> Any:
         """Run an approvals request (what the CLI and the HTTP routes do): a list of
         :class:`Approval` for :class:`ListApprovalsRequest` and :class:`RecoverRequest`,
         the resolved :class:`Approval` for the others (``approval_id`` names it)."""
@@ -183,7 +187,8 @@ class Approvals:
         if approval_id is None:
             raise UsageError(f"{request.operation} needs the approval id")
         if isinstance(request, ApproveRequest):
-            return self.approve(approval_id, arguments=request.edited_arguments, actor=actor)
+            return self.approve(approval_id, arguments=request.edited_arguments, actor=actor,
+                                approver=approver)
         return self.reject(approval_id, request.reason)
 
     # -- resolving --------------------------------------------------------------------------
@@ -212,10 +217,15 @@ class Approvals:
                                                    claimed_at=self.clock()))
 
     def claim(self, approval_id: str, *, arguments: Mapping[str, Any] | None = None,
-              actor: str = "human") -> Approval:
+              actor: str = "human", approver: str | None = None) -> Approval:
         """Step 1: take a pending approval (``arguments`` merged over the parked ones, for a
-        human's edit); :class:`~remem.errors.ConflictError` if it is not pending."""
+        human's edit); :class:`~remem.errors.ConflictError` if it is not pending,
+        :class:`~remem.errors.PermissionDeniedError` if ``approver`` is who asked."""
         approval = self._pending(approval_id)
+        if approver is not None and approver == approval.requested_by:
+            raise PermissionDeniedError(
+                f"approval {approval_id!r} was asked for with this same key; a human must "
+                "approve it with another key (the one that asked may only reject it)")
         args = {**approval.arguments, **(arguments or {})}
         base = None
         if approval.operation in _CHANGES:
@@ -268,11 +278,12 @@ class Approvals:
         return replace(outcome, etag=info.etag)
 
     def approve(self, approval_id: str, *, arguments: Mapping[str, Any] | None = None,
-                actor: str = "human") -> Approval:
+                actor: str = "human", approver: str | None = None) -> Approval:
         """Run the parked operation once (with ``arguments`` merged over the parked ones, for
-        a human's edit) and record its outcome: claim, execute, finish."""
+        a human's edit) and record its outcome: claim, execute, finish. ``approver``: who
+        approves (refused if it is who asked)."""
         return self.finish(self.execute(self.claim(approval_id, arguments=arguments,
-                                                   actor=actor)))
+                                                   actor=actor, approver=approver)))
 
     def recover(self, *, stale_after: float = 60.0) -> list[Approval]:
         """Finish the approvals left ``running`` for more than ``stale_after`` seconds (a

@@ -130,12 +130,19 @@ class GuardedFiles:
     the operation in ``approvals``."""
 
     def __init__(self, files: FileBackend, policy: Policy, approvals: Approvals, *,
-                 scope: str | None = None, actor: str = "agent") -> None:
+                 scope: str | None = None, actor: str = "agent",
+                 requester: str | None = None) -> None:
         self.files = files
         self.policy = policy
         self.approvals = approvals
         self.scope = scope
         self.actor = actor
+        #: who asks (e.g. an API key id): recorded with parked operations; it cannot approve
+        self.requester = requester
+
+    def _park(self, operation: str, path: str, arguments: dict[str, Any]) -> Interrupt:
+        return self.approvals.park(operation, path, arguments, self.scope,
+                                   requested_by=self.requester)
 
     def _check(self, operation: str, path: str) -> Effect:
         effect = self.policy.decide(operation, path, self.scope)
@@ -152,8 +159,7 @@ class GuardedFiles:
         """``files.read`` if reads of ``path`` are allowed (``ask`` parks it)."""
         name = normalize_file(path)
         if self._check("read", name) == "ask":
-            return self.approvals.park("read", name, {"offset": offset, "limit": limit},
-                                       self.scope)
+            return self._park("read", name, {"offset": offset, "limit": limit})
         return self.files.read(name, offset=offset, limit=limit)
 
     def ls(self, path: str = ROOT) -> Any:
@@ -161,7 +167,7 @@ class GuardedFiles:
         denied."""
         name = normalize_dir(path)
         if self._check("read", name) == "ask":
-            return self.approvals.park("read", name, {"ls": True}, self.scope)
+            return self._park("read", name, {"ls": True})
         return [e for e in self.files.ls(name)
                 if e.is_dir or self.policy.decide("read", e.path, self.scope) != "deny"]
 
@@ -185,7 +191,7 @@ class GuardedFiles:
         """``files.history`` (a read of ``path``)."""
         name = normalize_file(path)
         if self._check("read", name) == "ask":
-            return self.approvals.park("read", name, {"history": True}, self.scope)
+            return self._park("read", name, {"history": True})
         events: list[FileEvent] = self.files.history(name)
         return events
 
@@ -193,8 +199,7 @@ class GuardedFiles:
         """``files.write``, or an :class:`Interrupt` to approve."""
         name = normalize_file(path)
         if self._check("write", name) == "ask":
-            return self.approvals.park("write", name, {"content": content, "etag": etag},
-                                       self.scope)
+            return self._park("write", name, {"content": content, "etag": etag})
         return self.files.write(name, content, etag=etag, actor=self.actor)
 
     def edit(self, path: str, old: str, new: str, *, replace_all: bool = False,
@@ -202,9 +207,8 @@ class GuardedFiles:
         """``files.edit``, or an :class:`Interrupt` to approve."""
         name = normalize_file(path)
         if self._check("edit", name) == "ask":
-            return self.approvals.park("edit", name, {"old": old, "new": new,
-                                                      "replace_all": replace_all,
-                                                      "etag": etag}, self.scope)
+            return self._park("edit", name, {"old": old, "new": new,
+                                             "replace_all": replace_all, "etag": etag})
         return self.files.edit(name, old, new, replace_all=replace_all, etag=etag,
                                actor=self.actor)
 
@@ -212,7 +216,7 @@ class GuardedFiles:
         """``files.delete``, or an :class:`Interrupt` to approve."""
         name = normalize_file(path)
         if self._check("delete", name) == "ask":
-            return self.approvals.park("delete", name, {"etag": etag}, self.scope)
+            return self._park("delete", name, {"etag": etag})
         self.files.delete(name, etag=etag, actor=self.actor)
         return None
 
@@ -220,7 +224,7 @@ class GuardedFiles:
         """``files.undo`` (a write of ``path``), or an :class:`Interrupt` to approve."""
         name = normalize_file(path)
         if self._check("write", name) == "ask":
-            return self.approvals.park("undo", name, {"etag": etag}, self.scope)
+            return self._park("undo", name, {"etag": etag})
         return self.files.undo(name, etag=etag, actor=self.actor)
 
     def run(self, request: FileRequest) -> Any:

@@ -29,6 +29,7 @@ from starlette.routing import Route
 from remem import __version__
 from remem.server import (
     routes_approvals,
+    routes_blocks,
     routes_files,
     routes_graph,
     routes_jobs,
@@ -104,6 +105,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_procedural.router)
     app.include_router(routes_files.router)
     app.include_router(routes_approvals.router)
+    app.include_router(routes_blocks.router)
     app.include_router(routes_graph.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request
 
+from remem.errors import PermissionDeniedError
 from remem.files import StoreFileBackend
 from remem.files.permissions import (
     Approvals,
@@ -27,7 +28,7 @@ from remem.files.permissions import (
     RejectRequest,
 )
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES
+from remem.server.errors import ERROR_RESPONSES, error_response
 from remem.server.schemas import Label
 from remem.store.base import BaseStore
 
@@ -66,13 +67,18 @@ async def list_approvals(who: Reader, request: Request,
 @router.post("/v1/approvals/{approval_id}/approve", summary="Approve a parked operation")
 async def approve(approval_id: ApprovalId, who: Writer, request: Request,
                   body: Annotated[ApproveRequest | None, Body()] = None,
-                  tree: TreeQuery = "default") -> dict[str, Any]:
+                  tree: TreeQuery = "default") -> Any:
     """Run the parked operation once, with ``edited_arguments`` merged over the parked
-    ones; the approval as it ends (``done``, or ``failed`` with the reason)."""
+    ones; the approval as it ends (``done``, or ``failed`` with the reason). 403 if this key
+    is the one that asked for it (another key, a human's, must approve)."""
     approvals = approvals_for(server_state(request).store_for(who), tree)
     value = body or ApproveRequest.of()
-    done = await server_state(request).run(
-        lambda: approvals.run(value, approval_id, actor=f"api:{who.tenant}"))
+    try:
+        done = await server_state(request).run(
+            lambda: approvals.run(value, approval_id, actor=f"api:{who.tenant}",
+                                  approver=who.key_id))
+    except PermissionDeniedError as exc:  # the key that asked cannot approve
+        return error_response(403, "permission_denied", str(exc))
     result: dict[str, Any] = done.to_value()
     return result
 
