@@ -138,7 +138,8 @@ class AccessRecorder:
                 return
             try:
                 if self._queue is None:
-                    self._queue = JobQueue.beside(store, clock=self.clock)
+                    # the clock as it is at each call: a memory may set its own later
+                    self._queue = JobQueue.beside(store, clock=lambda: self.clock())
                 self._queue.touch(reads)
                 self.recorded += sum(n for _, n, _ in reads)
                 if written:

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from remem.background.jobs import Job, Submission
 from remem.background.queue import JobQueue
 from remem.background.requests import (
+    BudgetScope,
     CancelResult,
     FlushResult,
+    SetBudgetRequest,
     SubmitRequest,
     SubmitResult,
     ThreadJobsRequest,
@@ -206,17 +208,41 @@ class MemoryJobs:
                    max_memories: int | None = None, max_tokens: int | None = None,
                    policy: str = "retention") -> StoredBudget:
         """Store a budget for a scope (``budget``, or one built from ``max_memories`` /
-        ``max_tokens`` / ``policy``). Every later write to it is checked; a namespace over
-        its budget gets a ``forget`` job (checked now too)."""
+        ``max_tokens`` / ``policy``), replacing the one it had. Every later write to it is
+        checked; a namespace over its budget gets a ``forget`` job (checked now too)."""
+        if budget is None:
+            return self.apply_budget(SetBudgetRequest.of(
+                user_id=user_id, agent_id=agent_id, namespace=namespace,
+                max_memories=max_memories, max_tokens=max_tokens, policy=policy))
+        scope = self._budget_scope(BudgetScope.of(user_id=user_id, agent_id=agent_id,
+                                                  namespace=namespace))
+        return self._store_budget(scope, budget)
+
+    def apply_budget(self, request: SetBudgetRequest) -> StoredBudget:
+        """:meth:`set_budget` from a request value (HTTP, CLI)."""
         from remem.background.forgetting import Budget
 
-        if budget is None:
-            budget = Budget(max_memories=max_memories, max_tokens=max_tokens, policy=policy)
-        scope = resolve_scope(self.memory.template, user_id=user_id, agent_id=agent_id,
-                              namespace=namespace)
+        budget = Budget(max_memories=request.max_memories, max_tokens=request.max_tokens,
+                        half_life=request.half_life, policy=request.policy,
+                        consolidate_first=request.consolidate_first)
+        return self._store_budget(self._budget_scope(request), budget)
+
+    def _budget_scope(self, scope: BudgetScope) -> Namespace:
+        return resolve_scope(self.memory.template, user_id=scope.user_id,
+                             agent_id=scope.agent_id, namespace=scope.namespace)
+
+    def _store_budget(self, scope: Namespace, budget: Budget) -> StoredBudget:
         stored = self.budgets.set(scope, budget)
         self.budgets.check(self.memory.store, [scope])
         return stored
+
+    def budget(self, scope: BudgetScope) -> StoredBudget | None:
+        """The stored budget of a scope (``None``: it has none)."""
+        return self.budgets.get(self._budget_scope(scope))
+
+    def delete_budget(self, scope: BudgetScope) -> bool:
+        """Drop the stored budget of a scope; whether it had one."""
+        return self.budgets.delete(self._budget_scope(scope))
 
     def usage(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
         """``memory_id -> (uses, last_accessed)``: how often searches and gets returned

