@@ -151,43 +151,84 @@ def _date(text: str | None, field: str, end: bool) -> float | None:
 
 class ConversationTools(RequestTools):
     """``conversation_search`` over the threads of ``threads`` whose metadata matches
-    ``thread_filter`` (the store's filter language; ``None``: every thread). ``max_threads``
-    bounds how many threads (most recently changed first) one search reads."""
+    ``thread_filter`` (the store's filter language; ``None``: every thread).
+
+    Where the threads have a search index (``ThreadStore(index=ThreadIndex(...))``, what
+    ``remem serve`` keeps) and ``owner`` is known, the search asks the index for that owner's
+    matching messages (keyword mode: BM25 terms, so ``train`` finds ``TRAIN`` but not
+    ``training``) and checks each hit's thread against ``thread_filter``; ``owner`` defaults
+    to the ``user_id`` of a ``{"user_id": ...}`` filter. Otherwise (no index, or a filter the
+    index cannot serve) it reads the messages of up to ``max_threads`` threads, most
+    recently changed first, and matches the text literally (case-insensitive). Either way the
+    date range applies and results come newest first."""
 
     def __init__(self, threads: ThreadAPI, *, thread_filter: Mapping[str, Any] | None = None,
                  budget: int = 1500, counter: TokenCounter = DEFAULT_COUNTER,
-                 max_threads: int = 50, prefix: str = "") -> None:
+                 max_threads: int = 50, prefix: str = "", owner: str | None = None) -> None:
         super().__init__(CONVERSATION_TOOLS, budget=budget, counter=counter, prefix=prefix)
         self.threads = threads
         self.thread_filter = dict(thread_filter) if thread_filter is not None else None
         self.max_threads = max_threads
+        if owner is None and self.thread_filter is not None and set(self.thread_filter) == {
+                "user_id"} and isinstance(self.thread_filter["user_id"], str):
+            owner = self.thread_filter["user_id"]
+        self.owner = owner
 
     def answer(self, name: str, request: Request) -> dict[str, Any]:
         """The answer of ``conversation_search`` to the validated ``request``, within the
         budget (the MCP server serves the tool through this)."""
         return self._answer(name, request)
 
+    def _hit(self, thread_id: str, position: int, role: str, text: str,
+             stamp: float) -> dict[str, Any]:
+        return {"thread_id": thread_id, "position": position, "role": role,
+                "at": datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds"),
+                "text": text if len(text) <= self.budget * 2
+                else text[:self.budget * 2] + "...(cut)", "_ts": stamp}
+
+    def _indexed(self, query: str) -> list[dict[str, Any]] | None:
+        """Matches from the thread search index (``None``: no index to ask)."""
+        from remem.errors import UsageError
+
+        if self.owner is None or not all(isinstance(v, str | int | float | bool)
+                                         for v in (self.thread_filter or {}).values()):
+            return None
+        try:
+            hits = self.threads.search(query, owner=self.owner, limit=100, per_thread=50,
+                                       mode="keyword")
+        except UsageError:
+            return None
+        found: list[dict[str, Any]] = []
+        for hit in hits:
+            try:
+                metadata = self.threads.get(hit.thread_id).metadata
+            except LookupError:
+                continue
+            if any(metadata.get(k) != v for k, v in (self.thread_filter or {}).items()):
+                continue  # the index's owner is not the whole filter: check the thread
+            found.extend(self._hit(hit.thread_id, m.position, m.role, m.text, m.created_at)
+                         for m in hit.matches)
+        return found
+
+    def _scanned(self, query: str) -> list[dict[str, Any]]:
+        needle = query.casefold()
+        found: list[dict[str, Any]] = []
+        for info in self.threads.list_threads(self.thread_filter, limit=self.max_threads):
+            for position, message in enumerate(self.threads.messages(info.thread_id)):
+                if needle in message.text.casefold():
+                    found.append(self._hit(info.thread_id, position, message.role,
+                                           message.text, message.created_at))
+        return found
+
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
         assert isinstance(request, ConversationSearchRequest)
         after = _date(request.start_date, "start_date", end=False)
         before = _date(request.end_date, "end_date", end=True)
-        needle = request.query.casefold()
-        found: list[dict[str, Any]] = []
-        for info in self.threads.list_threads(self.thread_filter, limit=self.max_threads):
-            for position, message in enumerate(self.threads.messages(info.thread_id)):
-                text = message.text
-                stamp = message.created_at
-                if needle not in text.casefold():
-                    continue
-                if (after is not None and stamp < after) or (before is not None
-                                                            and stamp >= before):
-                    continue
-                found.append({"thread_id": info.thread_id, "position": position,
-                              "role": message.role,
-                              "at": datetime.fromtimestamp(stamp, UTC).isoformat(
-                                  timespec="seconds"),
-                              "text": text if len(text) <= self.budget * 2
-                              else text[:self.budget * 2] + "...(cut)", "_ts": stamp})
+        found = self._indexed(request.query)
+        if found is None:
+            found = self._scanned(request.query)
+        found = [h for h in found if (after is None or h["_ts"] >= after)
+                 and (before is None or h["_ts"] < before)]
         found.sort(key=lambda hit: -hit["_ts"])
         for hit in found:
             del hit["_ts"]
