@@ -2,14 +2,18 @@
 
 Store-backed files run on the in-memory store, a SQLite file and PostgreSQL (the module's
 fresh database, one schema per store); the composite mounts a store backend and a disk
-backend under prefixes, with an in-memory default.
+backend under prefixes, with an in-memory default. ``async-*`` backends are the async shell
+(:class:`remem.files.aio.AsyncFiles`) over a sync one, driven from the suite's sync calls
+through an event loop per call, so the async twins answer exactly what the sync ones do.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +24,7 @@ from remem.files import (
     LocalFileBackend,
     StoreFileBackend,
 )
+from remem.files.aio import AsyncFiles
 from remem.store import BaseStore, InMemoryStore, SQLiteStore
 
 _counter = itertools.count()
@@ -37,10 +42,11 @@ def _store(kind: str, tmp: Path, dsn: str | None) -> BaseStore:
 
 
 BACKENDS = ("memory", "store-memory", "store-sqlite", "store-postgres", "local",
-            "composite-default", "composite-memories", "composite-workspace")
+            "composite-default", "composite-memories", "composite-workspace",
+            "async-store-sqlite", "async-local")
 #: backends keeping history (undo)
 HISTORY = frozenset({"memory", "store-memory", "store-sqlite", "store-postgres",
-                     "composite-default", "composite-memories"})
+                     "composite-default", "composite-memories", "async-store-sqlite"})
 #: the directory each backend's tests work in (the composite's: under each mount)
 BASES = {"composite-memories": "/memories/proj", "composite-workspace": "/workspace/proj"}
 
@@ -56,9 +62,25 @@ class Opened:
             store.close()
 
 
+class SyncOverAsync:
+    """The sync protocol over an async backend: each call runs the coroutine to completion
+    on an event loop of its own (what the suite's sync tests drive)."""
+
+    def __init__(self, files: AsyncFiles) -> None:
+        self.async_files = files
+        self.keeps_history = files.keeps_history
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.async_files, name)
+        return lambda *args, **kwargs: asyncio.run(method(*args, **kwargs))
+
+
 def make_backend(name: str, tmp: Path, opened: Opened,
                  dsn: str | None = None) -> FileBackend:
     """A fresh backend called ``name``."""
+    if name.startswith("async-"):
+        inner = make_backend(name.removeprefix("async-"), tmp, opened, dsn)
+        return SyncOverAsync(AsyncFiles(inner))  # type: ignore[return-value]
     if name == "memory":
         return InMemoryFileBackend()
     if name.startswith("store-"):
@@ -88,7 +110,8 @@ def make_files(backend_name: str, tmp_path: Path,
                request: pytest.FixtureRequest) -> Iterator[Callable[[], FileBackend]]:
     """A factory of fresh backends of the parametrised kind."""
     opened = Opened()
-    dsn = request.getfixturevalue("pg_database") if backend_name == "store-postgres" else None
+    dsn = request.getfixturevalue("pg_database") if backend_name.endswith(
+        "store-postgres") else None
     yield lambda: make_backend(backend_name, tmp_path, opened, dsn)
     opened.close()
 
