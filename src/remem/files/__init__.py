@@ -12,10 +12,11 @@
 
 Backends: :class:`StoreFileBackend` (items of any remem store, with history and undo),
 :class:`LocalFileBackend` (a sandboxed directory; no history), :class:`InMemoryFileBackend`,
-and :class:`CompositeBackend` routing by path prefix. Every path goes through
-:mod:`remem.files.paths` first.
+and :class:`CompositeBackend` routing by path prefix; :class:`AsyncFiles` is the async shell
+over any of them. Every path goes through :mod:`remem.files.paths` first.
 """
 
+from remem.files.aio import AsyncFileBackend, AsyncFiles
 from remem.files.base import FileBackend, RecordBackend
 from remem.files.composite import CompositeBackend
 from remem.files.local import LocalFileBackend
@@ -25,6 +26,8 @@ from remem.files.types import ABSENT, FileEvent, FileInfo, FileRead, GrepMatch, 
 
 __all__ = [
     "ABSENT",
+    "AsyncFileBackend",
+    "AsyncFiles",
     "CompositeBackend",
     "FileBackend",
     "FileEvent",
