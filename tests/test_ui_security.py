@@ -14,6 +14,8 @@ import pytest
 from fastapi.routing import APIRoute
 from starlette.routing import Mount
 
+from remem.background import NewJob
+from remem.server.routes_jobs import queue_of
 from remem.ui.session import Session, SessionCodec
 from tests.ui_support import Server, csrf_of, login, server
 
@@ -30,6 +32,7 @@ class World:
     checkpoint_id: str
 
     added_event_id: str
+    job_id: str
 
     def secrets(self) -> tuple[str, ...]:
         """What a foreign tenant must never see and never sends itself (the probe's own
@@ -57,7 +60,13 @@ def world() -> Iterator[World]:
         threads.update_state("xss-thread", {"summary": XSS[1], "summary_through": 1})
         probe_id = memory.search("probe", user_id="xss").hits[0].memory.id
         memory.update(probe_id, f"probe {XSS[0]} changed", reason=XSS[1])
-        yield World(srv, memory_id, event_id, "owner-thread", checkpoint.id, added_event_id)
+        job = queue_of(srv.state).enqueue(NewJob("memory.extract", {"note": "4711"},
+                                                 tenant="owner"))
+        claimed = queue_of(srv.state).claim_one(job.id, "w1")
+        assert claimed is not None
+        queue_of(srv.state).fail(job.id, "w1", "rotated", permanent=True)
+        yield World(srv, memory_id, event_id, "owner-thread", checkpoint.id, added_event_id,
+                    job.id)
 
 
 def _api_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
@@ -79,7 +88,8 @@ def _ui_routes(srv: Server) -> list[APIRoute]:
 def _fill(path: str, world: World) -> str:
     return (path.replace("{memory_id}", world.memory_id)
             .replace("{event_id}", world.event_id)
-            .replace("{thread_id}", world.thread_id))
+            .replace("{thread_id}", world.thread_id)
+            .replace("{job_id}", world.job_id))
 
 
 def _probe(world: World, tenant: str, *,
@@ -116,12 +126,13 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
     print(f"\nforeign-key probe: {requests} requests on {len(statuses)} route/method pairs, "
           f"{views} showing another tenant's data")
     assert views == 0
-    assert len(statuses) >= 8  # every page of the inspector was probed
+    assert len(statuses) >= 11  # every page of the inspector was probed
     for route, seen in statuses.items():
         if "{" in route:  # a route naming the owner's object: never found
             assert seen == {404}, (route, seen)
         else:
             assert seen <= {200, 303}, (route, seen)
+    assert queue_of(world.srv.state).get(world.job_id).status == "failed"  # not retried
     owner_memory = world.srv.memory("owner").get(world.memory_id)
     assert owner_memory.text == OWNER_TEXT + " (changed)"  # the foreign undo did nothing
 

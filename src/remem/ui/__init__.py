@@ -17,13 +17,14 @@ Pages (under the mount point, ``/ui``):
 ``/memories/{id}``                  current value, history with diffs, ``as_of``
 ``/memories/{id}/undo/{event}``     GET: confirmation; POST: the undo
 ``/threads``, ``/threads/{id}``     threads; messages, checkpoint tree, summary
+``/jobs``, ``/jobs/{id}``           background jobs: depth, failures; a job; POST ``retry``
 ==================================  ======================================================
 
 Stable hooks for browser tests (ids are unique on their page; classes repeat):
 
 * login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
-* navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``; pagers
+* navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``; pagers
   ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
@@ -43,6 +44,11 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
   ``#thread-id``, ``#thread-summary``, ``li.message[data-role]`` with ``.message-text``,
   ``#checkpoint-tree`` of ``li.checkpoint[data-id][data-parent][data-depth]`` (``.head``,
   ``.fork`` for a checkpoint whose parent is another thread's);
+* jobs: ``#jobs-depth[data-count]``, ``#jobs-failures[data-count]``, ``#jobs-lag``,
+  ``#jobs-status``, ``#jobs-kind``, ``#jobs-submit``, ``#jobs`` table of
+  ``tr.job-row[data-status]`` with ``a.job-link``; job page ``#job-id``, ``#job-status``,
+  ``#job-error``, ``#job-payload``, ``#retry-form`` / ``#retry-submit`` (failed, dead or
+  cancelled jobs, writing keys only);
 * errors: ``#error-message`` (the page's status is the HTTP status).
 """
 

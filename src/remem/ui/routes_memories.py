@@ -29,8 +29,8 @@ __all__ = ["router"]
 router = APIRouter()
 
 #: namespaces per page of the tree, and the count shown before "N+"
-TREE_PAGE = 25
-COUNT_CAP = 100
+TREE_PAGE = 20
+COUNT_CAP = 50
 MEMORIES_PREFIX: Namespace = ("memories",)
 
 Labels = Annotated[list[str], Query(max_length=16, description="namespace labels")]
@@ -56,7 +56,7 @@ async def namespaces(request: Request, offset: Offset = 0) -> Response:
 
     found, counts = await ui.run(load)
     rows = namespace_rows(found[:TREE_PAGE], counts, COUNT_CAP)
-    return ui.page(request, viewer, "namespaces.html", rows=rows, offset=offset,
+    return ui.page(request, viewer, "namespaces.html", rows=rows, offset=offset, cap=COUNT_CAP,
                    next_offset=offset + TREE_PAGE if len(found) > TREE_PAGE else None,
                    prev_offset=max(0, offset - TREE_PAGE) if offset else None)
 

@@ -205,6 +205,11 @@ class Inspector:
             return self.state.threads()
         return self.state.threads_for(who)
 
+    def tenant_of(self, who: Principal) -> str | None:
+        """The tenant whose jobs and approvals ``who`` sees (``None``: the whole local
+        database's)."""
+        return None if self._local_memory is not None else who.tenant
+
     async def run(self, work: Callable[[], T]) -> T:
         """Blocking store work of a page, in the server's store threads."""
         return await self.state.run(work)
@@ -218,11 +223,12 @@ class Inspector:
                             secure=request.url.scheme == "https")
 
     def page(self, request: Request, viewer: Viewer | None, template: str,
-             status: int = 200, **context: Any) -> HTMLResponse:
-        """Render ``template`` for ``viewer`` with the security headers."""
+             code: int = 200, /, **context: Any) -> HTMLResponse:
+        """Render ``template`` for ``viewer`` with the security headers, answered with
+        HTTP status ``code``."""
         html = self.env.get_template(template).render(
             viewer=viewer, path=request.url.path, **context)
-        response = HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+        response = HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
         if viewer is not None and viewer.cookie is not None:
             self.set_cookie(request, response, viewer.cookie)
         return response
