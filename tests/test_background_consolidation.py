@@ -105,10 +105,17 @@ def test_planted_clusters_are_merged_and_nothing_else(
     [again] = mem.background.run_due()
     assert again.result is not None and again.result["clusters"] == 0
     assert len(model.requests) == CLUSTERS
-    # each step of a merge can be undone: the invalidated memory comes back
-    mem.undo(event.id)
-    assert len(mem.get_all(user_id="ada", limit=1000).memories) == 1000 - 2 * CLUSTERS + 1
-    assert mem.get(invalid[0].id).invalid_at is None
+    # undoing any event of a merge undoes the whole merge: both sources come back and the
+    # keeper says what it said before
+    merged_text = mem.get(keeper).text
+    sources = [r.id for r in invalid if any(
+        e.op == "invalidate" and f"merged into {keeper}" in e.reason for e in mem.history(r.id))]
+    assert len(sources) == 2
+    undone = mem.undo(event.id)
+    assert {c.memory.id for c in undone.changes} == {keeper, *sources}
+    assert len(mem.get_all(user_id="ada", limit=1000).memories) == 1000 - 2 * CLUSTERS + 2
+    assert all(mem.get(i).invalid_at is None for i in sources)
+    assert mem.get(keeper).text != merged_text
 
 
 def test_schedules_run_one_at_a_time_and_repeat(tmp_path: Path, clock: FakeClock) -> None:

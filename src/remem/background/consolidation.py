@@ -10,13 +10,13 @@ A consolidation run over a namespace:
    seconds start a cluster (all current memories may join one);
 3. asks the model once per cluster (:class:`ClusterDecision`): merge the members into one
    memory (its text keeps every detail), or keep some or all apart, with a reason;
-4. applies each merge: the oldest member (or the one already saying the merged text) is
-   edited in place to the merged text (same id, version + 1: history keeps what it said)
-   and the others are invalidated with a reason
-   naming it, never deleted. The events of one merge share one change id (the job id and
-   the cluster's number); undoing an invalidation brings that memory back.
+4. applies each merge in one commit (:func:`merge_flow`): the oldest member (or the one
+   already saying the merged text) is edited in place to the merged text (same id, version
+   + 1: history keeps what it said) and the others are invalidated with a reason naming it,
+   never deleted. The events of one merge share one change id (the job id and the
+   cluster's number), marked as a bulk change: undoing any of them undoes the whole merge.
 
-A run applies each cluster in its own writes; a run interrupted part-way and run again finds
+A crash leaves each merge whole or absent; a run interrupted part-way and run again finds
 the merged clusters gone (their other members are no longer current), so it is safe to repeat.
 
 Scheduling (:class:`Consolidation`): a ``consolidate`` job per namespace, under a debounce key
@@ -38,18 +38,19 @@ from remem.background.queue import JobQueue
 from remem.llm.base import Usage
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_sync
 from remem.memory.locking import LockSettings
-from remem.memory.operations import delete_flow, update_flow
-from remem.memory.reconcile import ChangeContext
-from remem.memory.records import MemoryRecord, current_filter, normalize_text
+from remem.memory.operations import BULK_CHANGE
+from remem.memory.reconcile import ChangeContext, Plan, Skip, plan_delete, plan_edit
+from remem.memory.records import IDS_NAMESPACE, MemoryRecord, current_filter, normalize_text
+from remem.memory.writer import commit
 from remem.messages.types import Message
 from remem.retrieval.tokenize import DefaultTokenizer
-from remem.store.types import Item, Namespace, SearchOp
+from remem.store.types import GetOp, Item, Namespace, PutOp, SearchOp
 
 if TYPE_CHECKING:
     from remem.api import Memory
 
 __all__ = ["CONSOLIDATE", "ClusterDecision", "Consolidation", "ConsolidationReport",
-           "clusters", "consolidate_flow", "consolidation_handler"]
+           "clusters", "consolidate_flow", "consolidation_handler", "merge_flow"]
 
 #: the job kind of a consolidation run
 CONSOLIDATE = "consolidate"
@@ -227,21 +228,67 @@ def consolidate_flow(namespace: Namespace, *, now: float, lock: LockSettings,
         # text are not allowed); otherwise the oldest is edited
         keeper = next((r for r in members if r.text == content), members[0])
         others = [r for r in members if r.id != keeper.id]
-        ctx = ChangeContext(now=now, actor="consolidation",
-                            reason=f"merged {[r.id for r in others]} into it: "
-                                   f"{decision.reason}", change_id=f"{change_key}:{number}")
-        if content != keeper.text:
-            yield from update_flow(keeper.id, ctx, lock, content=content)
-        for other in others:
-            gone = ChangeContext(now=now, actor="consolidation",
-                                 reason=f"merged into {keeper.id}: {decision.reason}",
-                                 change_id=ctx.change_id)
-            yield from delete_flow(other.id, gone, lock)
-            invalidated += 1
+        plan = yield from merge_flow(namespace, keeper, others, content, decision.reason,
+                                     now=now, lock=lock, change_id=f"{change_key}:{number}")
+        if not plan.changes:
+            reasons.append(f"kept {[r.id for r in cluster]}: "
+                           f"{'; '.join(s.reason for s in plan.skipped) or 'unchanged'}")
+            continue
+        invalidated += len(others)
         merged += 1
         reasons.append(f"merged {[r.id for r in members]}: {decision.reason}")
     return ConsolidationReport(namespace, len(records), len(groups), merged, invalidated,
                                usage, tuple(reasons))
+
+
+def merge_flow(namespace: Namespace, keeper: MemoryRecord, others: Sequence[MemoryRecord],
+               content: str, reason: str, *, now: float, lock: LockSettings,
+               change_id: str) -> Flow[Plan]:
+    """Merge ``others`` into ``keeper`` (edited to ``content``) in **one commit**: the edit,
+    every invalidation, their history events and a bulk-change mark are one atomic batch,
+    so a crash leaves the whole merge or none of it, and undoing any of its events undoes
+    all of them (the sources come back, the keeper says what it said before).
+
+    Nothing is written (a :class:`Skip` says why) when a member is no longer current (a
+    concurrent change) or another current memory already says ``content``."""
+    ids = [keeper.id, *(r.id for r in others)]
+    keep_ctx = ChangeContext(now=now, actor="consolidation",
+                             reason=f"merged {[r.id for r in others]} into it: {reason}",
+                             change_id=change_id)
+    gone_ctx = ChangeContext(now=now, actor="consolidation",
+                             reason=f"merged into {keeper.id}: {reason}", change_id=change_id)
+    # undoing any event of the change undoes the whole merge (remem.memory.operations)
+    marker = PutOp(IDS_NAMESPACE, change_id, {"type": BULK_CHANGE, "op": "merge",
+                                              "namespace": list(namespace)},
+                   index=False, ttl=None)
+
+    def plan_for(results: list[Any], head: int) -> Flow[Plan]:
+        plan = Plan()
+        now_records = [MemoryRecord.from_item(i) if isinstance(i, Item) else None
+                       for i in results]
+        if any(r is None or r.invalid_at is not None for r in now_records):
+            plan.skipped.append(Skip("changed since", content, keeper.id))
+            return plan
+        current = [r for r in now_records if r is not None]
+        first = current[0]
+        edited = first.evolve(content=content) if content != first.text else None
+        if edited is not None:
+            found = yield StoreBatch([SearchOp(namespace, filter={
+                **current_filter(), "content_hash": edited.content_hash}, limit=len(ids) + 5)])
+            taken = [i.key for i in found[0] if i.key not in ids]
+            if taken:
+                plan.skipped.append(Skip("duplicate", content, taken[0]))
+                return plan
+            plan.extend(plan_edit(first, keep_ctx, content=content))
+        for record in current[1:]:
+            plan.extend(plan_delete(record, gone_ctx))
+        if plan.ops:
+            plan.ops.append(marker)
+        return plan
+
+    result: Plan = yield from commit(namespace, [GetOp(namespace, i) for i in ids], plan_for,
+                                     lock)
+    return result
 
 
 def consolidation_handler(memory_for: Callable[[str], Memory],
