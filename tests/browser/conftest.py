@@ -1,0 +1,306 @@
+"""The web inspector in a real browser: Debian's Chromium driven by Playwright, against a
+real ``remem serve`` on a free loopback port.
+
+One browser and one server per session (seconds, not minutes); each test gets a fresh
+browser context, so cookies never leak from one test to the next. Chromium missing is never
+a skip: as root the fixture installs it with apt-get (as ``.ci/run`` does), otherwise the
+session fails saying how to install it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Dialog,
+    Page,
+    ViewportSize,
+    sync_playwright,
+)
+
+from remem.server.keys import KeyStore
+from remem.store import open_store
+from remem.testing.server import ServerProcess
+
+CHROMIUM = Path("/usr/bin/chromium")
+#: flags that keep headless Chromium quiet and offline on a shared CI machine
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update",
+               "--disable-sync"]
+#: where the screenshots shown in docs/ui.md are written (viewport-sized, overwritten)
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img" / "ui"
+VIEWPORT: ViewportSize = {"width": 1100, "height": 760}
+
+USER = "ada"
+#: the memory the tests correct, search for and undo
+TEA = "Ada drinks jasmine tea every morning"
+TEA_CORRECTED = "Ada drinks oolong tea every morning"
+#: a memory that is markup: it must render as text, never run or add elements
+XSS = ('<script>window.__xss = "script"</script><img src="x" id="xss-img" '
+       'onerror="window.__xss = \'onerror\'"> tea probe')
+#: the memory the undo test reverts (a test of its own, so the others never see it change)
+BIRD = "Ada's parrot is called Kiwi"
+BIRD_CORRECTED = "Ada's parrot is called Mango"
+ALPHA_MEMORIES = [TEA, BIRD, "Ada's dog is called Biscuit", "Ada prefers window seats on trains",
+                  "Ada is allergic to peanuts", "Ada keeps green tea and black tea at work",
+                  XSS]
+BETA_SECRET = "Bob hides a spare key under the blue tea pot"
+
+
+def ensure_chromium() -> Path:
+    """``/usr/bin/chromium``, installed with apt-get when missing and running as root;
+    otherwise the session fails naming the install command."""
+    if CHROMIUM.exists():
+        return CHROMIUM
+    fix = ("install Debian's Chromium first: sudo apt-get update && sudo apt-get install -y "
+           "chromium (the browser tests in tests/browser drive /usr/bin/chromium)")
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.fail(f"{CHROMIUM} is missing; {fix}", pytrace=False)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(command)} failed ({done.returncode}): "
+                        f"{done.stderr[-2000:]}; {fix}", pytrace=False)
+    if not CHROMIUM.exists():
+        pytest.fail(f"apt-get installed chromium but {CHROMIUM} is still missing; {fix}",
+                    pytrace=False)
+    return CHROMIUM
+
+
+@dataclass
+class Seeded:
+    """What the session's server holds: two tenants' keys and the ids the tests look for."""
+
+    url: str
+    alpha_key: str
+    beta_key: str
+    tea_id: str
+    xss_id: str
+    beta_id: str
+    thread_id: str
+    ids: dict[str, str] = field(default_factory=dict)  # alpha memory text -> id
+
+
+def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> Any:
+    response = client.post(path, json=body, headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200, (path, response.status_code, response.text)
+    return response.json()
+
+
+def _seed(url: str, alpha: str, beta: str) -> Seeded:
+    """Seed through the HTTP API, as a user of the server would."""
+    ids: dict[str, str] = {}
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for text in ALPHA_MEMORIES:
+            added = _post(client, "/v1/memories", alpha,
+                          {"messages": text, "user_id": USER, "infer": False, "split": "none"})
+            ids[text] = added["changes"][0]["memory"]["id"]
+        # corrections give memories a history (version 2): one to read, one to undo
+        for text, correction in ((TEA, TEA_CORRECTED), (BIRD, BIRD_CORRECTED)):
+            corrected = client.patch(f"/v1/memories/{ids[text]}", json={
+                "content": correction, "reason": "she switched teas"},
+                headers={"Authorization": f"Bearer {alpha}"})
+            assert corrected.status_code == 200, corrected.text
+        beta_added = _post(client, "/v1/memories", beta,
+                           {"messages": BETA_SECRET, "user_id": "bob", "infer": False,
+                            "split": "none"})
+        _post(client, "/v1/threads", alpha, {
+            "thread_id": "ada-chat", "metadata": {"user_id": USER},
+            "messages": [{"role": "user", "content": "Remember that I drink jasmine tea."},
+                         {"role": "assistant", "content": "Noted: jasmine tea."}]})
+    return Seeded(url=url, alpha_key=alpha, beta_key=beta, tea_id=ids[TEA], xss_id=ids[XSS],
+                  beta_id=beta_added["changes"][0]["memory"]["id"], thread_id="ada-chat",
+                  ids=ids)
+
+
+def _make_keys(db: str) -> tuple[str, str]:
+    with open_store(db) as store:
+        keys = KeyStore(store)
+        return keys.create("alpha")[0], keys.create("beta")[0]
+
+
+@pytest.fixture(scope="session")
+def served() -> Iterator[Seeded]:
+    """A real ``remem serve`` (SQLite file, fake embedder) with keys for tenants alpha and
+    beta and seeded memories, one per session."""
+    directory = tempfile.mkdtemp(prefix="remem-browser-")
+    db = os.path.join(directory, "inspected.db")
+    try:
+        # Playwright's sync API keeps an event loop running on this thread, where remem's
+        # sync calls refuse to block: the keys are made on a thread of their own
+        with ThreadPoolExecutor(1) as pool:
+            alpha, beta = pool.submit(_make_keys, db).result()
+        with ServerProcess(["--db", db, "--embedder", "fake", "--no-mcp"]) as server:
+            yield _seed(server.url, alpha, beta)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium from Debian's package (never a downloaded build), one per session;
+    Playwright gives it a fresh profile directory."""
+    executable = ensure_chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(executable), headless=True,
+                                              args=LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Tab:
+    """One page of a fresh browser context, with what the page reported: console errors,
+    uncaught exceptions and dialogs (``alert``/``confirm``: a probe fired if any appear
+    unasked)."""
+
+    page: Page
+    base: str
+    console_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    accept_dialogs: bool = False
+    #: pages whose ``Referrer-Policy: no-referrer`` the harness relaxed (see REFERRER_BUG)
+    relaxed: list[str] = field(default_factory=list)
+
+    def open(self, path: str) -> int:
+        """Go to ``path`` of the inspector; the HTTP status."""
+        response = self.page.goto(self.base + path)
+        assert response is not None, path
+        return response.status
+
+    def login(self, key: str) -> None:
+        """Log in on the login page with ``key``."""
+        self.open("/ui/login")
+        self.page.fill("#login-key", key)
+        self.page.click("#login-submit")
+        self.page.wait_for_load_state()
+
+    def search(self, query: str) -> None:
+        """Search the memory list from its search box (see SEARCH_FORM_BUG)."""
+        self.page.fill("#search-q", query)
+        # an empty number field is not sent, as the inspector means it until the bug is fixed
+        self.page.evaluate("""() => { const field = document.getElementById('search-recency');
+                                      if (field && field.value === '') field.disabled = true; }""")
+        self.page.click("#search-submit")
+        self.page.wait_for_load_state()
+
+    def shot(self, name: str) -> None:
+        """Write this page's viewport to docs/img/ui/<name>.png (small: never full-page)."""
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+    def unlabelled_controls(self) -> list[str]:
+        """Form controls a screen reader cannot name: neither a <label> nor aria-label(ledby).
+        Hidden inputs (the CSRF token) and buttons (named by their text) are not controls
+        to label."""
+        found: list[str] = self.page.evaluate("""() =>
+            Array.from(document.querySelectorAll('input, select, textarea'))
+              .filter(e => !['hidden', 'submit', 'button', 'reset', 'image'].includes(e.type))
+              .filter(e => !(e.labels && e.labels.length)
+                           && !(e.getAttribute('aria-label') || '').trim()
+                           && !e.getAttribute('aria-labelledby'))
+              .map(e => e.outerHTML.slice(0, 200))""")
+        return found
+
+    def overflow_width(self) -> int:
+        """How wide the document scrolls (above the viewport width: horizontal overflow)."""
+        width: int = self.page.evaluate("() => document.scrollingElement.scrollWidth")
+        return width
+
+    def assert_basics(self) -> None:
+        """No console error or uncaught exception so far, and every control labelled."""
+        assert self.console_errors == [], self.console_errors
+        assert self.unlabelled_controls() == [], self.page.url
+
+
+#: Known inspector bug, worked around until it is fixed: its pages send
+#: ``Referrer-Policy: no-referrer``, so Chromium sends ``Origin: null`` with every form POST
+#: (the Fetch standard's rule for that policy), and the loopback server's DNS-rebinding guard
+#: (remem.server.netguard) refuses it with 403: nobody can log in from a browser. The fix
+#: is ``Referrer-Policy: same-origin`` (no referrer leaves the site, the Origin stays).
+#: test_forms_post_as_chromium_sends_them shows the bug without the workaround.
+REFERRER_BUG = ("the inspector's Referrer-Policy: no-referrer makes Chromium send Origin: "
+                "null on form POSTs, which the loopback guard refuses (403); fix: "
+                "Referrer-Policy: same-origin in remem.ui.web.SECURITY_HEADERS")
+
+
+#: Known inspector bug, worked around by Tab.search until it is fixed: the search form's
+#: empty "Recency half-life" field is sent as ``recency_days=`` and refused with 422, so the
+#: search form only works with a half-life typed in.
+SEARCH_FORM_BUG = ("the search form sends its empty recency_days field, which /ui/memories "
+                   "refuses with 422 (it must read an empty field as no half-life)")
+
+
+def _tab(browser: Browser, served: Seeded, viewport: ViewportSize, *,
+         relax_referrer: bool = True) -> Iterator[Tab]:
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(5_000)
+    page = context.new_page()
+    tab = Tab(page=page, base=served.url)
+
+    if relax_referrer:  # response-stage interception also sees each redirect's response
+        cdp = context.new_cdp_session(page)
+
+        def relax(event: dict[str, Any]) -> None:
+            headers = event.get("responseHeaders") or []
+            policy = [h for h in headers if h["name"].lower() == "referrer-policy"]
+            if any(h["value"] == "no-referrer" for h in policy):
+                tab.relaxed.append(event["request"]["url"])
+                headers = [h for h in headers if h not in policy]
+                headers.append({"name": "Referrer-Policy", "value": "same-origin"})
+            cdp.send("Fetch.continueResponse", {
+                "requestId": event["requestId"], "responseHeaders": headers,
+                "responseCode": event["responseStatusCode"]})
+
+        cdp.on("Fetch.requestPaused", relax)
+        cdp.send("Fetch.enable", {"patterns": [{"urlPattern": served.url + "/ui/*",
+                                                "resourceType": "Document",
+                                                "requestStage": "Response"}]})
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            tab.console_errors.append(f"{page.url}: {message.text}")
+
+    def on_dialog(dialog: Dialog) -> None:
+        tab.dialogs.append(f"{dialog.type}: {dialog.message}")
+        if tab.accept_dialogs:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: tab.console_errors.append(f"{page.url}: {error}"))
+    page.on("dialog", on_dialog)
+    yield tab
+    context.close()
+
+
+@pytest.fixture
+def tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
+    """A fresh browser context (no cookies) at desktop size."""
+    yield from _tab(browser, served, VIEWPORT)
+
+
+@pytest.fixture
+def bare_tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
+    """A fresh browser context at desktop size with no workaround of REFERRER_BUG."""
+    yield from _tab(browser, served, VIEWPORT, relax_referrer=False)
+
+
+@pytest.fixture
+def phone(browser: Browser, served: Seeded) -> Iterator[Tab]:
+    """A fresh browser context 375 px wide (a small phone)."""
+    yield from _tab(browser, served, {"width": 375, "height": 740})

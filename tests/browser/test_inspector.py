@@ -1,0 +1,194 @@
+"""The inspector's main paths in a real browser: log in with a key, find a memory by search
+with its score bars, open it and read its history, undo a change after confirming it, read a
+thread. Each test writes a screenshot of its page to docs/img/ui/."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+
+from tests.browser.conftest import (
+    BIRD,
+    BIRD_CORRECTED,
+    TEA,
+    TEA_CORRECTED,
+    USER,
+    Seeded,
+    Tab,
+)
+
+
+def test_login_with_a_key_shows_the_tenants_memories(tab: Tab, served: Seeded) -> None:
+    assert tab.open("/ui/memories") == 200
+    assert tab.page.url.startswith(served.url + "/ui/login")  # not logged in: sent to log in
+    tab.shot("login")
+    tab.assert_basics()
+
+    tab.page.fill("#login-key", "rk_not_a_real_key")
+    tab.page.click("#login-submit")
+    assert "not valid" in tab.page.inner_text("#login-problem")
+    tab.console_errors.clear()  # the refused login's 401 is logged by Chromium, rightly
+
+    tab.page.fill("#login-key", served.alpha_key)
+    tab.page.click("#login-submit")
+    tab.page.wait_for_url("**/ui/memories")
+    assert "alpha" in tab.page.inner_text("#tenant")
+    listed = tab.page.locator("li.hit a.hit-link").all_inner_texts()
+    assert TEA_CORRECTED in listed and "Ada's dog is called Biscuit" in listed
+    assert tab.page.locator("#memory-text").count() == 0
+    tab.assert_basics()
+
+    tab.page.click("#logout")
+    tab.page.wait_for_url("**/ui/login")
+    assert tab.open("/ui/memories") == 200
+    assert "/ui/login" in tab.page.url  # the session ended
+
+
+def _expected_widths(served: Seeded, query: str) -> dict[str, dict[str, int]]:
+    """Each hit's bar widths (percent) computed from the API's own search explanation:
+    keyword and fusion against the page's best, vector and recency as they are."""
+    response = httpx.post(served.url + "/v1/memories/search",
+                          headers={"Authorization": f"Bearer {served.alpha_key}"},
+                          json={"query": query, "user_id": USER, "limit": 20})
+    assert response.status_code == 200, response.text
+    hits = response.json()["hits"]
+    scores: dict[str, dict[str, float]] = {}
+    for hit in hits:
+        row = {name: signal["score"] for name, signal in (hit.get("details") or {}).items()}
+        row["fusion"] = hit["score"]
+        scores[hit["memory"]["id"]] = row
+    best = {name: max(row.get(name, 0.0) for row in scores.values())
+            for name in ("keyword", "fusion")}
+
+    def width(name: str, score: float | None) -> int:
+        if score is None:
+            return 0
+        fraction = score / best[name] if name in best else score
+        return round(100 * min(1.0, max(0.0, fraction)))
+
+    return {memory_id: {name: width(name, row.get(name)) for name in
+                        ("keyword", "vector", "recency", "fusion")}
+            for memory_id, row in scores.items()}
+
+
+def test_search_finds_a_memory_and_its_score_bars_follow_the_scores(tab: Tab,
+                                                                     served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.search("oolong tea morning")
+    hits = tab.page.locator("li.hit")
+    assert hits.count() >= 2
+    first = hits.first
+    assert first.get_attribute("data-id") == served.tea_id
+    assert first.locator("a.hit-link").inner_text() == TEA_CORRECTED
+    tab.shot("search")
+    tab.assert_basics()
+
+    # every bar drawn as wide as the API's scores say, measured in pixels on the page
+    expected = _expected_widths(served, "oolong tea morning")
+    drawn = tab.page.evaluate("""() => Array.from(document.querySelectorAll('li.hit')).map(
+        hit => [hit.dataset.id, Array.from(hit.querySelectorAll('.score-bar')).map(bar => {
+            const track = bar.querySelector('.track').getBoundingClientRect().width;
+            const fill = bar.querySelector('.fill').getBoundingClientRect().width;
+            return [bar.dataset.signal, Number(bar.dataset.width), 100 * fill / track];
+        })])""")
+    assert [memory_id for memory_id, _ in drawn] == list(expected)
+    signals_seen: set[str] = set()
+    for memory_id, bars in drawn:
+        assert {signal for signal, _, _ in bars} >= {"keyword", "fusion"}
+        for signal, declared, measured in bars:
+            signals_seen.add(signal)
+            assert declared == expected[memory_id][signal], (memory_id, signal)
+            assert math.isclose(measured, declared, abs_tol=1.0), (memory_id, signal)
+    assert {"keyword", "vector", "fusion"} <= signals_seen
+    # the best hit's fusion bar is full; a weaker hit's is shorter
+    assert drawn[0][1][-1][1] == 100 and drawn[-1][1][-1][1] < 100
+
+
+def test_a_memory_page_shows_its_value_and_history(tab: Tab, served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.search("oolong")
+    tab.page.click(f"li.hit[data-id='{served.tea_id}'] a.hit-link")
+    tab.page.wait_for_url(f"**/ui/memories/{served.tea_id}")
+    assert tab.page.inner_text("#memory-text") == TEA_CORRECTED
+    assert tab.page.inner_text("#memory-version") == "2"
+    versions = tab.page.locator("#history .version")
+    assert [versions.nth(i).get_attribute("data-op") for i in range(versions.count())] == \
+        ["update", "add"]  # newest first
+    assert "jasmine" in versions.nth(0).inner_text()  # the diff shows what changed
+    assert "she switched teas" in versions.nth(0).inner_text()
+    assert tab.page.locator("#as-of-slider").count() == 1  # the page's script ran
+    tab.shot("memory")
+    tab.assert_basics()
+
+    # the as_of view: before the correction the memory said jasmine
+    added_at = tab.page.locator("#as-of-form").get_attribute("data-first")
+    assert added_at is not None
+    tab.page.fill("#as-of-input", added_at)
+    tab.page.click("#as-of-submit")
+    tab.page.wait_for_load_state()
+    assert tab.page.inner_text("#as-of-text") == TEA
+    tab.assert_basics()
+
+
+def test_undo_asks_for_confirmation_then_reverts_the_change(tab: Tab, served: Seeded) -> None:
+    bird = served.ids[BIRD]
+    tab.login(served.alpha_key)
+    tab.open(f"/ui/memories/{bird}")
+    assert tab.page.inner_text("#memory-text") == BIRD_CORRECTED
+    newest = tab.page.locator("#history .version").first
+    assert newest.get_attribute("data-op") == "update"
+    newest.locator("a.undo-link").click()
+
+    # the confirmation page says what the undo does; nothing has changed yet
+    tab.page.wait_for_selector("#undo-form")
+    assert tab.page.inner_text("#undo-before") == BIRD
+    assert tab.page.inner_text("#undo-after") == BIRD_CORRECTED
+    tab.shot("undo")
+    tab.assert_basics()
+    api = httpx.get(f"{served.url}/v1/memories/{bird}",
+                    headers={"Authorization": f"Bearer {served.alpha_key}"})
+    assert api.json()["text"] == BIRD_CORRECTED
+
+    tab.page.click("#undo-confirm")
+    tab.page.wait_for_url(lambda url: f"/ui/memories/{bird}" in url)
+    assert tab.page.inner_text("#memory-text") == BIRD
+    api = httpx.get(f"{served.url}/v1/memories/{bird}",
+                    headers={"Authorization": f"Bearer {served.alpha_key}"})
+    assert api.json()["text"] == BIRD  # reverted in the store, not only on the page
+    # the undo is itself in the history, newest first, as the API records it
+    history = httpx.get(f"{served.url}/v1/memories/{bird}/history",
+                        headers={"Authorization": f"Bearer {served.alpha_key}"}).json()
+    recorded = [event["op"] for event in reversed(history["events"])]
+    assert len(recorded) == 3 and recorded[1:] == ["update", "add"]
+    shown = tab.page.locator("#history .version").evaluate_all(
+        "els => els.map(e => e.dataset.op)")
+    assert shown == recorded
+    tab.assert_basics()
+
+
+def test_a_thread_page_shows_messages_and_checkpoints(tab: Tab, served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.page.click("#nav-threads")
+    tab.page.click(f"a.thread-link:text-is('{served.thread_id}')")
+    tab.page.wait_for_url(f"**/ui/threads/{served.thread_id}")
+    roles = tab.page.locator("li.message").evaluate_all("els => els.map(e => e.dataset.role)")
+    assert roles == ["user", "assistant"]
+    assert "jasmine tea" in tab.page.locator("li.message .message-text").first.inner_text()
+    assert tab.page.locator("#checkpoint-tree li.checkpoint").count() >= 1
+    tab.shot("thread")
+    tab.assert_basics()
+
+
+def test_the_namespace_tree_counts_the_users_memories(tab: Tab, served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.page.click("#nav-namespaces")
+    tab.page.wait_for_url("**/ui/namespaces")
+    rows = tab.page.locator("#namespace-tree li.ns")
+    texts = rows.all_inner_texts()
+    ada = [i for i, text in enumerate(texts) if USER in text]
+    assert ada, texts
+    count = rows.nth(ada[-1]).locator(".count").get_attribute("data-count")
+    assert count == str(len(served.ids))
+    tab.shot("namespaces")
+    tab.assert_basics()

@@ -1,0 +1,133 @@
+"""The inspector's safety and basics in a real browser: a memory that is markup renders as
+text (no script runs, no element is injected, no dialog opens); another tenant's key sees
+none of it; every page has no console error, labels every control and fits 375 px."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import (
+    ALPHA_MEMORIES,
+    BETA_SECRET,
+    REFERRER_BUG,
+    SEARCH_FORM_BUG,
+    XSS,
+    Seeded,
+    Tab,
+)
+
+#: nothing the probe could have done: a script or handler ran, or an element got in
+_PROBE_EFFECTS = """() => ({
+    ran: typeof window.__xss !== 'undefined',
+    injected: document.querySelectorAll('#xss-img, #memory-text *, a.hit-link *').length,
+})"""
+
+
+def _assert_inert(tab: Tab) -> None:
+    assert tab.page.evaluate(_PROBE_EFFECTS) == {"ran": False, "injected": 0}
+    assert tab.dialogs == []
+    assert tab.console_errors == []  # a blocked inline script would be a CSP error here
+
+
+def test_a_memory_holding_markup_renders_as_text(tab: Tab, served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.search("probe")
+    link = tab.page.locator(f"li.hit[data-id='{served.xss_id}'] a.hit-link")
+    assert link.inner_text() == XSS  # the markup is shown, character for character
+    _assert_inert(tab)
+
+    link.click()
+    tab.page.wait_for_url(f"**/ui/memories/{served.xss_id}")
+    assert tab.page.inner_text("#memory-text") == XSS
+    assert tab.page.locator("#memory-text").evaluate("e => e.childElementCount") == 0
+    _assert_inert(tab)
+    tab.shot("xss")
+
+
+def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
+    tab.login(served.beta_key)
+    assert "beta" in tab.page.inner_text("#tenant")
+    listed = tab.page.locator("li.hit a.hit-link").all_inner_texts()
+    assert listed == [BETA_SECRET]  # the positive control: beta sees its own memory
+
+    for query in ("tea", "Ada", "probe"):
+        tab.search(query)
+        ids = tab.page.locator("li.hit").evaluate_all("els => els.map(e => e.dataset.id)")
+        assert set(ids) <= {served.beta_id}, query
+    for page in ("/ui/namespaces", "/ui/threads"):
+        assert tab.open(page) == 200
+        assert "ada" not in tab.page.inner_text("#main"), page
+    tab.assert_basics()
+
+    # alpha's pages opened directly answer exactly as pages of ids that exist nowhere do
+    missing = {served.tea_id: "mem_0000000000000000000000000000",
+               served.xss_id: "mem_1111111111111111111111111111",
+               served.thread_id: "no-such-thread"}
+    pages = [("/ui/memories/{}", served.tea_id), ("/ui/memories/{}", served.xss_id),
+             ("/ui/threads/{}", served.thread_id)]
+    for path, alpha_id in pages:
+        answers = []
+        for some_id in (alpha_id, missing[alpha_id]):
+            answers.append((tab.open(path.format(some_id)),
+                            tab.page.inner_text("#error-message").replace(some_id, "ID")))
+            body = tab.page.inner_text("body")
+            assert not any(text in body for text in ALPHA_MEMORIES), path
+        assert answers[0] == answers[1], answers
+        assert answers[0][0] == 404, answers
+    tab.shot("not-found")
+    # Chromium logs each 404 document load; nothing else may be there
+    assert all("404" in error for error in tab.console_errors), tab.console_errors
+
+
+@pytest.mark.parametrize("width", [375])
+def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
+        phone: Tab, served: Seeded, width: int) -> None:
+    assert phone.page.viewport_size is not None
+    assert phone.page.viewport_size["width"] == width
+    phone.open("/ui/login")
+    pages = {"/ui/login": (phone.overflow_width(), phone.unlabelled_controls())}
+    phone.login(served.alpha_key)
+    tea_page = f"/ui/memories/{served.tea_id}"
+    for path in ["/ui/memories", "/ui/memories?q=oolong+tea", "/ui/namespaces", "/ui/threads",
+                 f"/ui/threads/{served.thread_id}", tea_page]:
+        assert phone.open(path) == 200, path
+        pages[path] = (phone.overflow_width(), phone.unlabelled_controls())
+        if path == "/ui/memories?q=oolong+tea":
+            phone.shot("search-phone")
+    # the undo confirmation too (opened, never confirmed)
+    phone.open(tea_page)
+    undo = phone.page.locator("#history .version a.undo-link").first.get_attribute("href")
+    assert undo is not None
+    assert phone.open(undo) == 200
+    pages[undo] = (phone.overflow_width(), phone.unlabelled_controls())
+
+    too_wide = {path: w for path, (w, _) in pages.items() if w > width}
+    unlabelled = {path: found for path, (_, found) in pages.items() if found}
+    assert too_wide == {}
+    assert unlabelled == {}
+    assert phone.console_errors == []
+    assert len(pages) == 8
+
+
+def test_forms_post_as_chromium_sends_them(bare_tab: Tab, served: Seeded) -> None:
+    """Logging in from the browser as it is, with no harness workaround: an expected failure
+    naming the bug while the inspector's pages send Referrer-Policy: no-referrer."""
+    bare_tab.login(served.alpha_key)
+    if "DNS rebinding" in bare_tab.page.inner_text("body"):
+        pytest.xfail(REFERRER_BUG)
+    assert bare_tab.page.url.endswith("/ui/memories")
+    assert "alpha" in bare_tab.page.inner_text("#tenant")
+    bare_tab.assert_basics()
+
+
+def test_the_search_form_submits_as_chromium_fills_it(tab: Tab, served: Seeded) -> None:
+    """The search form with only a query typed, no harness workaround: an expected failure
+    naming the bug while an empty half-life field is refused."""
+    tab.login(served.alpha_key)
+    tab.page.fill("#search-q", "oolong")
+    tab.page.click("#search-submit")
+    tab.page.wait_for_load_state()
+    if tab.page.locator("#error-message").count() and \
+            "recency_days" in tab.page.inner_text("#error-message"):
+        pytest.xfail(SEARCH_FORM_BUG)
+    assert tab.page.locator("li.hit").first.get_attribute("data-id") == served.tea_id
