@@ -29,6 +29,8 @@ from rich.table import Table
 from remem import __version__
 from remem.cli.common import CommandFailed, make_embedder
 from remem.cli.render import emit_json, write_atomically
+from remem.errors import ConfigError
+from remem.eval.assisted import AssistedRetriever
 from remem.eval.facts import (
     TOP,
     UNITS,
@@ -63,6 +65,8 @@ from remem.eval.store_retriever import (
     StoreRetriever,
     temporary_store,
 )
+from remem.llm.config import model_from_env
+from remem.retrieval.llm_assist import ASSIST_MODES, AssistMode, LLMAssist
 
 __all__ = ["EVAL_EMBEDDERS", "eval_group", "make_embedder"]
 
@@ -167,9 +171,14 @@ def eval_group() -> None:
               help="What is indexed: the turns, LoCoMo's generated per-session observations "
                    "(facts, each scored through the turns it came from), or both; also "
                    "reports the items and tokens returned.")
+@click.option("--llm", "llm_mode", type=click.Choice(ASSIST_MODES),
+              help="Let the configured chat model (REMEM_LLM_*) help each query, one call "
+                   "at most: rewrite it into search queries, search a hypothetical answer "
+                   "beside it (hyde), or rerank the top 30. Calls and tokens are reported.")
 def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
            backend: Backend, embedder: str, limit_conversations: int | None, bootstrap: int,
-           seed: int, units: Units | None) -> None:
+           seed: int, units: Units | None,
+           llm_mode: AssistMode | None) -> None:
     """Score turn retrieval on a LoCoMo-format FILE.
 
     Reports recall@k, hit@k, MRR and nDCG@10 per LoCoMo category, with bootstrap 95%
@@ -192,8 +201,11 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
         raise CommandFailed(f"harness self-test failed ({len(check.failures)} questions): "
                             f"{check.failures[0]}")
     units_view = _UnitsView.load(file, dataset, units, json_output)
+    assist = _llm_assist(llm_mode)
     with temporary_store(backend, model) as store:
         retriever: Retriever = StoreRetriever(store, mode)
+        if assist is not None:
+            retriever = AssistedRetriever(retriever, assist)
         retriever = units_view.wrap(retriever)
         with _progress_bars(not json_output) as bars:
             run = run_locomo(dataset, retriever, k=k, progress=bars)
@@ -204,6 +216,8 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
         random_floor=check.random.to_dict(),
     ))
     units_view.report(summary, run)
+    if assist is not None:
+        summary["llm"] = _assist_report(assist)
     if out is not None:
         _write_out(out, units_view.records(run), summary)
     if json_output:
@@ -214,8 +228,49 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     click.echo(timing_line(run.timing, dataset.n_turns))
     click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}")
     units_view.echo(summary)
+    if assist is not None:
+        llm = summary["llm"]
+        click.echo(f"llm {llm['mode']} with {llm['model']}: {llm['calls']} calls for "
+                   f"{llm['queries']} queries, {llm['input_tokens']} input and "
+                   f"{llm['output_tokens']} output tokens, {llm['failures']} failed"
+                   + (f", {llm['ignored_ids']} rerank numbers ignored"
+                      if llm["ignored_ids"] else ""))
     click.echo(f"self-test passed: the oracle scores 1.000 on hit@k; {len(dataset.fixes)} "
                "data fixes" + (f"; records in {out}" if out is not None else ""))
+
+
+def _llm_assist(mode: AssistMode | None) -> LLMAssist | None:
+    """The assist ``--llm`` asks for, with the model ``REMEM_LLM_*`` configure; failing
+    before any work, naming the setting, when there is none."""
+    if mode is None:
+        return None
+    chat_model = model_from_env()
+    if chat_model is None:
+        raise ConfigError(
+            f"--llm {mode} needs a chat model and none is configured: set REMEM_LLM_MODEL "
+            "(e.g. gpt-4.1-mini, or llama3.1 with REMEM_LLM_BASE_URL=http://localhost:11434/v1)"
+            " and, as the provider needs, REMEM_LLM_API_KEY and REMEM_LLM_PROVIDER; see "
+            "docs/llm.md")
+    close = getattr(chat_model, "close", None)
+    if callable(close):  # the HTTP clients hold a connection pool
+        click.get_current_context().call_on_close(close)
+    # a failed call is counted and that query runs unhelped, so one bad answer cannot
+    # end a long run; the report shows how many failed
+    return LLMAssist(chat_model, mode, fallback=True)
+
+
+def _assist_report(assist: LLMAssist) -> dict[str, Any]:
+    """``summary["llm"]``: the mode, the model, calls, tokens (the model's own usage ledger,
+    which also counts failed calls) and failures."""
+    report: dict[str, Any] = {"mode": assist.mode, "model": assist.model.model}
+    report.update(assist.stats.to_dict())
+    usage = assist.model.usage.by_operation().get(f"retrieval.{assist.mode}")
+    if usage is not None:
+        report["input_tokens"] = usage.input_tokens
+        report["output_tokens"] = usage.output_tokens
+        queries = report["queries"]
+        report["tokens_per_query"] = usage.total_tokens / queries if queries else None
+    return report
 
 
 class _UnitsView:
