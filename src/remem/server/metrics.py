@@ -117,6 +117,21 @@ class Metrics:
         self.tenant_requests = Counter(
             f"{TENANT_PREFIX}http_requests", "HTTP requests by tenant and status class "
             "(2xx, 4xx, ...).", ["tenant", "status_class"], registry=self._own)
+        #: collectors read at each scrape, beside the counters (the job queue's gauges)
+        self.extra: list[Collector] = []
+        self._bound = False
+
+    def bind(self, app: Any) -> None:
+        """Add the gauges of ``app``'s job queue (read from its database at each scrape, so
+        every server process, and every ``remem worker``, counts the same); once."""
+        if self._bound:
+            return
+        self._bound = True
+        state = getattr(getattr(app, "state", None), "remem", None)
+        if state is not None:
+            from remem.server.routes_jobs import queue_of
+
+            self.extra.append(JobQueueCollector(lambda: queue_of(state)))
 
     def observe(self, method: str, route: str, status: int, seconds: float,
                 tenant: str | None = None) -> None:
@@ -137,6 +152,9 @@ class Metrics:
     def _render(self, tenants: bool) -> str:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Selected(self._source(), TENANT_PREFIX, tenants))
+        if not tenants:
+            for collector in self.extra:
+                registry.register(collector)
         return generate_latest(registry).decode("utf-8")
 
     def render(self) -> str:
@@ -179,6 +197,49 @@ def install_tenant_metrics(app: FastAPI, metrics: Metrics, token: str) -> None:
         return PlainTextResponse(metrics.render_tenants(), media_type=CONTENT_TYPE)
 
 
+class JobQueueCollector(Collector):
+    """The background job queue as gauges, read from its table at each scrape: jobs by kind
+    and status (queued and running are the queue's depth; done, failed, dead and cancelled
+    are how the jobs that ran ended), seconds the oldest due job has waited, and whether the
+    queue could be read (a database that does not answer never fails ``/metrics``)."""
+
+    def __init__(self, queue: Callable[[], Any]) -> None:
+        self.queue = queue
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        up = GaugeMetricFamily("remem_jobs_up", "1 when the job queue could be read.")
+        try:
+            queue = self.queue()
+            counts = queue.breakdown()
+            lag = queue.stats().lag
+        except Exception:
+            up.add_metric([], 0.0)
+            yield up
+            return
+        up.add_metric([], 1.0)
+        yield up
+        depth = GaugeMetricFamily(
+            "remem_jobs_queue_depth", "Jobs waiting (queued) or running, by kind.",
+            labels=["kind", "status"])
+        ended = GaugeMetricFamily(
+            "remem_jobs_finished", "Jobs that ran to an end, by kind and outcome (done, "
+            "failed, dead, cancelled); grows like a counter while jobs are kept.",
+            labels=["kind", "outcome"])
+        for (kind, status), count in sorted(counts.items()):
+            (depth if status in ("queued", "running") else ended).add_metric(
+                [kind, status], float(count))
+        yield depth
+        yield ended
+        failures = sum(n for (_, status), n in counts.items() if status in ("failed", "dead"))
+        yield GaugeMetricFamily("remem_jobs_failures", "Jobs that will not run again without "
+                                "a retry (failed or dead).", value=float(failures))
+        yield GaugeMetricFamily("remem_jobs_oldest_queued_lag_seconds", "Seconds the oldest "
+                                "due queued job has waited past its start (0: none is late).",
+                                value=float(lag))
+
+
 class MetricsMiddleware:
     """ASGI middleware timing every HTTP request into :class:`Metrics`."""
 
@@ -193,6 +254,8 @@ class MetricsMiddleware:
             return
         status = 500
         start = time.perf_counter()
+        if not self.metrics._bound:  # the app is known from the first request on
+            self.metrics.bind(scope.get("app"))
 
         async def send_status(message: Message) -> None:
             nonlocal status
