@@ -29,7 +29,7 @@ from rich.table import Table
 from remem import __version__
 from remem.cli.common import CommandFailed, make_embedder
 from remem.cli.render import emit_json, write_atomically
-from remem.errors import ConfigError
+from remem.errors import ConfigError, InvalidInputError
 from remem.eval.assisted import AssistedRetriever
 from remem.eval.facts import (
     TOP,
@@ -59,14 +59,18 @@ from remem.eval.report import question_records, results_table, summary_object, t
 from remem.eval.retrievers import Retriever
 from remem.eval.store_retriever import (
     BACKENDS,
+    DEFAULT_STAGES,
     MODES,
+    STAGES,
     Backend,
     EvalMode,
     StoreRetriever,
+    stage_ranking,
     temporary_store,
 )
 from remem.llm.config import model_from_env
 from remem.retrieval.llm_assist import ASSIST_MODES, AssistMode, LLMAssist
+from remem.retrieval.ranking import Ranking
 
 __all__ = ["EVAL_EMBEDDERS", "eval_group", "make_embedder"]
 
@@ -167,6 +171,10 @@ def eval_group() -> None:
               metavar="N", help="Bootstrap resamples for the 95% intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, metavar="N",
               help="Seed of the bootstrap and of the random baseline.")
+@click.option("--stages", default=",".join(DEFAULT_STAGES), show_default=True,
+              metavar="LIST",
+              help=f"Multi-evidence ranking stages, comma-separated, from {', '.join(STAGES)}; "
+                   "'none' for plain hybrid ranking (docs/search.md).")
 @click.option("--units", type=click.Choice(UNITS),
               help="What is indexed: the turns, LoCoMo's generated per-session observations "
                    "(facts, each scored through the turns it came from), or both; also "
@@ -177,7 +185,7 @@ def eval_group() -> None:
                    "beside it (hyde), or rerank the top 30. Calls and tokens are reported.")
 def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
            backend: Backend, embedder: str, limit_conversations: int | None, bootstrap: int,
-           seed: int, units: Units | None,
+           seed: int, units: Units | None, stages: str,
            llm_mode: AssistMode | None) -> None:
     """Score turn retrieval on a LoCoMo-format FILE.
 
@@ -202,8 +210,9 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
                             f"{check.failures[0]}")
     units_view = _UnitsView.load(file, dataset, units, json_output)
     assist = _llm_assist(llm_mode)
+    ranking = _stage_ranking(stages)
     with temporary_store(backend, model) as store:
-        retriever: Retriever = StoreRetriever(store, mode)
+        retriever: Retriever = StoreRetriever(store, mode, ranking)
         if assist is not None:
             retriever = AssistedRetriever(retriever, assist)
         retriever = units_view.wrap(retriever)
@@ -215,6 +224,7 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
         model=model.model, bootstrap=bootstrap, seed=seed, questions_scored=len(run.results),
         random_floor=check.random.to_dict(),
     ))
+    summary["config"]["stages"] = _stage_names(stages)
     units_view.report(summary, run)
     if assist is not None:
         summary["llm"] = _assist_report(assist)
@@ -226,7 +236,8 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     _print_table(results_table(sets, random_floor=check.random, random_seed=seed,
                                resamples=bootstrap))
     click.echo(timing_line(run.timing, dataset.n_turns))
-    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}")
+    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
+               f"stages {','.join(_stage_names(stages)) or 'none'}")
     units_view.echo(summary)
     if assist is not None:
         llm = summary["llm"]
@@ -355,6 +366,20 @@ class _UnitsView:
                        f"returned; up to the {TOP}th turn {main[f'items_top{TOP}']:.1f} "
                        f"items, {main[f'tokens_top{TOP}']:.0f} tokens; gold turns "
                        f"reachable through them {summary['reachable']['main']:.3f}")
+
+
+def _stage_names(stages: str) -> list[str]:
+    names = [name.strip() for name in stages.split(",") if name.strip()]
+    return [] if names == ["none"] else names
+
+
+def _stage_ranking(stages: str) -> Ranking:
+    """``--stages`` as the store's ranking; an unknown name is a usage error naming the
+    valid ones."""
+    try:
+        return stage_ranking(_stage_names(stages))
+    except InvalidInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="--stages") from None
 
 
 def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: str,

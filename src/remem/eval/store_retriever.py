@@ -17,6 +17,10 @@ from remem.embed.base import Embedder
 from remem.errors import InvalidInputError
 from remem.eval.locomo import TurnMemory
 from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
+from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.ranking import Ranking
+from remem.retrieval.sessions import Sessions, Spread
+from remem.retrieval.speakers import Speakers
 from remem.store import (
     BaseStore,
     IndexConfig,
@@ -27,7 +31,17 @@ from remem.store import (
     SQLiteStore,
 )
 
-__all__ = ["BACKENDS", "MODES", "Backend", "EvalMode", "StoreRetriever", "temporary_store"]
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_STAGES",
+    "MODES",
+    "STAGES",
+    "Backend",
+    "EvalMode",
+    "StoreRetriever",
+    "stage_ranking",
+    "temporary_store",
+]
 
 EvalMode: TypeAlias = Literal["keyword", "vector", "hybrid"]
 Backend: TypeAlias = Literal["sqlite", "memory"]
@@ -36,19 +50,51 @@ BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
 NAMESPACE_ROOT: Final = "locomo"
 INDEXED_FIELD: Final = "text"
 
+STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "spread", "feedback", "entities")
+"""The multi-evidence ranking stages ``remem eval locomo --stages`` can turn on."""
+
+DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers")
+"""The stages on by default: the ones that won on every dev conversation under
+leave-one-conversation-out cross-validation (``docs/search.md``, "Multi-evidence stages")."""
+
+
+def stage_ranking(stages: Sequence[str]) -> Ranking:
+    """The hybrid ranking with ``stages`` (names of :data:`STAGES`) on, each with its measured
+    default; the sessions and speakers stages group by the turn's ``session`` and ``speaker``
+    metadata, as :class:`StoreRetriever` stores them."""
+    unknown = [name for name in stages if name not in STAGES]
+    if unknown:
+        raise InvalidInputError(
+            f"unknown ranking stage {unknown[0]!r}: choose from {', '.join(STAGES)} "
+            "(or none of them)"
+        )
+    on = set(stages)
+    return Ranking(
+        sessions=Sessions(field="session") if "sessions" in on else None,
+        speakers=Speakers(field="speaker") if "speakers" in on else None,
+        spread=Spread(field="session") if "spread" in on else None,
+        feedback=Feedback() if "feedback" in on else None,
+        entities=Entities() if "entities" in on else None,
+    )
+
 
 class StoreRetriever:
     """A :class:`~remem.eval.retrievers.Retriever` backed by a remem store.
 
     ``mode`` is the store's search mode: ``"vector"`` (cosine over embeddings), ``"keyword"``
-    (BM25) or ``"hybrid"`` (both, fused).
+    (BM25) or ``"hybrid"`` (both, fused). ``ranking``: the store's ranking options, such as
+    the multi-evidence stages (``None``: the store's default ranking).
     """
 
-    def __init__(self, store: BaseStore, mode: EvalMode = "vector") -> None:
+    def __init__(self, store: BaseStore, mode: EvalMode = "vector",
+                 ranking: Ranking | None = None) -> None:
         if mode not in MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if ranking is not None and not isinstance(ranking, Ranking):
+            raise InvalidInputError(f"ranking must be a remem.retrieval.Ranking, got {ranking!r}")
         self.store = store
         self.mode: EvalMode = mode
+        self.ranking = ranking
 
     @staticmethod
     def namespace(conversation_id: str) -> tuple[str, str]:
@@ -84,7 +130,8 @@ class StoreRetriever:
                      event_at=memory.event_time)
 
     def _search(self, namespace: tuple[str, str], query: str, limit: int) -> list[SearchItem]:
-        return self.store.search(namespace, query=query, limit=limit, mode=self.mode)
+        return self.store.search(namespace, query=query, limit=limit, mode=self.mode,
+                                 ranking=self.ranking)
 
 
 @contextmanager

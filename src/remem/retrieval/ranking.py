@@ -18,13 +18,20 @@ here, so every backend ranks the same way:
    trades relevance (weight ``lambda``) against its similarity to those already picked.
 4. **Minimum score** (optional) drops results below a threshold.
 
+Multi-evidence stages (each off unless set; what they are worth is in ``docs/search.md``):
+``feedback`` and ``entities`` (:mod:`remem.retrieval.expansion`) search again from the top
+hits of a first pass and add what they find as extra signals after fusion, as does ``speakers``
+(:mod:`remem.retrieval.speakers`) for the candidates said by someone the query names;
+``sessions`` adds each candidate's session score after that (before recency); ``spread``
+re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
+
 Every result keeps the rank and score it had in each signal, so a user can see why it came back.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
@@ -33,6 +40,9 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.errors import InvalidInputError
+from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
+from remem.retrieval.speakers import Speakers
 
 __all__ = ["Candidate", "Ranked", "Ranking", "Recency", "rank_candidates"]
 
@@ -80,7 +90,9 @@ class Ranking:
 
     ``candidates``: how many results each signal contributes before fusion (at least the
     page's ``offset + limit``). ``weights``: per-signal weights for fusion. ``mmr``: the MMR
-    lambda in [0, 1] (``None``: no diversification; needs a vector index).
+    lambda in [0, 1] (``None``: no diversification; needs a vector index). ``feedback``,
+    ``entities``, ``sessions``, ``spread``, ``speakers``: the multi-evidence stages (``None``:
+    off).
     """
 
     fusion: Literal["rrf", "weighted"] = "weighted"
@@ -92,6 +104,11 @@ class Ranking:
     recency: Recency | None = None
     mmr: float | None = None
     min_score: float | None = None
+    feedback: Feedback | None = None
+    entities: Entities | None = None
+    sessions: Sessions | None = None
+    spread: Spread | None = None
+    speakers: Speakers | None = None
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -120,6 +137,28 @@ class Ranking:
         if self.min_score is not None and not (_is_number(self.min_score)
                                                and math.isfinite(self.min_score)):
             raise InvalidInputError(f"Ranking.min_score must be finite, got {self.min_score!r}")
+        for name, kind in (("feedback", Feedback), ("entities", Entities),
+                           ("sessions", Sessions), ("spread", Spread),
+                           ("speakers", Speakers)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, kind):
+                raise InvalidInputError(
+                    f"Ranking.{name} must be a {kind.__name__} or None, got {value!r}"
+                )
+
+    @property
+    def staged(self) -> bool:
+        """Whether any multi-evidence stage is on."""
+        return any(stage is not None for stage in (self.feedback, self.entities, self.sessions,
+                                                   self.spread, self.speakers))
+
+    @property
+    def group_field(self) -> str | None:
+        """The value field the session stages group by (``None``: neither is on)."""
+        for stage in (self.sessions, self.spread):
+            if stage is not None:
+                return stage.field
+        return None
 
 
 def _is_number(value: object) -> bool:
@@ -144,13 +183,32 @@ def rank_candidates(
     event_times: Callable[[Sequence[int]], Mapping[int, float]] | None = None,
     now: float | None = None,
     vectors: Callable[[Sequence[int]], Mapping[int, npt.NDArray[np.float32]]] | None = None,
+    boosts: Mapping[str, tuple[float, Sequence[Candidate]]] | None = None,
+    groups: Callable[[Sequence[int]], Mapping[int, Hashable]] | None = None,
 ) -> list[Ranked]:
     """Fuse, weigh and diversify; return the best ``needed`` results, best first.
 
-    ``event_times`` and ``vectors`` are called once, with the ids of the fused candidates,
-    only when recency or MMR needs them.
+    ``boosts``: extra signals found by expansion stages, ``name -> (weight, candidates)``,
+    each min-max normalised and added after fusion, times its weight and the best fused
+    score (as is the session stage's score). ``event_times``,
+    ``vectors`` and ``groups`` (item id -> session) are called once, with the ids of the fused
+    candidates, only when recency, MMR or a session stage needs them.
     """
     fused = _fuse(signals, ranking)
+    # stage weights are relative to the best fused score, so they mean the same with one
+    # signal (raw BM25 or cosine) as with fused scores in [0, 1]
+    scale = max((r.score for r in fused), default=0.0)
+    if boosts and scale > 0:
+        fused = _add_boosts(fused, boosts, scale)
+    sessions: Mapping[int, Hashable] = {}
+    if ranking.group_field is not None and fused:
+        if groups is None:
+            raise InvalidInputError("session stages need the items' session field")
+        sessions = groups([r.item_id for r in fused])
+    if ranking.sessions is not None and fused:
+        added = session_boosts({r.item_id: r.score for r in fused}, sessions, ranking.sessions)
+        for entry in fused:
+            entry.score += scale * added[entry.item_id]
     if ranking.recency is not None and fused:
         if event_times is None or now is None:
             raise InvalidInputError("recency ranking needs item times and a current time")
@@ -158,6 +216,9 @@ def rank_candidates(
     if ranking.min_score is not None:
         fused = [r for r in fused if r.score >= ranking.min_score]
     fused.sort(key=lambda r: (-r.score, r.sort_key))
+    if ranking.spread is not None:
+        by_id = {r.item_id: r for r in fused}
+        fused = [by_id[i] for i in spread_order(list(by_id), sessions, ranking.spread)]
     if ranking.mmr is not None and len(fused) > 1:
         if vectors is None:
             raise InvalidInputError("MMR needs item vectors")
@@ -197,6 +258,23 @@ def _fuse(signals: Mapping[str, Sequence[Candidate]], ranking: Ranking) -> list[
             low, high = bounds[name]
             value += weights[name] * ((score - low) / (high - low) if high > low else 1.0)
         entry.score = value / total
+    return list(merged.values())
+
+
+def _add_boosts(fused: list[Ranked], boosts: Mapping[str, tuple[float, Sequence[Candidate]]],
+                scale: float) -> list[Ranked]:
+    merged = {r.item_id: r for r in fused}
+    for name, (weight, cands) in boosts.items():
+        if not cands:
+            continue
+        scores = [score for _, _, score in cands]
+        low, high = min(scores), max(scores)
+        for rank, (item_id, sort_key, score) in enumerate(cands, 1):
+            entry = merged.get(item_id)
+            if entry is None:
+                entry = merged[item_id] = Ranked(item_id, sort_key, 0.0, {})
+            entry.signals[name] = (rank, score)
+            entry.score += scale * weight * ((score - low) / (high - low) if high > low else 1.0)
     return list(merged.values())
 
 

@@ -42,7 +42,13 @@ from remem.errors import (
 from remem.retrieval.bm25 import BM25Params, bm25_scores
 from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
-from remem.store.candidates import CandidateSource, KeywordHits
+from remem.store.candidates import (
+    CandidateSource,
+    KeywordHits,
+    ValueMemo,
+    expand_candidates,
+    group_reader,
+)
 from remem.store.filters import MISSING, resolve_path
 from remem.store.types import (
     MAX_TIMESTAMP,
@@ -544,7 +550,7 @@ class BaseStore(ABC):
         ranking = op.ranking or Ranking()
         needed = op.offset + op.limit
         plain = (len(signals) == 1 and ranking.recency is None and ranking.mmr is None
-                 and ranking.min_score is None)
+                 and ranking.min_score is None and not ranking.staged)
         if not plain and needed > ranking.candidates:
             # a deeper candidate list would change fusion and re-ranking, so pages fetched
             # with different offsets would disagree (duplicates, gaps)
@@ -568,9 +574,26 @@ class BaseStore(ABC):
             lists["keyword"] = found
         if "vector" in signals:
             lists["vector"] = source.vector_hits(prepared.query_vectors[position], depth)
+        if ranking.staged:
+            source = ValueMemo(source)
+        boosts = expand_candidates(
+            source, ranking, lists, query=op.query or "",
+            query_vector=prepared.query_vectors.get(position),
+            query_terms=prepared.query_terms.get(position, []), item_texts=self._keyword_text,
+            tokenize=self.keyword.tokenizer.tokenize if self.keyword is not None else None,
+            bm25=self.keyword.bm25 if self.keyword is not None else BM25Params(),
+            depth=ranking.candidates) if ranking.staged else {}
         ranked = rank_candidates(lists, ranking, needed=needed, event_times=source.event_times,
-                                 now=prepared.now, vectors=source.item_vectors)
+                                 now=prepared.now, vectors=source.item_vectors, boosts=boosts,
+                                 groups=group_reader(source, ranking.group_field))
         return ranked[op.offset:needed]
+
+    def _keyword_text(self, value: Mapping[str, Any]) -> str:
+        """The text the keyword index holds for ``value`` (the configured fields)."""
+        fields = (self.keyword.fields if self.keyword is not None and self.keyword.fields
+                  is not None else self.index.fields if self.index is not None
+                  else (WHOLE_VALUE,))
+        return keyword_text(value, fields)
 
     @staticmethod
     def _details(ranked: Ranked) -> dict[str, SignalScore]:

@@ -5,21 +5,27 @@ range from the backend (:class:`CandidateSource`); fusion and re-ranking then ru
 (:func:`remem.retrieval.ranking.rank_candidates`), the same for every backend. The in-memory
 store answers from dictionaries and a NumPy matrix, SQLite from its tables and an in-process
 matrix, PostgreSQL from its tables and pgvector.
+
+:func:`expand_candidates` runs the expansion stages of a :class:`Ranking` (pseudo-relevance
+feedback, entities) against a source: a first fusion picks the top hits, then the source is
+searched again from them. It is shared by every backend, like the ranking itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from remem.retrieval.bm25 import Posting
-from remem.retrieval.ranking import Candidate
+from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
+from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
+from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
+from remem.retrieval.speakers import names_in
 
-__all__ = ["CandidateSource", "KeywordHits"]
+__all__ = ["CandidateSource", "KeywordHits", "ValueMemo", "expand_candidates", "group_reader"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +61,135 @@ class CandidateSource(Protocol):
     def item_vectors(self, ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
         """Item id -> its first field's unit vector, for MMR (items without one are absent)."""
         ...
+
+    def item_values(self, ids: Sequence[int]) -> Mapping[int, Mapping[str, Any]]:
+        """Item id -> its value, for the stages that read the top hits' text or session."""
+        ...
+
+
+Boosts = dict[str, tuple[float, list[Candidate]]]
+
+
+class ValueMemo:
+    """A :class:`CandidateSource` that reads each item's value at most once per search (the
+    speaker and session stages both read the candidates' values); the rest is delegated."""
+
+    def __init__(self, source: CandidateSource) -> None:
+        self.source = source
+        self._values: dict[int, Mapping[str, Any]] = {}
+
+    def keyword_hits(self, terms: list[str], depth: int | None = None) -> KeywordHits:
+        return self.source.keyword_hits(terms, depth)
+
+    def vector_hits(self, query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
+        return self.source.vector_hits(query, depth)
+
+    def event_times(self, ids: Sequence[int]) -> Mapping[int, float]:
+        return self.source.event_times(ids)
+
+    def item_vectors(self, ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
+        return self.source.item_vectors(ids)
+
+    def item_values(self, ids: Sequence[int]) -> Mapping[int, Mapping[str, Any]]:
+        missing = [i for i in dict.fromkeys(ids) if i not in self._values]
+        if missing:
+            self._values.update(self.source.item_values(missing))
+        return {i: self._values[i] for i in ids if i in self._values}
+
+
+def expand_candidates(source: CandidateSource, ranking: Ranking,
+                      lists: dict[str, list[Candidate]], *, query: str,
+                      query_vector: npt.NDArray[np.float32] | None,
+                      query_terms: Sequence[str],
+                      item_texts: Callable[[Mapping[str, Any]], str] | None,
+                      tokenize: Callable[[str], list[str]] | None,
+                      bm25: BM25Params, depth: int) -> Boosts:
+    """Run ``ranking``'s feedback and entity stages: the vector list may be replaced by a
+    search from the moved query, and extra keyword lists come back as boosts for
+    :func:`~remem.retrieval.ranking.rank_candidates`. ``item_texts`` turns a value into its
+    keyword text and ``tokenize`` that into terms (``None``: no keyword index)."""
+    boosts: Boosts = {}
+    if ranking.speakers is not None:
+        boosts["speakers"] = (ranking.speakers.weight,
+                              _named_speakers(source, lists, query, ranking.speakers.field))
+    feedback, entities = ranking.feedback, ranking.entities
+    if feedback is None and entities is None:
+        return boosts
+    top_n = max(stage.top for stage in (feedback, entities) if stage is not None)
+    plain = replace(ranking, feedback=None, entities=None, sessions=None, spread=None,
+                    recency=None, mmr=None, min_score=None)
+    top = [r.item_id for r in rank_candidates(lists, plain, needed=top_n)]
+    if not top:
+        return boosts
+    if feedback is not None and feedback.vector > 0 and query_vector is not None \
+            and "vector" in lists:
+        found = source.item_vectors(top[:feedback.top])
+        moved = feedback_vector(query_vector, [found[i] for i in top[:feedback.top]
+                                               if i in found], feedback.vector)
+        lists["vector"] = source.vector_hits(moved, depth)
+    if item_texts is None or tokenize is None or "keyword" not in lists:
+        return boosts
+    texts = {i: item_texts(value) for i, value in source.item_values(top).items()}
+    if feedback is not None and feedback.terms > 0:
+        top_terms = [tokenize(texts[i]) for i in top[:feedback.top] if i in texts]
+        pool = sorted({t for terms in top_terms for t in terms} - set(query_terms))
+        if pool:
+            hits = source.keyword_hits(pool, None)
+            chosen = distinctive_terms(top_terms, hits.doc_freq, hits.n_docs,
+                                       exclude=query_terms, limit=feedback.terms)
+            boosts["feedback"] = (feedback.term_weight, _bm25(hits, chosen, bm25, depth))
+    if entities is not None:
+        names = [name for i in top[:entities.top] if i in texts
+                 for name in proper_nouns(texts[i])]
+        pool = sorted({t for name in names for t in tokenize(name)})
+        if pool:
+            hits = source.keyword_hits(pool, None)
+            most = entities.max_share * hits.n_docs
+            chosen = [t for t in pool if 0 < hits.doc_freq.get(t, 0) <= most]
+            boosts["entities"] = (entities.weight, _bm25(hits, chosen, bm25, depth))
+    return boosts
+
+
+def _named_speakers(source: CandidateSource, lists: Mapping[str, Sequence[Candidate]],
+                    query: str, field: str) -> list[Candidate]:
+    """The candidates whose ``field`` names someone the query names, all scoring 1."""
+    keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
+    found: list[Candidate] = []
+    named: dict[str, bool] = {}
+    for item_id, value in source.item_values(list(keys)).items():
+        who = value.get(field) if isinstance(value, Mapping) else None
+        if isinstance(who, str):
+            if who not in named:
+                named[who] = names_in(query, who)
+            if named[who]:
+                found.append((item_id, keys[item_id], 1.0))
+    return sorted(found, key=lambda c: c[1])
+
+
+def _bm25(hits: KeywordHits, terms: Sequence[str], params: BM25Params,
+          depth: int) -> list[Candidate]:
+    keep = set(terms)
+    if not keep:
+        return []
+    return bm25_scores([p for p in hits.postings if p[2] in keep],
+                       doc_freq={t: n for t, n in hits.doc_freq.items() if t in keep},
+                       n_docs=hits.n_docs, total_len=hits.total_len, params=params,
+                       limit=depth)
+
+
+def group_reader(source: CandidateSource, field: str | None
+                 ) -> Callable[[Sequence[int]], Mapping[int, Hashable]] | None:
+    """Item id -> the value of its ``field`` (the session), for the session stages; items
+    whose field is missing, null or not a scalar form no session."""
+    if field is None:
+        return None
+
+    def read(ids: Sequence[int]) -> Mapping[int, Hashable]:
+        out: dict[int, Hashable] = {}
+        for item_id, value in source.item_values(ids).items():
+            group = value.get(field) if isinstance(value, Mapping) else None
+            if isinstance(group, str | int | float) and not isinstance(group, bool):
+                out[item_id] = group
+        return out
+
+    return read

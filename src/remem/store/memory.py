@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -333,3 +333,6 @@ class _MemoryCandidates:
     def item_vectors(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         by_id = self.store._by_id
         return {i: by_id[i].vectors[0][1] for i in ids if by_id[i].vectors}
+
+    def item_values(self, ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+        return {i: self.store._by_id[i].value for i in ids if i in self.store._by_id}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -305,3 +305,9 @@ class _SQLCandidates(Generic[TxT]):
 
     def item_vectors(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         return self.store._item_vectors(self.tx, ids)
+
+    def item_values(self, ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+        rows = self.store._query(self.tx, *self.store.dialect.items_by_id(list(ids)))
+        # SQLite hands the JSON text back, PostgreSQL's jsonb may arrive decoded
+        return {int(row[0]): json.loads(row[3]) if isinstance(row[3], str | bytes) else row[3]
+                for row in rows}

@@ -1,0 +1,127 @@
+"""Query expansion from the top hits: pseudo-relevance feedback and entity-centred expansion.
+
+A question whose answer spans several memories often matches one of them well and the others
+only through what that one says. Both stages take the best few fused results of a first pass
+as if they were relevant and search again:
+
+- :class:`Feedback` (pseudo-relevance feedback, Rocchio-style): the query vector moves towards
+  the mean vector of the top hits and the vector signal is searched again; optionally the top
+  hits' most distinctive terms (by tf-idf over the scope) form a second keyword query whose
+  scores are added with a weight;
+- :class:`Entities`: the proper nouns of the top hits (capitalised words that do not start a
+  sentence) form a keyword query, so turns that mention the same people, places and things
+  join the candidates.
+
+The functions here are pure; the store's candidate code (:mod:`remem.store.candidates`) runs
+the searches.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from remem.errors import InvalidInputError
+
+__all__ = ["Entities", "Feedback", "distinctive_terms", "feedback_vector", "proper_nouns"]
+
+
+def _number(owner: str, name: str, value: object, *, high: float | None = None) -> None:
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value < 0 or (high is not None and value > high)):
+        bound = f" within [0, {high:g}]" if high is not None else " >= 0"
+        raise InvalidInputError(f"{owner}.{name} must be a finite number{bound}, got {value!r}")
+
+
+def _count(owner: str, name: str, value: object, *, low: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidInputError(f"{owner}.{name} must be an int >= {low}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """Pseudo-relevance feedback from the ``top`` best results of a first pass.
+
+    ``vector``: weight of the top hits' mean vector added to the query vector before the vector
+    signal is searched again (0: no vector feedback). ``terms``: how many of the top hits'
+    most distinctive terms form a second keyword query (0: none); ``term_weight``: what its
+    min-max normalised BM25 scores add to a result's fused score.
+    """
+
+    top: int = 3
+    vector: float = 0.5
+    terms: int = 0
+    term_weight: float = 0.2
+
+    def __post_init__(self) -> None:
+        _count("Feedback", "top", self.top)
+        _number("Feedback", "vector", self.vector)
+        _count("Feedback", "terms", self.terms, low=0)
+        _number("Feedback", "term_weight", self.term_weight)
+
+
+@dataclass(frozen=True, slots=True)
+class Entities:
+    """Entity-centred expansion: the proper nouns of the ``top`` best results of a first pass
+    (those in at most ``max_share`` of the scope's items: a name on every turn tells nothing)
+    form a keyword query whose min-max normalised scores add ``weight`` to a result's score."""
+
+    top: int = 3
+    weight: float = 0.2
+    max_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        _count("Entities", "top", self.top)
+        _number("Entities", "weight", self.weight)
+        _number("Entities", "max_share", self.max_share, high=1.0)
+
+
+def feedback_vector(query: npt.NDArray[np.float32],
+                    top_vectors: Sequence[npt.NDArray[np.float32]],
+                    weight: float) -> npt.NDArray[np.float32]:
+    """The unit vector of ``query + weight * mean(top_vectors)`` (``query`` when none)."""
+    if not top_vectors or weight == 0:
+        return query
+    centroid = np.mean(np.stack(top_vectors), axis=0)
+    moved = query + weight * centroid
+    norm = float(np.linalg.norm(moved))
+    return (moved / norm).astype(np.float32) if norm > 0 else query
+
+
+def distinctive_terms(top_terms: Iterable[Sequence[str]], doc_freq: Mapping[str, int],
+                      n_docs: int, *, exclude: Iterable[str], limit: int) -> list[str]:
+    """The ``limit`` terms of the top hits with the highest summed tf-idf (idf over the
+    scope's ``n_docs`` items), leaving out ``exclude`` (the query's own terms); ties by term."""
+    skip = set(exclude)
+    weight: dict[str, float] = {}
+    for terms in top_terms:
+        for term in terms:
+            df = doc_freq.get(term, 0)
+            if term in skip or df <= 0 or n_docs <= 0:
+                continue
+            weight[term] = weight.get(term, 0.0) + math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+    return sorted(weight, key=lambda term: (-weight[term], term))[:limit]
+
+
+_WORD = re.compile("[^\\W\\d_][\\w'\u2019-]*")
+_SENTENCE_END = re.compile('[.!?:;\n"\u201c]\\s*$')
+
+
+def proper_nouns(text: str) -> list[str]:
+    """Capitalised words of ``text`` that do not start a sentence (nor follow ``"Name:"``),
+    in order, deduplicated: a cheap stand-in for named entities in English-like text."""
+    found: dict[str, None] = {}
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if len(word) < 2 or not word[0].isupper():
+            continue
+        before = text[:match.start()]
+        if not before.strip() or _SENTENCE_END.search(before):
+            continue
+        found.setdefault(word, None)
+    return list(found)
