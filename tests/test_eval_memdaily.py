@@ -95,9 +95,11 @@ def test_a_question_type_field_overrides_the_file_key() -> None:
              "question_list": [{"qid": 0, "question": "q?", "answer": "a",
                                 "target_step_id": [0], "type": "paraphrase"},
                                {"qid": 1, "question": "r?", "answer": "b",
-                                "target_step_id": [1]}]}]
+                                "target_step_id": [1]},
+                               {"qid": 2, "question": "s?", "answer": "b",
+                                "target_step_id": [1], "kind": "update"}]}]
     ds = parse_memdaily(data, name="f")
-    assert list(ds.kinds.values()) == ["paraphrase", "all"]
+    assert list(ds.kinds.values()) == ["paraphrase", "all", "update"]
 
 
 def test_the_merged_release_qa_field_is_read() -> None:

@@ -22,7 +22,7 @@ The protocol:
    (``deduplicated``); a question left without gold is skipped (``no_gold``).
 4. **Ambiguous questions.** A question text asked in several trajectories of one pool has
    several right answers there; every such question is excluded and logged ``ambiguous``.
-5. **Kinds** (the report's categories): a question's own ``type`` field when it has one, else
+5. **Kinds** (the report's categories): a question's own ``type`` (or ``kind``) field, else
    the top-level key of the object file (the question type of the merged release), else
    ``all``.
 
@@ -262,7 +262,7 @@ def _parse_trajectory(raw: Any, where: str, position: int) -> _Trajectory:
         qa = _object(raw_question, q_where)
         if "target_step_id" not in qa:
             raise InvalidInputError(f"{q_where}: missing 'target_step_id'")
-        kind = qa.get("type")
+        kind = qa.get("type", qa.get("kind"))
         questions.append(_Question(
             index, _text(qa, "qid", q_where, required=False) or str(index),
             _text(qa, "question", q_where) or "", _text(qa, "answer", q_where, required=False),
