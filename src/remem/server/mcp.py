@@ -217,7 +217,8 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
               tools: Sequence[McpTool] = MCP_TOOLS, procedural: bool = False,
               files: bool = False, context: bool = False, blocks_agent: str | None = None,
               archival_user: str | None = None,
-              conversation_user: str | None = None, graph: bool = False) -> MCPServer:
+              conversation_user: str | None = None, graph: bool = False,
+              block_admin: bool = False) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
     ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
     ``procedural``: also the prompt and episode tools
@@ -230,7 +231,9 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
     ``conversation_user``: also ``conversation_search`` over the caller's threads whose
     metadata ``user_id`` is that user; ``graph``: also the temporal graph tools
     (``search_facts``, ``get_entity``, ``get_profile``, ``get_timeline``, and with a model
-    ``ingest_episode``; :func:`remem.server.routes_graph.add_graph_tools`)."""
+    ``ingest_episode``; :func:`remem.server.routes_graph.add_graph_tools`); ``block_admin``:
+    also the application's block tools (create, list, get, update, delete, attach, detach:
+    :func:`remem.server.routes_blocks.add_block_admin_tools`), not meant for an agent."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -272,6 +275,10 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         _add_context_tool(server, state, run)
     if blocks_agent is not None:
         add_block_tools(server, state, run, blocks_agent)
+    if block_admin:
+        from remem.server.routes_blocks import add_block_admin_tools
+
+        add_block_admin_tools(server, state, run)
     if archival_user is not None:
         add_archival_tools(server, state, run, archival_user)
     if conversation_user is not None:
@@ -477,14 +484,15 @@ class McpAuthGate:
 def build_mcp_http(state: ServerState, *, files: bool = False, context: bool = False,
                    blocks_agent: str | None = None, archival_user: str | None = None,
                    conversation_user: str | None = None,
-                   procedural: bool = False, graph: bool = False) -> McpAuthGate:
+                   procedural: bool = False, graph: bool = False,
+                   block_admin: bool = False) -> McpAuthGate:
     """The streamable HTTP app for ``/mcp`` (stateless, JSON answers), behind the gate that
     checks Host and Origin (:mod:`remem.server.netguard`, the server's one definition of
     loopback), the key and its rate; the flags switch on tools as :func:`build_mcp`."""
     server = build_mcp(state, http_resolver(state), files=files, context=context,
                        blocks_agent=blocks_agent, archival_user=archival_user,
                        conversation_user=conversation_user, procedural=procedural,
-                       graph=graph)
+                       graph=graph, block_admin=block_admin)
     # the gate checks Host and Origin; the transport's own check knows only literal names
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, stateless_http=True,

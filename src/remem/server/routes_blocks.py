@@ -38,7 +38,7 @@ from remem.server.errors import ERROR_RESPONSES, error_response
 from remem.server.schemas import Label
 from remem.server.state import Principal
 
-__all__ = ["blocks_for", "router"]
+__all__ = ["add_block_admin_tools", "blocks_for", "router"]
 
 router = APIRouter(tags=["blocks"], responses={
     **ERROR_RESPONSES,
@@ -189,3 +189,60 @@ async def rethink(body: RethinkRequest, agent_id: AgentQuery, who: Writer,
     """Rewrite the agent's block ``label``."""
     return await _do(request, who, lambda b: b.rethink(agent_id, body.label, body.new_memory,
                                                        actor=_actor(who)))
+
+
+# -- MCP: the application's block tools ---------------------------------------------------------
+
+def _admin_tools() -> dict[str, tuple[type[Any], str]]:
+    from remem.blocks import requests as r
+
+    return {
+        "list_blocks": (r.ListBlocksRequest, "List the core memory blocks (of one agent, in "
+                                             "prompt order, with agent_id)."),
+        "get_block": (r.GetBlockRequest, "Read one core memory block, with its etag."),
+        "create_block": (r.CreateBlockRequest, "Create a core memory block."),
+        "update_block": (r.ChangeBlockRequest, "Change a block's value, limit, description or "
+                                               "read-only flag (read-only blocks too)."),
+        "delete_block": (r.DeleteBlockRequest, "Delete a block (agents stop seeing it)."),
+        "attach_block": (r.AttachBlockRequest, "Show a block to an agent; a block attached to "
+                                               "several agents is shared."),
+        "detach_block": (r.DetachBlockRequest, "Stop showing a block to an agent."),
+    }
+
+
+def add_block_admin_tools(server: Any, state: Any, run: Any) -> None:
+    """Add the application's block tools (``list_blocks``, ``get_block``, ``create_block``,
+    ``update_block``, ``delete_block``, ``attach_block``, ``detach_block``) to MCP
+    ``server``, on the caller's tenant's blocks (where ``/v1/blocks`` keeps them). They can
+    change read-only blocks, so they are for the application's own MCP client, not an
+    agent's toolset; ``run(ctx, write, fn)`` acts for the caller (refusing writes for
+    read-only keys)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from remem.blocks.requests import run_block_admin
+    from remem.errors import InvalidInputError
+    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+
+    reads = {"list_blocks", "get_block"}
+    for name, (model, description) in _admin_tools().items():
+        tool = McpTool(name, model, name not in reads, description)
+
+        def bind(tool: McpTool) -> Any:
+            async def call(ctx: Any = None, **arguments: Any) -> Any:
+                try:
+                    request: Any = tool.model.of(**arguments)
+                except InvalidInputError as exc:
+                    raise ToolError(f"InvalidInputError: {exc}") from None
+
+                def work(who: Principal) -> Any:
+                    return run_block_admin(blocks_for(state.store_for(who)), request,
+                                           actor=f"mcp:{who.tenant}")
+
+                return await run(ctx, tool.writes, work)
+
+            call.__name__ = tool.name
+            call.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
+            return call
+
+        server.add_tool(bind(tool), name=tool.name, description=tool.description)
+        _forbid_unknown_arguments(server, tool.name)
