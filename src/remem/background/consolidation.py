@@ -300,6 +300,8 @@ def consolidation_handler(memory_for: Callable[[str], Memory],
     def run(job: Job) -> Mapping[str, Any]:
         memory = memory_for(job.tenant)
         payload = job.payload
+        if payload.get("threads") is not None:  # a run over idle threads (thread_episodes)
+            return _thread_run(memory, job, queue)
         flow = consolidate_flow(
             tuple(payload["namespace"]), now=memory.clock(), lock=memory.lock,
             lookback=payload.get("lookback"), lexical=payload.get("lexical", 0.6),
@@ -314,6 +316,27 @@ def consolidation_handler(memory_for: Callable[[str], Memory],
         return report.to_dict()
 
     return run
+
+
+def _thread_run(memory: Memory, job: Job, queue: JobQueue | None) -> Mapping[str, Any]:
+    from remem.background.thread_episodes import (
+        schedule_thread_summaries,
+        summarize_idle_threads,
+    )
+
+    own = queue if queue is not None else JobQueue.beside(memory.store)
+    try:
+        settings = job.payload["threads"]
+        report = summarize_idle_threads(memory, own, settings, tenant=job.tenant)
+        interval = job.payload.get("interval")
+        if queue is not None and interval:
+            schedule_thread_summaries(queue, idle=settings["idle"], interval=interval,
+                                      first_in=interval, limit=settings.get("limit", 1000),
+                                      tenant=job.tenant)
+        return report.to_dict()
+    finally:
+        if own is not queue:
+            own.close()
 
 
 class Consolidation:

@@ -194,6 +194,18 @@ class MemoryJobs:
         return self.queue.submit(forget_submission(scope, budget, tenant=self.tenant,
                                                    delay=delay))
 
+    def summarize_threads(self, *, idle: float = 7 * 86400.0, interval: float | None = None,
+                          delay: float = 0.0, limit: int = 1000) -> Job:
+        """Queue a run in ``delay`` seconds that gives every thread of this database idle
+        for ``idle`` seconds an episode extraction (one LLM call per thread, stored as
+        episodic memory; once per thread and head, see
+        :mod:`remem.background.thread_episodes`); with ``interval``, every ``interval``
+        seconds after that."""
+        from remem.background.thread_episodes import schedule_thread_summaries
+
+        return schedule_thread_summaries(self.queue, idle=idle, interval=interval,
+                                         first_in=delay, limit=limit, tenant=self.tenant)
+
     # -- stored budgets and read counts ----------------------------------------------------------
 
     @property
