@@ -32,6 +32,7 @@ from playwright.sync_api import (
 
 from remem.server.keys import KeyStore
 from remem.store import open_store
+from remem.testing import LoopbackServer
 from remem.testing.server import ServerProcess
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -59,25 +60,28 @@ ALPHA_MEMORIES = [TEA, BIRD, "Ada's dog is called Biscuit", "Ada prefers window 
 BETA_SECRET = "Bob hides a spare key under the blue tea pot"
 
 
-def ensure_chromium() -> Path:
-    """``/usr/bin/chromium``, installed with apt-get when missing and running as root;
-    otherwise the session fails naming the install command."""
-    if CHROMIUM.exists():
-        return CHROMIUM
+def ensure_chromium(executable: Path = CHROMIUM, *, may_install: bool | None = None) -> Path:
+    """``executable``, with Debian's ``chromium`` installed by apt-get when it is missing and
+    ``may_install`` (default: running as root with apt-get); otherwise the session fails
+    naming the install command (never a skip: the browser tests are part of the suite)."""
+    if executable.exists():
+        return executable
     fix = ("install Debian's Chromium first: sudo apt-get update && sudo apt-get install -y "
-           "chromium (the browser tests in tests/browser drive /usr/bin/chromium)")
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.fail(f"{CHROMIUM} is missing; {fix}", pytrace=False)
+           f"chromium (the browser tests in tests/browser drive {executable})")
+    if may_install is None:
+        may_install = os.geteuid() == 0 and shutil.which("apt-get") is not None
+    if not may_install:
+        pytest.fail(f"{executable} is missing; {fix}", pytrace=False)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             pytest.fail(f"{' '.join(command)} failed ({done.returncode}): "
                         f"{done.stderr[-2000:]}; {fix}", pytrace=False)
-    if not CHROMIUM.exists():
-        pytest.fail(f"apt-get installed chromium but {CHROMIUM} is still missing; {fix}",
+    if not executable.exists():
+        pytest.fail(f"apt-get installed chromium but {executable} is still missing; {fix}",
                     pytrace=False)
-    return CHROMIUM
+    return executable
 
 
 @dataclass
@@ -91,6 +95,8 @@ class Seeded:
     xss_id: str
     beta_id: str
     thread_id: str
+    queued_job: str
+    cancelled_job: str
     ids: dict[str, str] = field(default_factory=dict)  # alpha memory text -> id
 
 
@@ -121,9 +127,14 @@ def _seed(url: str, alpha: str, beta: str) -> Seeded:
             "thread_id": "ada-chat", "metadata": {"user_id": USER},
             "messages": [{"role": "user", "content": "Remember that I drink jasmine tea."},
                          {"role": "assistant", "content": "Noted: jasmine tea."}]})
+        # background extractions an hour away (no worker runs): one queued, one cancelled
+        jobs = [_post(client, "/v1/memories/submit", alpha, {
+            "thread_id": thread, "user_id": USER, "messages": "I moved to Lisbon",
+            "delay": 3600})["job_id"] for thread in ("ada-chat", "ada-travel")]
+        _post(client, f"/v1/jobs/{jobs[1]}/cancel", alpha, {})
     return Seeded(url=url, alpha_key=alpha, beta_key=beta, tea_id=ids[TEA], xss_id=ids[XSS],
                   beta_id=beta_added["changes"][0]["memory"]["id"], thread_id="ada-chat",
-                  ids=ids)
+                  queued_job=jobs[0], cancelled_job=jobs[1], ids=ids)
 
 
 def _make_keys(db: str) -> tuple[str, str]:
@@ -134,8 +145,8 @@ def _make_keys(db: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="session")
 def served() -> Iterator[Seeded]:
-    """A real ``remem serve`` (SQLite file, fake embedder) with keys for tenants alpha and
-    beta and seeded memories, one per session."""
+    """A real ``remem serve`` (SQLite file, fake embedder, the loopback model) with keys for
+    tenants alpha and beta and seeded memories, one per session."""
     directory = tempfile.mkdtemp(prefix="remem-browser-")
     db = os.path.join(directory, "inspected.db")
     try:
@@ -143,7 +154,12 @@ def served() -> Iterator[Seeded]:
         # sync calls refuse to block: the keys are made on a thread of their own
         with ThreadPoolExecutor(1) as pool:
             alpha, beta = pool.submit(_make_keys, db).result()
-        with ServerProcess(["--db", db, "--embedder", "fake", "--no-mcp"]) as server:
+        # the loopback model lets the server accept background extractions; none runs
+        with LoopbackServer() as model, ServerProcess(
+                ["--db", db, "--embedder", "fake", "--no-mcp"],
+                env={"REMEM_LLM_BASE_URL": model.url, "REMEM_LLM_MODEL": "loopback",
+                     "REMEM_LLM_API_KEY": "sk-test", "REMEM_LLM_PROVIDER": "openai"},
+        ) as server:
             yield _seed(server.url, alpha, beta)
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -5,6 +5,7 @@ thread. Each test writes a screenshot of its page to docs/img/ui/."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import httpx
 
@@ -45,12 +46,15 @@ def test_login_with_a_key_shows_the_tenants_memories(tab: Tab, served: Seeded) -
     assert "/ui/login" in tab.page.url  # the session ended
 
 
-def _expected_widths(served: Seeded, query: str) -> dict[str, dict[str, int]]:
+def _expected_widths(served: Seeded, query: str,
+                     half_life_days: float | None = None) -> dict[str, dict[str, int]]:
     """Each hit's bar widths (percent) computed from the API's own search explanation:
     keyword and fusion against the page's best, vector and recency as they are."""
+    body: dict[str, Any] = {"query": query, "user_id": USER, "limit": 20}
+    if half_life_days is not None:
+        body["recency_half_life"] = half_life_days * 86_400
     response = httpx.post(served.url + "/v1/memories/search",
-                          headers={"Authorization": f"Bearer {served.alpha_key}"},
-                          json={"query": query, "user_id": USER, "limit": 20})
+                          headers={"Authorization": f"Bearer {served.alpha_key}"}, json=body)
     assert response.status_code == 200, response.text
     hits = response.json()["hits"]
     scores: dict[str, dict[str, float]] = {}
@@ -84,8 +88,24 @@ def test_search_finds_a_memory_and_its_score_bars_follow_the_scores(tab: Tab,
     tab.shot("search")
     tab.assert_basics()
 
-    # every bar drawn as wide as the API's scores say, measured in pixels on the page
-    expected = _expected_widths(served, "oolong tea morning")
+    drawn = _check_bars(tab, _expected_widths(served, "oolong tea morning"))
+    assert {signal for _, bars in drawn for signal, _ in bars} == {"keyword", "vector", "fusion"}
+    # the best hit's fusion bar is full; a weaker hit's is shorter
+    assert drawn[0][1][-1] == ("fusion", 100) and drawn[-1][1][-1][1] < 100
+
+    # with a recency half-life typed in, recency is a fourth signal with its own bars
+    tab.page.fill("#search-recency", "30")
+    tab.search("oolong tea morning")
+    drawn = _check_bars(tab, _expected_widths(served, "oolong tea morning", 30))
+    assert {signal for _, bars in drawn for signal, _ in bars} == \
+        {"keyword", "vector", "recency", "fusion"}
+    tab.assert_basics()
+
+
+def _check_bars(tab: Tab, expected: dict[str, dict[str, int]]
+                ) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Every bar on the page is as wide as ``expected`` says, measured in pixels (the fill
+    against its track); the hits in the API's order. The bars, hit by hit."""
     drawn = tab.page.evaluate("""() => Array.from(document.querySelectorAll('li.hit')).map(
         hit => [hit.dataset.id, Array.from(hit.querySelectorAll('.score-bar')).map(bar => {
             const track = bar.querySelector('.track').getBoundingClientRect().width;
@@ -93,16 +113,12 @@ def test_search_finds_a_memory_and_its_score_bars_follow_the_scores(tab: Tab,
             return [bar.dataset.signal, Number(bar.dataset.width), 100 * fill / track];
         })])""")
     assert [memory_id for memory_id, _ in drawn] == list(expected)
-    signals_seen: set[str] = set()
     for memory_id, bars in drawn:
-        assert {signal for signal, _, _ in bars} >= {"keyword", "fusion"}
         for signal, declared, measured in bars:
-            signals_seen.add(signal)
             assert declared == expected[memory_id][signal], (memory_id, signal)
             assert math.isclose(measured, declared, abs_tol=1.0), (memory_id, signal)
-    assert {"keyword", "vector", "fusion"} <= signals_seen
-    # the best hit's fusion bar is full; a weaker hit's is shorter
-    assert drawn[0][1][-1][1] == 100 and drawn[-1][1][-1][1] < 100
+    return [(memory_id, [(signal, declared) for signal, declared, _ in bars])
+            for memory_id, bars in drawn]
 
 
 def test_a_memory_page_shows_its_value_and_history(tab: Tab, served: Seeded) -> None:
@@ -191,4 +207,32 @@ def test_the_namespace_tree_counts_the_users_memories(tab: Tab, served: Seeded) 
     count = rows.nth(ada[-1]).locator(".count").get_attribute("data-count")
     assert count == str(len(served.ids))
     tab.shot("namespaces")
+    tab.assert_basics()
+
+
+def test_the_jobs_page_shows_the_queue_and_retries_a_cancelled_job(tab: Tab,
+                                                                    served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.page.click("#nav-jobs")
+    tab.page.wait_for_url("**/ui/jobs")
+    rows = dict(tab.page.locator("tr.job-row").evaluate_all(
+        "els => els.map(e => [e.querySelector('a.job-link').textContent.trim(),"
+        " e.dataset.status])"))
+    assert rows == {served.queued_job: "queued", served.cancelled_job: "cancelled"}
+    assert tab.page.get_attribute("#jobs-depth", "data-count") == "1"
+    tab.shot("jobs")
+    tab.assert_basics()
+
+    tab.page.click(f"a.job-link:text-is('{served.cancelled_job}')")
+    tab.page.wait_for_selector("#retry-form")
+    assert tab.page.inner_text("#job-status") == "cancelled"
+    assert "Lisbon" in tab.page.inner_text("#job-payload")
+    tab.page.click("#retry-submit")
+    tab.page.wait_for_load_state()
+    api = httpx.get(f"{served.url}/v1/jobs/{served.cancelled_job}",
+                    headers={"Authorization": f"Bearer {served.alpha_key}"})
+    assert api.json()["status"] == "queued"  # queued again in the store
+    tab.open(f"/ui/jobs/{served.cancelled_job}")
+    assert tab.page.inner_text("#job-status") == "queued"
+    assert tab.page.locator("#retry-form").count() == 0  # nothing left to retry
     tab.assert_basics()

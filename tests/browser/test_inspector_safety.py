@@ -54,17 +54,20 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
         tab.search(query)
         ids = tab.page.locator("li.hit").evaluate_all("els => els.map(e => e.dataset.id)")
         assert set(ids) <= {served.beta_id}, query
-    for page in ("/ui/namespaces", "/ui/threads"):
+    for page in ("/ui/namespaces", "/ui/threads", "/ui/jobs"):
         assert tab.open(page) == 200
-        assert "ada" not in tab.page.inner_text("#main"), page
+        shown = tab.page.inner_text("#main")
+        assert not any(secret in shown for secret in
+                       ("ada", served.thread_id, served.queued_job, served.cancelled_job)), page
     tab.assert_basics()
 
     # alpha's pages opened directly answer exactly as pages of ids that exist nowhere do
     missing = {served.tea_id: "mem_0000000000000000000000000000",
                served.xss_id: "mem_1111111111111111111111111111",
-               served.thread_id: "no-such-thread"}
+               served.thread_id: "no-such-thread",
+               served.queued_job: "job_0000000000000000000000000000"}
     pages = [("/ui/memories/{}", served.tea_id), ("/ui/memories/{}", served.xss_id),
-             ("/ui/threads/{}", served.thread_id)]
+             ("/ui/threads/{}", served.thread_id), ("/ui/jobs/{}", served.queued_job)]
     for path, alpha_id in pages:
         answers = []
         for some_id in (alpha_id, missing[alpha_id]):
@@ -89,7 +92,8 @@ def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
     phone.login(served.alpha_key)
     tea_page = f"/ui/memories/{served.tea_id}"
     for path in ["/ui/memories", "/ui/memories?q=oolong+tea", "/ui/namespaces", "/ui/threads",
-                 f"/ui/threads/{served.thread_id}", tea_page]:
+                 f"/ui/threads/{served.thread_id}", tea_page, "/ui/jobs",
+                 f"/ui/jobs/{served.queued_job}"]:
         assert phone.open(path) == 200, path
         pages[path] = (phone.overflow_width(), phone.unlabelled_controls())
         if path == "/ui/memories?q=oolong+tea":
@@ -106,7 +110,7 @@ def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
     assert too_wide == {}
     assert unlabelled == {}
     assert phone.console_errors == []
-    assert len(pages) == 8
+    assert len(pages) == 10
 
 
 def test_forms_post_as_chromium_sends_them(bare_tab: Tab, served: Seeded) -> None:
