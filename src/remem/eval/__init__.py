@@ -1,4 +1,7 @@
-"""Retrieval-quality evaluation on LoCoMo-format data (``remem eval locomo FILE``).
+"""Retrieval-quality evaluation on LoCoMo-format data (``remem eval locomo FILE``), and on
+MemDaily and LongMemEval files (:mod:`~remem.eval.memdaily`, :mod:`~remem.eval.longmemeval`,
+read into the same shape by :mod:`~remem.eval.labelled`); ``--units facts`` retrieves LoCoMo's
+generated observations (:mod:`~remem.eval.facts`).
 
 Pure core, thin shells: :mod:`~remem.eval.locomo` reads the data and its gold,
 :mod:`~remem.eval.metrics` scores rankings, :mod:`~remem.eval.harness` runs any
@@ -14,6 +17,7 @@ Evaluating your own retriever (anything with ``ingest`` and ``rank``)::
     print(summarize_sets(run)["main"].mean["recall@10"])
 """
 
+from remem.eval.facts import FactMemory, UnitsRetriever, parse_facts
 from remem.eval.harness import (
     Progress,
     QuestionResult,
@@ -25,6 +29,7 @@ from remem.eval.harness import (
     self_test,
     summarize_sets,
 )
+from remem.eval.labelled import FormatFix, LabelledDataset
 from remem.eval.locomo import (
     CATEGORY_NAMES,
     Conversation,
@@ -36,6 +41,8 @@ from remem.eval.locomo import (
     parse_gold,
     parse_locomo,
 )
+from remem.eval.longmemeval import load_longmemeval, parse_longmemeval
+from remem.eval.memdaily import load_memdaily, parse_memdaily
 from remem.eval.metrics import (
     HEADLINE,
     KS,
@@ -57,6 +64,9 @@ __all__ = [
     "KS",
     "Conversation",
     "DataFix",
+    "FactMemory",
+    "FormatFix",
+    "LabelledDataset",
     "LocomoDataset",
     "OracleRetriever",
     "Progress",
@@ -70,12 +80,18 @@ __all__ = [
     "StoreRetriever",
     "Timing",
     "TurnMemory",
+    "UnitsRetriever",
     "bootstrap_ci",
     "hit_at_k",
     "load_locomo",
+    "load_longmemeval",
+    "load_memdaily",
     "ndcg_at_k",
+    "parse_facts",
     "parse_gold",
     "parse_locomo",
+    "parse_longmemeval",
+    "parse_memdaily",
     "question_metrics",
     "recall_at_k",
     "reciprocal_rank",
