@@ -15,7 +15,10 @@ from fastapi.routing import APIRoute
 from starlette.routing import Mount
 
 from remem.background import NewJob
+from remem.blocks.store import Blocks
+from remem.files.store import StoreFileBackend
 from remem.server.routes_jobs import queue_of
+from remem.server.state import Principal
 from remem.ui.session import Session, SessionCodec
 from tests.ui_support import Server, csrf_of, login, server
 
@@ -60,6 +63,10 @@ def world() -> Iterator[World]:
         threads.update_state("xss-thread", {"summary": XSS[1], "summary_through": 1})
         probe_id = memory.search("probe", user_id="xss").hits[0].memory.id
         memory.update(probe_id, f"probe {XSS[0]} changed", reason=XSS[1])
+        owner_store = srv.state.store_for(Principal("owner"))
+        Blocks(StoreFileBackend(owner_store, ("blocks",))).create(
+            "owner-block", label="secrets", value="the code is 4711")
+        StoreFileBackend(owner_store, ("files", "default")).write("/owner/secret.md", "4711")
         job = queue_of(srv.state).enqueue(NewJob("memory.extract", {"note": "4711"},
                                                  tenant="owner"))
         claimed = queue_of(srv.state).claim_one(job.id, "w1")
@@ -89,7 +96,8 @@ def _fill(path: str, world: World) -> str:
     return (path.replace("{memory_id}", world.memory_id)
             .replace("{event_id}", world.event_id)
             .replace("{thread_id}", world.thread_id)
-            .replace("{job_id}", world.job_id))
+            .replace("{job_id}", world.job_id)
+            .replace("{block_id}", "owner-block"))
 
 
 def _probe(world: World, tenant: str, *,
@@ -105,7 +113,8 @@ def _probe(world: World, tenant: str, *,
             continue
         url = "/ui" + _fill(route.path, world)
         extra = [{}, {"q": "vault"}, {"ns": ["memories", "user", "owner-user"]},
-                 {"checkpoint": world.checkpoint_id}, {"as_of": "2030-01-01T00:00"}]
+                 {"checkpoint": world.checkpoint_id}, {"as_of": "2030-01-01T00:00"},
+                 {"path": "/owner/secret.md"}, {"path": "/owner"}]
         for method in sorted(route.methods if post else route.methods - {"POST"}):
             for params in extra:
                 if method == "POST":
@@ -126,7 +135,7 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
     print(f"\nforeign-key probe: {requests} requests on {len(statuses)} route/method pairs, "
           f"{views} showing another tenant's data")
     assert views == 0
-    assert len(statuses) >= 11  # every page of the inspector was probed
+    assert len(statuses) >= 14  # every page of the inspector was probed
     for route, seen in statuses.items():
         if "{" in route:  # a route naming the owner's object: never found
             assert seen == {404}, (route, seen)

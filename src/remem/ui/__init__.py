@@ -18,14 +18,16 @@ Pages (under the mount point, ``/ui``):
 ``/memories/{id}/undo/{event}``     GET: confirmation; POST: the undo
 ``/threads``, ``/threads/{id}``     threads; messages, checkpoint tree, summary
 ``/jobs``, ``/jobs/{id}``           background jobs: depth, failures; a job; POST ``retry``
+``/blocks``, ``/blocks/{id}``       core memory blocks, how full; a block's history
+``/files?tree=&path=``              a file tree's directory, or a file and its history
 ==================================  ======================================================
 
 Stable hooks for browser tests (ids are unique on their page; classes repeat):
 
 * login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
-* navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``; pagers
-  ``#page-prev`` / ``#page-next``;
+* navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``,
+  ``#nav-blocks``, ``#nav-files``; pagers ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
   results ``#hits`` of ``li.hit[data-id][data-status]`` rows, each with ``a.hit-link``;
@@ -49,6 +51,12 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
   ``tr.job-row[data-status]`` with ``a.job-link``; job page ``#job-id``, ``#job-status``,
   ``#job-error``, ``#job-payload``, ``#retry-form`` / ``#retry-submit`` (failed, dead or
   cancelled jobs, writing keys only);
+* blocks: ``#block-list`` of ``li.block-row[data-id]`` with ``a.block-link`` and
+  ``.fill-bar[data-width]``; block page ``#block-id``, ``#block-label``, ``#block-value``,
+  ``#block-history .version[data-op]``;
+* files: ``#files-form``, ``#files-tree``, ``#files-path``, ``#files-submit``, ``#files-up``;
+  ``#file-list`` of ``li.file-entry[data-dir]`` with ``a.file-link``; a file's
+  ``#file-path``, ``#file-content``, ``#file-history .version[data-op]``;
 * errors: ``#error-message`` (the page's status is the HTTP status).
 """
 

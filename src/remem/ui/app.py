@@ -18,7 +18,7 @@ from remem.api import Memory
 from remem.embed.base import Embedder
 from remem.server.netguard import HostGuard
 from remem.server.state import ServerConfig, ServerState
-from remem.ui import routes_auth, routes_jobs, routes_memories, routes_threads
+from remem.ui import routes_auth, routes_files, routes_jobs, routes_memories, routes_threads
 from remem.ui.web import Inspector
 
 __all__ = ["UI_PATH", "build_local_app", "build_ui"]
@@ -40,6 +40,7 @@ def build_ui(state: ServerState, prefix: str = UI_PATH, *,
     app.include_router(routes_memories.router)
     app.include_router(routes_threads.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_files.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
 

@@ -227,7 +227,7 @@ class Inspector:
         """Render ``template`` for ``viewer`` with the security headers, answered with
         HTTP status ``code``."""
         html = self.env.get_template(template).render(
-            viewer=viewer, path=request.url.path, **context)
+            viewer=viewer, request_path=request.url.path, **context)
         response = HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
         if viewer is not None and viewer.cookie is not None:
             self.set_cookie(request, response, viewer.cookie)
