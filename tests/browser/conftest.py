@@ -260,12 +260,14 @@ SEARCH_FORM_BUG = ("the search form sends its empty recency_days field, which /u
                    "refuses with 422 (it must read an empty field as no half-life)")
 
 
-def _tab(browser: Browser, served: Seeded, viewport: ViewportSize, *,
-         relax_referrer: bool = True) -> Iterator[Tab]:
+def open_tab(browser: Browser, base: str, viewport: ViewportSize = VIEWPORT, *,
+             relax_referrer: bool = True) -> Iterator[Tab]:
+    """A :class:`Tab` on the server at ``base`` in a fresh browser context, closed after the
+    test (a generator for fixtures to ``yield from``)."""
     context = browser.new_context(viewport=viewport)
     context.set_default_timeout(5_000)
     page = context.new_page()
-    tab = Tab(page=page, base=served.url)
+    tab = Tab(page=page, base=base)
 
     if relax_referrer:  # response-stage interception also sees each redirect's response
         cdp = context.new_cdp_session(page)
@@ -282,7 +284,7 @@ def _tab(browser: Browser, served: Seeded, viewport: ViewportSize, *,
                 "responseCode": event["responseStatusCode"]})
 
         cdp.on("Fetch.requestPaused", relax)
-        cdp.send("Fetch.enable", {"patterns": [{"urlPattern": served.url + "/ui/*",
+        cdp.send("Fetch.enable", {"patterns": [{"urlPattern": base + "/ui/*",
                                                 "resourceType": "Document",
                                                 "requestStage": "Response"}]})
 
@@ -307,16 +309,16 @@ def _tab(browser: Browser, served: Seeded, viewport: ViewportSize, *,
 @pytest.fixture
 def tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
     """A fresh browser context (no cookies) at desktop size."""
-    yield from _tab(browser, served, VIEWPORT)
+    yield from open_tab(browser, served.url)
 
 
 @pytest.fixture
 def bare_tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
     """A fresh browser context at desktop size with no workaround of REFERRER_BUG."""
-    yield from _tab(browser, served, VIEWPORT, relax_referrer=False)
+    yield from open_tab(browser, served.url, relax_referrer=False)
 
 
 @pytest.fixture
 def phone(browser: Browser, served: Seeded) -> Iterator[Tab]:
     """A fresh browser context 375 px wide (a small phone)."""
-    yield from _tab(browser, served, {"width": 375, "height": 740})
+    yield from open_tab(browser, served.url, {"width": 375, "height": 740})
