@@ -256,14 +256,19 @@ class MemoryJobs:
         """Drop the stored budget of a scope; whether it had one."""
         return self.budgets.delete(self._budget_scope(scope))
 
-    def usage(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
-        """``memory_id -> (uses, last_accessed)``: how often searches and gets returned
-        each memory, and when last (memories never read are absent)."""
+    def settle(self) -> None:
+        """Record the reads and check the writes this process has queued, now (they are
+        otherwise handled a moment later by the recorder's thread): tests, scripts."""
         from remem.background.access import recorder_of
 
         recorder = recorder_of(self.memory.store)
         if recorder is not None:
             recorder.flush()
+
+    def usage(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
+        """``memory_id -> (uses, last_accessed)``: how often searches and gets returned
+        each memory, and when last (memories never read are absent)."""
+        self.settle()
         return self.queue.access(list(memory_ids))
 
     def run_due(self) -> list[Job]:
