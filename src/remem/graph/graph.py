@@ -56,7 +56,7 @@ from remem.graph.types import (
     IngestResult,
     timestamp,
 )
-from remem.graph.vectors import VectorCache
+from remem.graph.vectors import ANN_MIN_ROWS, VectorCache
 from remem.llm.base import ChatModel, Usage
 from remem.llm.structured import generate
 from remem.memory.grounding import date_to_timestamp, reference_time, timed_conversation
@@ -84,7 +84,9 @@ class Graph:
     ``semantic_threshold``: the cosine an entity name needs to match an existing one on
     meaning alone; ``offer_entities`` / ``offer_facts``: how many existing entities and
     current facts the extraction prompt shows; ``profile``: the topics of the user's profile
-    kept from the same extraction call (``None``: no profile, no timeline).
+    kept from the same extraction call (``None``: no profile, no timeline);
+    ``ann_min_rows``: from how many fact vectors search goes through an approximate inverted
+    file instead of scanning them all (:mod:`remem.graph.vectors`).
     """
 
     def __init__(self, storage: GraphStorage, namespace: Sequence[str], *,
@@ -92,7 +94,8 @@ class Graph:
                  tokenizer: Tokenizer | None = None, clock: Callable[[], float] = time.time,
                  semantic_threshold: float = 0.9, offer_entities: int = 20,
                  offer_facts: int = 40,
-                 profile: ProfileSchema | None = DEFAULT_PROFILE) -> None:
+                 profile: ProfileSchema | None = DEFAULT_PROFILE,
+                 ann_min_rows: int = ANN_MIN_ROWS) -> None:
         self.namespace = validate_namespace(tuple(namespace))
         self.storage = storage
         self.model = model
@@ -110,8 +113,12 @@ class Graph:
                                     f"{type(profile).__name__}")
         self.profile_schema = profile
         self._ns = encode_ns(self.namespace)
-        self._fact_vectors = VectorCache()
+        if isinstance(ann_min_rows, bool) or not isinstance(ann_min_rows, int) or \
+                ann_min_rows < 1:
+            raise InvalidInputError(f"ann_min_rows must be a positive int, got {ann_min_rows!r}")
+        self._fact_vectors = VectorCache(ann_min_rows=ann_min_rows)
         self._entity_vectors = VectorCache()
+        self._df_cache: dict[str, tuple[int, int]] = {}
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -161,7 +168,7 @@ class Graph:
     @contextmanager
     def _rows(self, write: bool) -> Iterator[Rows]:
         with self.storage.transaction(write, self._ns) as tx:
-            yield Rows(tx, self._ns, self.tokenizer)
+            yield Rows(tx, self._ns, self.tokenizer, self._df_cache)
 
     def _embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32] | None]:
         if self.embedder is None or not texts:
@@ -341,8 +348,9 @@ class Graph:
         with self._rows(False) as rows:
             if query_vector is not None:
                 self._fact_vectors.refresh(rows.fact_vectors)
-            return search(rows, plan, query_vector, self._fact_vectors.top,
-                          self._fact_vectors.vectors)
+            cache = self._fact_vectors
+            return search(rows, plan, query_vector, cache.top, cache.vectors,
+                          cache.scores if cache.approximate else None)
 
     def expand(self, entity: int | str, *, hops: int = 2, as_of: When = None,
                known_at: When = None) -> list[FactHit]:

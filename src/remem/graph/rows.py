@@ -58,10 +58,13 @@ _ENTITY_SELECT = f"SELECT {', '.join(schema.ENTITY_COLUMNS)} FROM graph_entities
 class Rows:
     """Reads and writes of one graph (namespace ``ns``) inside one transaction."""
 
-    def __init__(self, tx: Tx, ns: str, tokenizer: Tokenizer) -> None:
+    def __init__(self, tx: Tx, ns: str, tokenizer: Tokenizer,
+                 df_cache: dict[str, tuple[int, int]] | None = None) -> None:
         self.tx = tx
         self.ns = ns
         self.tokenizer = tokenizer
+        #: term -> (documents when counted, document frequency): see :meth:`_term_df`
+        self.df_cache: dict[str, tuple[int, int]] = {} if df_cache is None else df_cache
 
     # -- episodes ---------------------------------------------------------------------------
 
@@ -262,66 +265,84 @@ class Rows:
                 found[fact.id] = fact
         return [found[i] for i in sorted(found)]
 
+    def ends_about(self, entity_ids: Iterable[int], *, as_of: float | None = None,
+                   known_at: float | None = None) -> list[tuple[int, int, int | None]]:
+        """``(fact id, subject id, object id)`` of the facts :meth:`facts_about` finds: what
+        ranking by graph distance needs, without reading the facts themselves."""
+        wanted = sorted(set(entity_ids))
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        valid, params = schema.validity_sql(as_of, known_at)
+        found: dict[int, tuple[int, int, int | None]] = {}
+        for end in ("subject_id", "object_id"):
+            query = (f"SELECT f.id, f.subject_id, f.object_id FROM graph_facts f WHERE "
+                     f"f.{end} IN ({marks}) AND f.ns = ? AND {valid}")
+            for r in self.tx.execute(query, (*wanted, self.ns, *params)).fetchall():
+                found[int(r[0])] = (int(r[0]), int(r[1]), None if r[2] is None else int(r[2]))
+        return [found[i] for i in sorted(found)]
+
     def keyword(self, terms: Sequence[str], as_of: float | None, known_at: float | None,
                 limit: int, params: BM25Params = _BM25,
                 max_postings: int | None = None) -> list[tuple[int, float]]:
         """The best ``limit`` facts by BM25 for the query terms, ``(fact id, score)``.
 
         The scoring of :func:`remem.retrieval.bm25.bm25_scores` (non-negative IDF, ``k1``/``b``
-        saturation and length normalisation, the namespace's statistics, terms added in
-        sorted order, ties by id), vectorised: postings are read straight from the postings
-        index and scored by numpy. ``max_postings``: of a term with more postings than this,
-        read only its best ones (most occurrences, then shortest facts); its document
-        frequency is still counted whole. Exact for every term under the bound."""
+        saturation and length normalisation, the namespace's statistics, ties by id), summed
+        by the database: one statement reads each term's postings from the postings index,
+        scores them, adds them up per fact (checking the validity rule when a time is given)
+        and answers only the best ``limit``, so no posting crosses into Python. Sums are
+        rounded to 12 decimals, so the order of additions (which SQL leaves open) cannot
+        split equal scores. ``max_postings``: of a term with more postings than this, read
+        only its best ones (most occurrences, then shortest facts); its document frequency
+        is still counted whole. Exact for every term under the bound."""
         counted = Counter(terms)
         _, n_docs, total_len = self.doc_freq([])
         if n_docs <= 0:
             return []
         avg_len = total_len / n_docs if total_len > 0 else 1.0
         k1, b = params.k1, params.b
-        ids: list[npt.NDArray[np.int64]] = []
-        parts: list[npt.NDArray[np.float64]] = []
+        parts: list[str] = []
+        args: list[Any] = []
         for term in sorted(counted):
-            query = "SELECT fact_id, tf, len FROM graph_fact_terms WHERE ns = ? AND term = ?"
-            df = 0
-            if max_postings is not None:
-                row = self.tx.execute("SELECT COUNT(*) FROM graph_fact_terms WHERE ns = ? "
-                                      "AND term = ?", (self.ns, term)).fetchone()
-                df = int(row[0])
-                if df > max_postings:
-                    query += f" ORDER BY tf DESC, len LIMIT {int(max_postings)}"
-            found = self.tx.execute(query, (self.ns, term)).fetchall()
-            if not found:
+            df = self._term_df(term, n_docs)
+            if df == 0:
                 continue
-            df = df or len(found)  # all postings read: their count is the df
             idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            table = np.array(found, dtype=np.float64)
-            tf, length = table[:, 1], table[:, 2]
-            value = idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length / avg_len))
-            for _ in range(counted[term]):  # a repeated query term counts each time
-                ids.append(table[:, 0].astype(np.int64))
-                parts.append(value)
-        if not ids:
+            # a repeated query term counts each time: its weight is multiplied
+            read = ("SELECT fact_id, tf, len FROM graph_fact_terms WHERE ns = ? AND term = ?"
+                    + (" ORDER BY tf DESC, len LIMIT ?" if max_postings is not None
+                       and df > max_postings else ""))
+            parts.append(f"SELECT fact_id, ? * tf / (tf + ? * (? + ? * len)) AS s "
+                         f"FROM ({read}) t{len(parts)}")
+            args += [counted[term] * idf * (k1 + 1.0), k1, 1.0 - b, b / avg_len, self.ns, term]
+            if max_postings is not None and df > max_postings:
+                args.append(int(max_postings))
+        if not parts:
             return []
-        every = np.concatenate(ids)
-        unique, where = np.unique(every, return_inverse=True)
-        # bincount adds in array order: per fact, terms in sorted order, as bm25_scores does
-        scores = np.bincount(where, weights=np.concatenate(parts), minlength=len(unique))
-        order = np.lexsort((unique, -scores))
-        if as_of is None and known_at is None:
-            return [(int(unique[i]), float(scores[i])) for i in order[:limit]]
-        # check validity best first, a few pages at a time, until the page is full: the
-        # time filter usually keeps most facts, so this reads far fewer rows than all hits
-        kept: list[tuple[int, float]] = []
-        step = max(4 * limit, 200)
-        for start in range(0, len(order), step):
-            chunk = [int(unique[i]) for i in order[start:start + step]]
-            keep = self.valid_ids(chunk, as_of=as_of, known_at=known_at)
-            kept += [(int(unique[i]), float(scores[i])) for i in order[start:start + step]
-                     if int(unique[i]) in keep]
-            if len(kept) >= limit:
-                break
-        return kept[:limit]
+        total = "ROUND(SUM(p.s), 12)" if self.tx.dialect == "sqlite" else \
+            "ROUND(CAST(SUM(p.s) AS NUMERIC), 12)"
+        valid, vparams = schema.validity_sql(as_of, known_at)
+        timed = as_of is not None or known_at is not None
+        join = f" JOIN graph_facts f ON f.id = p.fact_id WHERE {valid}" if timed else ""
+        query = (f"SELECT p.fact_id, {total} AS score FROM ({' UNION ALL '.join(parts)}) p"
+                 f"{join} GROUP BY p.fact_id ORDER BY score DESC, p.fact_id LIMIT ?")
+        rows = self.tx.execute(query, [*args, *(vparams if timed else []), limit]).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _term_df(self, term: str, n_docs: int) -> int:
+        """A term's document frequency, cached until the namespace's document count
+        changes (every fact written changes it; facts are never deleted)."""
+        cached = self.df_cache.get(term)
+        if cached is not None and cached[0] == n_docs:
+            return cached[1]
+        row = self.tx.execute("SELECT COUNT(*) FROM graph_fact_terms WHERE ns = ? AND term = ?",
+                              (self.ns, term)).fetchone()
+        df = int(row[0])
+        if len(self.df_cache) >= 4096:
+            self.df_cache.clear()
+        self.df_cache[term] = (n_docs, df)
+        return df
 
     def doc_freq(self, terms: Sequence[str]) -> tuple[dict[str, int], int, int]:
         """``(document frequency per term, documents, total length)`` over the graph."""

@@ -78,23 +78,35 @@ def mentioned_entities(rows: Rows, query: str) -> list[int]:
 
 
 def expand(rows: Rows, seeds: Sequence[int], hops: int, as_of: float | None,
-           known_at: float | None) -> Expansion:
-    """Facts within ``hops`` edges of ``seeds`` (distance 1: touching a seed)."""
+           known_at: float | None, *, read_facts: bool = True) -> Expansion:
+    """Facts within ``hops`` edges of ``seeds`` (distance 1: touching a seed).
+    ``read_facts=False``: distances and paths only (``facts`` left empty), what ranking
+    needs; search reads the facts of the hits it returns."""
     reach = rows.reach(seeds, hops - 1, as_of, known_at) if hops >= 1 else {}
-    facts = {f.id: f for f in rows.facts_about(reach, as_of=as_of, known_at=known_at)}
+    facts: dict[int, Fact] = {}
+    if read_facts:
+        facts = {f.id: f for f in rows.facts_about(reach, as_of=as_of, known_at=known_at)}
+        ends_of = [(f.id, f.subject_id, f.object_id) for f in facts.values()]
+    else:
+        ends_of = rows.ends_about(reach, as_of=as_of, known_at=known_at)
     reached: dict[int, tuple[int, tuple[int, ...]]] = {}
-    for fact in facts.values():
-        ends = [e for e in (fact.subject_id, fact.object_id) if e is not None and e in reach]
+    for fact_id, subject_id, object_id in ends_of:
+        ends = [e for e in (subject_id, object_id) if e is not None and e in reach]
         near = min(ends, key=lambda e: (reach[e][0], e))
         depth, path = reach[near]
-        reached[fact.id] = (depth + 1, path)
+        reached[fact_id] = (depth + 1, path)
     return Expansion(reached, facts)
+
+
+#: scores of given ids (exact), when the vector index is approximate: search rescores the
+#: other signals' candidates with it
+Rescore = Callable[[npt.NDArray[np.float32], list[int]], list[tuple[int, float]]]
 
 
 def search(rows: Rows, plan: SearchPlan, query_vector: npt.NDArray[np.float32] | None,
            vector_top: Callable[[npt.NDArray[np.float32], int], list[tuple[int, float]]],
-           vectors: Callable[[list[int]], Mapping[int, npt.NDArray[np.float32]]]
-           ) -> list[FactHit]:
+           vectors: Callable[[list[int]], Mapping[int, npt.NDArray[np.float32]]],
+           rescore: Rescore | None = None) -> list[FactHit]:
     """Run ``plan`` inside one read transaction (module docstring)."""
     terms = rows.tokenizer.tokenize(plan.query)
     signals: dict[str, Sequence[Candidate]] = {}
@@ -102,18 +114,26 @@ def search(rows: Rows, plan: SearchPlan, query_vector: npt.NDArray[np.float32] |
         signals["keyword"] = [(i, ((), f"{i:012d}"), score) for i, score in
                               rows.keyword(terms, plan.as_of, plan.known_at, plan.candidates,
                                            max_postings=plan.max_postings)]
+    seeds = [plan.focal] if plan.focal is not None else mentioned_entities(rows, plan.query)
+    expansion = expand(rows, seeds, plan.hops, plan.as_of, plan.known_at,
+                       read_facts=False) if seeds else Expansion({}, {})
     if query_vector is not None:
         # over-fetch when a time filters: some of the nearest may fail the validity rule
         timed = plan.as_of is not None or plan.known_at is not None
         near = vector_top(query_vector, plan.candidates * (4 if timed else 1))
+        if rescore is not None:
+            # an approximate index may miss some of what keywords and the graph found (they
+            # already passed the time filters): score those exactly, so none loses its
+            # vector score to the approximation
+            found = {i for i, _ in near}
+            others = [c[0] for c in signals.get("keyword", ())] + sorted(expansion.reached)
+            extra = rescore(query_vector, [i for i in dict.fromkeys(others) if i not in found])
+            near = sorted([*near, *extra], key=lambda p: (-p[1], p[0]))
         if timed:
             valid = rows.valid_ids([i for i, _ in near], as_of=plan.as_of,
                                    known_at=plan.known_at)
             near = [(i, s) for i, s in near if i in valid]
         signals["vector"] = [(i, ((), f"{i:012d}"), s) for i, s in near][:plan.candidates]
-    seeds = [plan.focal] if plan.focal is not None else mentioned_entities(rows, plan.query)
-    expansion = expand(rows, seeds, plan.hops, plan.as_of, plan.known_at) if seeds else \
-        Expansion({}, {})
     graph: list[Candidate] = []
     if expansion.reached:
         by_distance = sorted(expansion.reached.items(), key=lambda kv: (kv[1][0], kv[0]))

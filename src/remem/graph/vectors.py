@@ -1,38 +1,113 @@
-"""In-process vector matrices of one graph's facts and entities, loaded incrementally.
+"""In-process vector matrices of one graph's facts and entities, loaded incrementally, and an
+inverted-file index over them once a graph is large.
 
 Vectors never change once written (an edit writes a new fact), and ids only grow, so a cache
 refreshes by reading the rows with an id above the last one it holds: a search after an
-ingest reads only the new rows. Similarity is a matrix product over the whole namespace
-(exact, no index): measured in ``benchmarks/graph.py``.
+ingest reads only the new rows.
+
+**Exact** below ``ann_min_rows`` rows: similarity is one matrix product over every row
+(recall 1.0). At 100k x 384 float32 that product reads 150 MB per query, most of a fact
+search's time (``benchmarks/graph.py``), so from ``ann_min_rows`` on the cache builds an
+**inverted file** (IVF): spherical k-means puts the rows in ``sqrt(n)`` lists around
+centroids, stored contiguously; a query scores the centroids, then only the rows of the best
+lists until ``probe`` of all rows are covered (6% by default: about 16x less to read). Rows
+written after the build are a tail scanned exactly; the index is rebuilt when the tail
+passes a quarter of what was indexed. The index is approximate: ``benchmarks/graph.py``
+measures its recall against the exact scan, and search rescores the keyword and graph
+candidates exactly (:meth:`VectorCache.scores`), so a fact found by another signal never
+loses its vector score to the approximation.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["VectorCache"]
+__all__ = ["ANN_MIN_ROWS", "VectorCache"]
+
+#: rows from which a cache searches through an inverted file instead of scanning every row
+ANN_MIN_ROWS = 50_000
+_CHUNK = 8192  # rows per matrix product when assigning rows to lists
+
+
+@dataclass(frozen=True, slots=True)
+class _Lists:
+    """The inverted file over the first ``rows`` rows (kept ordered by list)."""
+
+    centroids: npt.NDArray[np.float32]
+    #: list ``i`` holds rows ``offsets[i]:offsets[i + 1]``
+    offsets: npt.NDArray[np.int64]
+    rows: int
+    #: the indexed ids sorted, and their row positions (to find a vector by id)
+    sorted_ids: npt.NDArray[np.int64]
+    sorted_rows: npt.NDArray[np.int64]
+
+
+def _normalise(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32)
+    return out
+
+
+def _nearest(matrix: npt.NDArray[np.float32], centroids: npt.NDArray[np.float32]
+             ) -> npt.NDArray[np.int64]:
+    out = np.empty(len(matrix), dtype=np.int64)
+    for lo in range(0, len(matrix), _CHUNK):
+        out[lo:lo + _CHUNK] = np.argmax(matrix[lo:lo + _CHUNK] @ centroids.T, axis=1)
+    return out
+
+
+def train_centroids(matrix: npt.NDArray[np.float32], lists: int, *, iterations: int = 6,
+                    seed: int = 0) -> npt.NDArray[np.float32]:
+    """Spherical k-means on a sample of ``matrix`` (unit rows): ``lists`` unit centroids."""
+    rng = np.random.default_rng(seed)
+    sample = matrix[np.sort(rng.choice(len(matrix), min(len(matrix), 32 * lists),
+                                       replace=False))]
+    centroids = sample[rng.choice(len(sample), lists, replace=False)].copy()
+    for _ in range(iterations):
+        assign = _nearest(sample, centroids)
+        order = np.argsort(assign, kind="stable")
+        members = assign[order]
+        starts = np.searchsorted(members, np.arange(lists))
+        counts = np.bincount(assign, minlength=lists)
+        sums = np.add.reduceat(sample[order], np.minimum(starts, len(sample) - 1), axis=0)
+        filled = counts > 0  # an empty list keeps its centroid
+        centroids[filled] = sums[filled]
+        centroids = _normalise(centroids)
+    return centroids
 
 
 class VectorCache:
-    """Ids and unit vectors, appended to by :meth:`refresh`."""
+    """Ids and unit vectors, appended to by :meth:`refresh`; exact search below
+    ``ann_min_rows`` rows, an inverted file probing ``probe`` of the rows from there on."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ann_min_rows: int = ANN_MIN_ROWS, probe: float = 0.06) -> None:
         self._lock = threading.Lock()
+        self.ann_min_rows = ann_min_rows
+        self.probe = probe
         self.ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.matrix: npt.NDArray[np.float32] | None = None
-        self._pending: list[tuple[int, bytes]] = []
+        self._max_id = 0
+        self._lists: _Lists | None = None
 
     @property
     def last_id(self) -> int:
         """The highest id held (0: none)."""
-        return int(self.ids[-1]) if len(self.ids) else 0
+        return self._max_id
+
+    @property
+    def approximate(self) -> bool:
+        """Whether :meth:`top` searches through the inverted file (not every row)."""
+        return self._lists is not None
 
     def refresh(self, load: Callable[[int], list[tuple[int, bytes]]]) -> None:
-        """Append the rows ``load(last_id)`` returns (ids above it, in order)."""
+        """Append the rows ``load(last_id)`` returns (ids above it, in order); build or
+        rebuild the inverted file when the rows call for it."""
         with self._lock:
             rows = load(self.last_id)
             if not rows:
@@ -40,30 +115,100 @@ class VectorCache:
             new = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
             ids = np.array([i for i, _ in rows], dtype=np.int64)
             if self.matrix is not None and self.matrix.shape[1] != new.shape[1]:
-                self.matrix, self.ids = None, np.zeros(0, dtype=np.int64)
+                self.matrix, self.ids, self._lists = None, np.zeros(0, dtype=np.int64), None
                 rows = load(0)  # the embedder changed size: start over from every row
                 new = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
                 ids = np.array([i for i, _ in rows], dtype=np.int64)
             self.matrix = new if self.matrix is None else np.vstack([self.matrix, new])
             self.ids = np.concatenate([self.ids, ids])
+            self._max_id = int(ids[-1])
+            n = len(self.ids)
+            if n >= self.ann_min_rows and (self._lists is None
+                                           or n - self._lists.rows > self._lists.rows // 4):
+                self._build()
+
+    def _build(self) -> None:
+        assert self.matrix is not None
+        lists = max(8, int(np.sqrt(len(self.ids))))
+        centroids = train_centroids(self.matrix, lists)
+        assign = _nearest(self.matrix, centroids)
+        order = np.argsort(assign, kind="stable")
+        self.matrix = np.ascontiguousarray(self.matrix[order])
+        self.ids = self.ids[order]
+        offsets = np.searchsorted(assign[order], np.arange(lists + 1)).astype(np.int64)
+        by_id = np.argsort(self.ids)
+        self._lists = _Lists(centroids, offsets, len(self.ids), self.ids[by_id],
+                             by_id.astype(np.int64))
+
+    def _rows_of(self, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """``(ids found, their row positions)``."""
+        if self.matrix is None or not len(ids):
+            return [], []
+        wanted = np.asarray(ids, dtype=np.int64)
+        found: list[int] = []
+        rows: list[int] = []
+        lists = self._lists
+        start = 0 if lists is None else lists.rows
+        if lists is not None:
+            at = np.searchsorted(lists.sorted_ids, wanted)
+            ok = (at < len(lists.sorted_ids)) & (
+                lists.sorted_ids[np.minimum(at, len(lists.sorted_ids) - 1)] == wanted)
+            found += wanted[ok].tolist()
+            rows += lists.sorted_rows[at[ok]].tolist()
+        tail = self.ids[start:]  # appended in id order, so sorted
+        at = np.searchsorted(tail, wanted)
+        ok = (at < len(tail)) & (tail[np.minimum(at, max(len(tail) - 1, 0))] == wanted) \
+            if len(tail) else np.zeros(len(wanted), dtype=bool)
+        found += wanted[ok].tolist()
+        rows += (at[ok] + start).tolist()
+        return found, rows
+
+    def _probed(self, query: npt.NDArray[np.float32], k: int
+                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Row positions and scores of the rows in the best lists (and the tail)."""
+        assert self.matrix is not None and self._lists is not None
+        lists = self._lists
+        sizes = np.diff(lists.offsets)
+        want = max(int(self.probe * lists.rows), 32 * k)
+        best = np.argsort(-(lists.centroids @ query))
+        covered = np.cumsum(sizes[best])
+        take = best[:int(np.searchsorted(covered, want)) + 1]
+        spans = [(int(lists.offsets[i]), int(lists.offsets[i + 1])) for i in take]
+        spans.append((lists.rows, len(self.ids)))
+        positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
+        scores = np.concatenate([self.matrix[a:b] @ query for a, b in spans])
+        return positions, scores.astype(np.float32)
 
     def top(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The ``k`` most similar ``(id, cosine)``, best first (ties by id)."""
+        """The ``k`` most similar ``(id, cosine)``, best first (ties by id): exact, or
+        through the inverted file (:attr:`approximate`)."""
         if self.matrix is None or k <= 0 or self.matrix.shape[1] != query.shape[0]:
             return []
-        scores = self.matrix @ query
+        if self._lists is None:
+            positions = None
+            scores = self.matrix @ query
+        else:
+            positions, scores = self._probed(query, k)
         k = min(k, len(scores))
         part = np.argpartition(-scores, k - 1)[:k]
-        order = sorted(part.tolist(), key=lambda i: (-float(scores[i]), int(self.ids[i])))
-        return [(int(self.ids[i]), float(scores[i])) for i in order]
+        rows = part if positions is None else positions[part]
+        order = sorted(range(k), key=lambda j: (-float(scores[part[j]]), int(self.ids[rows[j]])))
+        return [(int(self.ids[rows[j]]), float(scores[part[j]])) for j in order]
+
+    def scores(self, query: npt.NDArray[np.float32], ids: Sequence[int]
+               ) -> list[tuple[int, float]]:
+        """Exact ``(id, cosine)`` of these ids (those held), in the order found."""
+        if self.matrix is None or self.matrix.shape[1] != query.shape[0]:
+            return []
+        found, rows = self._rows_of(ids)
+        if not rows:
+            return []
+        values = self.matrix[np.asarray(rows, dtype=np.int64)] @ query
+        return [(i, float(s)) for i, s in zip(found, values.tolist(), strict=True)]
 
     def vectors(self, ids: list[int]) -> dict[int, npt.NDArray[np.float32]]:
         """The vectors of these ids (those held)."""
-        if self.matrix is None:
-            return {}
-        positions = np.searchsorted(self.ids, ids)
-        out: dict[int, npt.NDArray[np.float32]] = {}
-        for item_id, pos in zip(ids, positions.tolist(), strict=True):
-            if pos < len(self.ids) and int(self.ids[pos]) == item_id:
-                out[item_id] = self.matrix[pos]
-        return out
+        found, rows = self._rows_of(ids)
+        assert self.matrix is not None or not rows
+        return {i: self.matrix[r] for i, r in zip(found, rows, strict=True)
+                } if self.matrix is not None else {}
