@@ -10,7 +10,7 @@ def test_graph_all_is_the_public_surface() -> None:
         "DEFAULT_PROFILE", "Entity", "EntityPage", "Episode", "Fact", "FactHit", "Graph",
         "GraphStorage", "IngestResult", "PostgresGraphStorage", "Profile", "ProfileChange",
         "ProfileSchema", "ProfileSlot", "SQLiteGraphStorage", "TimelineEvent", "Topic",
-        "to_graphml", "to_json"}
+        "to_dot", "to_graphml", "to_json", "to_svg"}
     for name in remem.graph.__all__:
         assert getattr(remem.graph, name).__doc__, name
 

@@ -3,7 +3,8 @@
 ``ingest`` learns from one episode (text or a JSON list of messages) with the model configured
 by ``REMEM_LLM_*`` (one call, two when a name is ambiguous); ``search`` finds facts (``--as-of``
 for what was true then, ``--known-at`` for what was known then); ``entity`` prints an entity's
-current facts and timeline; ``export`` writes the graph as JSON or GraphML.
+current facts and timeline; ``export`` writes the graph as JSON or GraphML, or a picture of it
+(Graphviz DOT, or SVG drawn without Graphviz).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import click
 from remem.cli.common import CommandFailed, NamespaceType, db_option, embedder_option, make_embedder
 from remem.cli.render import emit_json
 from remem.errors import InvalidInputError
-from remem.graph import Graph, to_graphml, to_json
+from remem.graph import Graph, to_dot, to_graphml, to_json, to_svg
 from remem.graph.types import Fact
 from remem.messages import Message
 
@@ -189,19 +190,32 @@ def entity(ctx: click.Context, entity: str, as_of: str | None, db: str, embedder
 
 
 @graph_group.command(name="export")
-@click.option("--format", "fmt", type=click.Choice(["json", "graphml"]), default="json",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["json", "graphml", "dot", "svg"]),
+              default="json", show_default=True,
+              help="json: everything; graphml: for Gephi, yEd, Cytoscape; dot: Graphviz; "
+                   "svg: a picture (drawn without Graphviz).")
+@click.option("--as-of", default=None,
+              help="dot and svg: only the facts true at this time (ISO).")
 @click.option("--out", default="-", show_default=True, help="File to write ('-': stdout).")
 @click.option("--graph", "namespace", type=NamespaceType(), default="graph", show_default=True,
               help="Namespace the graph lives under (dotted, or a JSON array).")
 @db_option(_DB_HELP)
 @click.pass_context
-def export(ctx: click.Context, fmt: str, out: str, namespace: tuple[str, ...],
-           db: str) -> None:
-    """Write the whole graph (episodes, entities, facts with both time lines)."""
+def export(ctx: click.Context, fmt: str, as_of: str | None, out: str,
+           namespace: tuple[str, ...], db: str) -> None:
+    """Write the whole graph (episodes, entities, facts with both time lines), or a picture
+    of it (dot, svg)."""
+    at = _when(as_of, "--as-of")
+    if at is not None and fmt not in ("dot", "svg"):
+        raise InvalidInputError("--as-of draws the facts true then: use it with --format dot "
+                                "or svg (json and graphml hold every fact with its times)")
     graph = _graph(ctx, db, namespace, "none")
-    text = (json.dumps(to_json(graph), ensure_ascii=False, indent=2) if fmt == "json"
-            else to_graphml(graph))
+    if fmt == "json":
+        text = json.dumps(to_json(graph), ensure_ascii=False, indent=2)
+    elif fmt == "graphml":
+        text = to_graphml(graph)
+    else:
+        text = (to_dot if fmt == "dot" else to_svg)(graph, as_of=at)
     if out == "-":
         click.echo(text)
     else:

@@ -6,6 +6,7 @@ See ``docs/graph.md`` and ``docs/profile.md``.
 
 from remem.graph.export import to_graphml, to_json
 from remem.graph.graph import Graph
+from remem.graph.picture import to_dot, to_svg
 from remem.graph.profile import (
     DEFAULT_PROFILE,
     Profile,
@@ -25,4 +26,4 @@ from remem.graph.types import Entity, EntityPage, Episode, Fact, FactHit, Ingest
 __all__ = ["DEFAULT_PROFILE", "Entity", "EntityPage", "Episode", "Fact", "FactHit", "Graph",
            "GraphStorage", "IngestResult", "PostgresGraphStorage", "Profile", "ProfileChange",
            "ProfileSchema", "ProfileSlot", "SQLiteGraphStorage", "TimelineEvent", "Topic",
-           "to_graphml", "to_json"]
+           "to_dot", "to_graphml", "to_json", "to_svg"]
