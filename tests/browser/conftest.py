@@ -1,8 +1,11 @@
 """The web inspector in a real browser: Debian's Chromium driven by Playwright, against a
 real ``remem serve`` on a free loopback port.
 
-One browser and one server per session (seconds, not minutes); each test gets a fresh
-browser context, so cookies never leak from one test to the next. Chromium missing is never
+One browser and one server for the package (seconds, not minutes); each test gets a fresh
+browser context, so cookies never leak from one test to the next. Package scope, not session:
+Playwright's sync API keeps an event loop running on the main thread while it is open, where
+remem's sync calls refuse to block, so the browser must be gone before the rest of the suite
+runs. Chromium missing is never
 a skip: as root the fixture installs it with apt-get (as ``.ci/run`` does), otherwise the
 session fails saying how to install it.
 """
@@ -143,10 +146,10 @@ def _make_keys(db: str) -> tuple[str, str]:
         return keys.create("alpha")[0], keys.create("beta")[0]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def served() -> Iterator[Seeded]:
     """A real ``remem serve`` (SQLite file, fake embedder, the loopback model) with keys for
-    tenants alpha and beta and seeded memories, one per session."""
+    tenants alpha and beta and seeded memories, one for the package."""
     directory = tempfile.mkdtemp(prefix="remem-browser-")
     db = os.path.join(directory, "inspected.db")
     try:
@@ -165,9 +168,9 @@ def served() -> Iterator[Seeded]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
-    """Headless Chromium from Debian's package (never a downloaded build), one per session;
+    """Headless Chromium from Debian's package (never a downloaded build), one for the package;
     Playwright gives it a fresh profile directory."""
     executable = ensure_chromium()
     with sync_playwright() as playwright:
