@@ -136,14 +136,14 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
 
     if mcp_app is not None:
         app.router.routes.append(Route(MCP_PATH, mcp_app, include_in_schema=False))
+    if ui:  # the web inspector: HTML pages over the same tenants and keys
+        from remem.ui import UI_PATH, build_ui
+
+        app.mount(UI_PATH, build_ui(state, UI_PATH, metrics=metrics))
 
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if not config.auth or is_loopback(config.host):
         app.add_middleware(HostGuard)
-    if ui:  # the web inspector: HTML pages over the same tenants and keys
-        from remem.ui import UI_PATH, build_ui
-
-        app.mount(UI_PATH, build_ui(state, UI_PATH))
         document_guard(app)  # its 421 and 403 answers appear in the OpenAPI schema
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -20,6 +20,7 @@ Pages (under the mount point, ``/ui``):
 ``/jobs``, ``/jobs/{id}``           background jobs: depth, failures; a job; POST ``retry``
 ``/blocks``, ``/blocks/{id}``       core memory blocks, how full; a block's history
 ``/files?tree=&path=``              a file tree's directory, or a file and its history
+``/dashboard``                      latency percentiles per route, jobs and threads
 ==================================  ======================================================
 
 Stable hooks for browser tests (ids are unique on their page; classes repeat):
@@ -27,7 +28,7 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
 * navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``,
-  ``#nav-blocks``, ``#nav-files``; pagers ``#page-prev`` / ``#page-next``;
+  ``#nav-blocks``, ``#nav-files``, ``#nav-dashboard``; pagers ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
   results ``#hits`` of ``li.hit[data-id][data-status]`` rows, each with ``a.hit-link``;
@@ -57,6 +58,9 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * files: ``#files-form``, ``#files-tree``, ``#files-path``, ``#files-submit``, ``#files-up``;
   ``#file-list`` of ``li.file-entry[data-dir]`` with ``a.file-link``; a file's
   ``#file-path``, ``#file-content``, ``#file-history .version[data-op]``;
+* dashboard: ``#dash-threads[data-count]``, ``#dash-jobs-depth[data-count]``,
+  ``#dash-jobs-failures[data-count]``, ``#latency`` table of
+  ``tr.latency-row[data-route][data-method]`` with an ``svg.latency-plot``;
 * errors: ``#error-message`` (the page's status is the HTTP status).
 """
 

@@ -16,9 +16,17 @@ from starlette.staticfiles import StaticFiles
 
 from remem.api import Memory
 from remem.embed.base import Embedder
+from remem.server.metrics import Metrics
 from remem.server.netguard import HostGuard
 from remem.server.state import ServerConfig, ServerState
-from remem.ui import routes_auth, routes_files, routes_jobs, routes_memories, routes_threads
+from remem.ui import (
+    routes_auth,
+    routes_dashboard,
+    routes_files,
+    routes_jobs,
+    routes_memories,
+    routes_threads,
+)
 from remem.ui.web import Inspector
 
 __all__ = ["UI_PATH", "build_local_app", "build_ui"]
@@ -29,18 +37,20 @@ _STATIC = Path(__file__).parent / "static"
 
 
 def build_ui(state: ServerState, prefix: str = UI_PATH, *,
-             local_memory: Memory | None = None) -> FastAPI:
+             local_memory: Memory | None = None, metrics: Metrics | None = None) -> FastAPI:
     """The inspector over ``state`` (mount it at ``prefix``): HTML pages, no OpenAPI.
     ``local_memory``: show this memory and every thread of the database instead of each
-    tenant's (only without auth: ``remem ui``)."""
+    tenant's (only without auth: ``remem ui``). ``metrics``: the server's request metrics,
+    for the dashboard."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.inspector = Inspector(state, prefix, local_memory=local_memory)
+    app.state.inspector = Inspector(state, prefix, local_memory=local_memory, metrics=metrics)
     app.state.inspector.install_handlers(app)
     app.include_router(routes_auth.router)
     app.include_router(routes_memories.router)
     app.include_router(routes_threads.router)
     app.include_router(routes_jobs.router)
     app.include_router(routes_files.router)
+    app.include_router(routes_dashboard.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
 

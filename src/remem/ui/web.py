@@ -28,6 +28,7 @@ from remem.errors import ConfigError, RememError
 from remem.server.auth import admit
 from remem.server.errors import classify
 from remem.server.keys import KEYS_NAMESPACE
+from remem.server.metrics import Metrics
 from remem.server.state import LOCAL_TENANT, Principal, ServerState
 from remem.threads import ThreadStore
 from remem.ui.session import COOKIE_NAME, SESSION_SECONDS, Session, SessionCodec
@@ -94,7 +95,7 @@ class Inspector:
     """The inspector of one server: its state, session codec and templates."""
 
     def __init__(self, state: ServerState, prefix: str, *,
-                 local_memory: Memory | None = None) -> None:
+                 local_memory: Memory | None = None, metrics: Metrics | None = None) -> None:
         if local_memory is not None and state.config.auth:
             raise ConfigError("the inspector shows a whole database (local_memory) only "
                               "without auth; with API keys each tenant sees its own")
@@ -102,6 +103,8 @@ class Inspector:
         self.prefix = prefix
         self.local = not state.config.auth
         self._local_memory = local_memory
+        #: the server's request metrics (the dashboard's latencies), if it keeps any
+        self.metrics = metrics
         self._codec: SessionCodec | None = None
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
