@@ -17,6 +17,7 @@ from starlette.routing import Mount
 from remem.background import NewJob
 from remem.blocks.store import Blocks
 from remem.files.store import StoreFileBackend
+from remem.procedural.prompts import PromptRegistry
 from remem.server.routes_jobs import queue_of
 from remem.server.state import Principal
 from remem.ui.session import Session, SessionCodec
@@ -67,6 +68,7 @@ def world() -> Iterator[World]:
         Blocks(StoreFileBackend(owner_store, ("blocks",))).create(
             "owner-block", label="secrets", value="the code is 4711")
         StoreFileBackend(owner_store, ("files", "default")).write("/owner/secret.md", "4711")
+        PromptRegistry(owner_store).create("owner-prompt", "the code is 4711")
         job = queue_of(srv.state).enqueue(NewJob("memory.extract", {"note": "4711"},
                                                  tenant="owner"))
         claimed = queue_of(srv.state).claim_one(job.id, "w1")
@@ -97,7 +99,8 @@ def _fill(path: str, world: World) -> str:
             .replace("{event_id}", world.event_id)
             .replace("{thread_id}", world.thread_id)
             .replace("{job_id}", world.job_id)
-            .replace("{block_id}", "owner-block"))
+            .replace("{block_id}", "owner-block")
+            .replace("{name}", "owner-prompt"))
 
 
 def _probe(world: World, tenant: str, *,
@@ -135,7 +138,7 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
     print(f"\nforeign-key probe: {requests} requests on {len(statuses)} route/method pairs, "
           f"{views} showing another tenant's data")
     assert views == 0
-    assert len(statuses) >= 15  # every page of the inspector was probed
+    assert len(statuses) >= 17  # every page of the inspector was probed
     for route, seen in statuses.items():
         if "{" in route:  # a route naming the owner's object: never found
             assert seen == {404}, (route, seen)

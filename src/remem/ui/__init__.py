@@ -20,6 +20,7 @@ Pages (under the mount point, ``/ui``):
 ``/jobs``, ``/jobs/{id}``           background jobs: depth, failures; a job; POST ``retry``
 ``/blocks``, ``/blocks/{id}``       core memory blocks, how full; a block's history
 ``/files?tree=&path=``              a file tree's directory, or a file and its history
+``/prompts``, ``/prompts/{name}``   versioned prompts; a prompt's versions with diffs
 ``/dashboard``                      latency percentiles per route, jobs and threads
 ==================================  ======================================================
 
@@ -28,7 +29,8 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
 * navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``,
-  ``#nav-blocks``, ``#nav-files``, ``#nav-dashboard``; pagers ``#page-prev`` / ``#page-next``;
+  ``#nav-blocks``, ``#nav-files``, ``#nav-prompts``, ``#nav-dashboard``; pagers
+  ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
   results ``#hits`` of ``li.hit[data-id][data-status]`` rows, each with ``a.hit-link``;
@@ -58,6 +60,9 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * files: ``#files-form``, ``#files-tree``, ``#files-path``, ``#files-submit``, ``#files-up``;
   ``#file-list`` of ``li.file-entry[data-dir]`` with ``a.file-link``; a file's
   ``#file-path``, ``#file-content``, ``#file-history .version[data-op]``;
+* prompts: ``#prompts`` table of ``tr.prompt-row[data-name]`` with ``a.prompt-link``;
+  prompt page ``#prompt-name``, ``#prompt-text``,
+  ``#prompt-history .version[data-version][data-kind]``;
 * dashboard: ``#dash-threads[data-count]``, ``#dash-jobs-depth[data-count]``,
   ``#dash-jobs-failures[data-count]``, ``#latency`` table of
   ``tr.latency-row[data-route][data-method]`` with an ``svg.latency-plot``;

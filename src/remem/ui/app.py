@@ -25,6 +25,7 @@ from remem.ui import (
     routes_files,
     routes_jobs,
     routes_memories,
+    routes_prompts,
     routes_threads,
 )
 from remem.ui.web import Inspector
@@ -50,6 +51,7 @@ def build_ui(state: ServerState, prefix: str = UI_PATH, *,
     app.include_router(routes_threads.router)
     app.include_router(routes_jobs.router)
     app.include_router(routes_files.router)
+    app.include_router(routes_prompts.router)
     app.include_router(routes_dashboard.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
