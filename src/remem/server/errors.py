@@ -31,6 +31,8 @@ from remem.errors import (
     InvalidInputError,
     LLMError,
     NotFoundError,
+    PermissionDeniedError,
+    ReadOnlyError,
     RememError,
     StoreError,
     UsageError,
@@ -49,7 +51,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text} for code, text in (
         (400, "bad request (invalid JSON, an unsupported option)"),
         (401, "missing or invalid API key"),
-        (403, "read-only key used for a write"),
+        (403, "read-only key used for a write (`forbidden`), a read-only file or block "
+              "(`read_only`), or a file rule denies the operation (`permission_denied`)"),
         (404, "not found"),
         (409, "conflict (a concurrent change)"),
         (413, "request body too large (`too_large`), or the write would pass one of the "
@@ -67,6 +70,8 @@ ERROR_STATUS: Sequence[tuple[type[Exception], int, str]] = (
     (InvalidInputError, 422, "invalid_input"),
     (NotFoundError, 404, "not_found"),
     (ConflictError, 409, "conflict"),
+    (ReadOnlyError, 403, "read_only"),
+    (PermissionDeniedError, 403, "permission_denied"),
     (UsageError, 400, "unsupported"),
     (IndexConfigError, 409, "index_config"),
     (ConfigError, 400, "not_configured"),
