@@ -18,6 +18,9 @@ enqueue + claim + complete of one job p95 <= 5 ms on SQLite.
   handler runs add up to the number of jobs.
 * ``overhead``: one process, one job at a time: enqueue, claim, complete (three
   transactions), timed together.
+* ``reads`` (SQLite): what counting reads as uses costs a ``Memory.search`` over 1,000
+  memories: the same searches with the access recorder on and off, alternating blocks;
+  wall-clock and this thread's CPU per search, and whether every hit was counted.
 
 The table goes to stdout; ``--out`` writes the figures, the machine and the settings as JSON.
 """
@@ -113,6 +116,39 @@ def overhead(location: str, schema: str, repeat: int) -> dict[str, Any]:
             **{f"cpu_p{q}_ms": float(np.percentile(cpu_ms, q)) for q in (50, 95, 99)}}
 
 
+def reads(path: str, repeat: int) -> dict[str, Any]:
+    """Milliseconds per ``Memory.search`` (10 hits) with read counting on and off."""
+    from remem import FakeEmbedder, Memory
+    from remem.background.access import AccessRecorder
+    from remem.memory import observers
+
+    timings: dict[str, dict[str, list[float]]] = {m: {"wall": [], "cpu": []}
+                                                  for m in ("on", "off")}
+    with Memory.open(path, embedder=FakeEmbedder()) as mem:
+        ids = [mem.add(f"note {n} about topic {n % 50} and item {n * 7 % 101}", user_id="u",
+                       infer=False).changes[0].memory.id for n in range(1000)]
+        hits = 0
+        for block in range(2 * 10):
+            mode = "on" if block % 2 == 0 else "off"
+            observers.set_observer_factory(
+                (lambda store: AccessRecorder(store)) if mode == "on" else None)
+            for n in range(repeat // 10):
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                found = mem.search(f"topic {n % 50}", user_id="u", limit=10)
+                timings[mode]["wall"].append((time.perf_counter() - start) * 1000)
+                timings[mode]["cpu"].append((time.thread_time() - start_cpu) * 1000)
+                hits += len(found) if mode == "on" else 0
+            mem.background.settle()
+        counted = sum(uses for uses, _ in mem.background.usage(ids).values())
+        observers.set_observer_factory(lambda store: AccessRecorder(store))
+    out: dict[str, Any] = {"repeat": repeat, "hits": hits, "counted": counted}
+    for mode, found in timings.items():
+        for kind, values in found.items():
+            for q in (50, 95):
+                out[f"{mode}_{kind}_p{q}_ms"] = float(np.percentile(np.array(values), q))
+    return out
+
+
 def table(results: dict[str, Any]) -> str:
     lines = [f"{'backend':<10} {'workers':>7} {'jobs':>6} {'seconds':>8} {'jobs/s':>8} "
              f"{'target':>7} {'once':>5}   overhead p50 / p95 / p99 ms (target p95); cpu p95"]
@@ -125,6 +161,14 @@ def table(results: dict[str, Any]) -> str:
             f"   {o['p50_ms']:.2f} / {o['p95_ms']:.2f} / {o['p99_ms']:.2f}"
             + (f" ({OVERHEAD_P95_MS:g})" if backend == "sqlite" else "")
             + f"; {o['cpu_p95_ms']:.2f}")
+    r = results.get("reads")
+    if r:
+        lines.append(
+            f"Memory.search, 1,000 memories, read counting on / off: wall p50 "
+            f"{r['on_wall_p50_ms']:.2f} / {r['off_wall_p50_ms']:.2f} ms, p95 "
+            f"{r['on_wall_p95_ms']:.2f} / {r['off_wall_p95_ms']:.2f} ms; cpu p50 "
+            f"{r['on_cpu_p50_ms']:.2f} / {r['off_cpu_p50_ms']:.2f} ms; hits counted "
+            f"{r['counted']} of {r['hits']}")
     lines.append(f"load average (1 min) before/after: {results['load_before']:.2f} / "
                  f"{results['load_after']:.2f} on {os.cpu_count()} CPUs")
     return "\n".join(lines)
@@ -138,6 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--postgres-workers", type=int, default=4)
     parser.add_argument("--batch", type=int, default=16, help="jobs per claim")
     parser.add_argument("--repeat", type=int, default=1000, help="overhead samples")
+    parser.add_argument("--reads", type=int, default=1000,
+                        help="searches per mode in the read-counting cost (0: skip)")
     parser.add_argument("--dsn", default=None, help="PostgreSQL (default: an embedded one)")
     parser.add_argument("--tmpdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None, help="write JSON here")
@@ -149,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
             results["backends"]["sqlite"] = {
                 "drain": drain(path, "remem", opts.jobs, opts.sqlite_workers, opts.batch),
                 "overhead": overhead(str(Path(tmp) / "overhead.db"), "remem", opts.repeat)}
+            if opts.reads:
+                results["reads"] = reads(str(Path(tmp) / "reads.db"), opts.reads)
         if opts.backend in ("postgres", "both"):
             server = None
             dsn = opts.dsn
@@ -170,6 +218,7 @@ def main(argv: list[str] | None = None) -> None:
     if opts.out is not None:
         doc = {"benchmark": "background",
                "settings": {"jobs": opts.jobs, "batch": opts.batch, "repeat": opts.repeat,
+                            "reads": opts.reads,
                             "sqlite_workers": opts.sqlite_workers,
                             "postgres_workers": opts.postgres_workers},
                "machine": {"python": sys.version.split()[0], "platform": platform.platform(),

@@ -42,6 +42,9 @@ log = logging.getLogger("remem.background")
 #: seconds the recorder's thread waits for more notices before it stops (and closes its
 #: connections); the next notice starts it again
 LINGER = 1.0
+#: seconds the thread lets notices gather before it writes them: under a stream of reads,
+#: one transaction per window instead of one per read
+WINDOW = 0.05
 
 
 def tenant_of(store: Any) -> str:
@@ -113,6 +116,7 @@ class AccessRecorder:
                 if not self._pending():
                     self._thread = None
                     break
+            time.sleep(WINDOW)
             self.flush()
         self._close_queue()
 
