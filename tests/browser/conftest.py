@@ -98,6 +98,7 @@ class Seeded:
     xss_id: str
     beta_id: str
     thread_id: str
+    tea_event: str  # the tea memory's correction, an event only alpha may undo
     queued_job: str
     cancelled_job: str
     ids: dict[str, str] = field(default_factory=dict)  # alpha memory text -> id
@@ -118,11 +119,13 @@ def _seed(url: str, alpha: str, beta: str) -> Seeded:
                           {"messages": text, "user_id": USER, "infer": False, "split": "none"})
             ids[text] = added["changes"][0]["memory"]["id"]
         # corrections give memories a history (version 2): one to read, one to undo
+        events = {}
         for text, correction in ((TEA, TEA_CORRECTED), (BIRD, BIRD_CORRECTED)):
             corrected = client.patch(f"/v1/memories/{ids[text]}", json={
                 "content": correction, "reason": "she switched teas"},
                 headers={"Authorization": f"Bearer {alpha}"})
             assert corrected.status_code == 200, corrected.text
+            events[text] = corrected.json()["changes"][0]["event_id"]
         beta_added = _post(client, "/v1/memories", beta,
                            {"messages": BETA_SECRET, "user_id": "bob", "infer": False,
                             "split": "none"})
@@ -130,6 +133,9 @@ def _seed(url: str, alpha: str, beta: str) -> Seeded:
             "thread_id": "ada-chat", "metadata": {"user_id": USER},
             "messages": [{"role": "user", "content": "Remember that I drink jasmine tea."},
                          {"role": "assistant", "content": "Noted: jasmine tea."}]})
+        _post(client, "/v1/threads", alpha, {
+            "thread_id": "xss-thread", "metadata": {"user_id": USER},
+            "messages": [{"role": "user", "content": XSS}]})
         # background extractions an hour away (no worker runs): one queued, one cancelled
         jobs = [_post(client, "/v1/memories/submit", alpha, {
             "thread_id": thread, "user_id": USER, "messages": "I moved to Lisbon",
@@ -137,7 +143,7 @@ def _seed(url: str, alpha: str, beta: str) -> Seeded:
         _post(client, f"/v1/jobs/{jobs[1]}/cancel", alpha, {})
     return Seeded(url=url, alpha_key=alpha, beta_key=beta, tea_id=ids[TEA], xss_id=ids[XSS],
                   beta_id=beta_added["changes"][0]["memory"]["id"], thread_id="ada-chat",
-                  queued_job=jobs[0], cancelled_job=jobs[1], ids=ids)
+                  tea_event=events[TEA], queued_job=jobs[0], cancelled_job=jobs[1], ids=ids)
 
 
 def _make_keys(db: str) -> tuple[str, str]:
@@ -193,6 +199,8 @@ class Tab:
     accept_dialogs: bool = False
     #: pages whose ``Referrer-Policy: no-referrer`` the harness relaxed (see REFERRER_BUG)
     relaxed: list[str] = field(default_factory=list)
+    #: every page the tab's main frame loaded (redirects land here once, at their target)
+    visited: list[str] = field(default_factory=list)
 
     def open(self, path: str) -> int:
         """Go to ``path`` of the inspector; the HTTP status."""
@@ -215,6 +223,28 @@ class Tab:
                                       if (field && field.value === '') field.disabled = true; }""")
         self.page.click("#search-submit")
         self.page.wait_for_load_state()
+
+    def post_form(self, action: str) -> int:
+        """Submit a form this page did not offer (a forged state change): ``action`` with the
+        session's own CSRF token, taken from the memory list's logout form. The answer's
+        status."""
+        self.open("/ui/memories")
+        with self.page.expect_navigation() as navigation:
+            self.page.evaluate("""action => {
+                const form = document.createElement('form');
+                form.method = 'post';
+                form.action = action;
+                const token = document.createElement('input');
+                token.type = 'hidden';
+                token.name = 'csrf_token';
+                token.value = document.querySelector('input[name=csrf_token]').value;
+                form.appendChild(token);
+                document.body.appendChild(form);
+                form.submit();
+            }""", self.base + action)
+        response = navigation.value
+        assert response is not None, action
+        return response.status
 
     def shot(self, name: str) -> None:
         """Write this page's viewport to docs/img/ui/<name>.png (small: never full-page)."""
@@ -305,6 +335,8 @@ def open_tab(browser: Browser, base: str, viewport: ViewportSize = VIEWPORT, *,
     page.on("console", on_console)
     page.on("pageerror", lambda error: tab.console_errors.append(f"{page.url}: {error}"))
     page.on("dialog", on_dialog)
+    page.on("framenavigated",
+            lambda frame: tab.visited.append(frame.url) if frame == page.main_frame else None)
     yield tab
     context.close()
 

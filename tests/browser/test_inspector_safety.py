@@ -4,6 +4,7 @@ none of it; every page has no console error, labels every control and fits 375 p
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from tests.browser.conftest import (
@@ -11,6 +12,7 @@ from tests.browser.conftest import (
     BETA_SECRET,
     REFERRER_BUG,
     SEARCH_FORM_BUG,
+    TEA_CORRECTED,
     XSS,
     Seeded,
     Tab,
@@ -43,6 +45,12 @@ def test_a_memory_holding_markup_renders_as_text(tab: Tab, served: Seeded) -> No
     _assert_inert(tab)
     tab.shot("xss")
 
+    # in a conversation too: the message shows the markup as text
+    tab.open("/ui/threads/xss-thread")
+    assert tab.page.locator("li.message .message-text").all_inner_texts() == [XSS]
+    assert tab.page.locator("li.message .message-text *").count() == 0
+    _assert_inert(tab)
+
 
 def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
     tab.login(served.beta_key)
@@ -65,21 +73,43 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
     missing = {served.tea_id: "mem_0000000000000000000000000000",
                served.xss_id: "mem_1111111111111111111111111111",
                served.thread_id: "no-such-thread",
-               served.queued_job: "job_0000000000000000000000000000"}
-    pages = [("/ui/memories/{}", served.tea_id), ("/ui/memories/{}", served.xss_id),
-             ("/ui/threads/{}", served.thread_id), ("/ui/jobs/{}", served.queued_job)]
-    for path, alpha_id in pages:
+               served.queued_job: "job_0000000000000000000000000000",
+               served.tea_event: "evt_0000000000000000000000000000"}
+
+    def same_as_missing(path: str, *alpha_ids: str, post: bool = False) -> None:
         answers = []
-        for some_id in (alpha_id, missing[alpha_id]):
-            answers.append((tab.open(path.format(some_id)),
-                            tab.page.inner_text("#error-message").replace(some_id, "ID")))
+        for ids in (alpha_ids, [missing[i] for i in alpha_ids]):
+            url = path.format(*ids)
+            status = tab.post_form(url) if post else tab.open(url)
+            message = tab.page.inner_text("#error-message")
+            for some_id in ids:
+                message = message.replace(some_id, "ID")
+            answers.append((status, message))
             body = tab.page.inner_text("body")
-            assert not any(text in body for text in ALPHA_MEMORIES), path
+            assert not any(text in body for text in ALPHA_MEMORIES), url
         assert answers[0] == answers[1], answers
         assert answers[0][0] == 404, answers
+
+    for path, alpha_id in [("/ui/memories/{}", served.tea_id),
+                           ("/ui/memories/{}", served.xss_id),
+                           ("/ui/memories/{}?as_of=2000000000", served.tea_id),
+                           ("/ui/threads/{}", served.thread_id),
+                           ("/ui/jobs/{}", served.queued_job)]:
+        same_as_missing(path, alpha_id)
+    same_as_missing("/ui/memories/{}/undo/{}", served.tea_id, served.tea_event)
     tab.shot("not-found")
+    # forged state changes with beta's own session and CSRF token: refused, nothing changed
+    same_as_missing("/ui/memories/{}/undo/{}", served.tea_id, served.tea_event, post=True)
+    same_as_missing("/ui/jobs/{}/retry", served.queued_job, post=True)
+    alpha = {"Authorization": f"Bearer {served.alpha_key}"}
+    tea = httpx.get(f"{served.url}/v1/memories/{served.tea_id}", headers=alpha).json()
+    assert (tea["text"], tea["version"]) == (TEA_CORRECTED, 2)
+    job = httpx.get(f"{served.url}/v1/jobs/{served.queued_job}", headers=alpha).json()
+    assert job["status"] == "queued" and job["attempts"] == 0
     # Chromium logs each 404 document load; nothing else may be there
     assert all("404" in error for error in tab.console_errors), tab.console_errors
+    print(f"\nforeign-key browser probe: {len(tab.visited)} page loads as tenant beta, "
+          "0 showed tenant alpha's data")
 
 
 @pytest.mark.parametrize("width", [375])
