@@ -19,7 +19,7 @@ def test_migrations_are_their_own_family() -> None:
     from remem.graph.schema import GRAPH_MIGRATIONS, GRAPH_MIGRATIONS_POSTGRES
 
     assert [m.name for m in GRAPH_MIGRATIONS] == [m.name for m in GRAPH_MIGRATIONS_POSTGRES] \
-        == ["g001_graph", "g002_profile"]
+        == ["g001_graph", "g002_profile", "g003_fact_validity"]
 
 
 def test_every_async_method_has_its_sync_twins_signature() -> None:
@@ -109,3 +109,40 @@ def test_graph_facts_join_the_context_as_a_section(tmp_path: object) -> None:
         assert "Acme" not in text  # ended before the clock's time
         assert mem.context("Where does Ada work?", user_id="bob",
                            sections=[section]).to_string() == ""
+
+
+def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None:
+    """A database holding only g001 (before profiles and the validity index) gets g002 and
+    g003 on open, keeping its facts; the new tables and index work."""
+    import sqlite3
+    from pathlib import Path
+
+    from remem._sqlite import SQLiteConnections
+    from remem.graph import Graph, SQLiteGraphStorage
+    from remem.graph.rows import Rows
+    from remem.graph.schema import GRAPH_MIGRATIONS
+    from remem.graph.storage import _SQLiteTx
+    from remem.retrieval.tokenize import DefaultTokenizer
+    from remem.store.migrations import applied_sqlite, apply_sqlite
+
+    path = Path(str(tmp_path)) / "old.db"
+    conns = SQLiteConnections(str(path), owner="test")
+    with conns.connection() as conn:
+        apply_sqlite(conn, GRAPH_MIGRATIONS[:1])
+        conn.execute("BEGIN IMMEDIATE")
+        rows = Rows(_SQLiteTx(conn), "old\x1f", DefaultTokenizer())
+        ada = rows.insert_entity("Ada", "person", [], 0.0, None)
+        rows.insert_fact(ada.id, "age", None, "36", "Ada is 36", None, None, 0.0, None, 1, None)
+        conn.execute("COMMIT")
+    conns.close()
+    with Graph(SQLiteGraphStorage(path), ("old",)) as graph:
+        assert [f.fact for f in graph.facts()] == ["Ada is 36"]
+        graph.patch_profile([{"op": "add", "path": "/basic_info/age", "value": "36"}])
+        assert graph.profile().get("basic_info", "age") == "36"
+        assert [f.fact for f in graph.facts(as_of=1.0)] == ["Ada is 36"]
+    with sqlite3.connect(path) as conn:
+        assert [n for n in applied_sqlite(conn) if n.startswith("g")] == [
+            "g001_graph", "g002_profile", "g003_fact_validity"]
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                              "'index'")}
+        assert "graph_facts_validity" in indexes

@@ -150,6 +150,13 @@ def _profile_tables(text: str, real: str, integer: str, serial: str,
     )
 
 
+def _validity_index(prefix: str) -> tuple[str, ...]:
+    """The time lines of each fact in an index beside its id, so a validity check reads the
+    index, not the fact's row (which holds its text and embedding)."""
+    return (f"CREATE INDEX graph_facts_validity ON {prefix}graph_facts "
+            "(ns, id, valid_at, invalid_at, recorded_at, expired_at)",)
+
+
 GRAPH_MIGRATIONS: tuple[Migration, ...] = (
     # WITHOUT ROWID: the key tables are stored in key order, so a term's postings (with tf
     # and length) or an entity's edges are one contiguous range
@@ -157,6 +164,7 @@ GRAPH_MIGRATIONS: tuple[Migration, ...] = (
                                     "INTEGER PRIMARY KEY AUTOINCREMENT", "", " WITHOUT ROWID")),
     Migration("g002_profile", _profile_tables("TEXT", "REAL", "INTEGER",
                                               "INTEGER PRIMARY KEY AUTOINCREMENT", "")),
+    Migration("g003_fact_validity", _validity_index("")),
 )
 #: ``{s}``: the quoted schema (the store's)
 GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
@@ -166,6 +174,7 @@ GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
     Migration("g002_profile", _profile_tables(
         "text", "double precision", "bigint",
         "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "{s}.")),
+    Migration("g003_fact_validity", _validity_index("{s}.")),
 )
 
 FACT_COLUMNS = ("id", "subject_id", "predicate", "object_id", "value", "fact", "valid_at",
