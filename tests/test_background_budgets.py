@@ -216,3 +216,24 @@ def test_budget_cli(tmp_path: Path) -> None:
     assert removed.exit_code == 0 and "dropped" in removed.stdout
     missing = runner.invoke(cli, ["jobs", "budget", "rm", "--db", db, "--user", "ada"])
     assert missing.exit_code != 0 and "has no budget" in missing.output
+
+
+def test_a_write_checked_after_its_store_closed_still_queues_a_run(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    with Memory.open(db, embedder=FakeEmbedder()) as owner:
+        owner.background.set_budget(Budget(max_memories=1, consolidate_first=False),
+                                    user_id="ada")
+    # a short-lived process (a CLI command) writes and closes before its checks ran
+    writer = Memory.open(db, embedder=FakeEmbedder())
+    recorder = recorder_of(writer.store)
+    assert recorder is not None
+    with recorder._draining:  # hold the recorder's thread back until the store is closed
+        for n in range(3):
+            writer.add(f"item {n}", user_id="ada", infer=False)
+        writer.close()
+    recorder.flush()  # what the exit hook does
+    [check] = recorder.checks[-1:]
+    assert check.over and check.memories == -1  # not measured: the run will decide
+    with Memory.open(db, embedder=FakeEmbedder()) as owner:
+        [run] = [j for j in owner.background.run_due() if j.kind == FORGET]
+        assert run.result is not None and (run.result["before"], run.result["after"]) == (3, 1)

@@ -149,10 +149,12 @@ class AccessRecorder:
                 if written:
                     self.checks += Budgets(self._queue, tenant=self.tenant).check(store, written)
                     del self.checks[:-100]  # the last ones are enough to look at
-            except Exception:  # a closed store, a database gone: counting never fails a read
+            except Exception:  # a database gone or read-only: counting never fails a read
                 self.errors += 1
-                log.warning("could not record %d memory reads / check %d namespaces",
-                            len(reads), len(written), exc_info=True)
+                # said once per recorder (a read-only database would say it at every read)
+                (log.warning if self.errors == 1 else log.debug)(
+                    "could not record %d memory reads / check %d namespaces (later failures "
+                    "are logged at debug level)", len(reads), len(written), exc_info=True)
 
     def close(self) -> None:
         """Flush, and close the connections (a later notice opens them again)."""

@@ -70,8 +70,8 @@ class StoredBudget:
 
 @dataclass(frozen=True, slots=True)
 class BudgetCheck:
-    """One namespace checked against its budget: what it holds, and the job queued (if
-    it was over)."""
+    """One namespace checked against its budget: what it holds (-1: it could not be read,
+    and a run was queued to decide), and the job queued (if it was over)."""
 
     namespace: Namespace
     memories: int
@@ -142,7 +142,12 @@ class Budgets:
         checks = []
         for row in self.queue.budgets(tenant=self.tenant, namespaces=keys):
             stored = StoredBudget.of_row(row)
-            count, tokens, over = measure(store, stored.namespace, stored.budget)
+            try:
+                count, tokens, over = measure(store, stored.namespace, stored.budget)
+            except Exception:
+                # the store cannot be read (closed at exit, say): let the run decide, it
+                # reads the namespace itself and evicts nothing when it fits
+                count, tokens, over = -1, -1, True
             job = (self.queue.submit(forget_submission(stored.namespace, stored.budget,
                                                        tenant=self.tenant))
                    if over else None)
