@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from remem.background import JobQueue, NewJob, Submission
 from remem.background.jobs import backoff, merge_messages
@@ -342,3 +344,109 @@ def test_claims_can_be_limited_to_one_tenant(queue: JobQueue) -> None:
     theirs = queue.enqueue(NewJob("noop", tenant="acme"))
     assert [j.id for j in queue.claim("w", limit=5, tenant="")] == [ours.id]
     assert [j.id for j in queue.claim("w", limit=5, tenant="acme")] == [theirs.id]
+
+
+# -- beside the jobs: read counts, budgets, the metrics breakdown ------------------------------
+
+_prefixes = itertools.count()
+
+
+def test_read_counts_add_up_and_keep_the_latest_read(queue: JobQueue) -> None:
+    assert queue.access(["mem_a"]) == {}
+    queue.touch([("mem_a", 2, 100.0), ("mem_b", 1, 50.0)])
+    queue.touch([("mem_a", 1, 90.0)])  # an older read arriving late keeps the latest time
+    queue.touch([])
+    assert queue.access(["mem_a", "mem_b", "mem_c"]) == {"mem_a": (3, 100.0),
+                                                        "mem_b": (1, 50.0)}
+    many = [(f"mem_{n}", 1, float(n)) for n in range(1200)]  # more ids than one IN list
+    queue.touch(many)
+    assert len(queue.access([m for m, _, _ in many])) == 1200
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 3),
+                                   st.floats(0, 1e9, allow_nan=False)),
+                         max_size=8), max_size=6))
+def test_read_counts_match_a_model(queue: JobQueue,
+                                   batches: list[list[tuple[int, int, float]]]) -> None:
+    prefix = f"p{next(_prefixes)}_"  # one queue for every example: ids of its own
+    expected: dict[str, tuple[int, float]] = {}
+    for batch in batches:
+        reads = [(f"{prefix}{i}", n, at) for i, n, at in batch]
+        # a batch as the recorder writes it: one row per id
+        merged: dict[str, tuple[int, float]] = {}
+        for memory_id, n, at in reads:
+            uses, last = merged.get(memory_id, (0, at))
+            merged[memory_id] = (uses + n, max(last, at))
+        queue.touch([(i, n, at) for i, (n, at) in merged.items()])
+        for memory_id, (n, at) in merged.items():
+            uses, last = expected.get(memory_id, (0, at))
+            expected[memory_id] = (uses + n, max(last, at))
+    assert queue.access([f"{prefix}{i}" for i in range(6)]) == expected
+
+
+def test_concurrent_read_counts_add_up(queue: JobQueue) -> None:
+    ids = [f"c{n}" for n in range(30)]
+
+    def reader(offset: int) -> None:
+        for round_ in range(10):
+            # each writer in its own order: the rows are upserted sorted, so no deadlock
+            rotated = ids[offset:] + ids[:offset]
+            queue.touch([(i, 1, float(round_)) for i in rotated])
+
+    threads = [threading.Thread(target=reader, args=(n * 7,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert queue.access(ids) == {i: (40, 9.0) for i in ids}
+
+
+def test_budgets_are_kept_per_tenant_and_namespace(queue: JobQueue, clock: FakeClock) -> None:
+    queue.put_budget("", '["memories","user","ada"]', '{"max_memories":3}')
+    queue.put_budget("acme", '["memories","user","ada"]', '{"max_memories":9}')
+    clock.advance(5)
+    queue.put_budget("", '["memories","user","ada"]', '{"max_memories":4}')  # replaced
+    queue.put_budget("", '["memories","user","bo"]', '{"max_tokens":100}')
+    assert queue.budgets(tenant="") == [
+        ("", '["memories","user","ada"]', '{"max_memories":4}', clock.now),
+        ("", '["memories","user","bo"]', '{"max_tokens":100}', clock.now)]
+    assert [b[2] for b in queue.budgets(tenant="acme")] == ['{"max_memories":9}']
+    assert [b[1] for b in queue.budgets(namespaces=['["memories","user","bo"]'])] == [
+        '["memories","user","bo"]']
+    assert queue.budgets(namespaces=[]) == []
+    assert queue.delete_budget("", '["memories","user","ada"]')
+    assert not queue.delete_budget("", '["memories","user","ada"]')
+    assert len(queue.budgets()) == 2
+
+
+def test_breakdown_by_kind_and_status(queue: JobQueue) -> None:
+    for kind in ("noop", "noop", "extract"):
+        queue.enqueue(NewJob(kind))
+    [claimed] = queue.claim("w1", kinds=["extract"])
+    queue.complete(claimed.id, "w1")
+    queue.enqueue(NewJob("noop", tenant="acme"))
+    assert queue.breakdown() == {("noop", "queued"): 3, ("extract", "done"): 1}
+    assert queue.breakdown(tenant="acme") == {("noop", "queued"): 1}
+
+
+def test_an_old_jobs_table_is_migrated(tmp_path: Path, clock: FakeClock) -> None:
+    import sqlite3
+
+    from remem.background.sql import JOB_MIGRATIONS
+    from remem.store.migrations import apply_sqlite
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_sqlite(conn, JOB_MIGRATIONS[:1])  # a database from before read counts and budgets
+    conn.close()
+    with JobQueue.open(path, clock=clock) as old:
+        job = old.enqueue(NewJob("noop"))
+    with JobQueue.open(path, clock=clock) as queue:
+        queue.touch([("mem_a", 1, 1.0)])
+        assert queue.access(["mem_a"]) == {"mem_a": (1, 1.0)}
+        assert queue.get(job.id).status == "queued"
+    conn = sqlite3.connect(path)
+    assert applied_sqlite(conn)[-2:] == ["j001_jobs", "j002_access_budgets"]
+    conn.close()
