@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from remem.api import Memory
 from remem.embed import FakeEmbedder
+from remem.llm.base import ChatModel
 from remem.server import ServerConfig, create_app
 from remem.server.state import Principal, ServerState
 from remem.threads.scoped import ScopedThreads
@@ -55,11 +56,12 @@ class Server:
 
 
 @contextmanager
-def server(*, auth: bool = True) -> Iterator[Server]:
-    """A server on a fresh SQLite file (vectors from the fake embedder)."""
+def server(*, auth: bool = True, llm: ChatModel | None = None) -> Iterator[Server]:
+    """A server on a fresh SQLite file (vectors from the fake embedder; ``llm``: its chat
+    model, a scripted one in tests)."""
     with tempfile.TemporaryDirectory(prefix="remem-ui-") as directory:
         app = create_app(ServerConfig(db=os.path.join(directory, "ui.db"), auth=auth,
-                                      embedder=FakeEmbedder(), mcp=False,
+                                      embedder=FakeEmbedder(), mcp=False, llm=llm,
                                       key_cache_seconds=0))
         try:
             yield Server(app, app.state.remem)

@@ -21,6 +21,7 @@ Pages (under the mount point, ``/ui``):
 ``/blocks``, ``/blocks/{id}``       core memory blocks, how full; a block's history
 ``/files?tree=&path=``              a file tree's directory, or a file and its history
 ``/prompts``, ``/prompts/{name}``   versioned prompts; a prompt's versions with diffs
+``/graph?user=&entity=&q=``         a scope's graph: fact search, an entity as SVG
 ``/dashboard``                      latency percentiles per route, jobs and threads
 ==================================  ======================================================
 
@@ -29,7 +30,8 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
 * navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``,
-  ``#nav-blocks``, ``#nav-files``, ``#nav-prompts``, ``#nav-dashboard``; pagers
+  ``#nav-blocks``, ``#nav-files``, ``#nav-prompts``, ``#nav-graph``,
+  ``#nav-dashboard``; pagers
   ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
@@ -63,6 +65,10 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * prompts: ``#prompts`` table of ``tr.prompt-row[data-name]`` with ``a.prompt-link``;
   prompt page ``#prompt-name``, ``#prompt-text``,
   ``#prompt-history .version[data-version][data-kind]``;
+* graph: ``#graph-form``, ``#graph-user``, ``#graph-agent``, ``#graph-q``, ``#graph-entity``,
+  ``#graph-as-of``, ``#graph-submit``; ``#fact-hits`` of ``tr.fact-row[data-holds]`` with
+  ``a.entity-link``; ``#entity-name``, ``#graph-svg`` with ``g.edge[data-fact][data-holds]``
+  (``.ended`` dashed) and ``a.node[data-entity]``, ``#entity-current``, ``#entity-timeline``;
 * dashboard: ``#dash-threads[data-count]``, ``#dash-jobs-depth[data-count]``,
   ``#dash-jobs-failures[data-count]``, ``#latency`` table of
   ``tr.latency-row[data-route][data-method]`` with an ``svg.latency-plot``;

@@ -23,6 +23,7 @@ from remem.ui import (
     routes_auth,
     routes_dashboard,
     routes_files,
+    routes_graph,
     routes_jobs,
     routes_memories,
     routes_prompts,
@@ -52,6 +53,7 @@ def build_ui(state: ServerState, prefix: str = UI_PATH, *,
     app.include_router(routes_jobs.router)
     app.include_router(routes_files.router)
     app.include_router(routes_prompts.router)
+    app.include_router(routes_graph.router)
     app.include_router(routes_dashboard.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
