@@ -106,7 +106,7 @@ class Seeded:
 
 def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> Any:
     response = client.post(path, json=body, headers={"Authorization": f"Bearer {key}"})
-    assert response.status_code == 200, (path, response.status_code, response.text)
+    assert response.status_code in (200, 201), (path, response.status_code, response.text)
     return response.json()
 
 
@@ -136,6 +136,18 @@ def _seed(url: str, alpha: str, beta: str) -> Seeded:
         _post(client, "/v1/threads", alpha, {
             "thread_id": "xss-thread", "metadata": {"user_id": USER},
             "messages": [{"role": "user", "content": XSS}]})
+        # a core memory block, a file and a prompt, each changed once (a history to show)
+        _post(client, "/v1/blocks", alpha, {"id": "persona", "label": "persona", "limit": 200,
+                                             "value": "Ada's assistant: brief and warm."})
+        changed = client.patch("/v1/blocks/persona", headers={"Authorization": f"Bearer {alpha}"},
+                               json={"value": "Ada's assistant: brief, warm, tea-minded."})
+        assert changed.status_code == 200, changed.text
+        _post(client, "/v1/files/write", alpha, {"path": "/notes/tea.md",
+                                                  "content": "# Tea\n\njasmine in the morning\n"})
+        _post(client, "/v1/files/edit", alpha, {"path": "/notes/tea.md",
+                                                 "old_string": "jasmine", "new_string": "oolong"})
+        _post(client, "/v1/prompts", alpha, {"name": "greeting", "text": "Hello {name}."})
+        _post(client, "/v1/prompts/greeting", alpha, {"text": "Hello {name}, welcome back."})
         # background extractions an hour away (no worker runs): one queued, one cancelled
         jobs = [_post(client, "/v1/memories/submit", alpha, {
             "thread_id": thread, "user_id": USER, "messages": "I moved to Lisbon",

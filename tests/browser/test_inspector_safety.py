@@ -18,6 +18,9 @@ from tests.browser.conftest import (
     Tab,
 )
 
+#: what tenant alpha wrote that no page may show tenant beta
+ALPHA_SECRETS = [*ALPHA_MEMORIES, "tea-minded", "oolong in the morning", "welcome back"]
+
 #: nothing the probe could have done: a script or handler ran, or an element got in
 _PROBE_EFFECTS = """() => ({
     ran: typeof window.__xss !== 'undefined',
@@ -62,11 +65,13 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
         tab.search(query)
         ids = tab.page.locator("li.hit").evaluate_all("els => els.map(e => e.dataset.id)")
         assert set(ids) <= {served.beta_id}, query
-    for page in ("/ui/namespaces", "/ui/threads", "/ui/jobs"):
+    for page in ("/ui/namespaces", "/ui/threads", "/ui/jobs", "/ui/blocks", "/ui/files",
+                 "/ui/files?path=/notes", "/ui/prompts", "/ui/dashboard"):
         assert tab.open(page) == 200
         shown = tab.page.inner_text("#main")
         assert not any(secret in shown for secret in
-                       ("ada", served.thread_id, served.queued_job, served.cancelled_job)), page
+                       ("ada", served.thread_id, served.queued_job, served.cancelled_job,
+                        "persona", "tea.md", "greeting", *ALPHA_SECRETS)), page
     tab.assert_basics()
 
     # alpha's pages opened directly answer exactly as pages of ids that exist nowhere do
@@ -74,28 +79,33 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
                served.xss_id: "mem_1111111111111111111111111111",
                served.thread_id: "no-such-thread",
                served.queued_job: "job_0000000000000000000000000000",
-               served.tea_event: "evt_0000000000000000000000000000"}
+               served.tea_event: "evt_0000000000000000000000000000",
+               "persona": "no-such-block", "greeting": "no_such_prompt",
+               "/notes/tea.md": "/notes/none.md"}
 
-    def same_as_missing(path: str, *alpha_ids: str, post: bool = False) -> None:
+    def same_as_missing(path: str, *alpha_ids: str, post: bool = False,
+                        status: int = 404) -> None:
         answers = []
         for ids in (alpha_ids, [missing[i] for i in alpha_ids]):
             url = path.format(*ids)
-            status = tab.post_form(url) if post else tab.open(url)
-            message = tab.page.inner_text("#error-message")
+            got = tab.post_form(url) if post else tab.open(url)
+            shown = tab.page.inner_text("#main")
             for some_id in ids:
-                message = message.replace(some_id, "ID")
-            answers.append((status, message))
+                shown = shown.replace(some_id, "ID")
+            answers.append((got, shown))
             body = tab.page.inner_text("body")
-            assert not any(text in body for text in ALPHA_MEMORIES), url
+            assert not any(text in body for text in ALPHA_SECRETS), url
         assert answers[0] == answers[1], answers
-        assert answers[0][0] == 404, answers
+        assert answers[0][0] == status, answers
 
     for path, alpha_id in [("/ui/memories/{}", served.tea_id),
                            ("/ui/memories/{}", served.xss_id),
                            ("/ui/memories/{}?as_of=2000000000", served.tea_id),
                            ("/ui/threads/{}", served.thread_id),
-                           ("/ui/jobs/{}", served.queued_job)]:
+                           ("/ui/jobs/{}", served.queued_job),
+                           ("/ui/blocks/{}", "persona"), ("/ui/prompts/{}", "greeting")]:
         same_as_missing(path, alpha_id)
+    same_as_missing("/ui/files?path={}", "/notes/tea.md", status=200)  # beta's empty tree
     same_as_missing("/ui/memories/{}/undo/{}", served.tea_id, served.tea_event)
     tab.shot("not-found")
     # forged state changes with beta's own session and CSRF token: refused, nothing changed
@@ -123,7 +133,9 @@ def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
     tea_page = f"/ui/memories/{served.tea_id}"
     for path in ["/ui/memories", "/ui/memories?q=oolong+tea", "/ui/namespaces", "/ui/threads",
                  f"/ui/threads/{served.thread_id}", tea_page, "/ui/jobs",
-                 f"/ui/jobs/{served.queued_job}"]:
+                 f"/ui/jobs/{served.queued_job}", "/ui/blocks", "/ui/blocks/persona",
+                 "/ui/files", "/ui/files?path=/notes/tea.md", "/ui/prompts",
+                 "/ui/prompts/greeting", "/ui/dashboard"]:
         assert phone.open(path) == 200, path
         pages[path] = (phone.overflow_width(), phone.unlabelled_controls())
         if path == "/ui/memories?q=oolong+tea":
@@ -140,7 +152,7 @@ def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
     assert too_wide == {}
     assert unlabelled == {}
     assert phone.console_errors == []
-    assert len(pages) == 10
+    assert len(pages) == 17
 
 
 def test_forms_post_as_chromium_sends_them(bare_tab: Tab, served: Seeded) -> None:
