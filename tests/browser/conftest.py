@@ -306,10 +306,10 @@ SEARCH_FORM_BUG = ("the search form sends its empty recency_days field, which /u
 
 
 def open_tab(browser: Browser, base: str, viewport: ViewportSize = VIEWPORT, *,
-             relax_referrer: bool = True) -> Iterator[Tab]:
+             relax_referrer: bool = True, javascript: bool = True) -> Iterator[Tab]:
     """A :class:`Tab` on the server at ``base`` in a fresh browser context, closed after the
     test (a generator for fixtures to ``yield from``)."""
-    context = browser.new_context(viewport=viewport)
+    context = browser.new_context(viewport=viewport, java_script_enabled=javascript)
     context.set_default_timeout(5_000)
     page = context.new_page()
     tab = Tab(page=page, base=base)
@@ -363,6 +363,12 @@ def tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
 def bare_tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
     """A fresh browser context at desktop size with no workaround of REFERRER_BUG."""
     yield from open_tab(browser, served.url, relax_referrer=False)
+
+
+@pytest.fixture
+def no_js_tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
+    """A fresh browser context at desktop size with JavaScript switched off."""
+    yield from open_tab(browser, served.url, javascript=False)
 
 
 @pytest.fixture

@@ -236,3 +236,20 @@ def test_the_jobs_page_shows_the_queue_and_retries_a_cancelled_job(tab: Tab,
     assert tab.page.inner_text("#job-status") == "queued"
     assert tab.page.locator("#retry-form").count() == 0  # nothing left to retry
     tab.assert_basics()
+
+
+def test_reading_needs_no_javascript(no_js_tab: Tab, served: Seeded) -> None:
+    tab = no_js_tab
+    tab.login(served.alpha_key)
+    tab.page.fill("#search-recency", "30")  # (see SEARCH_FORM_BUG: no script to work around)
+    tab.search("oolong")
+    assert tab.page.locator("li.hit").first.get_attribute("data-id") == served.tea_id
+    assert tab.page.locator("li.hit").first.locator(".score-bar").count() == 4
+    tab.page.click(f"li.hit[data-id='{served.tea_id}'] a.hit-link")
+    tab.page.wait_for_selector("#memory-text")
+    assert tab.page.inner_text("#memory-text") == TEA_CORRECTED
+    assert tab.page.locator("#history .version").count() == 2
+    assert tab.page.locator("#as-of-slider").count() == 0  # the script did not run
+    tab.open(f"/ui/threads/{served.thread_id}")
+    assert tab.page.locator("li.message").count() == 2
+    tab.assert_basics()
