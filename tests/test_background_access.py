@@ -148,3 +148,35 @@ def test_lru_evicts_the_least_recently_read(backend: str, tmp_path: Path, clock:
         assert run.result is not None and run.result["evicted"] == [new]
         [event] = [e for e in mem.history(new) if e.op == "invalidate"]
         assert "least recently used" in event.reason
+
+
+def test_reads_over_http_count_for_the_tenant(tmp_path: Path) -> None:
+    import httpx
+
+    from remem.server import ServerConfig, create_app
+    from remem.server.routes_jobs import jobs_queue
+    from remem.server.state import Principal
+    from remem.testing.server import ThreadedServer
+
+    app = create_app(ServerConfig(db=tmp_path / "server.db", embedder=FakeEmbedder(),
+                                  mcp=False))
+    key = app.state.remem.keys.create("acme")[0]
+    headers = {"Authorization": f"Bearer {key}"}
+    try:
+        with ThreadedServer(app) as server:
+            added = httpx.post(f"{server.url}/v1/memories", headers=headers,
+                               json={"messages": "Drinks green tea", "user_id": "ada",
+                                     "infer": False}).json()
+            memory_id = added["changes"][0]["memory"]["id"]
+            for _ in range(3):
+                found = httpx.post(f"{server.url}/v1/memories/search", headers=headers,
+                                   json={"query": "tea", "user_id": "ada"})
+                assert found.status_code == 200
+            assert httpx.get(f"{server.url}/v1/memories/{memory_id}",
+                             headers=headers).status_code == 200
+        memory = app.state.remem.memory_for(Principal(tenant="acme"))
+        [(uses, _)] = memory.background.usage([memory_id]).values()
+        assert uses == 4
+    finally:
+        jobs_queue(app).close()
+        app.state.remem.close()

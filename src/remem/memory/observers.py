@@ -72,6 +72,8 @@ def observer_for(store: Any) -> StoreObserver | None:
         return _observers[store]
     except KeyError:
         pass
+    except TypeError:  # a store that cannot be weakly referenced or hashed: no observer
+        return None
     if _factory is None:
         # the background package registers the factory; importing it here keeps remem.memory
         # free of an import-time dependency on it
