@@ -16,8 +16,11 @@ from starlette.routing import Mount
 
 from remem.background import NewJob
 from remem.blocks.store import Blocks
+from remem.files.permissions import Policy, Rule
 from remem.files.store import StoreFileBackend
 from remem.procedural.prompts import PromptRegistry
+from remem.server.routes_approvals import approvals_for
+from remem.server.routes_files import guarded_files, set_file_policy
 from remem.server.routes_jobs import queue_of
 from remem.server.state import Principal
 from remem.ui.session import Session, SessionCodec
@@ -37,6 +40,7 @@ class World:
 
     added_event_id: str
     job_id: str
+    approval_id: str
 
     def secrets(self) -> tuple[str, ...]:
         """What a foreign tenant must never see and never sends itself (the probe's own
@@ -69,13 +73,16 @@ def world() -> Iterator[World]:
             "owner-block", label="secrets", value="the code is 4711")
         StoreFileBackend(owner_store, ("files", "default")).write("/owner/secret.md", "4711")
         PromptRegistry(owner_store).create("owner-prompt", "the code is 4711")
+        set_file_policy(srv.state, Policy((Rule("ask", "/plans/**", frozenset({"write"})),)))
+        parked = guarded_files(srv.state, Principal("owner"), "default",
+                               actor="agent").write("/plans/p.md", "4711")
         job = queue_of(srv.state).enqueue(NewJob("memory.extract", {"note": "4711"},
                                                  tenant="owner"))
         claimed = queue_of(srv.state).claim_one(job.id, "w1")
         assert claimed is not None
         queue_of(srv.state).fail(job.id, "w1", "rotated", permanent=True)
         yield World(srv, memory_id, event_id, "owner-thread", checkpoint.id, added_event_id,
-                    job.id)
+                    job.id, parked.approval_id)
 
 
 def _api_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
@@ -100,7 +107,9 @@ def _fill(path: str, world: World) -> str:
             .replace("{thread_id}", world.thread_id)
             .replace("{job_id}", world.job_id)
             .replace("{block_id}", "owner-block")
-            .replace("{name}", "owner-prompt"))
+            .replace("{name}", "owner-prompt")
+            .replace("{approval_id}", world.approval_id)
+            .replace("{decision}", "reject"))
 
 
 def _probe(world: World, tenant: str, *,
@@ -139,7 +148,7 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
     print(f"\nforeign-key probe: {requests} requests on {len(statuses)} route/method pairs, "
           f"{views} showing another tenant's data")
     assert views == 0
-    assert len(statuses) >= 18  # every page of the inspector was probed
+    assert len(statuses) >= 21  # every page of the inspector was probed
     for route, seen in statuses.items():
         if "{" in route:  # a route naming the owner's object: never found
             assert seen == {404}, (route, seen)
@@ -148,6 +157,8 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
             # the graph asks for a user when a probe sends a query without one (422)
             assert seen <= {200, 303, 404, 422}, (route, seen)
     assert queue_of(world.srv.state).get(world.job_id).status == "failed"  # not retried
+    owner_approvals = approvals_for(world.srv.state.store_for(Principal("owner")), "default")
+    assert owner_approvals.get(world.approval_id).status == "pending"  # not resolved
     owner_memory = world.srv.memory("owner").get(world.memory_id)
     assert owner_memory.text == OWNER_TEXT + " (changed)"  # the foreign undo did nothing
 

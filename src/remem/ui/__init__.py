@@ -22,6 +22,7 @@ Pages (under the mount point, ``/ui``):
 ``/files?tree=&path=``              a file tree's directory, or a file and its history
 ``/prompts``, ``/prompts/{name}``   versioned prompts; a prompt's versions with diffs
 ``/graph?user=&entity=&q=``         a scope's graph: fact search, an entity as SVG
+``/approvals``, ``/approvals/{id}`` parked file operations; POST ``approve`` / ``reject``
 ``/dashboard``                      latency percentiles per route, jobs and threads
 ==================================  ======================================================
 
@@ -30,7 +31,7 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * login: ``#login-key`` (the key field), ``#login-submit``, ``#login-problem`` (after a
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
 * navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``,
-  ``#nav-blocks``, ``#nav-files``, ``#nav-prompts``, ``#nav-graph``,
+  ``#nav-blocks``, ``#nav-files``, ``#nav-approvals``, ``#nav-prompts``, ``#nav-graph``,
   ``#nav-dashboard``; pagers
   ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
@@ -69,6 +70,11 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
   ``#graph-as-of``, ``#graph-submit``; ``#fact-hits`` of ``tr.fact-row[data-holds]`` with
   ``a.entity-link``; ``#entity-name``, ``#graph-svg`` with ``g.edge[data-fact][data-holds]``
   (``.ended`` dashed) and ``a.node[data-entity]``, ``#entity-current``, ``#entity-timeline``;
+* approvals: ``#approvals-tree``, ``#approvals-status``, ``#approvals-submit``;
+  ``#approvals`` table of ``tr.approval-row[data-status]`` with ``a.approval-link``; an
+  approval's ``#approval-id``, ``#approval-operation``, ``#approval-path``,
+  ``#approval-status``, ``#approval-arguments``, ``#approve-form`` / ``#approve-submit``,
+  ``#reject-form`` / ``#reject-reason`` / ``#reject-submit`` (while pending);
 * dashboard: ``#dash-threads[data-count]``, ``#dash-jobs-depth[data-count]``,
   ``#dash-jobs-failures[data-count]``, ``#latency`` table of
   ``tr.latency-row[data-route][data-method]`` with an ``svg.latency-plot``;

@@ -20,6 +20,7 @@ from remem.server.metrics import Metrics
 from remem.server.netguard import HostGuard
 from remem.server.state import ServerConfig, ServerState
 from remem.ui import (
+    routes_approvals,
     routes_auth,
     routes_dashboard,
     routes_files,
@@ -54,6 +55,7 @@ def build_ui(state: ServerState, prefix: str = UI_PATH, *,
     app.include_router(routes_files.router)
     app.include_router(routes_prompts.router)
     app.include_router(routes_graph.router)
+    app.include_router(routes_approvals.router)
     app.include_router(routes_dashboard.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
