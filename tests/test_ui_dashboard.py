@@ -55,5 +55,7 @@ def test_dashboard_shows_search_latency_jobs_and_threads() -> None:
                         page.text)
         assert row is not None and row.group(1) == "3"
         assert 'id="dash-threads" data-count="1"' in page.text
+        again = srv.logged_in("acme").get("/ui/dashboard")  # the first one is counted now
+        assert 'data-route="/ui/dashboard" data-method="GET"' in again.text
         assert 'id="dash-jobs-depth" data-count="0"' in page.text
         assert "acme" not in page.text.split("</header>")[1]  # the figures name no tenant

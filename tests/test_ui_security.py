@@ -6,9 +6,8 @@ CSP without inline script or style, no secrets in pages, no open redirect."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
@@ -23,6 +22,7 @@ from remem.server.routes_approvals import approvals_for
 from remem.server.routes_files import guarded_files, set_file_policy
 from remem.server.routes_jobs import queue_of
 from remem.server.state import Principal
+from remem.ui.app import page_routes
 from remem.ui.session import Session, SessionCodec
 from tests.ui_support import Server, csrf_of, login, server
 
@@ -85,20 +85,10 @@ def world() -> Iterator[World]:
                     job.id, parked.approval_id)
 
 
-def _api_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
-    for route in routes:
-        if isinstance(route, APIRoute):
-            yield route
-        # FastAPI >= 0.16x keeps an included router as a wrapper around the original
-        inner = getattr(route, "original_router", None)
-        if inner is not None:
-            yield from _api_routes(inner.routes)
-
-
 def _ui_routes(srv: Server) -> list[APIRoute]:
     """Every page route registered under /ui (the static files aside)."""
     mount = next(r for r in srv.app.routes if isinstance(r, Mount) and r.path == "/ui")
-    return list(_api_routes(mount.routes))
+    return list(page_routes(mount.routes))
 
 
 def _fill(path: str, world: World) -> str:

@@ -4,6 +4,7 @@ job queue and threads at a glance."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -35,6 +36,13 @@ async def dashboard(request: Request) -> Response:
 
     stats, threads = await ui.run(load)
     rows = latencies(ui.metrics.render()) if ui.metrics is not None else []
+    # the server records the inspector's pages by their route inside the inspector
+    # ("/memories"): show them under the mount point, as a browser requests them
+    from remem.ui.app import page_routes  # (the app module imports this one)
+
+    own = {route.path for route in page_routes(request.app.routes)}
+    rows = [replace(row, route=ui.prefix + row.route) if row.route in own else row
+            for row in rows]
     scale = max((row.p99_ms for row in rows), default=0.0) or 1.0
     return ui.page(request, viewer, "dashboard.html", rows=rows, scale=scale, stats=stats,
                    threads=min(threads, THREADS_CAP), more_threads=threads > THREADS_CAP,
