@@ -90,7 +90,7 @@ def handlers(memory_for: Callable[[str], Memory],
 
     return {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler,
             CONSOLIDATE: consolidation_handler(memory_for, queue),
-            FORGET: forgetting_handler(memory_for),
+            FORGET: forgetting_handler(memory_for, queue),
             OPTIMIZE: memory_optimization_handler(memory_for),
             EXTRACT_EPISODES: memory_episode_handler(memory_for)}
 

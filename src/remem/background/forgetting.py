@@ -208,9 +208,11 @@ def forget_flow(namespace: Namespace, budget: Budget, *, now: float, lock: LockS
     return ForgetReport(namespace, before, count, tokens_before, tokens, tuple(evicted), merged)
 
 
-def forgetting_handler(memory_for: Callable[[str], Memory]
+def forgetting_handler(memory_for: Callable[[str], Memory], queue: JobQueue | None = None
                        ) -> Callable[[Job], Mapping[str, Any]]:
-    """The handler of :data:`FORGET` jobs (payload: ``namespace`` and the budget's fields)."""
+    """The handler of :data:`FORGET` jobs (payload: ``namespace`` and the budget's fields);
+    ``queue``: the worker's (read counts are beside its jobs; default: the queue beside each
+    memory's store, opened per run)."""
     from remem.llm.config import require_model
 
     def run(job: Job) -> Mapping[str, Any]:
@@ -222,14 +224,15 @@ def forgetting_handler(memory_for: Callable[[str], Memory]
                 model = memory.llm or require_model()
             except ConfigError:  # no model anywhere: evict without merging first
                 budget = replace(budget, consolidate_first=False)
-        queue = JobQueue.beside(memory.store)
+        counts = queue if queue is not None else JobQueue.beside(memory.store)
         try:
             flow = forget_flow(tuple(job.payload["namespace"]), budget, now=memory.clock(),
                                lock=memory.lock, vectors=memory.store.index is not None,
-                               change_key=job.id, reads=_reads_of(memory, queue))
+                               change_key=job.id, reads=_reads_of(memory, counts))
             return run_sync(flow, memory.store, model).to_dict()
         finally:
-            queue.close()
+            if counts is not queue:
+                counts.close()
 
     return run
 
