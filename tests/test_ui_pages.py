@@ -198,10 +198,14 @@ def test_logout_ends_the_session_and_revoking_the_key_does_too(srv: Server) -> N
     token = srv.key("acme")
     login(browser, token)
     page = browser.get("/ui/memories")
+    copy = srv.browser()  # a copy of the cookie (stolen, or another tab)
+    copy.cookies.set("remem_ui", browser.cookies["remem_ui"], path="/ui")
+    assert copy.get("/ui/memories").status_code == 200
     out = browser.post("/ui/logout", data={"csrf_token": csrf_of(page.text)},
                        follow_redirects=False)
     assert out.status_code == 303 and out.headers["location"] == "/ui/login"
     assert browser.get("/ui/memories", follow_redirects=False).status_code == 303
+    assert copy.get("/ui/memories", follow_redirects=False).status_code == 303
     login(browser, token)
     assert browser.get("/ui/memories").status_code == 200
     key_id = token.split("_")[1]

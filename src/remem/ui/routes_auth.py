@@ -56,10 +56,12 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request) -> Response:
-    """End the session (a new anonymous one replaces it)."""
+    """End the session, on the server too (a copy of its cookie stops working), and start
+    an anonymous one."""
     ui = inspector(request)
     viewer = await ui.viewer(request)
     await ui.form(request, viewer)
     if ui.local:
         return ui.redirect(request, f"{ui.prefix}/memories")
+    await ui.end_session(viewer.session)
     return ui.redirect(request, f"{ui.prefix}/login", ui.start_session(None))

@@ -54,6 +54,8 @@ SECURITY_HEADERS: Final = {
 #: (no tenant's scoped store can reach it)
 SECRET_NAMESPACE: Final = (KEYS_NAMESPACE[0], "ui")
 SECRET_KEY: Final = "session_secret"
+#: sessions ended by logout (until they would have expired anyway)
+ENDED_NAMESPACE: Final = (KEYS_NAMESPACE[0], "ui_ended_sessions")
 _TEMPLATES = Path(__file__).parent / "templates"
 #: the largest form body a page accepts
 MAX_FORM_BYTES: Final = 64 * 1024
@@ -152,11 +154,17 @@ class Inspector:
         if self.local:
             principal = Principal(LOCAL_TENANT)
         elif session.logged_in and session.key_id is not None:
-            key_id = session.key_id
-            key = await self.state.run(lambda: self.state.keys.lookup(key_id))
-            if key is not None and key.active and key.tenant == session.tenant:
+            key_id, sid = session.key_id, session.sid
+
+            def check() -> tuple[Any, bool]:
+                ended = self.state.store.get(ENDED_NAMESPACE, sid, refresh_ttl=False)
+                return self.state.keys.lookup(key_id), ended is not None
+
+            key, ended = await self.state.run(check)
+            if (key is not None and key.active and key.tenant == session.tenant
+                    and not ended):
                 principal = Principal(key.tenant, key.read_only, key.key_id)
-            else:  # revoked since login: the session ends
+            else:  # logged out, or the key was revoked since login: the session ends
                 session, fresh = Session.new(now), True
         if principal is not None:
             admit(self.state, principal)
@@ -186,6 +194,15 @@ class Inspector:
             raise HTTPException(403, "the form's CSRF token is missing or wrong (field "
                                      "csrf_token): reload the page and submit it again")
         return fields
+
+    async def end_session(self, session: Session) -> None:
+        """Record that ``session`` ended (logout), so its cookie stops working everywhere
+        at once even if a copy of it survives; the record expires with the session."""
+        left = session.expires - time.time()
+        if session.logged_in and left > 0:
+            await self.state.run(lambda: self.state.store.put(
+                ENDED_NAMESPACE, session.sid, {"ended_at": time.time()}, ttl=left,
+                index=False))
 
     def start_session(self, principal: Principal | None) -> str:
         """A cookie for a new session acting as ``principal`` (``None``: logged out)."""
