@@ -130,6 +130,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "threads": "/ui/threads",
                 "thread": "/ui/threads/t-bench",
                 "thread fork": "/ui/threads/t-bench-fork",
+                "jobs": "/ui/jobs",
+                "blocks": "/ui/blocks",
+                "files": "/ui/files",
+                "prompts": "/ui/prompts",
+                "approvals": "/ui/approvals",
+                "graph search (empty graph)": "/ui/graph?user=user0007&q=tea",
+                "dashboard": "/ui/dashboard",
             }
             # the same searches on the facade alone: what the store costs, the rest is the page
             facade = {
