@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import remem.graph
 
 
@@ -146,3 +148,31 @@ def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
                                               "'index'")}
         assert "graph_facts_validity" in indexes
+
+
+def test_graphs_beside_one_database_share_its_connections(tmp_path: object) -> None:
+    """Every user's graph of a memory (or a server's tenants) uses one storage per database;
+    it closes with the last graph, and a graph opened after that reopens it."""
+    from pathlib import Path
+
+    from remem import FakeEmbedder, Memory
+    from remem.errors import StoreError
+    from remem.graph.storage import SharedStorage
+
+    db = Path(str(tmp_path)) / "shared.db"
+    with Memory.open(db, embedder=FakeEmbedder()) as mem:
+        alice, bob = mem.graph(user_id="alice"), mem.graph(user_id="bob")
+        assert isinstance(alice.storage, SharedStorage)
+        assert isinstance(bob.storage, SharedStorage)
+        assert alice.storage.inner is bob.storage.inner
+        bob.patch_profile([{"op": "add", "path": "/work/company", "value": "Acme"}])
+        inner = alice.storage.inner
+        bob.close()
+        with pytest.raises(StoreError, match="closed"):
+            bob.profile()
+        assert alice.profile().to_dict() == {}  # still open for alice
+    with Memory.open(db, embedder=FakeEmbedder()) as again:
+        reopened = again.graph(user_id="bob")
+        assert isinstance(reopened.storage, SharedStorage)
+        assert reopened.storage.inner is not inner
+        assert reopened.profile().get("work", "company") == "Acme"

@@ -31,7 +31,7 @@ from remem.store.migrations import apply_sqlite
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-__all__ = ["GraphStorage", "PostgresGraphStorage", "SQLiteGraphStorage", "Tx"]
+__all__ = ["GraphStorage", "PostgresGraphStorage", "SQLiteGraphStorage", "SharedStorage", "Tx"]
 
 
 class Tx(Protocol):
@@ -215,15 +215,64 @@ def storage_at(location: str | os.PathLike[str], *, schema: str = "remem") -> Gr
     return SQLiteGraphStorage(path)
 
 
+class SharedStorage:
+    """A handle on a storage that the graphs beside one store share (one connection set or
+    pool per database, however many users' graphs a server opens); closing the last handle
+    closes the storage."""
+
+    def __init__(self, key: str, inner: GraphStorage) -> None:
+        self.key = key
+        self.inner = inner
+        self.location = inner.location
+        self._closed = False
+
+    def setup(self) -> None:
+        self.inner.setup()
+
+    def transaction(self, write: bool, ns: str) -> AbstractContextManager[Tx]:
+        if self._closed:
+            raise StoreError("this Graph is closed; open a new one")
+        return self.inner.transaction(write, ns)
+
+    def close(self) -> None:
+        with _SHARED_LOCK:
+            if self._closed:
+                return
+            self._closed = True
+            inner, users = _SHARED[self.key]
+            if users > 1:
+                _SHARED[self.key] = (inner, users - 1)
+                return
+            del _SHARED[self.key]
+        inner.close()
+
+
+_SHARED: dict[str, tuple[GraphStorage, int]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared(key: str, make: Any) -> GraphStorage:
+    with _SHARED_LOCK:
+        found = _SHARED.get(key)
+        inner: GraphStorage = make() if found is None else found[0]
+        _SHARED[key] = (inner, 1 if found is None else found[1] + 1)
+    return SharedStorage(key, inner)
+
+
 def storage_beside(store: Any) -> GraphStorage:
-    """The storage in the same database as ``store``: its SQLite file, its PostgreSQL schema,
-    or (an in-memory store) a SQLite ``":memory:"`` database of this process."""
+    """The storage in the same database as ``store``: its SQLite file, its PostgreSQL schema
+    (both shared by every graph beside a store of that database, see
+    :class:`SharedStorage`), or (an in-memory store) a SQLite ``":memory:"`` database of this
+    process."""
     while hasattr(store, "inner") and not hasattr(store, "dsn") and not hasattr(store, "path"):
         store = store.inner  # a scoped view: the store under it
     dsn = getattr(store, "dsn", None)
     if isinstance(dsn, str):
-        return PostgresGraphStorage(dsn, schema=getattr(store, "schema", "remem"))
+        schema_name = getattr(store, "schema", "remem")
+        return _shared(f"postgres:{dsn}#{schema_name}",
+                       lambda: PostgresGraphStorage(dsn, schema=schema_name))
     path = getattr(store, "path", None)
     if isinstance(path, str | os.PathLike) and os.fspath(path) != ":memory:":
-        return SQLiteGraphStorage(path)
+        where = os.path.realpath(os.fspath(path))
+        return _shared(f"sqlite:{where}", lambda: SQLiteGraphStorage(where))
     return SQLiteGraphStorage(":memory:")
