@@ -36,7 +36,9 @@ from playwright.sync_api import (
 from remem.server.keys import KeyStore
 from remem.store import open_store
 from remem.testing import LoopbackServer
+from remem.testing.chat_server import ChatCall
 from remem.testing.server import ServerProcess
+from tests.graph.scripts import E, F, answer
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: flags that keep headless Chromium quiet and offline on a shared CI machine
@@ -110,7 +112,26 @@ def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> An
     return response.json()
 
 
-def _seed(url: str, alpha: str, beta: str) -> Seeded:
+#: an organisation whose name is markup: the graph page draws it as text
+ACME = 'Acme <img src=x id="xss-node" onerror="window.__xss = 1">'
+
+
+def _extract_graph(call: ChatCall) -> dict[str, Any]:
+    """The loopback model's answer to a graph extraction: Ada worked at Acme (in Berlin),
+    then moved to Globex (ending the Acme fact)."""
+    episode = call.messages[-1].text.split("Episode:", 1)[1]
+    if "Globex" in episode:
+        graph = answer([E("Ada", existing="Ada"), E("Globex", "organization")],
+                       [F("Ada", "works_at", "Globex", "Ada works at Globex",
+                          valid_at="2024-05-01", contradicts=["Ada works at Acme"])])(call)
+    else:
+        graph = answer([E("Ada"), E(ACME, "organization"), E("Berlin", "place")],
+                       [F("Ada", "works_at", ACME, "Ada works at Acme", valid_at="2020-01-01"),
+                        F(ACME, "located_in", "Berlin", "Acme is based in Berlin")])(call)
+    return {**graph, "profile": [], "events": []}
+
+
+def _seed(url: str, alpha: str, beta: str, model: LoopbackServer) -> Seeded:
     """Seed through the HTTP API, as a user of the server would."""
     ids: dict[str, str] = {}
     with httpx.Client(base_url=url, timeout=30) as client:
@@ -148,6 +169,12 @@ def _seed(url: str, alpha: str, beta: str) -> Seeded:
                                                  "old_string": "jasmine", "new_string": "oolong"})
         _post(client, "/v1/prompts", alpha, {"name": "greeting", "text": "Hello {name}."})
         _post(client, "/v1/prompts/greeting", alpha, {"text": "Hello {name}, welcome back."})
+        # a temporal graph of two episodes (the model's answers are scripted)
+        model.chat.default = _extract_graph
+        for text, day in (("Ada joined Acme in January 2020; Acme is in Berlin.", 1_580_515_200),
+                          ("Ada moved to Globex in May 2024.", 1_715_126_400)):
+            _post(client, "/v1/graph/episodes", alpha,
+                  {"user_id": USER, "text": text, "event_at": day})
         # background extractions an hour away (no worker runs): one queued, one cancelled
         jobs = [_post(client, "/v1/memories/submit", alpha, {
             "thread_id": thread, "user_id": USER, "messages": "I moved to Lisbon",
@@ -181,7 +208,7 @@ def served() -> Iterator[Seeded]:
                 env={"REMEM_LLM_BASE_URL": model.url, "REMEM_LLM_MODEL": "loopback",
                      "REMEM_LLM_API_KEY": "sk-test", "REMEM_LLM_PROVIDER": "openai"},
         ) as server:
-            yield _seed(server.url, alpha, beta)
+            yield _seed(server.url, alpha, beta, model)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -1,9 +1,18 @@
 """The inspector's other pages in a real browser: core memory blocks, file trees, prompt
-versions and the dashboard, each reached from the navigation, each with a screenshot."""
+versions, the dashboard and the temporal graph, each reached from the navigation, each with
+a screenshot."""
 
 from __future__ import annotations
 
-from tests.browser.conftest import Seeded, Tab
+import pytest
+
+from tests.browser.conftest import USER, Seeded, Tab
+
+#: Known inspector bug: with no time given the graph page means "now" but asks Fact.holds()
+#: with no time, which is "at any time", so ended facts show as holding
+GRAPH_NOW_BUG = ("the graph page without as_of calls Fact.holds() / holds(as_of=None), true "
+                 "for every fact, so ended facts are listed and drawn as holding; pass "
+                 "as_of=time.time() when none is given (routes_graph.py, graph_view.py)")
 
 
 def test_blocks_show_how_full_they_are_and_their_history(tab: Tab, served: Seeded) -> None:
@@ -70,3 +79,61 @@ def test_the_dashboard_counts_and_plots_latency(tab: Tab, served: Seeded) -> Non
     assert tab.page.locator("tr.latency-row svg.latency-plot").count() == len(routes)
     tab.shot("dashboard")
     tab.assert_basics()
+
+
+def _graph_search(tab: Tab, as_of: str) -> dict[str, str]:
+    """Search alpha's graph for Ada's jobs from the graph form: fact -> data-holds."""
+    tab.open("/ui/graph")
+    tab.page.fill("#graph-user", USER)
+    tab.page.fill("#graph-q", "Ada works")
+    tab.page.fill("#graph-as-of", as_of)
+    tab.page.click("#graph-submit")
+    tab.page.wait_for_selector("#fact-hits")
+    facts: dict[str, str] = dict(tab.page.locator("tr.fact-row").evaluate_all(
+        "rows => rows.map(r => [r.cells[0].textContent.trim(), r.dataset.holds])"))
+    return facts
+
+
+def _edges(tab: Tab) -> dict[str, str]:
+    """The drawn facts around the entity on the page: fact -> its line's dash pattern."""
+    dashes: dict[str, str] = dict(tab.page.locator("#graph-svg g.edge").evaluate_all(
+        "edges => edges.map(e => [e.querySelector('title').textContent,"
+        " getComputedStyle(e.querySelector('line')).strokeDasharray])"))
+    return dashes
+
+
+def test_the_graph_page_searches_facts_and_draws_an_entity(tab: Tab, served: Seeded) -> None:
+    tab.login(served.alpha_key)
+    tab.page.click("#nav-graph")
+    tab.page.wait_for_selector("#graph-form")
+    # a search as of a time finds the facts true then: Acme in 2021, Globex since May 2024
+    in_2021 = _graph_search(tab, "2021-01-01T00:00")
+    assert in_2021["Ada works at Acme"] == "true" and "Ada works at Globex" not in in_2021
+    in_2025 = _graph_search(tab, "2025-01-01T00:00")
+    assert in_2025["Ada works at Globex"] == "true" and "Ada works at Acme" not in in_2025
+
+    tab.page.locator("a.entity-link:text-is('Ada')").first.click()
+    tab.page.wait_for_selector("#graph-svg")
+    assert tab.page.inner_text("#entity-name").startswith("Ada")
+    names = tab.page.locator("#graph-svg a.node text").all_text_contents()
+    assert "Globex" in names and any(name.startswith("Acme <img") for name in names)
+    # the ended fact is drawn dashed, the holding one solid
+    edges = _edges(tab)
+    assert edges["Ada works at Globex"] == "none"
+    assert edges["Ada works at Acme"] != "none"
+    # the entity named with markup is text, in the drawing and everywhere else
+    assert tab.page.locator("#xss-node").count() == 0
+    assert tab.page.evaluate("() => typeof window.__xss") == "undefined"
+    assert tab.dialogs == []
+    tab.shot("graph")
+    tab.assert_basics()
+
+
+def test_the_graph_page_shows_ended_facts_as_ended_now(tab: Tab, served: Seeded) -> None:
+    """With no time typed, the page says it shows what is true now: an expected failure
+    naming the bug while it shows every fact as holding."""
+    tab.login(served.alpha_key)
+    facts = _graph_search(tab, "")
+    if facts.get("Ada works at Acme") == "true":
+        pytest.xfail(GRAPH_NOW_BUG)
+    assert (facts["Ada works at Acme"], facts["Ada works at Globex"]) == ("false", "true")
