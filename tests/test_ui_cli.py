@@ -77,3 +77,25 @@ def test_serve_no_ui_has_no_inspector(tmp_path: Path) -> None:
         app.state.remem.close()
     result = CliRunner().invoke(cli, ["serve", "--help"])
     assert "--ui / --no-ui" in result.output
+
+
+def test_the_local_inspector_adds_no_items_to_the_database(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from remem.ui.app import build_local_app
+
+    db = tmp_path / "mine.db"
+    with Memory.open(db, embedder=FakeEmbedder()) as memory:
+        memory.add("tea", user_id="me", infer=False)
+        before = memory.store.list_namespaces(limit=1000)
+    app, close = build_local_app(db, FakeEmbedder())
+    try:
+        browser = TestClient(app, base_url="http://127.0.0.1")
+        assert browser.get("/", follow_redirects=True).status_code == 200
+        page = browser.get("/ui/memories", params={"q": "tea"})
+        assert page.status_code == 200 and ">tea</a>" in page.text
+        assert browser.get("/ui/dashboard").status_code == 200
+    finally:
+        close()
+    with Memory.open(db, embedder=FakeEmbedder()) as memory:
+        assert memory.store.list_namespaces(limit=1000) == before

@@ -124,7 +124,10 @@ class Inspector:
 
     def _load_secret(self) -> SessionCodec:
         """The session codec under the secret kept in the server's store (made on first
-        use, so every worker and restart shares it)."""
+        use, so every worker and restart shares it). ``remem ui`` keeps one in memory
+        instead: it adds no items to the database it inspects."""
+        if self._local_memory is not None:
+            return SessionCodec(secrets.token_bytes(32))
         store = self.state.store
         item = store.get(SECRET_NAMESPACE, SECRET_KEY, refresh_ttl=False)
         if item is None or not isinstance(item.value.get("secret"), str):
