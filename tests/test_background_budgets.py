@@ -237,3 +237,19 @@ def test_a_write_checked_after_its_store_closed_still_queues_a_run(tmp_path: Pat
     with Memory.open(db, embedder=FakeEmbedder()) as owner:
         [run] = [j for j in owner.background.run_due() if j.kind == FORGET]
         assert run.result is not None and (run.result["before"], run.result["after"]) == (3, 1)
+
+
+def test_a_token_budget_is_checked_on_writes(clock: FakeClock) -> None:
+    with Memory(make_store("memory"), clock=clock, owns_store=True) as mem:
+        mem.background.set_budget(Budget(max_tokens=12, consolidate_first=False),
+                                  user_id="ada")
+        mem.add("Drinks green tea every morning", user_id="ada", infer=False)
+        mem.background.settle()
+        assert _forget_jobs(mem) == []  # within the token budget
+        mem.add("Rides a red bike to work on Mondays", user_id="ada", infer=False)
+        mem.background.settle()
+        [check] = recorder_of(mem.store).checks[-1:]  # type: ignore[union-attr]
+        assert check.over and check.tokens > 12
+        [run] = mem.background.run_due()
+        assert run.result is not None and run.result["tokens_after"] <= 12
+        assert len(mem.get_all(user_id="ada").memories) == 1
