@@ -12,6 +12,7 @@ session fails saying how to install it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -96,6 +97,7 @@ class Seeded:
     url: str
     alpha_key: str
     beta_key: str
+    human_key: str  # a second key of alpha: a human approving what alpha's agent asked
     tea_id: str
     xss_id: str
     beta_id: str
@@ -103,6 +105,7 @@ class Seeded:
     tea_event: str  # the tea memory's correction, an event only alpha may undo
     queued_job: str
     cancelled_job: str
+    approval_id: str  # alpha's write to /approve/plan.md, parked by the file policy
     ids: dict[str, str] = field(default_factory=dict)  # alpha memory text -> id
 
 
@@ -112,6 +115,8 @@ def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> An
     return response.json()
 
 
+#: a file whose writing the server's file policy asks a human about
+PLAN = "/approve/plan.md"
 #: an organisation whose name is markup: the graph page draws it as text
 ACME = 'Acme <img src=x id="xss-node" onerror="window.__xss = 1">'
 
@@ -131,7 +136,7 @@ def _extract_graph(call: ChatCall) -> dict[str, Any]:
     return {**graph, "profile": [], "events": []}
 
 
-def _seed(url: str, alpha: str, beta: str, model: LoopbackServer) -> Seeded:
+def _seed(url: str, alpha: str, beta: str, human: str, model: LoopbackServer) -> Seeded:
     """Seed through the HTTP API, as a user of the server would."""
     ids: dict[str, str] = {}
     with httpx.Client(base_url=url, timeout=30) as client:
@@ -169,6 +174,10 @@ def _seed(url: str, alpha: str, beta: str, model: LoopbackServer) -> Seeded:
                                                  "old_string": "jasmine", "new_string": "oolong"})
         _post(client, "/v1/prompts", alpha, {"name": "greeting", "text": "Hello {name}."})
         _post(client, "/v1/prompts/greeting", alpha, {"text": "Hello {name}, welcome back."})
+        # a write the file policy parks until a human approves it
+        parked = client.post("/v1/files/write", headers={"Authorization": f"Bearer {alpha}"},
+                             json={"path": PLAN, "content": "Ship on Friday.\n"})
+        assert parked.status_code == 202, parked.text
         # a temporal graph of two episodes (the model's answers are scripted)
         model.chat.default = _extract_graph
         for text, day in (("Ada joined Acme in January 2020; Acme is in Berlin.", 1_580_515_200),
@@ -182,13 +191,14 @@ def _seed(url: str, alpha: str, beta: str, model: LoopbackServer) -> Seeded:
         _post(client, f"/v1/jobs/{jobs[1]}/cancel", alpha, {})
     return Seeded(url=url, alpha_key=alpha, beta_key=beta, tea_id=ids[TEA], xss_id=ids[XSS],
                   beta_id=beta_added["changes"][0]["memory"]["id"], thread_id="ada-chat",
-                  tea_event=events[TEA], queued_job=jobs[0], cancelled_job=jobs[1], ids=ids)
+                  tea_event=events[TEA], queued_job=jobs[0], cancelled_job=jobs[1],
+                  human_key=human, approval_id=parked.json()["approval_id"], ids=ids)
 
 
-def _make_keys(db: str) -> tuple[str, str]:
+def _make_keys(db: str) -> tuple[str, str, str]:
     with open_store(db) as store:
         keys = KeyStore(store)
-        return keys.create("alpha")[0], keys.create("beta")[0]
+        return keys.create("alpha")[0], keys.create("beta")[0], keys.create("alpha")[0]
 
 
 @pytest.fixture(scope="package")
@@ -201,14 +211,19 @@ def served() -> Iterator[Seeded]:
         # Playwright's sync API keeps an event loop running on this thread, where remem's
         # sync calls refuse to block: the keys are made on a thread of their own
         with ThreadPoolExecutor(1) as pool:
-            alpha, beta = pool.submit(_make_keys, db).result()
+            alpha, beta, human = pool.submit(_make_keys, db).result()
+        policy = os.path.join(directory, "file-policy.json")
+        with open(policy, "w") as file:
+            json.dump({"default": "allow", "rules": [
+                {"effect": "ask", "paths": "/approve/**", "operations": ["write"]}]}, file)
         # the loopback model lets the server accept background extractions; none runs
         with LoopbackServer() as model, ServerProcess(
                 ["--db", db, "--embedder", "fake", "--no-mcp"],
                 env={"REMEM_LLM_BASE_URL": model.url, "REMEM_LLM_MODEL": "loopback",
-                     "REMEM_LLM_API_KEY": "sk-test", "REMEM_LLM_PROVIDER": "openai"},
+                     "REMEM_LLM_API_KEY": "sk-test", "REMEM_LLM_PROVIDER": "openai",
+                     "REMEM_FILE_POLICY": policy},
         ) as server:
-            yield _seed(server.url, alpha, beta, model)
+            yield _seed(server.url, alpha, beta, human, model)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

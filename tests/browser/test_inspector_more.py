@@ -4,9 +4,10 @@ a screenshot."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
-from tests.browser.conftest import USER, Seeded, Tab
+from tests.browser.conftest import PLAN, USER, Seeded, Tab
 
 #: Known inspector bug: with no time given the graph page means "now" but asks Fact.holds()
 #: with no time, which is "at any time", so ended facts show as holding
@@ -137,3 +138,29 @@ def test_the_graph_page_shows_ended_facts_as_ended_now(tab: Tab, served: Seeded)
     if facts.get("Ada works at Acme") == "true":
         pytest.xfail(GRAPH_NOW_BUG)
     assert (facts["Ada works at Acme"], facts["Ada works at Globex"]) == ("false", "true")
+
+
+def test_a_human_approves_a_parked_file_write(tab: Tab, served: Seeded) -> None:
+    alpha = {"Authorization": f"Bearer {served.alpha_key}"}
+    read = httpx.post(f"{served.url}/v1/files/read", headers=alpha, json={"path": PLAN})
+    assert read.status_code == 404  # parked: nothing written yet
+
+    tab.login(served.human_key)  # another key of the tenant: the asking key may not approve
+    tab.page.click("#nav-approvals")
+    row = tab.page.locator(f"tr.approval-row:has(a.approval-link:text-is('{served.approval_id}'))")
+    assert row.get_attribute("data-status") == "pending"
+    row.locator("a.approval-link").click()
+    tab.page.wait_for_selector("#approve-form")
+    assert (tab.page.inner_text("#approval-operation"),
+            tab.page.inner_text("#approval-path")) == ("write", PLAN)
+    assert "Ship on Friday." in tab.page.inner_text("#approval-arguments")
+    tab.shot("approval")
+    tab.assert_basics()
+
+    tab.page.click("#approve-submit")
+    tab.page.wait_for_load_state()
+    assert tab.page.inner_text("#approval-status") != "pending"
+    assert tab.page.locator("#approve-form").count() == 0  # decided once
+    read = httpx.post(f"{served.url}/v1/files/read", headers=alpha, json={"path": PLAN})
+    assert read.status_code == 200 and "Ship on Friday." in read.text  # it ran
+    tab.assert_basics()

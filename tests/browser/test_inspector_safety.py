@@ -66,12 +66,17 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
         ids = tab.page.locator("li.hit").evaluate_all("els => els.map(e => e.dataset.id)")
         assert set(ids) <= {served.beta_id}, query
     for page in ("/ui/namespaces", "/ui/threads", "/ui/jobs", "/ui/blocks", "/ui/files",
-                 "/ui/files?path=/notes", "/ui/prompts", "/ui/dashboard"):
+                 "/ui/files?path=/notes", "/ui/prompts", "/ui/dashboard", "/ui/approvals",
+                 "/ui/graph?user=ada&q=Ada+works"):
         assert tab.open(page) == 200
         shown = tab.page.inner_text("#main")
-        assert not any(secret in shown for secret in
-                       ("ada", served.thread_id, served.queued_job, served.cancelled_job,
-                        "persona", "tea.md", "greeting", *ALPHA_SECRETS)), page
+        if "user=ada" in page:  # the page names the user it was asked about, nothing more
+            shown = shown.replace("of user ada", "")
+        leaked = [secret for secret in ("ada", served.thread_id, served.queued_job,
+                                        served.cancelled_job, "persona", "tea.md", "greeting",
+                                        "plan.md", "Globex", "Acme", *ALPHA_SECRETS)
+                  if secret in shown]
+        assert leaked == [], page
     tab.assert_basics()
 
     # alpha's pages opened directly answer exactly as pages of ids that exist nowhere do
@@ -81,7 +86,8 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
                served.queued_job: "job_0000000000000000000000000000",
                served.tea_event: "evt_0000000000000000000000000000",
                "persona": "no-such-block", "greeting": "no_such_prompt",
-               "/notes/tea.md": "/notes/none.md"}
+               "/notes/tea.md": "/notes/none.md", "Ada": "Nobody",
+               served.approval_id: "apr_" + "0" * (len(served.approval_id) - 4)}
 
     def same_as_missing(path: str, *alpha_ids: str, post: bool = False,
                         status: int = 404) -> None:
@@ -103,7 +109,9 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
                            ("/ui/memories/{}?as_of=2000000000", served.tea_id),
                            ("/ui/threads/{}", served.thread_id),
                            ("/ui/jobs/{}", served.queued_job),
-                           ("/ui/blocks/{}", "persona"), ("/ui/prompts/{}", "greeting")]:
+                           ("/ui/blocks/{}", "persona"), ("/ui/prompts/{}", "greeting"),
+                           ("/ui/approvals/{}", served.approval_id),
+                           ("/ui/graph?user=ada&entity={}", "Ada")]:
         same_as_missing(path, alpha_id)
     same_as_missing("/ui/files?path={}", "/notes/tea.md", status=200)  # beta's empty tree
     same_as_missing("/ui/memories/{}/undo/{}", served.tea_id, served.tea_event)
@@ -111,6 +119,7 @@ def test_another_tenants_key_sees_none_of_it(tab: Tab, served: Seeded) -> None:
     # forged state changes with beta's own session and CSRF token: refused, nothing changed
     same_as_missing("/ui/memories/{}/undo/{}", served.tea_id, served.tea_event, post=True)
     same_as_missing("/ui/jobs/{}/retry", served.queued_job, post=True)
+    same_as_missing("/ui/approvals/{}/approve", served.approval_id, post=True)
     alpha = {"Authorization": f"Bearer {served.alpha_key}"}
     tea = httpx.get(f"{served.url}/v1/memories/{served.tea_id}", headers=alpha).json()
     assert (tea["text"], tea["version"]) == (TEA_CORRECTED, 2)
@@ -135,7 +144,9 @@ def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
                  f"/ui/threads/{served.thread_id}", tea_page, "/ui/jobs",
                  f"/ui/jobs/{served.queued_job}", "/ui/blocks", "/ui/blocks/persona",
                  "/ui/files", "/ui/files?path=/notes/tea.md", "/ui/prompts",
-                 "/ui/prompts/greeting", "/ui/dashboard"]:
+                 "/ui/prompts/greeting", "/ui/dashboard", "/ui/approvals",
+                 f"/ui/approvals/{served.approval_id}", "/ui/graph?user=ada&q=Ada+works",
+                 "/ui/graph?user=ada&entity=Ada&as_of=2025-01-01T00:00"]:
         assert phone.open(path) == 200, path
         pages[path] = (phone.overflow_width(), phone.unlabelled_controls())
         if path == "/ui/memories?q=oolong+tea":
@@ -152,7 +163,7 @@ def test_every_page_fits_a_phone_labels_its_controls_and_logs_no_error(
     assert too_wide == {}
     assert unlabelled == {}
     assert phone.console_errors == []
-    assert len(pages) == 17
+    assert len(pages) == 21
 
 
 def test_forms_post_as_chromium_sends_them(bare_tab: Tab, served: Seeded) -> None:
