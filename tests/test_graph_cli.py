@@ -79,3 +79,35 @@ def test_bad_input_is_exit_2_and_names_the_option(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no entity named 'Zed'" in result.output
     result = run("graph", "ingest", "--db", db, "--embedder", "none")
     assert result.exit_code == 2 and "give the episode once" in result.output
+
+
+def test_profile_and_timeline_of_a_users_graph(tmp_path: Path) -> None:
+    from remem import FakeEmbedder, Memory
+    from remem.llm import ScriptedModel
+
+    db = str(tmp_path / "p.db")
+    reply = {**extraction("Acme", "2019-01-01", []),
+             "profile": [{"op": "add", "path": "/work/company", "value": "Acme"}],
+             "events": [{"text": "joined Acme", "date": "2019-01-01", "tags": ["work"]},
+                        {"text": "moved to Berlin", "date": "2020-06-01", "tags": ["move"]}]}
+    with Memory.open(db, embedder=FakeEmbedder(), llm=ScriptedModel([reply])) as mem:
+        mem.graph(user_id="ada").ingest("Ada joined Acme in 2019, moved to Berlin in 2020.")
+    common = ("--db", db, "--embedder", "none", "--user", "ada")
+    shown = run("graph", "profile", *common)
+    assert shown.exit_code == 0, shown.output
+    assert shown.output == "work:\n  company: Acme\n"
+    changed = run("graph", "profile", *common, "--set", "/work/title=engineer", "--remove",
+                  "/work/company", "--json")
+    assert changed.exit_code == 0, changed.output
+    assert json.loads(changed.output) == {"work": {"title": "engineer"}}
+    history = run("graph", "profile", *common, "--history")
+    assert [line.split()[1:3] for line in history.output.splitlines()] == [
+        ["add", "/work/company"], ["add", "/work/title"], ["remove", "/work/company"]]
+    bad = run("graph", "profile", *common, "--set", "/zodiac/sign=Leo")
+    assert bad.exit_code == 2 and "not in the schema" in bad.output
+    events = run("graph", "timeline", *common, "--since", "2020-01-01")
+    assert events.output == "2020-06-01  moved to Berlin  [move]\n"
+    tagged = json.loads(run("graph", "timeline", *common, "--tag", "work", "--json").output)
+    assert [e["text"] for e in tagged] == ["joined Acme"]
+    other = run("graph", "timeline", "--db", db, "--embedder", "none", "--user", "bob")
+    assert other.output == "no events\n"

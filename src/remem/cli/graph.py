@@ -1,7 +1,8 @@
 """``remem graph``: the temporal knowledge graph (remem.graph) in a database.
 
 ``ingest`` learns from one episode (text or a JSON list of messages) with the model configured
-by ``REMEM_LLM_*`` (one call, two when a name is ambiguous); ``search`` finds facts (``--as-of``
+by ``REMEM_LLM_*`` (one call, two when a name is ambiguous; the same call keeps the profile
+and timeline that ``profile`` and ``timeline`` print); ``search`` finds facts (``--as-of``
 for what was true then, ``--known-at`` for what was known then); ``entity`` prints an entity's
 current facts and timeline; ``export`` writes the graph as JSON or GraphML, or a picture of it
 (Graphviz DOT, or SVG drawn without Graphviz).
@@ -71,7 +72,8 @@ def _options(command: Any) -> Any:
 
 @click.group(name="graph")
 def graph_group() -> None:
-    """Temporal knowledge graph: ingest episodes, search facts, entity pages, export."""
+    """Temporal knowledge graph: ingest episodes, search facts, entity pages, export;
+    the user's profile and timeline."""
 
 
 @graph_group.command(name="ingest")
@@ -116,7 +118,9 @@ def ingest(ctx: click.Context, text: str | None, path: str | None,
                    "added": list(result.added), "confirmed": list(result.confirmed),
                    "invalidated": list(result.invalidated), "llm_calls": result.llm_calls,
                    "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
-                   "resolutions": list(result.resolutions)})
+                   "resolutions": list(result.resolutions),
+                   "profile_changes": [list(c) for c in result.profile_changes],
+                   "events": list(result.events)})
         return
     click.echo(f"episode {result.episode.id}: {len(result.added)} facts added, "
                f"{len(result.confirmed)} confirmed, {len(result.invalidated)} ended; "
@@ -220,3 +224,93 @@ def export(ctx: click.Context, fmt: str, as_of: str | None, out: str,
         click.echo(text)
     else:
         Path(out).write_text(text + "\n", encoding="utf-8")
+
+
+def _user_graph(namespace: tuple[str, ...], user: str | None) -> tuple[str, ...]:
+    """``--user``: the graph ``Memory.graph(user_id=...)`` keeps (default scopes)."""
+    if user is None:
+        return namespace
+    from remem.memory.namespaces import scope_namespace
+
+    return ("graph", *scope_namespace(user, None, None))
+
+
+def _patch_ops(sets: tuple[str, ...], removes: tuple[str, ...]) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = []
+    for item in sets:
+        path, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidInputError(f"--set takes /topic/sub_topic=VALUE, got {item!r}")
+        ops.append({"op": "add", "path": path.strip(), "value": value})
+    ops += [{"op": "remove", "path": path.strip()} for path in removes]
+    return ops
+
+
+_USER_HELP = ("The profile of the graph mem.graph(user_id=USER) keeps (instead of --graph).")
+
+
+@graph_group.command(name="profile")
+@click.option("--user", default=None, help=_USER_HELP)
+@click.option("--as-of", default=None, help="The profile as it stood at this time (ISO).")
+@click.option("--set", "sets", multiple=True, metavar="PATH=VALUE",
+              help="Set a slot, e.g. --set /work/company=Acme (repeat).")
+@click.option("--remove", "removes", multiple=True, metavar="PATH",
+              help="Remove a slot, e.g. --remove /work/title (repeat).")
+@click.option("--history", is_flag=True, help="Print every recorded change instead.")
+@_options
+@click.pass_context
+def profile(ctx: click.Context, user: str | None, as_of: str | None, sets: tuple[str, ...],
+            removes: tuple[str, ...], history: bool, db: str, embedder: str,
+            namespace: tuple[str, ...], json_output: bool) -> None:
+    """The user's profile kept from the graph's episodes (topic / sub-topic = value); --set
+    and --remove change it by hand."""
+    ops = _patch_ops(sets, removes)
+    graph = _graph(ctx, db, _user_graph(namespace, user), embedder, create=bool(ops))
+    if ops:
+        changes = graph.patch_profile(ops)
+        if not json_output:
+            click.echo(f"{len(changes)} change{'s' if len(changes) != 1 else ''} recorded")
+    if history:
+        changes = graph.profile_history()
+        if json_output:
+            emit_json([c.to_dict() for c in changes])
+            return
+        for c in changes:
+            click.echo(f"{_day(c.changed_at)}  {c.op:<7} /{c.topic}/{c.sub_topic}  "
+                       f"{c.old if c.old is not None else '-'} -> "
+                       f"{c.new if c.new is not None else '-'}")
+        return
+    shown = graph.profile(as_of=_when(as_of, "--as-of")).to_dict()
+    if json_output:
+        emit_json(shown)
+        return
+    if not shown:
+        click.echo("the profile is empty")
+    for topic, subs in shown.items():
+        click.echo(f"{topic}:")
+        for sub_topic, value in subs.items():
+            click.echo(f"  {sub_topic}: {value}")
+
+
+@graph_group.command(name="timeline")
+@click.option("--user", default=None, help=_USER_HELP.replace("profile", "timeline"))
+@click.option("--since", default=None, help="Events from this time on (ISO, inclusive).")
+@click.option("--until", default=None, help="Events before this time (ISO, exclusive).")
+@click.option("--tag", "tags", multiple=True, help="Only events with this tag (repeat: any).")
+@_options
+@click.pass_context
+def timeline(ctx: click.Context, user: str | None, since: str | None, until: str | None,
+             tags: tuple[str, ...], db: str, embedder: str, namespace: tuple[str, ...],
+             json_output: bool) -> None:
+    """Dated events of the user's life kept from the graph's episodes, by time."""
+    graph = _graph(ctx, db, _user_graph(namespace, user), embedder)
+    events = graph.timeline(since=_when(since, "--since"), until=_when(until, "--until"),
+                            tags=tags)
+    if json_output:
+        emit_json([e.to_dict() for e in events])
+        return
+    if not events:
+        click.echo("no events")
+    for event in events:
+        tagged = f"  [{', '.join(event.tags)}]" if event.tags else ""
+        click.echo(f"{_day(event.happened_at)}  {event.text}{tagged}")
