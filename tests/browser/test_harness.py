@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import ensure_chromium
+from tests.browser.harness import ensure_chromium
 
 
 def test_a_missing_chromium_fails_naming_the_install_command(tmp_path: Path) -> None:

@@ -9,15 +9,8 @@ from typing import Any
 
 import httpx
 
-from tests.browser.conftest import (
-    BIRD,
-    BIRD_CORRECTED,
-    TEA,
-    TEA_CORRECTED,
-    USER,
-    Seeded,
-    Tab,
-)
+from tests.browser.harness import Tab
+from tests.browser.world import BIRD, BIRD_CORRECTED, TEA, TEA_CORRECTED, USER, Seeded
 
 
 def test_login_with_a_key_shows_the_tenants_memories(tab: Tab, served: Seeded) -> None:

@@ -7,13 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.browser.conftest import PLAN, USER, Seeded, Tab
-
-#: Known inspector bug: with no time given the graph page means "now" but asks Fact.holds()
-#: with no time, which is "at any time", so ended facts show as holding
-GRAPH_NOW_BUG = ("the graph page without as_of calls Fact.holds() / holds(as_of=None), true "
-                 "for every fact, so ended facts are listed and drawn as holding; pass "
-                 "as_of=time.time() when none is given (routes_graph.py, graph_view.py)")
+from tests.browser.harness import GRAPH_NOW_BUG, Tab
+from tests.browser.world import PLAN, USER, Seeded
 
 
 def test_blocks_show_how_full_they_are_and_their_history(tab: Tab, served: Seeded) -> None:

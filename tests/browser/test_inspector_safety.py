@@ -7,16 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.browser.conftest import (
-    ALPHA_MEMORIES,
-    BETA_SECRET,
-    REFERRER_BUG,
-    SEARCH_FORM_BUG,
-    TEA_CORRECTED,
-    XSS,
-    Seeded,
-    Tab,
-)
+from tests.browser.harness import REFERRER_BUG, SEARCH_FORM_BUG, Tab
+from tests.browser.world import ALPHA_MEMORIES, BETA_SECRET, TEA_CORRECTED, XSS, Seeded
 
 #: what tenant alpha wrote that no page may show tenant beta
 ALPHA_SECRETS = [*ALPHA_MEMORIES, "tea-minded", "oolong in the morning", "welcome back"]

@@ -18,7 +18,7 @@ from playwright.sync_api import Browser
 from remem.api import Memory
 from remem.embed import FakeEmbedder
 from remem.testing.server import free_port
-from tests.browser.conftest import Tab, open_tab
+from tests.browser.harness import Tab, open_tab
 
 BEFORE = "Grace takes the night train to Vienna"
 AFTER = "Grace takes the morning train to Vienna"

@@ -1,0 +1,213 @@
+"""The browser side of the tests: Debian's Chromium (installed when missing), and a
+:class:`Tab` (one page of a fresh browser context) that logs in, searches, takes
+screenshots and checks the basics every page owes: no console error, labelled controls."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, ViewportSize
+
+CHROMIUM = Path("/usr/bin/chromium")
+#: flags that keep headless Chromium quiet and offline on a shared CI machine
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update",
+               "--disable-sync"]
+#: where the screenshots shown in docs/ui.md are written (viewport-sized, overwritten)
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img" / "ui"
+VIEWPORT: ViewportSize = {"width": 1100, "height": 760}
+
+
+def ensure_chromium(executable: Path = CHROMIUM, *, may_install: bool | None = None) -> Path:
+    """``executable``, with Debian's ``chromium`` installed by apt-get when it is missing and
+    ``may_install`` (default: running as root with apt-get); otherwise the session fails
+    naming the install command (never a skip: the browser tests are part of the suite)."""
+    if executable.exists():
+        return executable
+    fix = ("install Debian's Chromium first: sudo apt-get update && sudo apt-get install -y "
+           f"chromium (the browser tests in tests/browser drive {executable})")
+    if may_install is None:
+        may_install = os.geteuid() == 0 and shutil.which("apt-get") is not None
+    if not may_install:
+        pytest.fail(f"{executable} is missing; {fix}", pytrace=False)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(command)} failed ({done.returncode}): "
+                        f"{done.stderr[-2000:]}; {fix}", pytrace=False)
+    if not executable.exists():
+        pytest.fail(f"apt-get installed chromium but {executable} is still missing; {fix}",
+                    pytrace=False)
+    return executable
+
+
+
+@dataclass
+class Tab:
+    """One page of a fresh browser context, with what the page reported: console errors,
+    uncaught exceptions and dialogs (``alert``/``confirm``: a probe fired if any appear
+    unasked)."""
+
+    page: Page
+    base: str
+    console_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    accept_dialogs: bool = False
+    #: pages whose ``Referrer-Policy: no-referrer`` the harness relaxed (see REFERRER_BUG)
+    relaxed: list[str] = field(default_factory=list)
+    #: every page the tab's main frame loaded (redirects land here once, at their target)
+    visited: list[str] = field(default_factory=list)
+
+    def open(self, path: str) -> int:
+        """Go to ``path`` of the inspector; the HTTP status."""
+        response = self.page.goto(self.base + path)
+        assert response is not None, path
+        return response.status
+
+    def login(self, key: str) -> None:
+        """Log in on the login page with ``key``."""
+        self.open("/ui/login")
+        self.page.fill("#login-key", key)
+        self.page.click("#login-submit")
+        self.page.wait_for_load_state()
+
+    def search(self, query: str) -> None:
+        """Search the memory list from its search box (see SEARCH_FORM_BUG)."""
+        self.page.fill("#search-q", query)
+        # an empty number field is not sent, as the inspector means it until the bug is fixed
+        self.page.evaluate("""() => { const field = document.getElementById('search-recency');
+                                      if (field && field.value === '') field.disabled = true; }""")
+        self.page.click("#search-submit")
+        self.page.wait_for_load_state()
+
+    def post_form(self, action: str) -> int:
+        """Submit a form this page did not offer (a forged state change): ``action`` with the
+        session's own CSRF token, taken from the memory list's logout form. The answer's
+        status."""
+        self.open("/ui/memories")
+        with self.page.expect_navigation() as navigation:
+            self.page.evaluate("""action => {
+                const form = document.createElement('form');
+                form.method = 'post';
+                form.action = action;
+                const token = document.createElement('input');
+                token.type = 'hidden';
+                token.name = 'csrf_token';
+                token.value = document.querySelector('input[name=csrf_token]').value;
+                form.appendChild(token);
+                document.body.appendChild(form);
+                form.submit();
+            }""", self.base + action)
+        response = navigation.value
+        assert response is not None, action
+        return response.status
+
+    def shot(self, name: str) -> None:
+        """Write this page's viewport to docs/img/ui/<name>.png (small: never full-page)."""
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+    def unlabelled_controls(self) -> list[str]:
+        """Form controls a screen reader cannot name: neither a <label> nor aria-label(ledby).
+        Hidden inputs (the CSRF token) and buttons (named by their text) are not controls
+        to label."""
+        found: list[str] = self.page.evaluate("""() =>
+            Array.from(document.querySelectorAll('input, select, textarea'))
+              .filter(e => !['hidden', 'submit', 'button', 'reset', 'image'].includes(e.type))
+              .filter(e => !(e.labels && e.labels.length)
+                           && !(e.getAttribute('aria-label') || '').trim()
+                           && !e.getAttribute('aria-labelledby'))
+              .map(e => e.outerHTML.slice(0, 200))""")
+        return found
+
+    def overflow_width(self) -> int:
+        """How wide the document scrolls (above the viewport width: horizontal overflow)."""
+        width: int = self.page.evaluate("() => document.scrollingElement.scrollWidth")
+        return width
+
+    def assert_basics(self) -> None:
+        """No console error or uncaught exception so far, and every control labelled."""
+        assert self.console_errors == [], self.console_errors
+        assert self.unlabelled_controls() == [], self.page.url
+
+
+#: Known inspector bug, worked around until it is fixed: its pages send
+#: ``Referrer-Policy: no-referrer``, so Chromium sends ``Origin: null`` with every form POST
+#: (the Fetch standard's rule for that policy), and the loopback server's DNS-rebinding guard
+#: (remem.server.netguard) refuses it with 403: nobody can log in from a browser. The fix
+#: is ``Referrer-Policy: same-origin`` (no referrer leaves the site, the Origin stays).
+#: test_forms_post_as_chromium_sends_them shows the bug without the workaround.
+REFERRER_BUG = ("the inspector's Referrer-Policy: no-referrer makes Chromium send Origin: "
+                "null on form POSTs, which the loopback guard refuses (403); fix: "
+                "Referrer-Policy: same-origin in remem.ui.web.SECURITY_HEADERS")
+
+
+#: Known inspector bug, worked around by Tab.search until it is fixed: the search form's
+#: empty "Recency half-life" field is sent as ``recency_days=`` and refused with 422, so the
+#: search form only works with a half-life typed in.
+SEARCH_FORM_BUG = ("the search form sends its empty recency_days field, which /ui/memories "
+                   "refuses with 422 (it must read an empty field as no half-life)")
+
+
+#: Known inspector bug: with no time given the graph page means "now" but asks Fact.holds()
+#: with no time, which is "at any time", so ended facts show as holding
+GRAPH_NOW_BUG = ("the graph page without as_of calls Fact.holds() / holds(as_of=None), true "
+                 "for every fact, so ended facts are listed and drawn as holding; pass "
+                 "as_of=time.time() when none is given (routes_graph.py, graph_view.py)")
+
+
+def open_tab(browser: Browser, base: str, viewport: ViewportSize = VIEWPORT, *,
+             relax_referrer: bool = True, javascript: bool = True) -> Iterator[Tab]:
+    """A :class:`Tab` on the server at ``base`` in a fresh browser context, closed after the
+    test (a generator for fixtures to ``yield from``)."""
+    context = browser.new_context(viewport=viewport, java_script_enabled=javascript)
+    context.set_default_timeout(5_000)
+    page = context.new_page()
+    tab = Tab(page=page, base=base)
+
+    if relax_referrer:  # response-stage interception also sees each redirect's response
+        cdp = context.new_cdp_session(page)
+
+        def relax(event: dict[str, Any]) -> None:
+            headers = event.get("responseHeaders") or []
+            policy = [h for h in headers if h["name"].lower() == "referrer-policy"]
+            if any(h["value"] == "no-referrer" for h in policy):
+                tab.relaxed.append(event["request"]["url"])
+                headers = [h for h in headers if h not in policy]
+                headers.append({"name": "Referrer-Policy", "value": "same-origin"})
+            cdp.send("Fetch.continueResponse", {
+                "requestId": event["requestId"], "responseHeaders": headers,
+                "responseCode": event["responseStatusCode"]})
+
+        cdp.on("Fetch.requestPaused", relax)
+        cdp.send("Fetch.enable", {"patterns": [{"urlPattern": base + "/ui/*",
+                                                "resourceType": "Document",
+                                                "requestStage": "Response"}]})
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            tab.console_errors.append(f"{page.url}: {message.text}")
+
+    def on_dialog(dialog: Dialog) -> None:
+        tab.dialogs.append(f"{dialog.type}: {dialog.message}")
+        if tab.accept_dialogs:
+            dialog.accept()
+        else:
+            dialog.dismiss()
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: tab.console_errors.append(f"{page.url}: {error}"))
+    page.on("dialog", on_dialog)
+    page.on("framenavigated",
+            lambda frame: tab.visited.append(frame.url) if frame == page.main_frame else None)
+    yield tab
+    context.close()
+
