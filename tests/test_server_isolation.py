@@ -422,6 +422,29 @@ def _blocks_crud(w: World) -> None:
             c.get("/v1/agents/a1/blocks", headers=w.a).json()) == mine
 
 
+def _graph(w: World) -> None:
+    """B reads and changes none of A's graph, profile or timeline, for the same user id."""
+    c = w.client
+    patch = {"user_id": "u1", "patch": [{"op": "add", "path": "/work/company",
+                                         "value": "alpha secret"}]}
+    assert c.patch("/v1/graph/profile", json=patch, headers=w.a).status_code == 200
+    mine = c.post("/v1/graph/profile", json={"user_id": "u1"}, headers=w.a).json()
+    assert c.post("/v1/graph/profile", json={"user_id": "u1"}, headers=w.b).json() == {
+        "topics": {}}
+    assert c.post("/v1/graph/timeline", json={"user_id": "u1"}, headers=w.b).json() == {
+        "events": []}
+    assert c.post("/v1/graph/search", json={"user_id": "u1", "query": "alpha secret"},
+                  headers=w.b).json() == {"hits": []}
+    for path in ("/v1/graph/entity", "/v1/graph/expand"):
+        r = c.post(path, json={"user_id": "u1", "entity": "alpha secret"}, headers=w.b)
+        assert r.status_code == 404, (path, r.text)
+    assert c.post("/v1/graph/episodes", json={"user_id": "u1", "text": "beta"},
+                  headers=w.b).status_code == 400  # no server model: nothing written
+    other = {"user_id": "u1", "patch": [{"op": "remove", "path": "/work/company"}]}
+    assert c.patch("/v1/graph/profile", json=other, headers=w.b).json() == {"changes": []}
+    assert c.post("/v1/graph/profile", json={"user_id": "u1"}, headers=w.a).json() == mine
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -457,6 +480,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "files (ls, read, write, edit, glob, grep, history, undo); blocks": _files_and_blocks,
     "blocks (list, create, get, patch, delete, history, attach, detach); approvals recover": (
         _blocks_crud),
+    "graph (episodes, search, entity, expand, profile, timeline)": _graph,
 }
 
 
@@ -495,7 +519,9 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/approvals/{approval_id}/approve", "/v1/approvals/{approval_id}/reject",
                "/v1/approvals/recover", "/v1/blocks", "/v1/blocks/{block_id}",
                "/v1/blocks/{block_id}/history", "/v1/agents/{agent_id}/blocks",
-               "/v1/agents/{agent_id}/blocks/{block_id}"}
+               "/v1/agents/{agent_id}/blocks/{block_id}", "/v1/graph/episodes",
+               "/v1/graph/search", "/v1/graph/entity", "/v1/graph/expand",
+               "/v1/graph/profile", "/v1/graph/timeline"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 
