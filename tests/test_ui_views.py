@@ -78,3 +78,29 @@ def test_form_times() -> None:
     for bad in ("yesterday", "nan", "inf"):
         with pytest.raises(ValueError, match="as_of"):
             parse_time(bad)
+
+
+def test_graph_picture_places_rings_and_fits_the_view() -> None:
+    from remem.graph.types import Fact, FactHit
+    from remem.ui.graph_view import picture
+
+    def hit(fact_id: int, subject: tuple[int, str], obj: tuple[int, str], ended: bool,
+            distance: int) -> FactHit:
+        fact = Fact(fact_id, subject[0], "knows", obj[0], None, f"{subject[1]} knows {obj[1]}",
+                    0.0, 5.0 if ended else None, 0.0, 5.0 if ended else None, ())
+        return FactHit(fact, 1.0, {}, distance, (), subject[1], obj[1])
+
+    # nearest first, as Graph.expand answers
+    drawn = picture(1, "Ada", [hit(10, (1, "Ada"), (2, "Bo"), False, 1),
+                               hit(12, (1, "Ada"), (4, "Di"), False, 1),
+                               hit(11, (2, "Bo"), (3, "Cy"), True, 2)], as_of=10.0,
+                    max_nodes=3)
+    assert {n.name: n.depth for n in drawn.nodes} == {"Ada": 0, "Bo": 1, "Di": 1}
+    assert drawn.left_out == 1  # Cy would have been a fourth node
+    assert [e.holds for e in drawn.edges] == [True, True]
+    centre = next(n for n in drawn.nodes if n.depth == 0)
+    assert (centre.x, centre.y) == (0.0, 0.0)
+    left, top, width, height = map(float, drawn.view_box.split())
+    assert all(left < n.x < left + width and top < n.y < top + height for n in drawn.nodes)
+    ended = picture(1, "Ada", [hit(11, (1, "Ada"), (3, "Cy"), True, 1)], as_of=10.0)
+    assert [e.holds for e in ended.edges] == [False]

@@ -12,8 +12,9 @@ from remem.graph.types import FactHit
 
 __all__ = ["Edge", "GraphPicture", "Node", "picture"]
 
-#: ring radius per hop (the view box is -300..300 on both axes)
-_RINGS = (0.0, 130.0, 240.0)
+#: ring radius per hop, and the margin kept around the nodes for their labels
+_RINGS = (0.0, 120.0, 220.0)
+_MARGIN = 70.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,8 @@ class GraphPicture:
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
     left_out: int
+    #: the SVG viewBox fitting every node and its label
+    view_box: str = "-300 -300 600 600"
 
 
 def picture(center: int, center_name: str, hits: Sequence[FactHit], *, as_of: float,
@@ -89,4 +92,9 @@ def picture(center: int, center_name: str, hits: Sequence[FactHit], *, as_of: fl
         label = fact.predicate if fact.object_id is not None else \
             f"{fact.predicate}: {fact.value or ''}"
         edges.append(Edge(fact.id, label, fact.fact, x1, y1, x2, y2, fact.holds(as_of=as_of)))
-    return GraphPicture(nodes, tuple(edges), len(hits) - len(kept))
+    xs, ys = [n.x for n in nodes], [n.y for n in nodes]
+    left, top = min(xs) - _MARGIN, min(ys) - _MARGIN
+    width = max(xs) - min(xs) + 2 * _MARGIN
+    height = max(ys) - min(ys) + 2 * _MARGIN
+    return GraphPicture(nodes, tuple(edges), len(hits) - len(kept),
+                        f"{left:g} {top:g} {width:g} {height:g}")
