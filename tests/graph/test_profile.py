@@ -132,6 +132,12 @@ def test_closed_schema_refuses_new_sub_topics(make_graph: MakeGraph) -> None:
         graph.patch_profile([op("add", "/pets/parrot", "Polly")])
     with pytest.raises(InvalidInputError, match="snake_case"):
         ProfileSchema({"Pets!": Topic("x")})
+    small = make_graph(profile=ProfileSchema({"pets": Topic("animals")}, max_slots=2))
+    small.patch_profile([op("add", "/pets/dog", "Rex"), op("add", "/pets/cat", "Tom")])
+    with pytest.raises(InvalidInputError, match=r"max_slots \(2\)"):
+        small.patch_profile([op("add", "/pets/fish", "Nemo")])
+    small.patch_profile([op("replace", "/pets/dog", "Max")])  # a full profile still changes
+    assert small.profile().to_dict() == {"pets": {"cat": "Tom", "dog": "Max"}}
     with pytest.raises(InvalidInputError, match="at least one topic"):
         ProfileSchema({})
 

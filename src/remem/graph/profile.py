@@ -49,12 +49,19 @@ class Topic:
 @dataclass(frozen=True, slots=True)
 class ProfileSchema:
     """The topics a profile may hold. ``open_sub_topics``: the model may add sub-topics
-    beyond the listed ones (under a known topic); ``False`` keeps to the list."""
+    beyond the listed ones (under a known topic); ``False`` keeps to the list.
+    ``max_slots``: how many slots one profile holds at most (open sub-topics would otherwise
+    let it grow without bound)."""
 
     topics: Mapping[str, Topic]
     open_sub_topics: bool = True
+    max_slots: int = 300
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_slots, bool) or not isinstance(self.max_slots, int) or \
+                self.max_slots < 1:
+            raise InvalidInputError(f"ProfileSchema.max_slots must be a positive int, got "
+                                    f"{self.max_slots!r}")
         if not self.topics:
             raise InvalidInputError("ProfileSchema.topics must name at least one topic, e.g. "
                                     "{'work': Topic('job and career', ('company', 'title'))}")
@@ -248,6 +255,11 @@ def plan_patch(current: Mapping[str, Mapping[str, str]], patches: Sequence[XPatc
             state.pop(slot, None)
         else:
             state[slot] = new
+    if len(state) > schema.max_slots and len(state) > len(
+            [1 for subs in current.values() for _ in subs]):
+        raise InvalidInputError(f"the profile would hold {len(state)} slots, more than the "
+                                f"schema's max_slots ({schema.max_slots}); remove slots first "
+                                "or raise ProfileSchema.max_slots")
     return [SlotChange(t, s, old, state.get((t, s))) for (t, s), old in first.items()
             if old != state.get((t, s))]
 
