@@ -28,6 +28,12 @@ def test_login_with_a_key_shows_the_tenants_memories(tab: Tab, served: Seeded) -
     tab.page.click("#login-submit")
     tab.page.wait_for_url("**/ui/memories")
     assert "alpha" in tab.page.inner_text("#tenant")
+    # the session cookie as the browser keeps it: HttpOnly (no script reads it), Strict, /ui
+    cookies = tab.page.context.cookies()
+    assert [(c["httpOnly"], c["sameSite"], c["path"]) for c in cookies] == \
+        [(True, "Strict", "/ui")]
+    assert tab.page.evaluate("() => document.cookie") == ""
+    assert served.alpha_key not in tab.page.content()  # the key is never in a page
     listed = tab.page.locator("li.hit a.hit-link").all_inner_texts()
     assert TEA_CORRECTED in listed and "Ada's dog is called Biscuit" in listed
     assert tab.page.locator("#memory-text").count() == 0
