@@ -145,6 +145,15 @@ def test_a_memory_page_shows_its_value_and_history(tab: Tab, served: Seeded) -> 
     assert tab.page.inner_text("#as-of-text") == TEA
     tab.assert_basics()
 
+    # the page's script: sliding to the slider's start shows the time before the memory
+    slider = tab.page.locator("#as-of-slider")
+    start = slider.get_attribute("min")
+    assert start is not None
+    with tab.page.expect_navigation():
+        slider.fill(start)  # input then change: the script fills the time and submits
+    assert tab.page.get_attribute("#as-of-result", "data-status") == "not yet recorded"
+    tab.assert_basics()
+
 
 def test_undo_asks_for_confirmation_then_reverts_the_change(tab: Tab, served: Seeded) -> None:
     bird = served.ids[BIRD]
