@@ -52,6 +52,8 @@ def test_search_facts_of_a_users_graph(srv: Server) -> None:
     assert page.status_code == 200
     facts = re.findall(r'data-test="fact" data-holds="(\w+)">\s*<td>([^<]+)</td>', page.text)
     assert ("true", "Ada works at Globex") in facts
+    # without as_of a fact holds *now*: the ended one is not shown as holding
+    assert ("true", "Ada works at Acme") not in facts
 
 
 def test_entity_page_draws_its_neighbourhood_with_ended_facts_dashed(srv: Server) -> None:
@@ -68,6 +70,10 @@ def test_entity_page_draws_its_neighbourhood_with_ended_facts_dashed(srv: Server
         in page.text
     assert "&lt;img src=x onerror=alert(1)&gt;" in page.text
     assert re.search(r"<[^>]*\sonerror=", page.text) is None
+    timeline = dict((text.strip(), flag) for flag, text in re.findall(
+        r'class="version" data-holds="(\w+)"><span class="meta">[^<]*</span>([^<]+)</li>',
+        page.text))
+    assert timeline["Ada works at Acme"] == "false"  # ended, judged now
     then = browser.get("/ui/graph", params={"user": "ada", "entity": "Ada",
                                              "as_of": "2021-01-01T00:00"})
     holds_then = dict((text, flag) for flag, text in re.findall(

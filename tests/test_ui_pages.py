@@ -94,6 +94,13 @@ def test_paging_is_bounded_and_links_the_next_page(srv: Server) -> None:
     assert "text/html" in too_many.headers["content-type"]
     bad_time = browser.get("/ui/memories", params={"as_of": "yesterday-ish"})
     assert bad_time.status_code == 422 and "as_of" in bad_time.text
+    # the form as a browser sends it: every field, the blank ones empty
+    blank = browser.get("/ui/memories", params={"q": "tea", "mode": "auto", "kind": "",
+                                                "as_of": "", "recency_days": ""})
+    assert blank.status_code == 200 and "Alice drinks green tea" in blank.text
+    for bad in ("soon", "0", "-1", "nan", "1e9"):
+        refused = browser.get("/ui/memories", params={"q": "tea", "recency_days": bad})
+        assert refused.status_code == 422 and "recency_days" in refused.text, bad
 
 
 def test_namespaces_tree_counts_current_memories(srv: Server) -> None:
@@ -191,6 +198,21 @@ def test_threads_messages_summary_and_checkpoint_tree_with_forks(srv: Server) ->
     assert re.findall(r'<p class="message-text">([^<]+)</p>', old.text) == \
         ["hello", "how are you?"]
     assert browser.get("/ui/threads/nope").status_code == 404
+
+
+def test_forms_post_with_the_browsers_origin_header(srv: Server) -> None:
+    """Pages send Referrer-Policy: same-origin (under no-referrer, Chromium sends
+    "Origin: null" with a form POST, which the loopback guard refuses), and a POST with the
+    page's own origin passes the guard."""
+    browser = srv.browser()
+    page = browser.get("/ui/login")
+    assert page.headers["referrer-policy"] == "same-origin"
+    done = browser.post("/ui/login", data={"csrf_token": csrf_of(page.text),
+                                           "api_key": srv.key("acme")},
+                        headers={"Origin": "http://127.0.0.1"}, follow_redirects=False)
+    assert done.status_code == 303
+    refused = browser.post("/ui/logout", data={}, headers={"Origin": "null"})
+    assert refused.status_code == 403  # what a no-referrer page's form would have met
 
 
 def test_logout_ends_the_session_and_revoking_the_key_does_too(srv: Server) -> None:

@@ -40,8 +40,10 @@ async def graph_page(request: Request, user: Scope = "", agent: Scope = "",
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from None
     at = when if when is not None else time.time()
+    # "holds" is judged at a time: as_of, or now (never "at any time")
     context: dict[str, Any] = {"user": user, "agent": agent, "entity": entity, "q": q,
-                               "as_of": as_of, "hits": [], "page": None, "drawing": None}
+                               "as_of": as_of, "at": at, "hits": [], "page": None,
+                               "drawing": None}
     if (q or entity) and not (user or agent):
         raise InvalidInputError("name whose graph to open: a user (field user) or an agent "
                                 "(field agent)")

@@ -7,6 +7,7 @@ one bounded page at a time; nothing here reads tables.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
@@ -61,6 +62,21 @@ async def namespaces(request: Request, offset: Offset = 0) -> Response:
                    prev_offset=max(0, offset - TREE_PAGE) if offset else None)
 
 
+def _days(text: str) -> float | None:
+    """The recency half-life field: empty (a form sends the blank field) is none, else a
+    number of days in (0, 36500]; an :class:`InvalidInputError` names the field."""
+    if not text.strip():
+        return None
+    try:
+        days = float(text)
+    except ValueError:
+        days = math.nan
+    if not 0 < days <= 36_500:  # NaN fails too
+        raise InvalidInputError(f"recency_days must be a number of days from 0 (exclusive) "
+                                f"to 36500, or empty for no recency weighting; got {text!r}")
+    return days
+
+
 @router.get("/memories")
 async def memories(
         request: Request, ns: Labels = [],  # noqa: B006 (FastAPI copies defaults)
@@ -69,7 +85,7 @@ async def memories(
         kind: Annotated[str, Query(max_length=64)] = "",
         as_of: Annotated[str, Query(max_length=64)] = "",
         include_invalid: bool = False,
-        recency_days: Annotated[float | None, Query(gt=0, le=36_500)] = None,
+        recency_days: Annotated[str, Query(max_length=32)] = "",
         limit: Annotated[int, Query(ge=1, le=100)] = 20, offset: Offset = 0) -> Response:
     """Memories of the tenant (or of namespace ``ns``), newest first, or best first for
     ``q`` with each signal's score as a bar."""
@@ -80,18 +96,19 @@ async def memories(
         when = parse_time(as_of)
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from None
+    half_life = _days(recency_days)
     search = SearchRequest.of(
         query=q.strip() or None, namespace=ns or None, filters={"kind": kind} if kind else None,
         limit=limit, offset=offset, as_of=when, include_invalid=include_invalid, mode=mode,
-        recency_half_life=recency_days * 86_400 if recency_days else None)
+        recency_half_life=half_life * 86_400 if half_life else None)
     result = await ui.run(lambda: memory.run(search))
     hits = list(result.hits)
     params: dict[str, Any] = {"q": q, "mode": mode if mode != "auto" else None, "kind": kind,
                               "as_of": as_of, "include_invalid": include_invalid or None,
-                              "recency_days": recency_days, "limit": limit}
+                              "recency_days": half_life, "limit": limit}
     return ui.page(request, viewer, "memories.html", hits=hits, bars=hit_bars(hits), ns=ns,
                    q=q, mode=mode, kind=kind, as_of=as_of, include_invalid=include_invalid,
-                   recency_days=recency_days, limit=limit, offset=offset, params=params,
+                   recency_days=half_life, limit=limit, offset=offset, params=params,
                    next_offset=offset + limit if len(hits) == limit else None,
                    prev_offset=max(0, offset - limit) if offset else None,
                    searched=bool(q.strip()))

@@ -46,7 +46,9 @@ CSP: Final = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 SECURITY_HEADERS: Final = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer Chromium sends "Origin: null" with a
+    # form POST, which the loopback server's DNS-rebinding guard rightly refuses
+    "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
 }
