@@ -48,12 +48,6 @@ def tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
 
 
 @pytest.fixture
-def bare_tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
-    """A fresh browser context at desktop size with no workaround of REFERRER_BUG."""
-    yield from open_tab(browser, served.url, relax_referrer=False)
-
-
-@pytest.fixture
 def no_js_tab(browser: Browser, served: Seeded) -> Iterator[Tab]:
     """A fresh browser context at desktop size with JavaScript switched off."""
     yield from open_tab(browser, served.url, javascript=False)

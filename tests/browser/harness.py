@@ -10,7 +10,6 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, ViewportSize
@@ -61,8 +60,6 @@ class Tab:
     console_errors: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
     accept_dialogs: bool = False
-    #: pages whose ``Referrer-Policy: no-referrer`` the harness relaxed (see REFERRER_BUG)
-    relaxed: list[str] = field(default_factory=list)
     #: every page the tab's main frame loaded (redirects land here once, at their target)
     visited: list[str] = field(default_factory=list)
 
@@ -80,11 +77,8 @@ class Tab:
         self.page.wait_for_load_state()
 
     def search(self, query: str) -> None:
-        """Search the memory list from its search box (see SEARCH_FORM_BUG)."""
+        """Search the memory list from its search box (the other fields as they are)."""
         self.page.fill("#search-q", query)
-        # an empty number field is not sent, as the inspector means it until the bug is fixed
-        self.page.evaluate("""() => { const field = document.getElementById('search-recency');
-                                      if (field && field.value === '') field.disabled = true; }""")
         self.page.click("#search-submit")
         self.page.wait_for_load_state()
 
@@ -139,58 +133,14 @@ class Tab:
         assert self.unlabelled_controls() == [], self.page.url
 
 
-#: Known inspector bug, worked around until it is fixed: its pages send
-#: ``Referrer-Policy: no-referrer``, so Chromium sends ``Origin: null`` with every form POST
-#: (the Fetch standard's rule for that policy), and the loopback server's DNS-rebinding guard
-#: (remem.server.netguard) refuses it with 403: nobody can log in from a browser. The fix
-#: is ``Referrer-Policy: same-origin`` (no referrer leaves the site, the Origin stays).
-#: test_forms_post_as_chromium_sends_them shows the bug without the workaround.
-REFERRER_BUG = ("the inspector's Referrer-Policy: no-referrer makes Chromium send Origin: "
-                "null on form POSTs, which the loopback guard refuses (403); fix: "
-                "Referrer-Policy: same-origin in remem.ui.web.SECURITY_HEADERS")
-
-
-#: Known inspector bug, worked around by Tab.search until it is fixed: the search form's
-#: empty "Recency half-life" field is sent as ``recency_days=`` and refused with 422, so the
-#: search form only works with a half-life typed in.
-SEARCH_FORM_BUG = ("the search form sends its empty recency_days field, which /ui/memories "
-                   "refuses with 422 (it must read an empty field as no half-life)")
-
-
-#: Known inspector bug: with no time given the graph page means "now" but asks Fact.holds()
-#: with no time, which is "at any time", so ended facts show as holding
-GRAPH_NOW_BUG = ("the graph page without as_of calls Fact.holds() / holds(as_of=None), true "
-                 "for every fact, so ended facts are listed and drawn as holding; pass "
-                 "as_of=time.time() when none is given (routes_graph.py, graph_view.py)")
-
-
 def open_tab(browser: Browser, base: str, viewport: ViewportSize = VIEWPORT, *,
-             relax_referrer: bool = True, javascript: bool = True) -> Iterator[Tab]:
+             javascript: bool = True) -> Iterator[Tab]:
     """A :class:`Tab` on the server at ``base`` in a fresh browser context, closed after the
     test (a generator for fixtures to ``yield from``)."""
     context = browser.new_context(viewport=viewport, java_script_enabled=javascript)
     context.set_default_timeout(5_000)
     page = context.new_page()
     tab = Tab(page=page, base=base)
-
-    if relax_referrer:  # response-stage interception also sees each redirect's response
-        cdp = context.new_cdp_session(page)
-
-        def relax(event: dict[str, Any]) -> None:
-            headers = event.get("responseHeaders") or []
-            policy = [h for h in headers if h["name"].lower() == "referrer-policy"]
-            if any(h["value"] == "no-referrer" for h in policy):
-                tab.relaxed.append(event["request"]["url"])
-                headers = [h for h in headers if h not in policy]
-                headers.append({"name": "Referrer-Policy", "value": "same-origin"})
-            cdp.send("Fetch.continueResponse", {
-                "requestId": event["requestId"], "responseHeaders": headers,
-                "responseCode": event["responseStatusCode"]})
-
-        cdp.on("Fetch.requestPaused", relax)
-        cdp.send("Fetch.enable", {"patterns": [{"urlPattern": base + "/ui/*",
-                                                "resourceType": "Document",
-                                                "requestStage": "Response"}]})
 
     def on_console(message: ConsoleMessage) -> None:
         if message.type == "error":

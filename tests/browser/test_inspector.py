@@ -10,7 +10,15 @@ from typing import Any
 import httpx
 
 from tests.browser.harness import Tab
-from tests.browser.world import BIRD, BIRD_CORRECTED, TEA, TEA_CORRECTED, USER, Seeded
+from tests.browser.world import (
+    BIRD,
+    BIRD_CORRECTED,
+    FORK,
+    TEA,
+    TEA_CORRECTED,
+    USER,
+    Seeded,
+)
 
 
 def test_login_with_a_key_shows_the_tenants_memories(tab: Tab, served: Seeded) -> None:
@@ -200,6 +208,17 @@ def test_a_thread_page_shows_messages_and_checkpoints(tab: Tab, served: Seeded) 
     assert roles == ["user", "assistant"]
     assert "jasmine tea" in tab.page.locator("li.message .message-text").first.inner_text()
     assert tab.page.locator("#checkpoint-tree li.checkpoint").count() >= 1
+    assert tab.page.locator("#checkpoint-tree li.checkpoint.fork").count() == 0
+    tab.assert_basics()
+
+    # the fork shares the conversation up to where it left, then goes on its own way
+    tab.open(f"/ui/threads/{FORK}")
+    texts = tab.page.locator("li.message .message-text").all_inner_texts()
+    assert len(texts) == 3 and texts[-1] == "Actually, make it oolong."
+    fork = tab.page.locator("#checkpoint-tree li.checkpoint.fork")
+    assert fork.count() == 1  # its first checkpoint's parent is in the other thread
+    parent = fork.get_attribute("data-parent")
+    assert parent and parent in tab.page.inner_text("#checkpoint-tree")
     tab.shot("thread")
     tab.assert_basics()
 
@@ -249,7 +268,7 @@ def test_the_jobs_page_shows_the_queue_and_retries_a_cancelled_job(tab: Tab,
 def test_reading_needs_no_javascript(no_js_tab: Tab, served: Seeded) -> None:
     tab = no_js_tab
     tab.login(served.alpha_key)
-    tab.page.fill("#search-recency", "30")  # (see SEARCH_FORM_BUG: no script to work around)
+    tab.page.fill("#search-recency", "30")  # four signals to draw
     tab.search("oolong")
     assert tab.page.locator("li.hit").first.get_attribute("data-id") == served.tea_id
     assert tab.page.locator("li.hit").first.locator(".score-bar").count() == 4

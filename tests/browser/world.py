@@ -64,6 +64,8 @@ def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> An
     return response.json()
 
 
+#: a thread forked from alpha's conversation
+FORK = "ada-chat-oolong"
 #: a file whose writing the server's file policy asks a human about
 PLAN = "/approve/plan.md"
 #: an organisation whose name is markup: the graph page draws it as text
@@ -108,6 +110,10 @@ def _seed(url: str, alpha: str, beta: str, human: str, model: LoopbackServer) ->
             "thread_id": "ada-chat", "metadata": {"user_id": USER},
             "messages": [{"role": "user", "content": "Remember that I drink jasmine tea."},
                          {"role": "assistant", "content": "Noted: jasmine tea."}]})
+        # a fork of the conversation that goes on its own way
+        _post(client, "/v1/threads/ada-chat/fork", alpha, {"new_thread_id": FORK})
+        _post(client, f"/v1/threads/{FORK}/messages", alpha, {
+            "messages": [{"role": "user", "content": "Actually, make it oolong."}]})
         _post(client, "/v1/threads", alpha, {
             "thread_id": "xss-thread", "metadata": {"user_id": USER},
             "messages": [{"role": "user", "content": XSS}]})
