@@ -23,8 +23,9 @@ embedder. Then, after one warm-up query (which loads the vector cache):
 
 Each has wall-clock and CPU-time (this process's) percentiles: on a machine shared with other
 work, waiting for a core inflates wall-clock time but not CPU time. Also measured: the first
-search (it loads the vectors and builds the inverted file) and the inverted file's recall@10
-against the exact scan over the benchmark's queries.
+search (it loads the vectors and scans them exactly), how long until the inverted file built
+in the background is in place (the timed searches start after it), and the inverted file's
+recall@10 against the exact scan over the benchmark's queries.
 
 The table goes to stdout; ``--out`` writes the figures, the machine and the settings as JSON.
 """
@@ -145,6 +146,8 @@ def measure(make: Callable[[], GraphStorage], opts: argparse.Namespace) -> dict[
         t0 = time.perf_counter()
         graph.search(question(0), limit=10)
         out["first search s"] = time.perf_counter() - t0
+        graph._fact_vectors.wait()  # the inverted file is built in the background
+        out["index built s"] = time.perf_counter() - t0
         out["recall@10"] = recall_at_10(graph, embedder,
                                         [question(i) for i in range(min(opts.repeat, 50))])
         out["search"] = timed(lambda i: graph.search(question(i), limit=10), opts.repeat)
@@ -178,7 +181,8 @@ def table(results: dict[str, Any], opts: argparse.Namespace) -> str:
                          f"{res[op]['cpu_p95_ms']:>8.2f} "
                          f"{'<= ' + format(target, 'g') if target else '':>8}")
         lines.append(f"{backend:<10} load {res['load_s']:.1f} s; first search (vectors "
-                     f"loaded, inverted file built) {res['first search s']:.1f} s; "
+                     f"loaded, exact scan) {res['first search s']:.1f} s; inverted file "
+                     f"built in the background after {res['index built s']:.1f} s; "
                      f"inverted-file recall@10 {res['recall@10']:.3f}; a 2-hop expansion "
                      f"returns {res['expand facts (mean)']:.0f} facts on average")
     return "\n".join(lines)

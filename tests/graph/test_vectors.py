@@ -37,7 +37,8 @@ def loader(matrix: npt.NDArray[np.float32], start_id: int = 1
 
 def test_inverted_file_recall_lookups_tail_and_rebuild() -> None:
     data = clustered(4000)
-    exact, ivf = VectorCache(ann_min_rows=10**9), VectorCache(ann_min_rows=1000)
+    exact = VectorCache(ann_min_rows=10**9)
+    ivf = VectorCache(ann_min_rows=1000, background=False)
     exact.refresh(loader(data[:3000]))
     ivf.refresh(loader(data[:3000]))
     assert not exact.approximate and ivf.approximate
@@ -64,6 +65,25 @@ def test_inverted_file_recall_lookups_tail_and_rebuild() -> None:
     ivf.refresh(loader(data))
     assert ivf._lists is not None and ivf._lists.rows == 4000
     assert ivf.top(data[3999], 1)[0][0] == 4000
+
+
+def test_a_background_build_keeps_rows_appended_meanwhile() -> None:
+    """Searches scan exactly until the lists are built in a thread; rows written during the
+    build end up behind them, none lost."""
+    data = clustered(3000, seed=4)
+    cache = VectorCache(ann_min_rows=1000)
+    cache.refresh(loader(data[:2000]))
+    assert cache.top(data[5], 1)[0][0] == 6  # answered at once, whatever the build's state
+    cache.refresh(loader(data))  # may land before or after the build finishes
+    cache.wait()
+    cache.refresh(loader(data))  # nothing new; a rebuild may start (3000 > 2000 * 1.25)
+    cache.wait()
+    assert cache.approximate and cache.last_id == 3000
+    assert sorted(cache.ids.tolist()) == list(range(1, 3001))
+    held = cache.vectors(list(range(1, 3001)))
+    assert len(held) == 3000 and all(np.array_equal(held[i], data[i - 1]) for i in (1, 2000,
+                                                                                   3000))
+    assert cache.top(data[2999], 1)[0][0] == 3000
 
 
 def test_centroids_are_unit_vectors_near_the_clusters() -> None:
@@ -103,4 +123,7 @@ def test_search_through_the_inverted_file_answers_as_the_exact_scan(
         assert [h.fact.fact for h in got] == [h.fact.fact for h in want], query
         # float32 products over a slice may round differently than over the whole matrix
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-6)
+    ivf._fact_vectors.wait()  # built in the background: searches so far may have been exact
     assert ivf._fact_vectors.approximate and not exact._fact_vectors.approximate
+    query = "What did Person3 say about chess?"
+    assert [h.fact.fact for h in ivf.search(query)] == [h.fact.fact for h in exact.search(query)]

@@ -306,9 +306,8 @@ class Graph:
             return {}
         with self._rows(False) as rows:
             self._entity_vectors.refresh(rows.entity_vectors)
-        cache = self._entity_vectors
-        return {} if cache.matrix is None else dict(zip(cache.ids.tolist(), cache.matrix,
-                                                        strict=True))
+        ids, matrix = self._entity_vectors.snapshot()
+        return {} if matrix is None else dict(zip(ids.tolist(), matrix, strict=True))
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -12,10 +12,11 @@ search's time (``benchmarks/graph.py``), so from ``ann_min_rows`` on the cache b
 centroids, stored contiguously; a query scores the centroids, then only the rows of the best
 lists until ``probe`` of all rows are covered (6% by default: about 16x less to read). Rows
 written after the build are a tail scanned exactly; the index is rebuilt when the tail
-passes a quarter of what was indexed. The index is approximate: ``benchmarks/graph.py``
-measures its recall against the exact scan, and search rescores the keyword and graph
-candidates exactly (:meth:`VectorCache.scores`), so a fact found by another signal never
-loses its vector score to the approximation.
+passes a quarter of what was indexed. Builds run in a background thread (search scans
+exactly until the lists are in place), so no search waits for one. The index is
+approximate: ``benchmarks/graph.py`` measures its recall against the exact scan, and search
+rescores the keyword and graph candidates exactly (:meth:`VectorCache.scores`), so a fact
+found by another signal never loses its vector score to the approximation.
 """
 
 from __future__ import annotations
@@ -82,72 +83,146 @@ def train_centroids(matrix: npt.NDArray[np.float32], lists: int, *, iterations: 
     return centroids
 
 
+@dataclass(frozen=True, slots=True)
+class _State:
+    """What a search reads, replaced whole (never changed in place), so a reader that takes
+    it once sees ids, vectors and lists that belong together."""
+
+    ids: npt.NDArray[np.int64]
+    matrix: npt.NDArray[np.float32] | None
+    lists: _Lists | None
+    max_id: int
+    #: bumped when the cache starts over (the embedder changed size)
+    generation: int = 0
+
+
+def _built(state: _State) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32], _Lists]:
+    """The inverted file over every row of ``state``: its rows reordered by list."""
+    assert state.matrix is not None
+    lists = max(8, int(np.sqrt(len(state.ids))))
+    centroids = train_centroids(state.matrix, lists)
+    assign = _nearest(state.matrix, centroids)
+    order = np.argsort(assign, kind="stable")
+    matrix = np.ascontiguousarray(state.matrix[order])
+    ids = state.ids[order]
+    offsets = np.searchsorted(assign[order], np.arange(lists + 1)).astype(np.int64)
+    by_id = np.argsort(ids)
+    return ids, matrix, _Lists(centroids, offsets, len(ids), ids[by_id], by_id.astype(np.int64))
+
+
 class VectorCache:
     """Ids and unit vectors, appended to by :meth:`refresh`; exact search below
-    ``ann_min_rows`` rows, an inverted file probing ``probe`` of the rows from there on."""
+    ``ann_min_rows`` rows, an inverted file probing ``probe`` of the rows from there on.
 
-    def __init__(self, *, ann_min_rows: int = ANN_MIN_ROWS, probe: float = 0.06) -> None:
+    ``background``: build the inverted file in a thread, searching exactly until it is ready
+    (a search never waits seconds for the build); ``False`` builds it inside
+    :meth:`refresh`. :meth:`wait` blocks until a build under way is done."""
+
+    def __init__(self, *, ann_min_rows: int = ANN_MIN_ROWS, probe: float = 0.06,
+                 background: bool = True) -> None:
         self._lock = threading.Lock()
         self.ann_min_rows = ann_min_rows
         self.probe = probe
-        self.ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
-        self.matrix: npt.NDArray[np.float32] | None = None
-        self._max_id = 0
-        self._lists: _Lists | None = None
+        self.background = background
+        self._state = _State(np.zeros(0, dtype=np.int64), None, None, 0)
+        self._builder: threading.Thread | None = None
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        """The ids held, in row order."""
+        return self._state.ids
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32] | None:
+        """The vectors held, one row per id of :attr:`ids` (``None``: none)."""
+        return self._state.matrix
+
+    def snapshot(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32] | None]:
+        """``(ids, matrix)`` that belong together (a build may swap both at any time)."""
+        state = self._state
+        return state.ids, state.matrix
+
+    @property
+    def _lists(self) -> _Lists | None:
+        return self._state.lists
 
     @property
     def last_id(self) -> int:
         """The highest id held (0: none)."""
-        return self._max_id
+        return self._state.max_id
 
     @property
     def approximate(self) -> bool:
         """Whether :meth:`top` searches through the inverted file (not every row)."""
-        return self._lists is not None
+        return self._state.lists is not None
 
     def refresh(self, load: Callable[[int], list[tuple[int, bytes]]]) -> None:
         """Append the rows ``load(last_id)`` returns (ids above it, in order); build or
         rebuild the inverted file when the rows call for it."""
         with self._lock:
-            rows = load(self.last_id)
+            state = self._state
+            rows = load(state.max_id)
             if not rows:
                 return
             new = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
             ids = np.array([i for i, _ in rows], dtype=np.int64)
-            if self.matrix is not None and self.matrix.shape[1] != new.shape[1]:
-                self.matrix, self.ids, self._lists = None, np.zeros(0, dtype=np.int64), None
-                rows = load(0)  # the embedder changed size: start over from every row
+            if state.matrix is not None and state.matrix.shape[1] != new.shape[1]:
+                # the embedder changed size: start over from every row
+                state = _State(np.zeros(0, dtype=np.int64), None, None, 0,
+                               state.generation + 1)
+                rows = load(0)
                 new = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
                 ids = np.array([i for i, _ in rows], dtype=np.int64)
-            self.matrix = new if self.matrix is None else np.vstack([self.matrix, new])
-            self.ids = np.concatenate([self.ids, ids])
-            self._max_id = int(ids[-1])
-            n = len(self.ids)
-            if n >= self.ann_min_rows and (self._lists is None
-                                           or n - self._lists.rows > self._lists.rows // 4):
-                self._build()
+            matrix = new if state.matrix is None else np.vstack([state.matrix, new])
+            state = _State(np.concatenate([state.ids, ids]), matrix, state.lists,
+                           int(ids[-1]), state.generation)
+            self._state = state
+            n = len(state.ids)
+            due = n >= self.ann_min_rows and (state.lists is None
+                                              or n - state.lists.rows > state.lists.rows // 4)
+            if not due or (self._builder is not None and self._builder.is_alive()):
+                return
+            if not self.background:
+                self._install(state, *_built(state))
+                return
+            self._builder = threading.Thread(target=self._build_in_background, args=(state,),
+                                             name="remem-graph-ivf", daemon=True)
+            self._builder.start()
 
-    def _build(self) -> None:
-        assert self.matrix is not None
-        lists = max(8, int(np.sqrt(len(self.ids))))
-        centroids = train_centroids(self.matrix, lists)
-        assign = _nearest(self.matrix, centroids)
-        order = np.argsort(assign, kind="stable")
-        self.matrix = np.ascontiguousarray(self.matrix[order])
-        self.ids = self.ids[order]
-        offsets = np.searchsorted(assign[order], np.arange(lists + 1)).astype(np.int64)
-        by_id = np.argsort(self.ids)
-        self._lists = _Lists(centroids, offsets, len(self.ids), self.ids[by_id],
-                             by_id.astype(np.int64))
+    def _build_in_background(self, state: _State) -> None:
+        try:
+            built = _built(state)
+        except Exception:  # the exact scan goes on serving; the next refresh tries again
+            return
+        with self._lock:
+            self._install(state, *built)
 
-    def _rows_of(self, ids: Sequence[int]) -> tuple[list[int], list[int]]:
-        """``(ids found, their row positions)``."""
-        if self.matrix is None or not len(ids):
+    def _install(self, built_from: _State, ids: npt.NDArray[np.int64],
+                 matrix: npt.NDArray[np.float32], lists: _Lists) -> None:
+        """Swap in an inverted file built over ``built_from``'s rows; rows appended since
+        stay behind them as the tail. Caller holds the lock."""
+        current = self._state
+        if current.generation != built_from.generation or current.matrix is None:
+            return  # the cache started over meanwhile: this build is stale
+        n = len(built_from.ids)
+        self._state = _State(np.concatenate([ids, current.ids[n:]]),
+                             np.vstack([matrix, current.matrix[n:]]), lists, current.max_id,
+                             current.generation)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until an inverted file being built is in place."""
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
+
+    def _rows_of(self, state: _State, ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        """``(ids found, their row positions)`` in ``state``."""
+        if state.matrix is None or not len(ids):
             return [], []
         wanted = np.asarray(ids, dtype=np.int64)
         found: list[int] = []
         rows: list[int] = []
-        lists = self._lists
+        lists = state.lists
         start = 0 if lists is None else lists.rows
         if lists is not None:
             at = np.searchsorted(lists.sorted_ids, wanted)
@@ -155,7 +230,7 @@ class VectorCache:
                 lists.sorted_ids[np.minimum(at, len(lists.sorted_ids) - 1)] == wanted)
             found += wanted[ok].tolist()
             rows += lists.sorted_rows[at[ok]].tolist()
-        tail = self.ids[start:]  # appended in id order, so sorted
+        tail = state.ids[start:]  # appended in id order, so sorted
         at = np.searchsorted(tail, wanted)
         ok = (at < len(tail)) & (tail[np.minimum(at, max(len(tail) - 1, 0))] == wanted) \
             if len(tail) else np.zeros(len(wanted), dtype=bool)
@@ -163,52 +238,56 @@ class VectorCache:
         rows += (at[ok] + start).tolist()
         return found, rows
 
-    def _probed(self, query: npt.NDArray[np.float32], k: int
+    def _probed(self, state: _State, query: npt.NDArray[np.float32], k: int
                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Row positions and scores of the rows in the best lists (and the tail)."""
-        assert self.matrix is not None and self._lists is not None
-        lists = self._lists
+        assert state.matrix is not None and state.lists is not None
+        lists, matrix = state.lists, state.matrix
         sizes = np.diff(lists.offsets)
         want = max(int(self.probe * lists.rows), 32 * k)
         best = np.argsort(-(lists.centroids @ query))
         covered = np.cumsum(sizes[best])
         take = best[:int(np.searchsorted(covered, want)) + 1]
         spans = [(int(lists.offsets[i]), int(lists.offsets[i + 1])) for i in take]
-        spans.append((lists.rows, len(self.ids)))
+        spans.append((lists.rows, len(state.ids)))
         positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
-        scores = np.concatenate([self.matrix[a:b] @ query for a, b in spans])
+        scores = np.concatenate([matrix[a:b] @ query for a, b in spans])
         return positions, scores.astype(np.float32)
 
     def top(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The ``k`` most similar ``(id, cosine)``, best first (ties by id): exact, or
         through the inverted file (:attr:`approximate`)."""
-        if self.matrix is None or k <= 0 or self.matrix.shape[1] != query.shape[0]:
+        state = self._state
+        if state.matrix is None or k <= 0 or state.matrix.shape[1] != query.shape[0]:
             return []
-        if self._lists is None:
+        if state.lists is None:
             positions = None
-            scores = self.matrix @ query
+            scores = state.matrix @ query
         else:
-            positions, scores = self._probed(query, k)
+            positions, scores = self._probed(state, query, k)
         k = min(k, len(scores))
         part = np.argpartition(-scores, k - 1)[:k]
         rows = part if positions is None else positions[part]
-        order = sorted(range(k), key=lambda j: (-float(scores[part[j]]), int(self.ids[rows[j]])))
-        return [(int(self.ids[rows[j]]), float(scores[part[j]])) for j in order]
+        ids = state.ids
+        order = sorted(range(k), key=lambda j: (-float(scores[part[j]]), int(ids[rows[j]])))
+        return [(int(ids[rows[j]]), float(scores[part[j]])) for j in order]
 
     def scores(self, query: npt.NDArray[np.float32], ids: Sequence[int]
                ) -> list[tuple[int, float]]:
         """Exact ``(id, cosine)`` of these ids (those held), in the order found."""
-        if self.matrix is None or self.matrix.shape[1] != query.shape[0]:
+        state = self._state
+        if state.matrix is None or state.matrix.shape[1] != query.shape[0]:
             return []
-        found, rows = self._rows_of(ids)
+        found, rows = self._rows_of(state, ids)
         if not rows:
             return []
-        values = self.matrix[np.asarray(rows, dtype=np.int64)] @ query
+        values = state.matrix[np.asarray(rows, dtype=np.int64)] @ query
         return [(i, float(s)) for i, s in zip(found, values.tolist(), strict=True)]
 
     def vectors(self, ids: list[int]) -> dict[int, npt.NDArray[np.float32]]:
         """The vectors of these ids (those held)."""
-        found, rows = self._rows_of(ids)
-        assert self.matrix is not None or not rows
-        return {i: self.matrix[r] for i, r in zip(found, rows, strict=True)
-                } if self.matrix is not None else {}
+        state = self._state
+        found, rows = self._rows_of(state, ids)
+        if state.matrix is None:
+            return {}
+        return {i: state.matrix[r] for i, r in zip(found, rows, strict=True)}
