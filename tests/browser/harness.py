@@ -19,8 +19,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update",
                "--disable-sync"]
-#: where the screenshots shown in docs/ui.md are written (viewport-sized, overwritten)
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img" / "ui"
+#: where each run writes its screenshots (git-ignored, so a test run leaves the tree clean);
+#: ``REMEM_UI_SCREENSHOTS=docs/img/ui pytest tests/browser`` refreshes the ones docs/ui.md shows
+SHOTS = Path(os.environ.get("REMEM_UI_SCREENSHOTS")
+             or Path(__file__).resolve().parents[2] / "build" / "ui-screenshots")
 VIEWPORT: ViewportSize = {"width": 1100, "height": 760}
 
 
@@ -105,7 +107,7 @@ class Tab:
         return response.status
 
     def shot(self, name: str) -> None:
-        """Write this page's viewport to docs/img/ui/<name>.png (small: never full-page)."""
+        """Write this page's viewport to ``SHOTS/<name>.png`` (small: never full-page)."""
         SHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
 

@@ -1,6 +1,6 @@
 """The inspector's main paths in a real browser: log in with a key, find a memory by search
 with its score bars, open it and read its history, undo a change after confirming it, read a
-thread. Each test writes a screenshot of its page to docs/img/ui/."""
+thread. Each test writes a screenshot of its page (see harness.SHOTS)."""
 
 from __future__ import annotations
 
