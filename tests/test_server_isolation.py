@@ -445,6 +445,23 @@ def _graph(w: World) -> None:
     assert c.post("/v1/graph/profile", json={"user_id": "u1"}, headers=w.a).json() == mine
 
 
+def _budgets(w: World) -> None:
+    """B neither sees nor drops A's budget for the same user id; B's own budget for that user
+    id is B's alone."""
+    c = w.client
+    assert c.put("/v1/budgets", json={"user_id": "u1", "max_memories": 1000},
+                 headers=w.a).status_code == 200
+    mine = c.get("/v1/budgets", headers=w.a).json()
+    assert c.get("/v1/budgets", headers=w.b).json() == {"budgets": []}
+    assert c.delete("/v1/budgets", params={"user_id": "u1"},
+                    headers=w.b).json() == {"deleted": False}
+    assert c.put("/v1/budgets", json={"user_id": "u1", "max_memories": 1},
+                 headers=w.b).status_code == 200
+    assert c.get("/v1/budgets", headers=w.a).json() == mine
+    assert c.delete("/v1/budgets", params={"user_id": "u1"},
+                    headers=w.b).json() == {"deleted": True}
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -481,6 +498,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "blocks (list, create, get, patch, delete, history, attach, detach); approvals recover": (
         _blocks_crud),
     "graph (episodes, search, entity, expand, profile, timeline)": _graph,
+    "budgets PUT, GET, DELETE": _budgets,
 }
 
 
@@ -521,7 +539,7 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/blocks/{block_id}/history", "/v1/agents/{agent_id}/blocks",
                "/v1/agents/{agent_id}/blocks/{block_id}", "/v1/graph/episodes",
                "/v1/graph/search", "/v1/graph/entity", "/v1/graph/expand",
-               "/v1/graph/profile", "/v1/graph/timeline"}
+               "/v1/graph/profile", "/v1/graph/timeline", "/v1/budgets"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 
