@@ -50,7 +50,8 @@ class Feedback:
     ``vector``: weight of the top hits' mean vector added to the query vector before the vector
     signal is searched again (0: no vector feedback). ``terms``: how many of the top hits'
     most distinctive terms form a second keyword query (0: none); ``term_weight``: what its
-    min-max normalised BM25 scores add to a result's fused score.
+    min-max normalised BM25 scores add to a result's fused score, in units of the best fused
+    score.
     """
 
     top: int = 3
@@ -69,7 +70,8 @@ class Feedback:
 class Entities:
     """Entity-centred expansion: the proper nouns of the ``top`` best results of a first pass
     (those in at most ``max_share`` of the scope's items: a name on every turn tells nothing)
-    form a keyword query whose min-max normalised scores add ``weight`` to a result's score."""
+    form a keyword query whose min-max normalised scores add ``weight`` (in units of the best
+    fused score) to a result's score."""
 
     top: int = 3
     weight: float = 0.2

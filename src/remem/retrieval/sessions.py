@@ -44,7 +44,8 @@ class Sessions:
 
     A session's score is the mean of its ``depth`` best fused scores (missing ones count 0),
     divided by the best session's; each candidate's score then gains ``weight`` times its
-    session's score. ``field``: the value field naming the session.
+    session's score, in units of the best fused score. ``field``: the value field naming the
+    session.
     """
 
     field: str = "session"

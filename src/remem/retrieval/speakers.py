@@ -3,8 +3,9 @@
 In a conversation between two people, "What does Melanie like to paint?" is answered by what
 Melanie said far more often than by what was said to her; the keyword signal sees the name,
 but a name on half of the turns weighs almost nothing in BM25. :class:`Speakers` adds a fixed
-``weight`` to every candidate whose ``field`` (the speaker, a metadata field of the value) is
-named in the query as a whole word, case-insensitively. A query naming nobody is unchanged.
+``weight`` (a fraction of the best fused score) to every candidate whose ``field`` (the
+speaker, a metadata field of the value) is named in the query as a whole word, ignoring case.
+A query naming nobody is unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ __all__ = ["Speakers", "names_in"]
 
 @dataclass(frozen=True, slots=True)
 class Speakers:
-    """Add ``weight`` to candidates whose ``field`` value is named in the query."""
+    """Add ``weight`` (in units of the best fused score) to candidates whose ``field`` value
+    is named in the query."""
 
     field: str = "speaker"
     weight: float = 0.2
