@@ -34,7 +34,8 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["CHINESE_STOPWORDS", "ENGLISH_STOPWORDS", "DefaultTokenizer", "Tokenizer"]
+__all__ = ["CHINESE_STOPWORDS", "ENGLISH_STOPWORDS", "DefaultTokenizer", "Tokenizer",
+           "han_share"]
 
 
 @runtime_checkable
@@ -86,6 +87,16 @@ _MEMO_WORDS = 200_000
 
 _segmenter_lock = threading.Lock()
 _segmenter: Any = None
+
+
+def han_share(text: str) -> float:
+    """The share of Han characters among the letters and digits of ``text`` (0.0 for none):
+    how much of it is written in Chinese."""
+    han = other = 0
+    for run_han, word in _RUN.findall(text):
+        han += len(run_han)
+        other += len(word)
+    return han / (han + other) if han + other else 0.0
 
 
 def _rjieba() -> Any:

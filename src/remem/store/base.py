@@ -547,7 +547,7 @@ class BaseStore(ABC):
         ``source`` (already restricted to prefix, filter and time range), then fusion and
         re-ranking in pure code."""
         signals = prepared.signals[position]
-        ranking = op.ranking or Ranking()
+        ranking = (op.ranking or Ranking()).for_query(op.query or "")
         needed = op.offset + op.limit
         plain = (len(signals) == 1 and ranking.recency is None and ranking.mmr is None
                  and ranking.min_score is None and not ranking.staged)
