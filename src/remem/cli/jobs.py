@@ -143,9 +143,7 @@ def cancel_command(ctx: click.Context, db: str, schema: str, json_output: bool,
     _show(open_queue(ctx, db, schema=schema).cancel(job_id), json_output)
 
 
-# hidden from `remem jobs --help` until docs/cli.md carries its help blocks (the docs test
-# compares every listed command's help with the docs); documented in docs/background.md
-@jobs_group.group(name="budget", hidden=True)
+@jobs_group.group(name="budget")
 def budget_group() -> None:
     """Stored per-namespace budgets: set, ls, rm.
 
