@@ -181,7 +181,7 @@ def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "remem", "mcp", "--db", str(db), "--embedder", "fake", "--tenant", "acme",
         "--files", "--context", "--blocks", "a1", "--archival", "alice",
-        "--conversations", "alice", "--procedural"])
+        "--conversations", "alice", "--procedural", "--graph"])
 
     async def run() -> tuple[set[str], Any]:
         async with Client(params) as client:
@@ -192,7 +192,8 @@ def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
     names, reply = asyncio.run(asyncio.wait_for(run(), 60))
     assert {*BLOCK_TOOLS, *ARCHIVAL_TOOLS, *CONVERSATION_TOOLS, "get_context", "ls",
             "read_file", "write_file", "edit_file", "glob", "grep", "add_memory",
-            "get_prompt", "select_examples"} <= names
+            "get_prompt", "select_examples", "search_facts", "get_entity", "get_profile",
+            "get_timeline"} <= names
     assert not reply.is_error and json.loads(reply.content[0].text)["status"] == "saved"
 
 

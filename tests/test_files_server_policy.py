@@ -164,3 +164,14 @@ def test_policy_from_the_environment_and_bad_files(tmp_path: Path,
             assert file_policy(state) == Policy()  # no policy: everything allowed
     finally:
         state.close()
+
+
+def test_serve_refuses_a_file_policy_that_does_not_exist(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from remem.cli import cli
+
+    result = CliRunner().invoke(cli, ["serve", "--db", str(tmp_path / "x.db"),
+                                      "--file-policy", str(tmp_path / "missing.json")])
+    assert result.exit_code == 2
+    assert "--file-policy" in result.output and "does not exist" in result.output

@@ -130,6 +130,14 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
 @click.option("--mcp-procedural", is_flag=True,
               help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
                    "select_examples, add_episode) at /mcp.")
+@click.option("--mcp-graph", is_flag=True,
+              help="Also serve the temporal graph tools (search_facts, get_entity, "
+                   "get_profile, get_timeline; ingest_episode with a chat model) at /mcp.")
+@click.option("--file-policy", envvar="REMEM_FILE_POLICY", default=None, metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False),
+              help="JSON file of file permission rules (allow, deny, ask) that every "
+                   "/v1/files route and MCP file tool obeys. Default: $REMEM_FILE_POLICY, "
+                   "else allow everything.")
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, ui: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
@@ -138,7 +146,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                   workers_in_process: int = 0, mcp_files: bool = False,
                   mcp_context: bool = False, mcp_blocks: str | None = None,
                   mcp_archival: str | None = None,
-                  mcp_conversations: str | None = None, mcp_procedural: bool = False) -> None:
+                  mcp_conversations: str | None = None, mcp_procedural: bool = False,
+                  mcp_graph: bool = False, file_policy: str | None = None) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -157,6 +166,11 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     _refuse_keyword_only(db, embedder, asked=asked)
     import uvicorn
 
+    from remem.server.routes_files import FILE_POLICY_ENV
+
+    if file_policy is not None:  # the server and its worker processes read it from there
+        os.environ[FILE_POLICY_ENV] = os.path.abspath(file_policy)
+
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
                 "embedder": embedder, "mcp": not no_mcp, "host": host,
                 "store_threads": store_threads, "rate_limit": rate_limit,
@@ -165,7 +179,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "metrics_token": metrics_token, "workers_in_process": workers_in_process,
                 "ui": ui,
                 "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival,
-                                        mcp_conversations, mcp_procedural)}
+                                        mcp_conversations, mcp_procedural, mcp_graph)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -320,12 +334,13 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 
 
 def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | None,
-               conversations: str | None = None, procedural: bool = False) -> dict[str, Any]:
+               conversations: str | None = None, procedural: bool = False,
+               graph: bool = False) -> dict[str, Any]:
     """The opt-in MCP tools as :func:`remem.server.mcp.build_mcp` keywords (JSON: the
     settings travel to worker processes in the environment)."""
     return {"files": files, "context": context, "blocks_agent": blocks,
             "archival_user": archival, "conversation_user": conversations,
-            "procedural": procedural}
+            "procedural": procedural, "graph": graph}
 
 
 @click.command("mcp")
@@ -355,10 +370,14 @@ def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | N
 @click.option("--procedural", is_flag=True,
               help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
                    "select_examples, add_episode).")
+@click.option("--graph", is_flag=True,
+              help="Also serve the temporal graph tools (search_facts, get_entity, "
+                   "get_profile, get_timeline; ingest_episode with a chat model).")
 def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
                 allow_forget: bool, files: bool = False, context_tool: bool = False,
                 blocks: str | None = None, archival: str | None = None,
-                conversations: str | None = None, procedural: bool = False) -> None:
+                conversations: str | None = None, procedural: bool = False,
+                graph: bool = False) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
     from functools import partial
@@ -387,7 +406,7 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
             principal = Principal(check_tenant(tenant or LOCAL_TENANT))
         anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
                           **_mcp_tools(files, context_tool, blocks, archival,
-                                       conversations, procedural)))
+                                       conversations, procedural, graph)))
     finally:
         state.close()
 
