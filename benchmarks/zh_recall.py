@@ -44,7 +44,6 @@ from remem.eval.harness import run_locomo  # noqa: E402
 from remem.eval.locomo import (  # noqa: E402
     Conversation,
     LocomoDataset,
-    TurnMemory,
     load_locomo,
 )
 from remem.eval.memdaily import load_memdaily  # noqa: E402
@@ -111,20 +110,6 @@ class CachedEmbedder:
         np.savez(self.path, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
 
 
-class _OnceRanker:
-    """Ingests each pool once, ranks with the mode it is given (one store for all modes)."""
-
-    def __init__(self, retriever: StoreRetriever, ingested: set[str]) -> None:
-        self.retriever = retriever
-        self.ingested = ingested
-
-    def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
-        if conversation_id not in self.ingested:
-            self.retriever.ingest(conversation_id, memories)
-            self.ingested.add(conversation_id)
-
-    def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
-        return self.retriever.rank(conversation_id, question, k)
 
 
 def measure(dataset: LocomoDataset, kinds: dict[tuple[str, int], str], modes: Sequence[EvalMode],
@@ -134,7 +119,7 @@ def measure(dataset: LocomoDataset, kinds: dict[tuple[str, int], str], modes: Se
     ingested: set[str] = set()
     with temporary_store("sqlite", embedder) as store:
         for mode in modes:
-            run = run_locomo(dataset, _OnceRanker(StoreRetriever(store, mode), ingested), k=50)
+            run = run_locomo(dataset, StoreRetriever(store, mode, ingested=ingested), k=50)
             groups: dict[str, list[dict[str, float]]] = defaultdict(list)
             for result in run.results:
                 q = result.question

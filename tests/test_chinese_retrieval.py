@@ -8,33 +8,19 @@ regression in segmentation, embedding or fusion fails the test.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from remem.embed.local import LocalEmbedder
 from remem.eval.harness import run_locomo, summarize_sets
-from remem.eval.locomo import LocomoDataset, TurnMemory, load_locomo
+from remem.eval.locomo import LocomoDataset, load_locomo
 from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store
 
 DATA = Path(__file__).parent / "data" / "zh_memories.json"
 
 
-class _Ranker:
-    """Ranks with one mode over turns ingested once (embedding 369 turns takes ~10 s)."""
-
-    def __init__(self, retriever: StoreRetriever, ingested: set[str]) -> None:
-        self.retriever = retriever
-        self.ingested = ingested
-
-    def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
-        if conversation_id not in self.ingested:
-            self.retriever.ingest(conversation_id, memories)
-            self.ingested.add(conversation_id)
-
-    def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
-        return self.retriever.rank(conversation_id, question, k)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +31,7 @@ def recall() -> Iterator[dict[str, dict[str, float]]]:
     with temporary_store("sqlite", LocalEmbedder()) as store:
         modes: tuple[EvalMode, ...] = ("hybrid", "keyword", "vector")
         for mode in modes:
-            run = run_locomo(dataset, _Ranker(StoreRetriever(store, mode), ingested), k=50)
+            run = run_locomo(dataset, StoreRetriever(store, mode, ingested=ingested), k=50)
             main = summarize_sets(run, resamples=0)["main"]
             assert main.n == 89
             figures[mode] = {k: float(v or 0.0) for k, v in main.mean.items()}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ import pytest
 from remem.embed.fake import FakeEmbedder
 from remem.eval.harness import RunResult, run_locomo
 from remem.eval.labelled import LabelledDataset
-from remem.eval.locomo import TurnMemory
 from remem.eval.memdaily import load_memdaily
 from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store
 from remem.retrieval.tokenize import DefaultTokenizer
@@ -94,20 +93,6 @@ def test_eval_memdaily_reads_it_without_fixes() -> None:
     assert len(load_memdaily(DATA, pool="trajectory").data.conversations) == 10
 
 
-class _OnceRanker:
-    """Ingests each pool once and ranks with whichever mode it was built for."""
-
-    def __init__(self, retriever: StoreRetriever, ingested: set[str]) -> None:
-        self.retriever = retriever
-        self.ingested = ingested
-
-    def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
-        if conversation_id not in self.ingested:
-            self.retriever.ingest(conversation_id, memories)
-            self.ingested.add(conversation_id)
-
-    def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
-        return self.retriever.rank(conversation_id, question, k)
 
 
 def _by_kind(dataset: LabelledDataset, run: RunResult) -> dict[str, dict[str, float]]:
@@ -153,7 +138,7 @@ def hybrid_subset() -> Iterator[dict[str, dict[str, dict[str, float]]]]:
     with temporary_store("sqlite", LocalEmbedder()) as store:
         modes: tuple[EvalMode, ...] = ("hybrid", "keyword", "vector")
         for mode in modes:
-            run = run_locomo(dataset.data, _OnceRanker(StoreRetriever(store, mode), ingested),
+            run = run_locomo(dataset.data, StoreRetriever(store, mode, ingested=ingested),
                              k=50)
             figures[mode] = _by_kind(dataset, run)
     yield figures

@@ -83,11 +83,13 @@ class StoreRetriever:
 
     ``mode`` is the store's search mode: ``"vector"`` (cosine over embeddings), ``"keyword"``
     (BM25) or ``"hybrid"`` (both, fused). ``ranking``: the store's ranking options, such as
-    the multi-evidence stages (``None``: the store's default ranking).
+    the multi-evidence stages (``None``: the store's default ranking). ``ingested``: the ids of
+    conversations already in the store, shared by retrievers that rank one store in several
+    modes, so each conversation is ingested (and embedded) once.
     """
 
     def __init__(self, store: BaseStore, mode: EvalMode = "vector",
-                 ranking: Ranking | None = None) -> None:
+                 ranking: Ranking | None = None, *, ingested: set[str] | None = None) -> None:
         if mode not in MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         if ranking is not None and not isinstance(ranking, Ranking):
@@ -95,6 +97,7 @@ class StoreRetriever:
         self.store = store
         self.mode: EvalMode = mode
         self.ranking = ranking
+        self.ingested = ingested if ingested is not None else set()
 
     @staticmethod
     def namespace(conversation_id: str) -> tuple[str, str]:
@@ -104,13 +107,14 @@ class StoreRetriever:
     def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
         """Put every turn of the conversation in one batch (one transaction, one embedding
         call), each with its keyword context (:func:`remem.retrieval.context.turn_contexts`)."""
-        if not memories:
+        if not memories or conversation_id in self.ingested:
             return
         contexts = turn_contexts([m.text for m in memories],
                                  sessions=[m.session for m in memories],
                                  times=[m.event_time for m in memories])
         self.store.batch([self._put_op(conversation_id, m, context)
                           for m, context in zip(memories, contexts, strict=True)])
+        self.ingested.add(conversation_id)
 
     def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
         """The ``dia_id``s of the store's best ``k`` items for ``question`` in this
