@@ -85,7 +85,8 @@ class StoreRetriever:
     (BM25) or ``"hybrid"`` (both, fused). ``ranking``: the store's ranking options, such as
     the multi-evidence stages (``None``: the store's default ranking). ``ingested``: the ids of
     conversations already in the store, shared by retrievers that rank one store in several
-    modes, so each conversation is ingested (and embedded) once.
+    modes, so each conversation is ingested (and embedded) once (``None``: every call
+    ingests, as when turns and facts of one conversation come in separate calls).
     """
 
     def __init__(self, store: BaseStore, mode: EvalMode = "vector",
@@ -97,7 +98,7 @@ class StoreRetriever:
         self.store = store
         self.mode: EvalMode = mode
         self.ranking = ranking
-        self.ingested = ingested if ingested is not None else set()
+        self.ingested = ingested
 
     @staticmethod
     def namespace(conversation_id: str) -> tuple[str, str]:
@@ -107,14 +108,15 @@ class StoreRetriever:
     def ingest(self, conversation_id: str, memories: Sequence[TurnMemory]) -> None:
         """Put every turn of the conversation in one batch (one transaction, one embedding
         call), each with its keyword context (:func:`remem.retrieval.context.turn_contexts`)."""
-        if not memories or conversation_id in self.ingested:
+        if not memories or (self.ingested is not None and conversation_id in self.ingested):
             return
         contexts = turn_contexts([m.text for m in memories],
                                  sessions=[m.session for m in memories],
                                  times=[m.event_time for m in memories])
         self.store.batch([self._put_op(conversation_id, m, context)
                           for m, context in zip(memories, contexts, strict=True)])
-        self.ingested.add(conversation_id)
+        if self.ingested is not None:
+            self.ingested.add(conversation_id)
 
     def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
         """The ``dia_id``s of the store's best ``k`` items for ``question`` in this
