@@ -95,6 +95,16 @@ def test_value_rules_from_the_store(client: TestClient) -> None:
     assert r.status_code == 422 and "64-bit" in r.json()["message"]
 
 
+def test_a_one_value_query_parameter_given_twice_is_422_naming_it(client: TestClient) -> None:
+    repeated = client.get("/v1/jobs?thread_id=a&thread_id=b")
+    assert repeated.status_code == 422
+    assert repeated.json()["field"] == "query.thread_id"
+    assert "pass thread_id once" in repeated.json()["message"]
+    assert client.get("/v1/jobs?thread_id=a").status_code == 200
+    # a parameter that takes a list may repeat
+    assert client.delete("/v1/budgets?namespace=a&namespace=b").status_code == 200
+
+
 def test_invalid_json_is_400(client: TestClient) -> None:
     r = client.post("/v1/store/search", content=b'{"limit": ',
                     headers={"Content-Type": "application/json"})

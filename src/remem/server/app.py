@@ -21,7 +21,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
@@ -38,7 +38,12 @@ from remem.server import (
     routes_store,
     routes_threads,
 )
-from remem.server.errors import BodyLimitMiddleware, error_response, install_error_handlers
+from remem.server.errors import (
+    BodyLimitMiddleware,
+    error_response,
+    install_error_handlers,
+    refuse_repeated_query_parameters,
+)
 from remem.server.keys import KEYS_NAMESPACE
 from remem.server.metrics import (
     CONTENT_TYPE,
@@ -94,6 +99,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
         static_url=DOCS_ASSETS, favicon_url=f"{DOCS_ASSETS}/favicon.png",
         description="Memory for LLM agents as a service: memories, the raw store, health and "
                     "metrics. Every request is confined to the tenant of its API key.",
+        dependencies=[Depends(refuse_repeated_query_parameters)],
     )
     app.state.remem = state
     app.state.metrics = metrics

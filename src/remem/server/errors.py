@@ -14,7 +14,8 @@ import re
 import traceback
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -42,7 +43,8 @@ from remem.server.quotas import QuotaExceededError
 from remem.server.schemas import ErrorBody
 
 __all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "ErrorBoundary",
-           "classify", "error_response", "install_error_handlers", "scrub"]
+           "classify", "error_response", "install_error_handlers",
+           "refuse_repeated_query_parameters", "scrub"]
 
 logger = logging.getLogger("remem.server")
 
@@ -139,6 +141,45 @@ _LEAKS = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://\S+"          # a URL or DSN
                     r"|(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/:]+){2,}[\\/]?"  # a file path
                     r"|\b[\w.-]+:\d{2,5}\b"                  # host:port
                     r"|\[[0-9a-fA-F:]+\](?::\d+)?")            # [ipv6]:port
+
+
+def _is_sequence(annotation: Any) -> bool:
+    """Whether a query parameter's annotation takes repeated values (``list[str] | None``)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_sequence(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return any(_is_sequence(arg) for arg in get_args(annotation))
+    return origin in (list, tuple, set, frozenset) or annotation in (list, tuple, set)
+
+
+def _scalar_query_names(dependant: Any) -> frozenset[str]:
+    names = {param.alias for param in dependant.query_params
+             if not _is_sequence(param.field_info.annotation)}
+    for sub in dependant.dependencies:
+        names |= _scalar_query_names(sub)
+    return frozenset(names)
+
+
+_SCALARS: dict[int, frozenset[str]] = {}
+
+
+async def refuse_repeated_query_parameters(request: Request) -> None:
+    """A route dependency: a query parameter that takes one value, given more than once, is a
+    422 naming it (the framework would keep the last one silently)."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or not request.query_params:
+        return
+    names = _SCALARS.get(id(route))
+    if names is None:
+        names = _SCALARS[id(route)] = _scalar_query_names(dependant)
+    for name in names:
+        if len(request.query_params.getlist(name)) > 1:
+            raise RequestValidationError([{
+                "loc": ("query", name), "type": "repeated",
+                "msg": f"takes one value, got {len(request.query_params.getlist(name))}: "
+                       f"pass {name} once"}])
 
 
 def scrub(message: str) -> str:
