@@ -32,6 +32,8 @@ __all__ = [
     "LocomoDataset",
     "Question",
     "TurnMemory",
+    "checked_field",
+    "json_kind",
     "load_locomo",
     "parse_gold",
     "parse_locomo",
@@ -185,7 +187,7 @@ def parse_locomo(data: Any, *, source: str = "<data>", sha256: str = "") -> Loco
     """
     if not isinstance(data, list):
         raise InvalidInputError(
-            f"{source}: expected a JSON list of conversations, got {_kind(data)}"
+            f"{source}: expected a JSON list of conversations, got {json_kind(data)}"
         )
     if not data:
         raise InvalidInputError(f"{source}: the list of conversations is empty")
@@ -244,7 +246,8 @@ def parse_gold(evidence: Sequence[str], known_ids: Collection[str], *, conversat
 # -- the pieces -----------------------------------------------------------------------------
 
 
-def _kind(value: object) -> str:
+def json_kind(value: object) -> str:
+    """What a JSON value is, for error messages ("a string", "null"...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -256,20 +259,21 @@ def _kind(value: object) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
-def _field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:
+def checked_field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...],
+                  where: str) -> Any:
     """``obj[name]``, checked to be of ``kind`` (an error naming ``where`` otherwise)."""
     if name not in obj:
         raise InvalidInputError(f"{where}: missing {name!r}")
     value = obj[name]
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise InvalidInputError(f"{where}: {name!r} must be {want}, got {_kind(value)}")
+        raise InvalidInputError(f"{where}: {name!r} must be {want}, got {json_kind(value)}")
     return value
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise InvalidInputError(f"{where}: expected a JSON object, got {_kind(value)}")
+        raise InvalidInputError(f"{where}: expected a JSON object, got {json_kind(value)}")
     return value
 
 
@@ -285,13 +289,13 @@ def _parse_time(text: str, where: str) -> datetime:
 
 def _parse_conversation(raw: Any, where: str) -> tuple[Conversation, list[DataFix]]:
     obj = _object(raw, where)
-    cid = _field(obj, "sample_id", str, where)
+    cid = checked_field(obj, "sample_id", str, where)
     if not cid:
         raise InvalidInputError(f"{where}: 'sample_id' is empty")
     where = f"{where} ({cid})"
-    conv = _object(_field(obj, "conversation", dict, where), f"{where}: conversation")
-    speakers = (_field(conv, "speaker_a", str, f"{where}: conversation"),
-                _field(conv, "speaker_b", str, f"{where}: conversation"))
+    conv = _object(checked_field(obj, "conversation", dict, where), f"{where}: conversation")
+    speakers = (checked_field(conv, "speaker_a", str, f"{where}: conversation"),
+                checked_field(conv, "speaker_b", str, f"{where}: conversation"))
     # only the session lists that exist: some files carry date keys without sessions
     sessions = sorted(
         (int(m[1]), key) for key in conv if (m := _SESSION_KEY.fullmatch(key))
@@ -302,8 +306,8 @@ def _parse_conversation(raw: Any, where: str) -> tuple[Conversation, list[DataFi
     last_time: datetime | None = None
     for number, key in sessions:
         session_where = f"{where}: {key}"
-        session = _field(conv, key, list, f"{where}: conversation")
-        when = _parse_time(_field(conv, f"{key}_date_time", str, f"{where}: conversation"),
+        session = checked_field(conv, key, list, f"{where}: conversation")
+        when = _parse_time(checked_field(conv, f"{key}_date_time", str, f"{where}: conversation"),
                            f"{session_where}_date_time")
         last_time = when
         for position, raw_turn in enumerate(session, start=1):
@@ -317,7 +321,7 @@ def _parse_conversation(raw: Any, where: str) -> tuple[Conversation, list[DataFi
     known = frozenset(ids)
     questions: list[Question] = []
     fixes: list[DataFix] = []
-    for index, raw_qa in enumerate(_field(obj, "qa", list, where)):
+    for index, raw_qa in enumerate(checked_field(obj, "qa", list, where)):
         question, q_fixes = _parse_question(raw_qa, cid, index, known, f"{where}: qa[{index}]")
         questions.append(question)
         fixes.extend(q_fixes)
@@ -327,11 +331,11 @@ def _parse_conversation(raw: Any, where: str) -> tuple[Conversation, list[DataFi
 def _parse_turn(raw: Any, cid: str, session: int, position: int, when: datetime,
                 where: str) -> TurnMemory:
     turn = _object(raw, where)
-    speaker = _field(turn, "speaker", str, where)
-    dia_id = _field(turn, "dia_id", str, where)
+    speaker = checked_field(turn, "speaker", str, where)
+    dia_id = checked_field(turn, "dia_id", str, where)
     if not dia_id:
         raise InvalidInputError(f"{where}: 'dia_id' is empty")
-    text = f"{speaker}: {_field(turn, 'text', str, where)}"
+    text = f"{speaker}: {checked_field(turn, 'text', str, where)}"
     caption = turn.get("blip_caption")
     if isinstance(caption, str) and caption:
         text += f" [shares {caption}]"
@@ -341,11 +345,11 @@ def _parse_turn(raw: Any, cid: str, session: int, position: int, when: datetime,
 def _parse_question(raw: Any, cid: str, index: int, known: frozenset[str],
                     where: str) -> tuple[Question, list[DataFix]]:
     qa = _object(raw, where)
-    text = _field(qa, "question", str, where)
-    category = _field(qa, "category", int, where)
+    text = checked_field(qa, "question", str, where)
+    category = checked_field(qa, "category", int, where)
     if category not in CATEGORY_NAMES:
         raise InvalidInputError(f"{where}: 'category' must be 1 to 5, got {category}")
-    evidence = _field(qa, "evidence", list, where)
+    evidence = checked_field(qa, "evidence", list, where)
     if not all(isinstance(e, str) for e in evidence):
         raise InvalidInputError(f"{where}: 'evidence' must be a list of strings")
     gold, fixes = parse_gold(evidence, known, conversation_id=cid, question_index=index)

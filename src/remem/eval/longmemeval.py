@@ -33,6 +33,8 @@ from typing import Any, Final
 from remem.errors import InvalidInputError
 from remem.eval.labelled import FormatFix, LabelledDataset, QuestionKey
 from remem.eval.locomo import Conversation, LocomoDataset, Question, TurnMemory
+from remem.eval.locomo import checked_field as _field
+from remem.eval.locomo import json_kind as _kind
 from remem.eval.memdaily import load_json_file, parse_loose_time
 
 __all__ = ["ABSTENTION", "load_longmemeval", "parse_longmemeval"]
@@ -91,28 +93,6 @@ def parse_longmemeval(data: Any, *, source: str = "<data>", sha256: str = "") ->
     dataset = LocomoDataset(source, sha256, tuple(conversations), ())
     return LabelledDataset(FORMAT, dataset, kinds, tuple(fixes), apart=ABSTENTION,
                            extras=extras, parent=parent, parent_gold=parent_gold)
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
-
-
-def _field(obj: Mapping[str, Any], name: str, kind: type, where: str) -> Any:
-    if name not in obj:
-        raise InvalidInputError(f"{where}: missing {name!r}")
-    value = obj[name]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise InvalidInputError(
-            f"{where}: {name!r} must be {kind.__name__}, got {_kind(value)}")
-    return value
 
 
 class _Item:

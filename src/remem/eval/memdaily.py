@@ -45,6 +45,7 @@ from typing import Any, Final, Literal
 from remem.errors import InvalidInputError
 from remem.eval.labelled import FormatFix, LabelledDataset, QuestionKey
 from remem.eval.locomo import DATE_FORMAT, Conversation, LocomoDataset, Question, TurnMemory
+from remem.eval.locomo import json_kind as _kind
 
 __all__ = ["POOLINGS", "Pooling", "load_json_file", "load_memdaily", "parse_loose_time",
            "parse_memdaily"]
@@ -168,18 +169,6 @@ class _Trajectory:
     messages: tuple[_Message, ...]
     questions: tuple[_Question, ...]
     time_fixes: int
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
 
 
 def _groups(data: Any, source: str, name: str) -> list[tuple[str, str | None, list[Any]]]:
