@@ -42,6 +42,7 @@ from remem.procedural.requests import (
     GetPromptRequest,
     ListPromptsRequest,
     OptimizePromptRequest,
+    OptimizeResult,
     PromptDiffRequest,
     PromptHistoryRequest,
     PromptName,
@@ -98,24 +99,6 @@ class DiffOut(BaseModel):
     """A unified diff (empty when the texts are equal)."""
 
     diff: str
-
-
-class OptimizeOut(BaseModel):
-    """An optimization's candidate: text, diff, reasoning, cost; stored version if any."""
-
-    name: str | None
-    strategy: str
-    base_version: int | None
-    changed: bool
-    text: str
-    diff: str
-    reasoning: str
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    steps: int
-    skipped: str | None
-    committed_version: int | None
 
 
 class EpisodeOut(BaseModel):
@@ -288,7 +271,7 @@ async def rollback_prompt(name: NamePath, body: RollbackBody,  # type: ignore[va
 
 
 @router.post("/prompts/{name}/optimize", summary="Optimize a prompt from feedback",
-             tags=["prompts"], response_model=OptimizeOut)
+             tags=["prompts"], response_model=OptimizeResult)
 async def optimize_prompt(name: NamePath, body: OptimizeBody,  # type: ignore[valid-type]
                           who: Writer, http: HttpRequest) -> dict[str, Any]:
     """Rewrite the prompt from ``trajectories`` with the server's model: the candidate text,
