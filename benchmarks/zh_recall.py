@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -48,6 +47,7 @@ from remem.eval.locomo import (  # noqa: E402
 )
 from remem.eval.memdaily import load_memdaily  # noqa: E402
 from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store  # noqa: E402
+from vector_cache import CachedEmbedder  # noqa: E402
 
 MODES: tuple[EvalMode, ...] = ("keyword", "vector", "hybrid")
 METRICS = ("recall@5", "recall@10", "mrr")
@@ -70,44 +70,6 @@ def load_memories(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str]
                               tuple(q for q in c.questions if q.category != 5), c.now)
                  for c in dataset.conversations)
     return LocomoDataset(dataset.source, dataset.sha256, main, ()), kinds
-
-
-class CachedEmbedder:
-    """Wraps an embedder and keeps its vectors by text in a ``.npz`` file between runs."""
-
-    def __init__(self, inner: Embedder, path: Path) -> None:
-        self.inner = inner
-        self.path = path
-        self.vectors: dict[str, npt.NDArray[np.float32]] = {}
-        if path.exists():
-            with np.load(path, allow_pickle=False) as data:
-                self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
-
-    def _embed(self, kind: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        missing = [t for t in dict.fromkeys(texts) if f"{kind}\0{t}" not in self.vectors]
-        if missing:
-            embed = self.inner.embed_queries if kind == "q" else self.inner.embed_documents
-            for text, vector in zip(missing, embed(missing), strict=True):
-                self.vectors[f"{kind}\0{text}"] = vector
-        return np.stack([self.vectors[f"{kind}\0{t}"] for t in texts]).astype(np.float32)
-
-    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._embed("d", texts)
-
-    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._embed("q", texts)
-
-    def save(self) -> None:
-        keys = list(self.vectors)
-        np.savez(self.path, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
 
 
 
