@@ -35,10 +35,7 @@ async def graph_page(request: Request, user: Scope = "", agent: Scope = "",
     neighbourhood (``entity``: a name or an id), true at ``as_of`` (default now)."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    try:
-        when = parse_time(as_of)
-    except ValueError as exc:
-        raise InvalidInputError(str(exc)) from None
+    when = parse_time(as_of)
     at = when if when is not None else time.time()
     # "holds" is judged at a time: as_of, or now (never "at any time")
     context: dict[str, Any] = {"user": user, "agent": agent, "entity": entity, "q": q,

@@ -92,10 +92,7 @@ async def memories(
     ui = inspector(request)
     viewer, who = await ui.member(request)
     memory = ui.memory(who)
-    try:
-        when = parse_time(as_of)
-    except ValueError as exc:
-        raise InvalidInputError(str(exc)) from None
+    when = parse_time(as_of)
     half_life = _days(recency_days)
     search = SearchRequest.of(
         query=q.strip() or None, namespace=ns or None, filters={"kind": kind} if kind else None,
@@ -122,10 +119,7 @@ async def memory_page(request: Request, memory_id: IdPath,
     ui = inspector(request)
     viewer, who = await ui.member(request)
     memory = ui.memory(who)
-    try:
-        when = parse_time(as_of)
-    except ValueError as exc:
-        raise InvalidInputError(str(exc)) from None
+    when = parse_time(as_of)
 
     def load() -> tuple[Any, Any]:
         return (memory.run(GetRequest.of(memory_id=memory_id)),

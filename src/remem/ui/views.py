@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from remem.errors import InvalidInputError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import content_text
 from remem.memory.results import MemoryHit
@@ -48,8 +49,8 @@ def fmt_time(ts: float | None) -> str:
 
 def parse_time(text: str | None) -> float | None:
     """A time typed in a form (``2026-11-26T03:45``, with or without seconds or a zone;
-    naive times are UTC) or epoch seconds, as epoch seconds; ``None`` when empty. A
-    ``ValueError`` names the accepted shapes."""
+    naive times are UTC) or epoch seconds, as epoch seconds; ``None`` when empty. An
+    :class:`~remem.errors.InvalidInputError` (a 422 page) names the accepted shapes."""
     if text is None or not text.strip():
         return None
     text = text.strip()
@@ -59,13 +60,13 @@ def parse_time(text: str | None) -> float | None:
         pass
     else:
         if not math.isfinite(value):
-            raise ValueError(f"as_of must be a finite time, got {text!r}")
+            raise InvalidInputError(f"as_of must be a finite time, got {text!r}")
         return value
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"as_of must be a date and time like 2026-11-26T03:45 (UTC) or "
-                         f"epoch seconds, got {text[:40]!r}") from None
+        raise InvalidInputError(f"as_of must be a date and time like 2026-11-26T03:45 (UTC) "
+                                f"or epoch seconds, got {text[:40]!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
