@@ -100,3 +100,43 @@ def test_what_the_client_writes_the_server_side_api_reads(served: tuple[str, str
         client.blocks.append("agent-x", "team", "Demo on Thursday.")
     here = blocks_for(state.store_for(Principal("acme")))
     assert here.by_label("agent-y", "team").value == "Ship on Friday.\nDemo on Thursday."
+
+
+class _AsyncAsSync:
+    """``client.blocks``' async twins called like the sync methods (each on the test's
+    loop), so the one script above drives them too."""
+
+    def __init__(self, blocks: Any, runner: Any) -> None:
+        self.blocks = blocks
+        self.runner = runner
+
+    def __getattr__(self, name: str) -> Any:
+        twin = getattr(self.blocks, f"a{name}")
+        return lambda *args, **kwargs: self.runner.run(twin(*args, **kwargs))
+
+
+def test_async_blocks_answer_like_the_sync_ones(served: tuple[str, str, Any]) -> None:
+    import asyncio
+    import inspect
+
+    from remem.blocks.remote import RemoteBlocks
+
+    # every public sync method has an async twin with the same parameters
+    for name, method in inspect.getmembers(RemoteBlocks, inspect.isfunction):
+        is_twin = name.startswith("a") and hasattr(RemoteBlocks, name[1:])
+        if name.startswith("_") or is_twin:
+            continue
+        twin = getattr(RemoteBlocks, f"a{name}")
+        assert inspect.iscoroutinefunction(twin), name
+        assert inspect.signature(twin).parameters == inspect.signature(method).parameters
+
+    # a tenant of its own, so the script starts from nothing as the sync one did
+    url, _, state = served
+    key = state.keys.create("acme-async")[0]
+    with asyncio.Runner() as runner:
+        client = Client(url, key)
+        try:
+            remote = _flow(_AsyncAsSync(client.blocks, runner))
+        finally:
+            runner.run(client.aclose())
+    assert remote == _flow(Blocks(InMemoryFileBackend()))

@@ -4,10 +4,12 @@ and ``/v1/agents/{agent_id}/blocks``.
 :class:`RemoteBlocks` has :class:`~remem.blocks.Blocks`' methods (``create``, ``get``,
 ``list_blocks``, ``update``, ``delete``, ``history``, ``attach``, ``detach``, ``attached``,
 ``blocks_of``, ``append``, ``replace``, ``rethink``, ``render``) with the same arguments
-less ``actor`` (the server records the caller's tenant), answering the same values. An
+less ``actor`` (the server records the caller's tenant), answering the same values, and an
+async twin of each (``acreate``, ``aget``, ...) as on :class:`~remem.client.Client`. An
 agent edit of a read-only block raises :class:`~remem.errors.ReadOnlyError`, a stale etag
-:class:`~remem.errors.ConflictError`, as in process. Each method builds one call with a pure
-function of this module; the client's shell sends it.
+:class:`~remem.errors.ConflictError`, as in process. Each operation is one call built by a
+pure function of this module (the ``_*_call`` functions); the sync and async methods only
+send it with the client's shell.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from remem.blocks.core import DEFAULT_LIMIT, Block, BlockSpec
 from remem.blocks.requests import (
     AppendRequest,
+    BlockRequest,
     CreateBlockRequest,
     ReplaceRequest,
     RethinkRequest,
@@ -62,6 +65,92 @@ def _path(*parts: str) -> str:
     return "/".join(_id(p) if i else p for i, p in enumerate(parts))
 
 
+def _none(data: Any) -> None:
+    return None
+
+
+def _blocks(data: dict[str, Any]) -> builtins.list[Block]:
+    return [block_of(b) for b in data["blocks"]]
+
+
+def _events(data: builtins.list[Any]) -> builtins.list[FileEvent]:
+    return [FileEvent.from_value(e) for e in data]
+
+
+# -- the pure core: one operation -> one HTTP call ------------------------------------------
+
+def _create_call(body: CreateBlockRequest) -> _Call[Block]:
+    """``POST /v1/blocks``."""
+    return _call("POST", "/v1/blocks", block_of, body.model_dump(mode="json"))
+
+
+def _get_call(block_id: str) -> _Call[Block]:
+    """``GET /v1/blocks/{id}``."""
+    return _call("GET", _path("/v1/blocks", block_id), block_of)
+
+
+def _list_call() -> _Call[builtins.list[Block]]:
+    """``GET /v1/blocks``."""
+    return _call("GET", "/v1/blocks", _blocks)
+
+
+def _update_call(block_id: str, body: UpdateBlockRequest) -> _Call[Block]:
+    """``PATCH /v1/blocks/{id}`` with the fields given (omitted ones stay)."""
+    return _call("PATCH", _path("/v1/blocks", block_id), block_of,
+                 body.model_dump(mode="json", exclude_none=True))
+
+
+def _delete_call(block_id: str) -> _Call[None]:
+    """``DELETE /v1/blocks/{id}``."""
+    return _call("DELETE", _path("/v1/blocks", block_id), _none)
+
+
+def _history_call(block_id: str) -> _Call[builtins.list[FileEvent]]:
+    """``GET /v1/blocks/{id}/history``."""
+    return _call("GET", _path("/v1/blocks", block_id) + "/history", _events)
+
+
+def _attach_call(agent_id: str, block_id: str, *, attach: bool = True) -> _Call[None]:
+    """``PUT`` (attach) or ``DELETE`` (detach) ``/v1/agents/{agent}/blocks/{id}``."""
+    return _call("PUT" if attach else "DELETE",
+                 _path("/v1/agents", agent_id, "blocks", block_id), _none)
+
+
+def _blocks_of_call(agent_id: str) -> _Call[builtins.list[Block]]:
+    """``GET /v1/agents/{agent}/blocks``."""
+    return _call("GET", _path("/v1/agents", agent_id, "blocks"), _blocks)
+
+
+_EDIT_ROUTES: dict[type[Any], str] = {AppendRequest: "append", ReplaceRequest: "replace",
+                                      RethinkRequest: "rethink"}
+
+
+def _edit_call(agent_id: str, body: BlockRequest) -> _Call[Block]:
+    """``POST /v1/blocks/{append|replace|rethink}?agent_id=``: the agent's edit."""
+    return _call("POST", f"/v1/blocks/{_EDIT_ROUTES[type(body)]}", block_of,
+                 body.model_dump(mode="json"), {"agent_id": agent_id})
+
+
+def _render_call(agent_id: str, budget: int | None) -> _Call[Rendered]:
+    """``GET /v1/blocks/render?agent_id=&budget=``."""
+    params: dict[str, Any] = {"agent_id": agent_id}
+    if budget is not None:
+        params["budget"] = budget
+    return _call("GET", "/v1/blocks/render", rendered_of, params=params)
+
+
+def _create_body(block_id: str, label: str, value: str, limit: int, description: str,
+                 read_only: bool) -> CreateBlockRequest:
+    return CreateBlockRequest.of(id=block_id, label=label, value=value, limit=limit,
+                                 description=description, read_only=read_only)
+
+
+def _update_body(value: str | None, limit: int | None, description: str | None,
+                 read_only: bool | None, etag: str | None) -> UpdateBlockRequest:
+    return UpdateBlockRequest.of(value=value, limit=limit, description=description,
+                                 read_only=read_only, etag=etag)
+
+
 class RemoteBlocks:
     """The tenant's blocks on the server ``client`` talks to (``client.blocks``)."""
 
@@ -71,59 +160,54 @@ class RemoteBlocks:
     def _send(self, call: _Call[T]) -> T:
         return self.client._send(call)
 
+    async def _asend(self, call: _Call[T]) -> T:
+        return await self.client._asend(call)
+
     # -- blocks -----------------------------------------------------------------------------
 
     def create(self, block_id: str, *, label: str, value: str = "",
                limit: int = DEFAULT_LIMIT, description: str = "",
                read_only: bool = False) -> Block:
         """A new block (:class:`~remem.errors.ConflictError` if the id is taken)."""
-        body = CreateBlockRequest.of(id=block_id, label=label, value=value, limit=limit,
-                                     description=description, read_only=read_only)
-        return self._send(_call("POST", "/v1/blocks", block_of, body.model_dump(mode="json")))
+        return self._send(_create_call(_create_body(block_id, label, value, limit,
+                                                   description, read_only)))
 
     def get(self, block_id: str) -> Block:
         """The block with ``block_id``."""
-        return self._send(_call("GET", _path("/v1/blocks", block_id), block_of))
+        return self._send(_get_call(block_id))
 
     def list_blocks(self) -> builtins.list[Block]:
         """Every block, by id."""
-        return self._send(_call("GET", "/v1/blocks",
-                                lambda d: [block_of(b) for b in d["blocks"]]))
+        return self._send(_list_call())
 
     def update(self, block_id: str, *, value: str | None = None, limit: int | None = None,
                description: str | None = None, read_only: bool | None = None,
                etag: str | None = None) -> Block:
         """Change a block's fields (read-only blocks too)."""
-        body = UpdateBlockRequest.of(value=value, limit=limit, description=description,
-                                     read_only=read_only, etag=etag)
-        return self._send(_call("PATCH", _path("/v1/blocks", block_id), block_of,
-                                body.model_dump(mode="json", exclude_none=True)))
+        return self._send(_update_call(block_id, _update_body(value, limit, description,
+                                                             read_only, etag)))
 
     def delete(self, block_id: str) -> None:
         """Delete a block (agents it was attached to no longer see it)."""
-        self._send(_call("DELETE", _path("/v1/blocks", block_id), lambda d: None))
+        self._send(_delete_call(block_id))
 
     def history(self, block_id: str) -> builtins.list[FileEvent]:
         """Every change of the block, oldest first."""
-        return self._send(_call("GET", _path("/v1/blocks", block_id) + "/history",
-                                lambda d: [FileEvent.from_value(e) for e in d]))
+        return self._send(_history_call(block_id))
 
     # -- agents -----------------------------------------------------------------------------
 
     def attach(self, agent_id: str, block_id: str) -> None:
         """Show the block to ``agent_id`` (sharing it with the agents that have it)."""
-        self._send(_call("PUT", _path("/v1/agents", agent_id, "blocks", block_id),
-                         lambda d: None))
+        self._send(_attach_call(agent_id, block_id))
 
     def detach(self, agent_id: str, block_id: str) -> None:
         """Stop showing the block to ``agent_id``."""
-        self._send(_call("DELETE", _path("/v1/agents", agent_id, "blocks", block_id),
-                         lambda d: None))
+        self._send(_attach_call(agent_id, block_id, attach=False))
 
     def blocks_of(self, agent_id: str) -> builtins.list[Block]:
         """The blocks ``agent_id`` sees, in order."""
-        return self._send(_call("GET", _path("/v1/agents", agent_id, "blocks"),
-                                lambda d: [block_of(b) for b in d["blocks"]]))
+        return self._send(_blocks_of_call(agent_id))
 
     def attached(self, agent_id: str) -> builtins.list[str]:
         """The ids of the blocks attached to ``agent_id``, in order."""
@@ -131,27 +215,87 @@ class RemoteBlocks:
 
     # -- the agent's edits ------------------------------------------------------------------
 
-    def _edit(self, route: str, agent_id: str, body: Any) -> Block:
-        return self._send(_call("POST", f"/v1/blocks/{route}", block_of,
-                                body.model_dump(mode="json"), {"agent_id": agent_id}))
-
     def append(self, agent_id: str, label: str, content: str) -> Block:
         """``core_memory_append`` on the agent's block ``label``."""
-        return self._edit("append", agent_id, AppendRequest.of(label=label, content=content))
+        return self._send(_edit_call(agent_id, AppendRequest.of(label=label, content=content)))
 
     def replace(self, agent_id: str, label: str, old: str, new: str) -> Block:
         """``core_memory_replace`` on the agent's block ``label``."""
-        return self._edit("replace", agent_id, ReplaceRequest.of(
-            label=label, old_content=old, new_content=new))
+        return self._send(_edit_call(agent_id, ReplaceRequest.of(
+            label=label, old_content=old, new_content=new)))
 
     def rethink(self, agent_id: str, label: str, new_value: str) -> Block:
         """``memory_rethink`` on the agent's block ``label``."""
-        return self._edit("rethink", agent_id, RethinkRequest.of(label=label,
-                                                                 new_memory=new_value))
+        return self._send(_edit_call(agent_id, RethinkRequest.of(label=label,
+                                                                new_memory=new_value)))
 
     def render(self, agent_id: str, *, budget: int | None = None) -> Rendered:
         """The agent's blocks as its system prompt shows them."""
-        params: dict[str, Any] = {"agent_id": agent_id}
-        if budget is not None:
-            params["budget"] = budget
-        return self._send(_call("GET", "/v1/blocks/render", rendered_of, params=params))
+        return self._send(_render_call(agent_id, budget))
+
+    # -- async twins: the same calls, sent by the client's async shell -----------------------
+
+    async def acreate(self, block_id: str, *, label: str, value: str = "",
+                      limit: int = DEFAULT_LIMIT, description: str = "",
+                      read_only: bool = False) -> Block:
+        """Async :meth:`create`."""
+        return await self._asend(_create_call(_create_body(block_id, label, value, limit,
+                                                          description, read_only)))
+
+    async def aget(self, block_id: str) -> Block:
+        """Async :meth:`get`."""
+        return await self._asend(_get_call(block_id))
+
+    async def alist_blocks(self) -> builtins.list[Block]:
+        """Async :meth:`list_blocks`."""
+        return await self._asend(_list_call())
+
+    async def aupdate(self, block_id: str, *, value: str | None = None,
+                      limit: int | None = None, description: str | None = None,
+                      read_only: bool | None = None, etag: str | None = None) -> Block:
+        """Async :meth:`update`."""
+        return await self._asend(_update_call(block_id, _update_body(
+            value, limit, description, read_only, etag)))
+
+    async def adelete(self, block_id: str) -> None:
+        """Async :meth:`delete`."""
+        await self._asend(_delete_call(block_id))
+
+    async def ahistory(self, block_id: str) -> builtins.list[FileEvent]:
+        """Async :meth:`history`."""
+        return await self._asend(_history_call(block_id))
+
+    async def aattach(self, agent_id: str, block_id: str) -> None:
+        """Async :meth:`attach`."""
+        await self._asend(_attach_call(agent_id, block_id))
+
+    async def adetach(self, agent_id: str, block_id: str) -> None:
+        """Async :meth:`detach`."""
+        await self._asend(_attach_call(agent_id, block_id, attach=False))
+
+    async def ablocks_of(self, agent_id: str) -> builtins.list[Block]:
+        """Async :meth:`blocks_of`."""
+        return await self._asend(_blocks_of_call(agent_id))
+
+    async def aattached(self, agent_id: str) -> builtins.list[str]:
+        """Async :meth:`attached`."""
+        return [b.id for b in await self.ablocks_of(agent_id)]
+
+    async def aappend(self, agent_id: str, label: str, content: str) -> Block:
+        """Async :meth:`append`."""
+        return await self._asend(_edit_call(agent_id, AppendRequest.of(label=label,
+                                                                      content=content)))
+
+    async def areplace(self, agent_id: str, label: str, old: str, new: str) -> Block:
+        """Async :meth:`replace`."""
+        return await self._asend(_edit_call(agent_id, ReplaceRequest.of(
+            label=label, old_content=old, new_content=new)))
+
+    async def arethink(self, agent_id: str, label: str, new_value: str) -> Block:
+        """Async :meth:`rethink`."""
+        return await self._asend(_edit_call(agent_id, RethinkRequest.of(
+            label=label, new_memory=new_value)))
+
+    async def arender(self, agent_id: str, *, budget: int | None = None) -> Rendered:
+        """Async :meth:`render`."""
+        return await self._asend(_render_call(agent_id, budget))
