@@ -6,6 +6,13 @@ change atomically (the plan sees the current record and may refuse), and ``_even
 history of one path). The operations (``ls``, ``read``, ``write``, ``edit``, ``glob``,
 ``grep``, ``delete``, ``history``, ``undo``) are written once here, over the pure rules of
 :mod:`remem.files.core`, with every path checked by :mod:`remem.files.paths` first.
+
+Two optional fast paths, with generic defaults: ``_scan`` gets the glob it serves as a
+:class:`ScanHint` (a backend may skip records that cannot match, e.g. filter by name and
+depth in SQL or not descend deeper on disk; the caller matches every record it gets anyway,
+so a backend that ignores the hint answers the same), and ``_infos`` lists entries without
+the content when a backend keeps their size and etag beside it (the default hashes each
+record's content).
 """
 
 from __future__ import annotations
@@ -13,14 +20,54 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
 
 from remem.errors import InvalidInputError, UnsupportedError
 from remem.files import core
 from remem.files.paths import ROOT, is_under, normalize_dir, normalize_file
 from remem.files.types import FileEvent, FileInfo, FileRead, FileRecord, GrepMatch
 
-__all__ = ["FileBackend", "RecordBackend"]
+__all__ = ["FileBackend", "RecordBackend", "ScanHint", "literal_prefix"]
+
+#: characters that make a glob segment a pattern rather than a name
+_WILDCARDS: Final = frozenset("*?[")
+
+
+def _literal(segment: str) -> bool:
+    return not _WILDCARDS.intersection(segment)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanHint:
+    """The compiled glob (:func:`remem.files.core.compile_glob`) a scan serves, with what it
+    fixes about every path it matches: ``name``, the last segment when it holds no wildcard,
+    and ``depth``, the number of segments when there is no ``**``. A backend may leave out
+    records these rule out; it must not leave out a record that :meth:`admits`."""
+
+    pattern: tuple[str, ...]
+    name: str | None = None
+    depth: int | None = None
+
+    @classmethod
+    def of(cls, pattern: tuple[str, ...]) -> ScanHint:
+        """The hint of a compiled glob."""
+        last = pattern[-1] if pattern else None
+        return cls(pattern, last if last is not None and _literal(last) else None,
+                   None if "**" in pattern else len(pattern))
+
+    def admits(self, path: str) -> bool:
+        """Whether normalised file ``path`` matches the glob."""
+        return core.glob_matches(self.pattern, path)
+
+
+def literal_prefix(pattern: tuple[str, ...], parts: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The rest of compiled glob ``pattern`` after the directory segments ``parts``, when it
+    starts with them as plain names (no wildcard), else ``None``: what the backend mounted at
+    ``parts`` can be asked for instead of the whole pattern."""
+    if len(pattern) <= len(parts) or pattern[:len(parts)] != parts:
+        return None
+    return pattern[len(parts):] if all(_literal(p) for p in parts) else None
 
 
 @runtime_checkable
@@ -96,8 +143,14 @@ class RecordBackend(ABC):
         """The record of normalised ``path`` (a tombstone too), or ``None``."""
 
     @abstractmethod
-    def _scan(self, directory: str) -> Iterable[FileRecord]:
-        """Every live record under normalised ``directory``."""
+    def _scan(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileRecord]:
+        """Every live record under normalised ``directory`` (those ``hint`` rules out may be
+        left out)."""
+
+    def _infos(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileInfo]:
+        """The entries of :meth:`_scan`; a backend that keeps size and etag beside the
+        content overrides this to skip hashing it."""
+        return (record.info() for record in self._scan(directory, hint))
 
     @abstractmethod
     def _commit(self, path: str, plan: core.Plan) -> core.Change:
@@ -112,7 +165,7 @@ class RecordBackend(ABC):
     def ls(self, path: str = ROOT) -> list[FileInfo]:
         """The files and subdirectories directly in directory ``path``, sorted."""
         directory = normalize_dir(path)
-        return core.list_children(directory, (r.info() for r in self._scan(directory)))
+        return core.list_children(directory, self._infos(directory))
 
     def stat(self, path: str) -> FileInfo | None:
         """The file at ``path``, or ``None``."""
@@ -144,8 +197,8 @@ class RecordBackend(ABC):
     def glob(self, pattern: str, path: str = ROOT) -> list[FileInfo]:
         """Files matching ``pattern`` (relative to ``path`` unless it starts with ``/``)."""
         directory = normalize_dir(path)
-        compiled = core.compile_glob(pattern, directory)  # a bad pattern fails at once
-        found = [r.info() for r in self._scan(directory) if core.glob_matches(compiled, r.path)]
+        hint = ScanHint.of(core.compile_glob(pattern, directory))  # a bad one fails at once
+        found = [info for info in self._infos(directory, hint) if hint.admits(info.path)]
         return sorted(found, key=lambda info: info.path)
 
     def grep(self, text: str, path: str = ROOT, *, glob: str | None = None,
@@ -157,10 +210,10 @@ class RecordBackend(ABC):
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"limit must be an integer >= 1, got {limit!r}")
         directory = normalize_dir(path)
-        compiled = core.compile_glob(glob, directory) if glob is not None else None
+        hint = ScanHint.of(core.compile_glob(glob, directory)) if glob is not None else None
         hits: list[GrepMatch] = []
-        for record in sorted(self._scan(directory), key=lambda r: r.path):
-            if compiled is not None and not core.glob_matches(compiled, record.path):
+        for record in sorted(self._scan(directory, hint), key=lambda r: r.path):
+            if hint is not None and not hint.admits(record.path):
                 continue
             assert record.content is not None
             hits.extend(core.grep_lines(record.path, record.content, text, limit - len(hits)))

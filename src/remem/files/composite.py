@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from remem.errors import PathError, UnsupportedError
-from remem.files.base import FileBackend
-from remem.files.core import MAX_GREP_MATCHES, list_children, match_glob
-from remem.files.paths import ROOT, is_under, normalize_dir, normalize_file
+from remem.files.base import FileBackend, literal_prefix
+from remem.files.core import MAX_GREP_MATCHES, compile_glob, glob_matches, list_children, match_glob
+from remem.files.paths import ROOT, is_under, normalize_dir, normalize_file, segments
 from remem.files.types import FileEvent, FileInfo, FileRead, GrepMatch
 
 __all__ = ["CompositeBackend"]
@@ -115,13 +115,17 @@ class CompositeBackend:
     def glob(self, pattern: str, path: str = ROOT) -> list[FileInfo]:
         """Matching files across every backend under ``path``."""
         directory = normalize_dir(path)
-        match_glob(pattern, "/x", directory)
+        compiled = compile_glob(pattern, directory)  # a bad pattern fails at once
         found: list[FileInfo] = []
         for mount, backend, inner in self._mounts_in(directory):
-            for info in backend.glob("**", inner):
+            # ask the backend for the part of the pattern inside it, so it can narrow its
+            # scan; every answer is still matched against the whole pattern below
+            rest = literal_prefix(compiled, tuple(segments(mount)) if mount else ())
+            asked = ROOT + "/".join(rest) if rest is not None else "**"
+            for info in backend.glob(asked, inner):
                 outer = self._out(mount, info.path)
                 if (is_under(outer, directory) and self._route(outer)[1] is backend
-                        and match_glob(pattern, outer, directory)):
+                        and glob_matches(compiled, outer)):
                     found.append(replace(info, path=outer))
         return sorted(found, key=lambda e: e.path)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from remem.errors import InvalidInputError, PathError, UnsupportedError
 from remem.files import core
-from remem.files.base import RecordBackend
+from remem.files.base import RecordBackend, ScanHint
 from remem.files.paths import segments
 from remem.files.types import FileEvent, FileRecord
 
@@ -145,7 +145,7 @@ class LocalFileBackend(RecordBackend):
         finally:
             os.close(fd)
 
-    def _scan(self, directory: str) -> Iterable[FileRecord]:
+    def _scan(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileRecord]:
         root = self._root_fd(create=False)
         if root is None:
             return []
@@ -156,11 +156,13 @@ class LocalFileBackend(RecordBackend):
         if fd is None:
             return []
         try:
-            return list(self._walk(fd, directory.rstrip("/")))
+            return list(self._walk(fd, directory.rstrip("/"), hint))
         finally:
             os.close(fd)
 
-    def _walk(self, fd: int, prefix: str) -> Iterator[FileRecord]:
+    def _walk(self, fd: int, prefix: str, hint: ScanHint | None) -> Iterator[FileRecord]:
+        """The files below directory ``fd`` (at ``prefix``); with a ``hint``, only the ones
+        it admits are read, and no directory deeper than its matches is opened."""
         with os.scandir(fd) as entries:
             names = sorted((e.name, e.is_dir(follow_symlinks=False),
                             e.is_file(follow_symlinks=False)) for e in entries)
@@ -173,15 +175,17 @@ class LocalFileBackend(RecordBackend):
             except PathError:
                 continue
             if is_dir:
+                if hint is not None and hint.depth is not None and path.count("/") >= hint.depth:
+                    continue  # every file inside would be deeper than a match
                 try:
                     child = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 except OSError:
                     continue  # replaced by a link meanwhile: skipped, never followed
                 try:
-                    yield from self._walk(child, path)
+                    yield from self._walk(child, path, hint)
                 finally:
                     os.close(child)
-            elif is_file:
+            elif is_file and (hint is None or hint.admits(path)):
                 with contextlib.suppress(PathError, InvalidInputError, OSError):
                     record = self._read_at(fd, name, path)
                     if record is not None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from remem.files import core
-from remem.files.base import RecordBackend, under
+from remem.files.base import RecordBackend, ScanHint, under
 from remem.files.types import FileEvent, FileRecord
 
 __all__ = ["InMemoryFileBackend"]
@@ -26,9 +26,10 @@ class InMemoryFileBackend(RecordBackend):
     def _load(self, path: str) -> FileRecord | None:
         return self._records.get(path)
 
-    def _scan(self, directory: str) -> Iterable[FileRecord]:
+    def _scan(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileRecord]:
         with self._lock:
-            return under(list(self._records.values()), directory)
+            found = under(list(self._records.values()), directory)
+        return found if hint is None else [r for r in found if hint.admits(r.path)]
 
     def _commit(self, path: str, plan: core.Plan) -> core.Change:
         with self._lock:

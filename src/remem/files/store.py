@@ -8,6 +8,11 @@ Layout under the backend's ``namespace``:
   a leading ``/``, so no name can be mistaken for the store's ``*`` wildcard), so listing a
   directory is a namespace-prefix search, which the stores index. A deleted file stays as a
   tombstone (``live: false``) so versions keep counting and the delete can be undone.
+  Beside the content a record keeps its ``etag`` and ``size`` (listings need no hashing) and
+  its last ``name`` and ``depth`` in segments, which the store filters on in SQL: globbing
+  ``*/SKILL.md`` fetches only records named ``SKILL.md`` two levels down. Records written
+  before those fields existed lack them; scans always fetch such records too (the glob is
+  matched on every record fetched), and any change rewrites them with the fields.
 * ``(*namespace, "history", <path hash>)``, key = the zero-padded version: one event per
   change, written in the same batch as the change.
 
@@ -22,13 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from remem.files import core
-from remem.files.base import RecordBackend
+from remem.files.base import RecordBackend, ScanHint
 from remem.files.paths import segments
-from remem.files.types import FileEvent, FileRecord
+from remem.files.types import FileEvent, FileInfo, FileRecord, etag_of
 from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings, acquire, release_op
 from remem.store.base import BaseStore
@@ -41,6 +46,20 @@ _PAGE = 1000
 
 def _path_label(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
+
+
+def _scan_filter(hint: ScanHint | None) -> dict[str, Any]:
+    """The store filter of a scan: live records, of the hint's name and depth when it fixes
+    them, plus every record written before records kept ``name`` (the caller matches the
+    glob on each)."""
+    fixed: dict[str, Any] = {}
+    if hint is not None and hint.name is not None:
+        fixed["name"] = hint.name
+    if hint is not None and hint.depth is not None:
+        fixed["depth"] = hint.depth
+    if not fixed:
+        return {"live": True}
+    return {"live": True, "$or": [fixed, {"name": {"$exists": False}}]}
 
 
 class StoreFileBackend(RecordBackend):
@@ -81,11 +100,28 @@ class StoreFileBackend(RecordBackend):
         return FileRecord(v["path"], v.get("content"), int(v["version"]),
                           float(v["modified_at"]), v.get("previous"), v.get("last_op", "write"))
 
+    @staticmethod
+    def _info(value: dict[str, Any]) -> FileInfo:
+        """The listing entry of a live record's value, hashing the content only for records
+        written without ``etag`` and ``size``."""
+        etag, size = value.get("etag"), value.get("size")
+        if etag is None or size is None:
+            content: str = value["content"]
+            etag, size = etag_of(content), len(content.encode("utf-8"))
+        return FileInfo(value["path"], size=int(size), etag=etag,
+                        modified_at=float(value["modified_at"]))
+
     def _value(self, record: FileRecord) -> dict[str, Any]:
-        return {"type": "file", "path": record.path, "content": record.content,
-                "version": record.version, "modified_at": record.modified_at,
-                "previous": record.previous, "last_op": record.last_op,
-                "live": record.content is not None}
+        parts = record.path.split("/")
+        value = {"type": "file", "path": record.path, "content": record.content,
+                 "version": record.version, "modified_at": record.modified_at,
+                 "previous": record.previous, "last_op": record.last_op,
+                 "live": record.content is not None, "name": parts[-1],
+                 "depth": len(parts) - 1}
+        if record.content is not None:
+            value["etag"] = record.etag
+            value["size"] = len(record.content.encode("utf-8"))
+        return value
 
     # -- primitives -------------------------------------------------------------------------
 
@@ -93,20 +129,33 @@ class StoreFileBackend(RecordBackend):
         namespace, key = self._where(path)
         return self._record(self.store.get(namespace, key, refresh_ttl=False))
 
-    def _scan(self, directory: str) -> Iterable[FileRecord]:
+    def _values(self, directory: str, hint: ScanHint | None) -> Iterator[dict[str, Any]]:
+        """The values of the live records under ``directory``, each path once; with a
+        ``hint``, only those of its name and depth (and records older than those fields)."""
         where = self._dir_ns(directory)
-        seen: dict[str, FileRecord] = {}
+        filter_ = _scan_filter(hint)
+        seen: set[str] = set()
         offset = 0
         while True:  # pages; a file changed meanwhile may move, the keys dedupe it
-            page = self.store.search(where, filter={"live": True}, limit=_PAGE,
-                                     offset=offset, refresh_ttl=False)
+            page = self.store.search(where, filter=filter_, limit=_PAGE, offset=offset,
+                                     refresh_ttl=False)
             for item in page:
-                record = self._record(item)
-                if record is not None and record.content is not None:
-                    seen.setdefault(record.path, record)
+                value = item.value
+                if value.get("content") is not None and value["path"] not in seen:
+                    seen.add(value["path"])
+                    yield value
             if len(page) < _PAGE:
-                return list(seen.values())
+                return
             offset += _PAGE
+
+    def _scan(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileRecord]:
+        return [FileRecord(v["path"], v["content"], int(v["version"]),
+                           float(v["modified_at"]), v.get("previous"),
+                           v.get("last_op", "write"))
+                for v in self._values(directory, hint)]
+
+    def _infos(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileInfo]:
+        return [self._info(value) for value in self._values(directory, hint)]
 
     def _commit(self, path: str, plan: core.Plan) -> core.Change:
         return run_sync(self._commit_flow(path, plan), self.store)
