@@ -215,11 +215,18 @@ def _thread_reserved_metadata(w: World) -> None:
     assert r.status_code == 422 and "reserved" in r.json()["message"]
 
 
-def _tenant_header_ignored(w: World) -> None:
-    for name in ("X-Tenant", "X-Remem-Tenant", "Tenant"):
+def _tenant_header(w: World) -> None:
+    """Headers other than X-Remem-Tenant are ignored; X-Remem-Tenant from a key that is not
+    an admin key is refused (403), on reads and writes alike."""
+    for name in ("X-Tenant", "Tenant"):
         r = w.client.post("/v1/store/search", json={"namespace_prefix": NS},
                           headers={**w.b, name: "alpha"})
         assert r.json() == {"items": []}
+    for method, path, kwargs in READS + WRITES:
+        r = w.client.request(method, path, headers={**w.b, "X-Remem-Tenant": "alpha"},
+                             **kwargs)
+        assert r.status_code == 403, (method, path, r.text)
+        assert r.json()["error"] == "permission_denied" and "admin key" in r.json()["message"]
 
 
 def _tenant_body_field_refused(w: World) -> None:
@@ -462,6 +469,20 @@ def _budgets(w: World) -> None:
                     headers=w.b).json() == {"deleted": True}
 
 
+def _usage(w: World) -> None:
+    """B's usage shows none of A's chat model calls or memory changes, whatever the
+    window."""
+    from remem.llm.base import Usage
+
+    state = w.client.app.state.remem  # type: ignore[attr-defined]
+    state.usage().record("alpha", "extract", "m", Usage(1, 100, 10))
+    mine = w.client.get("/v1/usage", headers=w.a).json()
+    assert mine["total"]["calls"] >= 1 and mine["memories"]["events"] >= 1
+    theirs = w.client.get("/v1/usage", params={"since": mine["since"]}, headers=w.b).json()
+    assert theirs["total"] == {"calls": 0, "input_tokens": 0, "output_tokens": 0}
+    assert theirs["rows"] == [] and theirs["memories"]["events"] == 0
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "store/items GET": _store_get,
     "store/items GET (A's full namespace spelled out)": _store_get_spelled_prefix,
@@ -486,7 +507,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "threads POST (A's id) + rewind/fork/read at A's checkpoint": (
         _thread_same_id_and_foreign_checkpoint),
     "threads POST (reserved metadata)": _thread_reserved_metadata,
-    "tenant header": _tenant_header_ignored,
+    "tenant header (X-Remem-Tenant refused for a non-admin key)": _tenant_header,
     "tenant body field": _tenant_body_field_refused,
     "metrics": _metrics_reveal_no_tenant,
     "jobs GET, stats, retry, cancel; memories/submit, flush, cancel": _jobs,
@@ -499,6 +520,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
         _blocks_crud),
     "graph (episodes, search, entity, expand, profile, timeline)": _graph,
     "budgets PUT, GET, DELETE": _budgets,
+    "usage GET": _usage,
 }
 
 
@@ -539,7 +561,7 @@ def test_every_v1_route_is_in_the_matrix(world: World) -> None:
                "/v1/blocks/{block_id}/history", "/v1/agents/{agent_id}/blocks",
                "/v1/agents/{agent_id}/blocks/{block_id}", "/v1/graph/episodes",
                "/v1/graph/search", "/v1/graph/entity", "/v1/graph/expand",
-               "/v1/graph/profile", "/v1/graph/timeline", "/v1/budgets"}
+               "/v1/graph/profile", "/v1/graph/timeline", "/v1/budgets", "/v1/usage"}
     assert {p for p in paths if p.startswith("/v1/")} == covered
 
 
@@ -610,3 +632,77 @@ def test_keys_are_stored_hashed(world: World) -> None:
     stored = state.store.get(KEYS_NAMESPACE, info.key_id).value
     assert token not in str(stored) and token.split("_")[-1] not in str(stored)
     assert len(stored["sha256"]) == 64
+
+
+# -- admin keys: X-Remem-Tenant ----------------------------------------------------------------
+
+
+def test_an_admin_key_acts_for_the_tenant_its_header_names(world: World) -> None:
+    """With ``X-Remem-Tenant: alpha`` an admin key sees exactly what A's own key sees;
+    without the header it acts for its own tenant, which holds none of A's data."""
+    keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
+    admin = {"Authorization": f"Bearer {keys.create('ops', admin=True)[0]}"}
+    as_alpha = World(world.client, {**admin, "X-Remem-Tenant": "alpha"}, world.b,
+                     world.memory_id, world.event_id, world.checkpoint_id)
+    assert as_alpha.a_state() == world.a_state()
+    own = world.client.post("/v1/store/search", json={"namespace_prefix": NS}, headers=admin)
+    assert own.status_code == 200 and own.json() == {"items": []}
+    r = world.client.get(f"/v1/memories/{world.memory_id}", headers=admin)
+    assert r.status_code == 404
+
+
+def test_an_admin_key_writes_to_the_named_tenant_only_as_its_key_allows(world: World) -> None:
+    keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
+    c = world.client
+    admin = {"X-API-Key": keys.create("ops", admin=True)[0], "X-Remem-Tenant": "gamma"}
+    item = {"namespace": NS, "key": "from-admin", "value": {"text": "written by ops"}}
+    assert c.put("/v1/store/items", json=item, headers=admin).status_code == 200
+    gamma = {"X-API-Key": keys.create("gamma")[0]}
+    got = c.get("/v1/store/items", params={"namespace": NS, "key": "from-admin"},
+                headers=gamma)
+    assert got.status_code == 200 and got.json()["value"] == {"text": "written by ops"}
+    reader = {"X-API-Key": keys.create("ops", admin=True, read_only=True)[0],
+              "X-Remem-Tenant": "alpha"}
+    before = world.a_state()
+    for method, path, kwargs in WRITES:
+        r = c.request(method, path, headers=reader, **kwargs)
+        assert r.status_code == 403 and "read-only" in r.json()["message"], (method, path)
+    assert world.a_state() == before
+    r = c.get("/v1/store/items", params={"namespace": NS, "key": "k"}, headers=reader)
+    assert r.json()["value"] == {"text": "alpha secret tea"}
+
+
+def test_a_bad_or_repeated_tenant_header_is_refused(world: World) -> None:
+    keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
+    admin = {"X-API-Key": keys.create("ops", admin=True)[0]}
+    for bad in ("", "../alpha", "a" * 65, "alpha/x", "tenants"):
+        r = world.client.post("/v1/store/search", json={},
+                              headers={**admin, "X-Remem-Tenant": bad})
+        if bad == "tenants":  # a valid name: an (empty) tenant of that name
+            assert r.status_code == 200 and r.json() == {"items": []}
+            continue
+        assert r.status_code == 422, (bad, r.text)
+        assert r.json()["error"] == "invalid_input" and "X-Remem-Tenant" in r.json()["message"]
+    twice = world.client.post("/v1/store/search", json={}, headers=[
+        *admin.items(), ("X-Remem-Tenant", "alpha"), ("X-Remem-Tenant", "beta")])
+    assert twice.status_code == 400 and "X-Remem-Tenant" in twice.json()["message"]
+
+
+def test_who_a_request_acts_as() -> None:
+    """The pure rule behind X-Remem-Tenant (without auth there is no admin key)."""
+    from remem.errors import InvalidInputError, PermissionDeniedError
+    from remem.server.auth import acting_principal
+    from remem.server.keys import ApiKey
+    from remem.server.state import Principal
+
+    plain = ApiKey("a" * 12, "beta", False, "", 0.0)
+    admin = ApiKey("b" * 12, "ops", True, "", 0.0, admin=True)
+    assert acting_principal(plain, None) == Principal("beta", False, "a" * 12)
+    assert acting_principal(admin, None) == Principal("ops", True, "b" * 12)
+    assert acting_principal(admin, " alpha ") == Principal("alpha", True, "b" * 12)
+    with pytest.raises(PermissionDeniedError, match="only an admin key"):
+        acting_principal(plain, "beta")  # even its own tenant: the header is an admin's
+    with pytest.raises(PermissionDeniedError, match="--no-auth"):
+        acting_principal(None, "local")
+    with pytest.raises(InvalidInputError, match="X-Remem-Tenant"):
+        acting_principal(admin, "no such/tenant")

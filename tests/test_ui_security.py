@@ -1,16 +1,23 @@
 """The inspector's security bars, probed through HTTP: another tenant's key sees none of a
-tenant's data on any route (a scripted probe of every route under /ui), stored XSS probes
-render as text, every state change needs the session's CSRF token, cookie flags, a strict
-CSP without inline script or style, no secrets in pages, no open redirect."""
+tenant's data on any route (a scripted probe of every route under /ui), and no parameter,
+header or cookie edit lets it choose that tenant; an admin key sees it only after choosing
+it; stored XSS probes render as text, every state change needs the session's CSRF token,
+cookie flags, a strict CSP without inline script or style, no secrets in pages, no open
+redirect."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from httpx import Response
 from starlette.routing import Mount
 
 from remem.background import NewJob
@@ -24,6 +31,7 @@ from remem.server.routes_jobs import queue_of
 from remem.server.state import Principal
 from remem.ui.app import page_routes
 from remem.ui.session import Session, SessionCodec
+from remem.ui.web import Inspector
 from tests.ui_support import Server, csrf_of, login, server
 
 XSS = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
@@ -102,46 +110,70 @@ def _fill(path: str, world: World) -> str:
             .replace("{decision}", "reject"))
 
 
-def _probe(world: World, tenant: str, *,
-           post: bool = True) -> tuple[int, int, dict[str, set[int]]]:
-    """Visit every route under /ui as a logged-in key of ``tenant``, with the owner's ids
-    in the paths; ``(requests, responses showing the owner's data, statuses)``."""
-    browser = world.srv.logged_in(tenant)
+_SHOWN = re.compile(r'id="tenant"[^>]*\bdata-tenant="([^"]+)"')
+#: query parameters and headers a probe adds, beyond the owner's ids: none of them may choose
+#: the tenant a session views
+_CHOOSERS = ({"tenant": "owner", "viewing": "owner", "vt": "owner"},
+             {"X-Remem-Tenant": "owner", "X-Tenant": "owner"})
+
+
+@dataclass
+class Probe:
+    requests: int
+    views: int  # responses showing the owner's data
+    statuses: dict[str, set[int]]
+    shown: set[str]  # the tenants the pages' headers said were being viewed
+
+
+def _probe(world: World, browser: TestClient, *, post: bool = True,
+           few: bool = False) -> Probe:
+    """Visit every route under /ui with ``browser`` (logged in), with the owner's ids in
+    the paths, and query parameters and headers that try to choose the owner's tenant
+    (``few``: fewer query variants)."""
     csrf = csrf_of(browser.get("/ui/memories").text)
-    requests = views = 0
-    statuses: dict[str, set[int]] = {}
+    found = Probe(0, 0, {}, set())
     for route in _ui_routes(world.srv):
         if route.path in ("/login", "/logout"):
             continue
         url = "/ui" + _fill(route.path, world)
-        extra = [{}, {"q": "vault"}, {"ns": ["memories", "user", "owner-user"]},
-                 {"checkpoint": world.checkpoint_id}, {"as_of": "2030-01-01T00:00"},
-                 {"path": "/owner/secret.md"}, {"path": "/owner"},
-                 {"user": "owner-user", "q": "vault"}, {"user": "owner-user", "entity": "1"}]
+        extra = [{}, {"q": "vault", **_CHOOSERS[0]}, {"user": "owner-user", "q": "vault"},
+                 {"path": "/owner/secret.md"}]
+        if not few:
+            extra += [{"q": "vault"}, {"ns": ["memories", "user", "owner-user"]},
+                      {"checkpoint": world.checkpoint_id}, {"as_of": "2030-01-01T00:00"},
+                      {"path": "/owner"}, {"user": "owner-user", "entity": "1"}]
         for method in sorted(route.methods if post else route.methods - {"POST"}):
             for params in extra:
+                headers = _CHOOSERS[1] if "tenant" in params else None
                 if method == "POST":
-                    response = browser.post(url, params=params, data={"csrf_token": csrf},
+                    response = browser.post(url, params=params, headers=headers,
+                                            data={"csrf_token": csrf, "tenant": "owner"},
                                             follow_redirects=False)
                 else:
-                    response = browser.get(url, params=params, follow_redirects=False)
-                requests += 1
-                statuses.setdefault(f"{method} {route.path}", set()).add(response.status_code)
+                    response = browser.get(url, params=params, headers=headers,
+                                           follow_redirects=False)
+                found.requests += 1
+                found.statuses.setdefault(f"{method} {route.path}", set()).add(
+                    response.status_code)
                 body = response.text + response.headers.get("location", "")
                 if any(secret in body for secret in world.secrets()):
-                    views += 1
-    return requests, views, statuses
+                    found.views += 1
+                found.shown.update(_SHOWN.findall(body))
+    return found
 
 
 def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None:
-    requests, views, statuses = _probe(world, "intruder")
-    print(f"\nforeign-key probe: {requests} requests on {len(statuses)} route/method pairs, "
-          f"{views} showing another tenant's data")
-    assert views == 0
-    assert len(statuses) >= 21  # every page of the inspector was probed
-    for route, seen in statuses.items():
+    probe = _probe(world, world.srv.logged_in("intruder"))
+    print(f"\nforeign-key probe: {probe.requests} requests on {len(probe.statuses)} "
+          f"route/method pairs, {probe.views} showing another tenant's data")
+    assert probe.views == 0
+    assert probe.shown == {"intruder"}  # no parameter or header chose another tenant
+    assert len(probe.statuses) >= 23  # every page of the inspector was probed
+    for route, seen in probe.statuses.items():
         if "{" in route:  # a route naming the owner's object: never found
             assert seen == {404}, (route, seen)
+        elif route in ("GET /tenants", "POST /tenant"):  # an admin key's tenant picker
+            assert seen == {403}, (route, seen)
         else:
             # a page naming the owner's object in its query (a file, an entity) is 404 too;
             # the graph asks for a user when a probe sends a query without one (422)
@@ -155,8 +187,126 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
 
 def test_the_same_probe_as_the_owner_shows_the_data(world: World) -> None:
     """The probe can fail: the owner's own key sees the data on the same requests."""
-    requests, views, _ = _probe(world, "owner", post=False)
-    assert views >= 5 and requests > views
+    probe = _probe(world, world.srv.logged_in("owner"), post=False)
+    assert probe.views >= 5 and probe.requests > probe.views
+    assert probe.shown == {"owner"}
+
+
+def _admin(world: World, *, read_only: bool = False) -> TestClient:
+    token = world.srv.state.keys.create("ops", admin=True, read_only=read_only)[0]
+    browser = world.srv.browser()
+    assert login(browser, token).status_code == 303
+    return browser
+
+
+def _choose(browser: TestClient, tenant: str, **form: str) -> Response:
+    csrf = csrf_of(browser.get("/ui/memories").text)
+    return browser.post("/ui/tenant", data={"csrf_token": csrf, "tenant": tenant, **form},
+                        follow_redirects=False)
+
+
+def test_an_admin_key_sees_another_tenant_only_after_choosing_it(world: World) -> None:
+    browser = _admin(world)
+    before = _probe(world, browser, post=False, few=True)
+    assert before.views == 0 and before.shown == {"ops"}
+    picker = browser.get("/ui/tenants")
+    assert picker.status_code == 200
+    listed = set(re.findall(r'<tr class="tenant-row[^"]*" data-tenant="([^"]+)"', picker.text))
+    assert {"owner", "ops"} <= listed  # tenants with data, and with keys
+    chosen = _choose(browser, "owner")
+    assert (chosen.status_code, chosen.headers["location"]) == (303, "/ui/memories")
+    after = _probe(world, browser, post=False, few=True)
+    print(f"\nadmin-key probe: {before.requests} requests before choosing a tenant, "
+          f"{before.views} showing the owner's data; {after.requests} after choosing it, "
+          f"{after.views}")
+    assert after.views >= 5 and after.shown == {"owner"}  # every page names the tenant
+    assert 'admin key of ops' in browser.get("/ui/memories").text
+    back = _choose(browser, "ops")
+    assert back.status_code == 303
+    assert _SHOWN.findall(browser.get("/ui/memories?q=vault").text) == ["ops"]
+
+
+def test_a_non_admin_session_cannot_choose_a_tenant(world: World) -> None:
+    browser = world.srv.logged_in("intruder")
+    assert browser.get("/ui/tenants").status_code == 403
+    refused = _choose(browser, "owner")
+    assert refused.status_code == 403 and "admin key" in refused.text
+    # an edited cookie (viewing the owner) fails its signature: logged out
+    cookie = browser.cookies["remem_ui"]
+    body, _, mac = cookie.partition(".")
+    raw = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    edited = base64.urlsafe_b64encode(json.dumps({**raw, "vt": "owner"}).encode())
+    other = world.srv.browser()
+    other.cookies.set("remem_ui", edited.decode().rstrip("=") + "." + mac, path="/ui")
+    assert other.get("/ui/memories", follow_redirects=False).status_code == 303
+    # even a validly signed choice is ignored for a key that is not an admin key
+    codec = _inspector(world).codec
+    session = codec.load(cookie, time.time())
+    assert session is not None
+    browser.cookies.set("remem_ui", codec.dump(replace(session, viewing="owner")), path="/ui")
+    page = browser.get("/ui/memories", params={"q": "vault"},
+                       headers={"X-Remem-Tenant": "owner"})
+    assert page.status_code == 200 and "4711" not in page.text
+    assert _SHOWN.findall(page.text) == ["intruder"]
+
+
+def test_choosing_a_tenant_needs_the_csrf_token_and_a_valid_name(world: World) -> None:
+    browser = _admin(world, read_only=True)
+    for token in ("", "x" * 32, csrf_of(world.srv.logged_in("owner").get("/ui/memories").text)):
+        refused = browser.post("/ui/tenant", data={"csrf_token": token, "tenant": "owner"})
+        assert refused.status_code == 403
+    for bad in ("", "../owner", "a" * 65, "owner/x"):
+        page = _choose(browser, bad)
+        assert page.status_code == 422 and "field tenant" in page.text, bad
+    assert _SHOWN.findall(browser.get("/ui/memories").text) == ["ops"]
+    # a read-only admin key views the owner but cannot undo there
+    assert _choose(browser, "owner").status_code == 303
+    shown = browser.get(f"/ui/memories/{world.memory_id}")
+    assert shown.status_code == 200 and "4711" in shown.text and "undo-link" not in shown.text
+    undo = f"/ui/memories/{world.memory_id}/undo/{world.event_id}"
+    page = browser.get(undo)
+    assert browser.post(undo, data={"csrf_token": csrf_of(page.text)}).status_code == 403
+    assert world.srv.memory("owner").get(world.memory_id).text == OWNER_TEXT + " (changed)"
+
+
+def test_revoking_an_admin_key_ends_its_sessions(world: World) -> None:
+    token, info = world.srv.state.keys.create("ops", admin=True)
+    browser = world.srv.browser()
+    login(browser, token)
+    assert _choose(browser, "owner").status_code == 303
+    assert "4711" in browser.get("/ui/memories", params={"q": "vault"}).text
+    world.srv.state.keys.revoke(info.key_id)
+    gone = browser.get("/ui/memories", params={"q": "vault"}, follow_redirects=False)
+    assert gone.status_code == 303 and gone.headers["location"].startswith("/ui/login")
+
+
+def test_a_writing_admin_key_undoes_in_the_tenant_it_chose(world: World) -> None:
+    memory = world.srv.memory("acme")
+    added = memory.add("acme likes tea", user_id="u", infer=False).changes[0].memory
+    memory.update(added.id, "acme likes coffee")
+    event = memory.history(added.id)[-1].id
+    browser = _admin(world)
+    url = f"/ui/memories/{added.id}/undo/{event}"
+    assert browser.get(url).status_code == 404  # its own tenant has no such memory
+    assert _choose(browser, "acme").status_code == 303
+    page = browser.get(url)
+    assert page.status_code == 200 and "undo-confirm" in page.text
+    done = browser.post(url, data={"csrf_token": csrf_of(page.text)}, follow_redirects=False)
+    assert done.status_code == 303
+    assert memory.get(added.id).text == "acme likes tea"
+    assert f"key:{_key_id(browser, world)}" in [e.actor for e in memory.history(added.id)]
+
+
+def _key_id(browser: TestClient, world: World) -> str:
+    session = _inspector(world).codec.load(browser.cookies["remem_ui"], time.time())
+    assert session is not None and session.key_id is not None
+    return session.key_id
+
+
+def _inspector(world: World) -> Inspector:
+    mount = next(r for r in world.srv.app.routes if isinstance(r, Mount) and r.path == "/ui")
+    found: Inspector = mount.app.state.inspector  # type: ignore[attr-defined]
+    return found
 
 
 def test_stored_xss_probes_render_as_text_on_every_page(world: World) -> None:
@@ -274,9 +424,11 @@ def test_login_never_redirects_to_another_site(world: World) -> None:
 
 
 def test_every_page_labels_its_controls_and_has_no_inline_style(world: World) -> None:
-    """Every GET page of the inspector, as the owner sees it (the owner's ids filled in):
-    each form control has a <label for>, ids are unique, no inline style or script."""
-    browser = world.srv.logged_in("owner")
+    """Every GET page of the inspector, as an admin key viewing the owner sees it (the
+    owner's ids filled in; the tenant picker included): each form control has a
+    <label for>, ids are unique, no inline style or script."""
+    browser = _admin(world)
+    assert _choose(browser, "owner").status_code == 303
     pages = {"/ui/login": world.srv.browser().get("/ui/login")}
     for route in _ui_routes(world.srv):
         if "GET" in route.methods and route.path not in ("/", "/login"):

@@ -275,25 +275,32 @@ def _when(ts: float | None) -> str:
 
 @keys_group.command("create")
 @_db_here
-@click.option("--tenant", required=True, help="The tenant every request of this key acts for.")
+@click.option("--tenant", required=True,
+              help="The tenant every request of this key acts for (an admin key's home).")
 @click.option("--read-only", is_flag=True, help="The key may read and search, not write.")
+@click.option("--admin", is_flag=True,
+              help="An admin key: may act for any tenant (a tenant picker in the "
+                   "inspector, the X-Remem-Tenant header in the API).")
 @click.option("--name", default="", help="A note to tell keys apart.")
 @click.option("--json", "json_output", is_flag=True, help="Print JSON.")
 @click.pass_context
-def keys_create(ctx: click.Context, tenant: str, read_only: bool, name: str,
+def keys_create(ctx: click.Context, tenant: str, read_only: bool, admin: bool, name: str,
                 json_output: bool) -> None:
     """Create a key and print it once (only its hash is stored)."""
     from remem.server.keys import KeyStore
 
     keys = _key_store(ctx)
     assert isinstance(keys, KeyStore)
-    token, info = keys.create(tenant, read_only=read_only, name=name)
+    token, info = keys.create(tenant, read_only=read_only, name=name, admin=admin)
     if json_output:
         click.echo(json.dumps({"api_key": token, **info.to_dict()}))
     else:
         click.echo(token)
-        click.echo(f"key id {info.key_id} for tenant {info.tenant}"
-                   f"{' (read-only)' if read_only else ''}; it is not shown again", err=True)
+        kind = "admin key" if admin else "key"
+        click.echo(f"{kind} id {info.key_id} for tenant {info.tenant}"
+                   f"{' (read-only)' if read_only else ''}"
+                   f"{', may act for any tenant' if admin else ''}; it is not shown again",
+                   err=True)
 
 
 @keys_group.command("list")
@@ -304,7 +311,9 @@ def keys_create(ctx: click.Context, tenant: str, read_only: bool, name: str,
 @click.pass_context
 def keys_list(ctx: click.Context, tenant: str | None, include_revoked: bool,
               json_output: bool) -> None:
-    """List keys (ids, tenants, flags; never the secrets)."""
+    """List keys with their tenants and roles (never the secrets).
+
+    Columns: id, tenant, role (admin: any tenant; tenant: its own), flags, created, name."""
     from remem.server.keys import KeyStore
 
     keys = _key_store(ctx)
@@ -315,8 +324,8 @@ def keys_list(ctx: click.Context, tenant: str | None, include_revoked: bool,
         else:
             flags = ",".join(f for f, on in (("read-only", info.read_only),
                                              ("revoked", not info.active)) if on) or "-"
-            click.echo(f"{info.key_id}  {info.tenant}  {flags}  {_when(info.created_at)}  "
-                       f"{info.name}")
+            click.echo(f"{info.key_id}  {info.tenant}  {info.role}  {flags}  "
+                       f"{_when(info.created_at)}  {info.name}")
 
 
 @keys_group.command("revoke")

@@ -1,23 +1,36 @@
 """Request authentication: an API key (``Authorization: Bearer rk_...`` or ``X-API-Key``)
 names the tenant every operation of the request is confined to.
 
-The tenant comes from the key alone; no header, path or body field can choose it.
+The tenant comes from the key alone; no path or body field can choose it. The one exception
+is an admin key (``remem keys create --admin``): its request may name another tenant in the
+``X-Remem-Tenant`` header, and then acts for that tenant (read-only if the key is). Any
+other key sending that header gets a 403 ``permission_denied``, so a client that believes
+it acts for another tenant learns at once that it does not. Every ``/v1`` route reads the
+header through :func:`principal`, the one dependency that says who is asking.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Final
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from remem.errors import InvalidInputError, PermissionDeniedError
+from remem.server.keys import ApiKey, check_tenant
 from remem.server.state import LOCAL_TENANT, Principal, ServerState
 
-__all__ = ["Reader", "Writer", "admit", "authenticate", "principal", "request_principal",
-           "server_state", "token_of", "writer"]
+__all__ = ["TENANT_HEADER", "Reader", "Writer", "acting_principal", "admit", "authenticate",
+           "principal", "request_principal", "server_state", "tenant_header_of", "token_of",
+           "verified_key", "writer"]
 
-_bearer = HTTPBearer(auto_error=False, description="an API key from 'remem keys create'")
+#: the header an admin key names the tenant it acts for with
+TENANT_HEADER: Final = "X-Remem-Tenant"
+
+_bearer = HTTPBearer(auto_error=False, description=(
+    "an API key from 'remem keys create'; an admin key ('--admin') may add the header "
+    f"'{TENANT_HEADER}: T' to act for tenant T"))
 _header = APIKeyHeader(name="X-API-Key", auto_error=False,
                        description="the same API key, for clients that cannot set Bearer")
 
@@ -28,10 +41,11 @@ def server_state(request: Request) -> ServerState:
     return state
 
 
-def authenticate(state: ServerState, token: str | None) -> Principal:
-    """The principal ``token`` authenticates, or an HTTP 401."""
+def verified_key(state: ServerState, token: str | None) -> ApiKey | None:
+    """The active key ``token`` is (``None`` when the server runs without auth), or an
+    HTTP 401."""
     if not state.config.auth:
-        return Principal(LOCAL_TENANT)
+        return None
     if not token:
         raise HTTPException(401, "missing API key: send 'Authorization: Bearer <key>' (create "
                                  "one with 'remem keys create --tenant T')",
@@ -40,7 +54,51 @@ def authenticate(state: ServerState, token: str | None) -> Principal:
     if key is None:
         raise HTTPException(401, "invalid or revoked API key",
                             headers={"WWW-Authenticate": "Bearer"})
-    return Principal(key.tenant, key.read_only, key.key_id)
+    return key
+
+
+def _home(key: ApiKey | None) -> Principal:
+    return Principal(LOCAL_TENANT) if key is None else Principal(key.tenant, key.read_only,
+                                                                 key.key_id)
+
+
+def authenticate(state: ServerState, token: str | None) -> Principal:
+    """The principal ``token`` authenticates (its key's own tenant), or an HTTP 401."""
+    return _home(verified_key(state, token))
+
+
+def acting_principal(key: ApiKey | None, requested: str | None) -> Principal:
+    """Who a request of ``key`` acts as when it names tenant ``requested`` in the
+    :data:`TENANT_HEADER` header (``None``: it does not). Pure: raises
+    :class:`PermissionDeniedError` for a key that is not an admin key (or without auth),
+    :class:`InvalidInputError` for a tenant name that breaks the rule."""
+    if requested is None:
+        return _home(key)
+    if key is None:
+        raise PermissionDeniedError(
+            f"{TENANT_HEADER}: this server runs without API keys (--no-auth), so every "
+            f"request acts for tenant {LOCAL_TENANT!r}; drop the header")
+    if not key.admin:
+        raise PermissionDeniedError(
+            f"{TENANT_HEADER}: only an admin key ('remem keys create --admin') may act for "
+            f"another tenant; this key acts for its own tenant {key.tenant!r}: drop the "
+            "header")
+    try:
+        tenant = check_tenant(requested.strip())
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"header {TENANT_HEADER}: {exc}") from None
+    return Principal(tenant, key.read_only, key.key_id)
+
+
+def tenant_header_of(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """The :data:`TENANT_HEADER` value raw ASGI ``headers`` carry (``None``: absent); an
+    HTTP 400 if it is repeated."""
+    name = TENANT_HEADER.lower().encode()
+    values = [value.decode("latin-1") for key, value in headers if key.lower() == name]
+    if len(values) > 1:
+        raise HTTPException(400, f"the request has {len(values)} {TENANT_HEADER} headers; "
+                                 "send it once")
+    return values[0] if values else None
 
 
 def token_of(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
@@ -77,19 +135,22 @@ def admit(state: ServerState, who: Principal) -> None:
 
 
 async def request_principal(request: Request) -> Principal:
-    """Who makes ``request`` (401 without a valid key, 400 with two), counted against its
-    rate (429). A key verified within the last ``key_cache_seconds`` is checked on the event
-    loop; only a store read goes to a worker thread."""
+    """Who makes ``request``: its key's own tenant (401 without a valid key, 400 with two),
+    counted against its rate (429). A key verified within the last ``key_cache_seconds`` is
+    checked on the event loop; only a store read goes to a worker thread. The key is kept
+    on ``request.state.remem_key`` for :func:`principal`."""
     cached: Principal | None = getattr(request.state, "remem_principal", None)
     if cached is not None:
         return cached
     token = token_of(request.scope.get("headers", ()))
     state = server_state(request)
     if state.config.auth and token and state.keys.needs_read(token):
-        who = await state.run(lambda: authenticate(state, token))
+        key = await state.run(lambda: verified_key(state, token))
     else:
-        who = authenticate(state, token)
+        key = verified_key(state, token)
+    who = _home(key)
     admit(state, who)
+    request.state.remem_key = key
     request.state.remem_principal = who
     return who
 
@@ -97,11 +158,16 @@ async def request_principal(request: Request) -> Principal:
 async def principal(request: Request,
                     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
                     api_key: Annotated[str | None, Depends(_header)]) -> Principal:
-    """FastAPI dependency: who is asking (any key, read-only or not). ``bearer`` and
-    ``api_key`` document the headers in the OpenAPI schema; :func:`request_principal` reads
-    them."""
+    """FastAPI dependency: who is asking (any key, read-only or not), and for which tenant:
+    the key's own, or the one an admin key names in :data:`TENANT_HEADER` (403
+    ``permission_denied`` for the header with any other key). ``bearer`` and ``api_key``
+    document the headers in the OpenAPI schema; :func:`request_principal` reads them."""
     del bearer, api_key
-    return await request_principal(request)
+    who = await request_principal(request)
+    requested = tenant_header_of(request.scope.get("headers", ()))
+    if requested is None:
+        return who
+    return acting_principal(getattr(request.state, "remem_key", None), requested)
 
 
 async def writer(who: Annotated[Principal, Depends(principal)]) -> Principal:

@@ -6,6 +6,11 @@ the whole token is stored, so a copy of the database does not reveal usable keys
 key is checked by looking up its id and comparing hashes in constant time. (A plain hash is
 enough: the token has 256 bits of entropy, nothing to brute-force.)
 
+An **admin** key (``create(..., admin=True)``, ``remem keys create --admin``) still has a
+home tenant, the one it acts for by default, but may also act for any other tenant: the API
+honours its ``X-Remem-Tenant`` header and the inspector shows it a tenant picker. Keys
+stored before admin keys existed read as non-admin.
+
 Keys live as items of the server's own store under :data:`KEYS_NAMESPACE`. Every route works
 on a :class:`~remem.store.scoped.ScopedStore` under ``("tenants", <tenant>)``, so no request
 can name that namespace: it is reachable only through this module and ``remem keys``.
@@ -32,6 +37,7 @@ __all__ = [
     "ApiKey",
     "KeyStore",
     "check_tenant",
+    "known_tenants",
     "tenant_prefix",
 ]
 
@@ -65,6 +71,13 @@ class ApiKey:
     name: str
     created_at: float
     revoked_at: float | None = None
+    #: whether the key may act for any tenant, not only its own
+    admin: bool = False
+
+    @property
+    def role(self) -> str:
+        """``"admin"`` (any tenant) or ``"tenant"`` (its own tenant only)."""
+        return "admin" if self.admin else "tenant"
 
     @property
     def active(self) -> bool:
@@ -75,7 +88,7 @@ class ApiKey:
         """A JSON-ready dict."""
         return {"key_id": self.key_id, "tenant": self.tenant, "read_only": self.read_only,
                 "name": self.name, "created_at": self.created_at,
-                "revoked_at": self.revoked_at, "active": self.active}
+                "revoked_at": self.revoked_at, "active": self.active, "admin": self.admin}
 
 
 def _digest(token: str) -> str:
@@ -96,14 +109,18 @@ class KeyStore:
         self._clock = clock
         self._cache: dict[str, tuple[float, str, ApiKey]] = {}
 
-    def create(self, tenant: str, *, read_only: bool = False, name: str = "") -> tuple[str, ApiKey]:
-        """A new key for ``tenant``: ``(token, info)``. The token is shown only here."""
+    def create(self, tenant: str, *, read_only: bool = False, name: str = "",
+               admin: bool = False) -> tuple[str, ApiKey]:
+        """A new key for ``tenant``: ``(token, info)``. The token is shown only here.
+        ``admin``: the key may also act for any other tenant (``tenant`` is its home)."""
         check_tenant(tenant)
         if not isinstance(name, str) or len(name) > 200:
             raise InvalidInputError("name must be a string of at most 200 characters")
+        if not isinstance(admin, bool):
+            raise InvalidInputError(f"admin must be true or false, got {admin!r}")
         key_id = secrets.token_hex(6)
         token = f"rk_{key_id}_{secrets.token_urlsafe(32)}"
-        info = ApiKey(key_id, tenant, read_only, name, time.time())
+        info = ApiKey(key_id, tenant, read_only, name, time.time(), admin=admin)
         self.store.put(KEYS_NAMESPACE, key_id, {**_value(info), "sha256": _digest(token)},
                        ttl=None, index=False)
         return token, info
@@ -168,11 +185,25 @@ class KeyStore:
         return info
 
 
+def known_tenants(store: BaseStore, keys: KeyStore, *, limit: int = 500) -> list[str]:
+    """Tenants that have an active key or data in ``store`` (sorted, at most ``limit``): the
+    choices an admin key is offered. An admin may still name any valid tenant."""
+    names = {key.tenant for key in keys.list()}
+    for namespace in store.list_namespaces(prefix=("tenants",), max_depth=2, limit=limit):
+        if len(namespace) == 2 and TENANT_PATTERN.match(namespace[1]):
+            names.add(namespace[1])
+    return sorted(names)[:limit]
+
+
 def _value(info: ApiKey) -> dict[str, Any]:
-    return {"tenant": info.tenant, "read_only": info.read_only, "name": info.name,
-            "created_at": info.created_at, "revoked_at": info.revoked_at}
+    value = {"tenant": info.tenant, "read_only": info.read_only, "name": info.name,
+             "created_at": info.created_at, "revoked_at": info.revoked_at}
+    if info.admin:  # absent on ordinary keys, as on every key stored before admin keys
+        value["admin"] = True
+    return value
 
 
 def _info(key_id: str, value: dict[str, Any]) -> ApiKey:
     return ApiKey(key_id, str(value["tenant"]), bool(value["read_only"]), str(value["name"]),
-                  float(value["created_at"]), value.get("revoked_at"))
+                  float(value["created_at"]), value.get("revoked_at"),
+                  value.get("admin") is True)

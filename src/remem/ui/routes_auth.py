@@ -1,5 +1,5 @@
 """Login and logout: paste an API key, get a session (no login without auth: one local
-user)."""
+user); an admin key's session chooses the tenant it views (``/tenants``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from remem.errors import InvalidInputError, PermissionDeniedError
+from remem.server.keys import check_tenant, known_tenants
 from remem.server.state import Principal
-from remem.ui.web import form_value, inspector, safe_next
+from remem.ui.web import Viewer, form_value, inspector, safe_next
 
 __all__ = ["router"]
 
@@ -65,3 +67,35 @@ async def logout(request: Request) -> Response:
         return ui.redirect(request, f"{ui.prefix}/memories")
     await ui.end_session(viewer.session)
     return ui.redirect(request, f"{ui.prefix}/login", ui.start_session(None))
+
+
+def _admin_only(viewer: Viewer) -> None:
+    if not viewer.admin:
+        raise PermissionDeniedError(
+            "only an admin key chooses the tenant it views; this key sees its own tenant "
+            "(create an admin key with 'remem keys create --admin')")
+
+
+@router.get("/tenants")
+async def tenants_page(request: Request) -> Response:
+    """An admin key's tenant picker: tenants with keys or data, and any tenant by name."""
+    ui = inspector(request)
+    viewer, who = await ui.member(request)
+    _admin_only(viewer)
+    names = await ui.run(lambda: known_tenants(ui.state.store, ui.state.keys))
+    return ui.page(request, viewer, "tenants.html", tenants=names, current=who.tenant)
+
+
+@router.post("/tenant")
+async def choose_tenant(request: Request) -> Response:
+    """Switch an admin key's session to the tenant named in the form (field ``tenant``)."""
+    ui = inspector(request)
+    viewer, _ = await ui.member(request)
+    fields = await ui.form(request, viewer)
+    _admin_only(viewer)
+    try:
+        tenant = check_tenant(form_value(fields, "tenant"))
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"field tenant: {exc}") from None
+    target = safe_next(ui.prefix, form_value(fields, "next") or f"{ui.prefix}/memories")
+    return ui.redirect(request, target, ui.view_tenant(viewer, tenant))

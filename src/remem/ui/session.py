@@ -4,7 +4,9 @@ A session is a small JSON value (:class:`Session`) signed with HMAC-SHA256 under
 server's secret, so the cookie can be read but not forged or altered. It names the tenant
 and the API key it was opened with (never the key's secret); every request re-checks that
 the key is still active, so revoking a key ends its sessions. A session with no tenant is
-anonymous: it exists only so the login form has a CSRF token.
+anonymous: it exists only so the login form has a CSRF token. A session of an admin key may
+also name the tenant it is viewing (``viewing``); the inspector honours it only while the
+key is an admin key, so even a validly signed ``viewing`` gives an ordinary key nothing.
 
 The CSRF token is a second HMAC, of the session's random id, so it is tied to one session
 (a synchronizer token without server-side storage) and compared in constant time.
@@ -40,15 +42,17 @@ def _unb64(text: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """One browser's session: ``sid`` (random), the ``tenant`` and ``key_id`` it acts as
-    (``None``: not logged in), whether the key is ``read_only``, and when it ends
-    (``expires``, epoch seconds)."""
+    """One browser's session: ``sid`` (random), the ``tenant`` and ``key_id`` it logged in
+    with (``None``: not logged in), whether the key is ``read_only``, when it ends
+    (``expires``, epoch seconds), and the tenant an admin key chose to view (``viewing``;
+    ``None``: its own)."""
 
     sid: str
     expires: float
     tenant: str | None = None
     key_id: str | None = None
     read_only: bool = False
+    viewing: str | None = None
 
     @property
     def logged_in(self) -> bool:
@@ -65,7 +69,7 @@ class Session:
     def to_json(self) -> dict[str, Any]:
         """The signed payload."""
         return {"sid": self.sid, "exp": self.expires, "tid": self.tenant, "kid": self.key_id,
-                "ro": self.read_only}
+                "ro": self.read_only, "vt": self.viewing}
 
 
 class SessionCodec:
@@ -101,7 +105,8 @@ class SessionCodec:
             session = Session(str(raw["sid"]), float(raw["exp"]),
                               None if raw.get("tid") is None else str(raw["tid"]),
                               None if raw.get("kid") is None else str(raw["kid"]),
-                              bool(raw.get("ro", False)))
+                              bool(raw.get("ro", False)),
+                              None if raw.get("vt") is None else str(raw["vt"]))
         except (KeyError, TypeError, ValueError):
             return None
         return session if session.expires > now else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, urlencode
@@ -74,12 +74,16 @@ class LoginRequired(Exception):
 @dataclass
 class Viewer:
     """Who looks at a page: the session, the principal it acts as (``None``: not logged
-    in), its CSRF token, and the cookie to send back (``None``: unchanged)."""
+    in; its tenant is the one being viewed), its CSRF token, the cookie to send back
+    (``None``: unchanged), and whether its key is an ``admin`` key (which may choose the
+    tenant it views; ``home`` is the key's own tenant)."""
 
     session: Session
     principal: Principal | None
     csrf: str
     cookie: str | None = None
+    admin: bool = False
+    home: str | None = None
 
     @property
     def can_write(self) -> bool:
@@ -156,6 +160,7 @@ class Inspector:
         if self.local and session.tenant != LOCAL_TENANT:
             session, fresh = Session.new(now, tenant=LOCAL_TENANT), True
         principal: Principal | None = None
+        admin = False
         if self.local:
             principal = Principal(LOCAL_TENANT)
         elif session.logged_in and session.key_id is not None:
@@ -168,13 +173,18 @@ class Inspector:
             key, ended = await self.state.run(check)
             if (key is not None and key.active and key.tenant == session.tenant
                     and not ended):
-                principal = Principal(key.tenant, key.read_only, key.key_id)
+                admin = key.admin
+                # the tenant viewed comes from the key, or, for an admin key only, from the
+                # session's choice: a non-admin session never views another tenant
+                tenant = session.viewing if admin and session.viewing else key.tenant
+                principal = Principal(tenant, key.read_only, key.key_id)
             else:  # logged out, or the key was revoked since login: the session ends
                 session, fresh = Session.new(now), True
         if principal is not None:
             admit(self.state, principal)
         cookie = self.codec.dump(session) if fresh else None
-        return Viewer(session, principal, self.codec.csrf_token(session), cookie)
+        return Viewer(session, principal, self.codec.csrf_token(session), cookie, admin,
+                      session.tenant if principal is not None else None)
 
     async def member(self, request: Request) -> tuple[Viewer, Principal]:
         """The viewer of a page that shows a tenant's data: logged in, or a redirect."""
@@ -217,6 +227,15 @@ class Inspector:
         return self.codec.dump(Session.new(now, tenant=principal.tenant,
                                            key_id=principal.key_id,
                                            read_only=principal.read_only))
+
+    def view_tenant(self, viewer: Viewer, tenant: str) -> str:
+        """The cookie of ``viewer``'s session viewing ``tenant`` (its own: the choice is
+        cleared). Only for an admin viewer; the caller checked the tenant's name and the
+        form's CSRF token."""
+        if not viewer.admin:
+            raise RuntimeError("only an admin key's session chooses the tenant it views")
+        viewing = None if tenant == viewer.home else tenant
+        return self.codec.dump(replace(viewer.session, viewing=viewing))
 
     def memory(self, who: Principal) -> Memory:
         """The memories ``who`` may see: its tenant's (or the whole local database's)."""
