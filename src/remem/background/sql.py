@@ -16,8 +16,8 @@ from typing import Any
 from remem.background.jobs import Job
 from remem.store.migrations import Migration
 
-__all__ = ["COLUMNS", "JOB_MIGRATIONS", "JOB_MIGRATIONS_POSTGRES", "due_sql", "job_of_row",
-           "row_of_job"]
+__all__ = ["ADD_USAGE", "COLUMNS", "JOB_MIGRATIONS", "JOB_MIGRATIONS_POSTGRES", "due_sql",
+           "job_of_row", "row_of_job"]
 
 COLUMNS = ("id", "kind", "payload", "status", "run_after", "created_at", "updated_at",
            "attempts", "max_attempts", "idempotency_key", "debounce_key", "thread_id",
@@ -87,15 +87,34 @@ def _access_and_budgets(text: str, real: str, integer: str, prefix: str) -> tupl
     )
 
 
+def _usage(text: str, integer: str, prefix: str) -> tuple[str, ...]:
+    return (
+        # chat model calls and tokens per UTC day (ISO date text, so it sorts), tenant,
+        # operation label and model (remem.usage); rows only grow, by upserts that add
+        f"""CREATE TABLE {prefix}remem_usage (
+            tenant {text} NOT NULL,
+            day {text} NOT NULL,
+            operation {text} NOT NULL,
+            model {text} NOT NULL,
+            calls {integer} NOT NULL,
+            input_tokens {integer} NOT NULL,
+            output_tokens {integer} NOT NULL,
+            PRIMARY KEY (tenant, day, operation, model)
+        )""",
+    )
+
+
 JOB_MIGRATIONS: tuple[Migration, ...] = (
     Migration("j001_jobs", _table("TEXT", "REAL", "INTEGER", "")),
     Migration("j002_access_budgets", _access_and_budgets("TEXT", "REAL", "INTEGER", "")),
+    Migration("j003_usage", _usage("TEXT", "INTEGER", "")),
 )
 #: ``{s}``: the quoted schema (the store's)
 JOB_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
     Migration("j001_jobs", _table("text", "double precision", "integer", "{s}.")),
     Migration("j002_access_budgets",
               _access_and_budgets("text", "double precision", "bigint", "{s}.")),
+    Migration("j003_usage", _usage("text", "bigint", "{s}.")),
 )
 
 #: add reads to a memory's count; the latest read wins. ``{greatest}``: MAX on SQLite,
@@ -103,6 +122,13 @@ JOB_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
 TOUCH = ("INSERT INTO remem_access (memory_id, uses, last_accessed) VALUES (?, ?, ?) "
          "ON CONFLICT (memory_id) DO UPDATE SET uses = remem_access.uses + excluded.uses, "
          "last_accessed = {greatest}(remem_access.last_accessed, excluded.last_accessed)")
+#: add calls and tokens to a (tenant, day, operation, model) row: concurrent writers (threads,
+#: processes) each add their own, none overwrites another's
+ADD_USAGE = ("INSERT INTO remem_usage (tenant, day, operation, model, calls, input_tokens, "
+             "output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, day, operation, "
+             "model) DO UPDATE SET calls = remem_usage.calls + excluded.calls, "
+             "input_tokens = remem_usage.input_tokens + excluded.input_tokens, "
+             "output_tokens = remem_usage.output_tokens + excluded.output_tokens")
 PUT_BUDGET = ("INSERT INTO remem_budgets (tenant, namespace, budget, updated_at) "
               "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, namespace) DO UPDATE SET "
               "budget = excluded.budget, updated_at = excluded.updated_at")

@@ -115,6 +115,17 @@ class JobTx(Protocol):
         """Drop a namespace's budget; whether there was one."""
         ...
 
+    def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
+        """Add ``(tenant, day, operation, model, calls, input_tokens, output_tokens)`` to
+        the chat model usage rows (:mod:`remem.usage`)."""
+        ...
+
+    def usage(self, tenant: str | None, since: str,
+              until: str) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Usage rows of days ``since``..``until`` (ISO dates, both included), of one tenant
+        or (``None``) every tenant's, ordered by day, tenant, operation and model."""
+        ...
+
 
 class JobStorage(Protocol):
     """A database holding jobs."""
@@ -280,6 +291,20 @@ class _SQLTx:
                            (tenant, namespace))
         return bool(cursor.rowcount)
 
+    def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
+        if rows:
+            # sorted keys: concurrent upserts on PostgreSQL lock rows in one order
+            self._many(sql.ADD_USAGE.replace("?", self.placeholder), sorted(rows))
+
+    def usage(self, tenant: str | None, since: str,
+              until: str) -> list[tuple[str, str, str, str, int, int, int]]:
+        only, params = ("", [since, until]) if tenant is None else (
+            " AND tenant = ?", [since, until, tenant])
+        rows = self._run("SELECT tenant, day, operation, model, calls, input_tokens, "
+                         f"output_tokens FROM remem_usage WHERE day >= ? AND day <= ?{only} "
+                         "ORDER BY day, tenant, operation, model", params).fetchall()
+        return [(t, d, o, m, int(c), int(i), int(x)) for t, d, o, m, c, i, x in rows]
+
 
 class SQLiteJobStorage:
     """Jobs in a SQLite file (the store's), beside its tables."""
@@ -377,12 +402,30 @@ class PostgresJobStorage:
             self._pool = None
 
 
+_UsageKey = tuple[str, str, str, str]
+
+
 class _MemoryTx:
     def __init__(self, jobs: dict[str, Job], reads: dict[str, tuple[int, float]],
-                 budget_rows: dict[tuple[str, str], tuple[str, float]]) -> None:
+                 budget_rows: dict[tuple[str, str], tuple[str, float]],
+                 usage_rows: dict[_UsageKey, tuple[int, int, int]] | None = None) -> None:
         self.jobs = jobs
         self.reads = reads
         self.budget_rows = budget_rows
+        self.usage_rows: dict[_UsageKey, tuple[int, int, int]] = (
+            {} if usage_rows is None else usage_rows)
+
+    def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
+        for tenant, day, operation, model, calls, inputs, outputs in rows:
+            key = (tenant, day, operation, model)
+            c, i, o = self.usage_rows.get(key, (0, 0, 0))
+            self.usage_rows[key] = (c + calls, i + inputs, o + outputs)
+
+    def usage(self, tenant: str | None, since: str,
+              until: str) -> list[tuple[str, str, str, str, int, int, int]]:
+        found = [(t, d, o, m, *counts) for (t, d, o, m), counts in self.usage_rows.items()
+                 if since <= d <= until and (tenant is None or t == tenant)]
+        return sorted(found, key=lambda row: (row[1], row[0], row[2], row[3]))
 
     def counts_by_kind(self, tenant: str | None) -> dict[tuple[str, str], int]:
         counts: dict[tuple[str, str], int] = {}
@@ -479,6 +522,7 @@ class MemoryJobStorage:
         self._jobs: dict[str, Job] = {}
         self._reads: dict[str, tuple[int, float]] = {}
         self._budgets: dict[tuple[str, str], tuple[str, float]] = {}
+        self._usage: dict[_UsageKey, tuple[int, int, int]] = {}
         self._lock = threading.RLock()
 
     def setup(self) -> None:
@@ -495,7 +539,8 @@ class MemoryJobStorage:
             budgets = dict(self._budgets)
             # read counts are added in place: a touch cannot fail part-way, and copying one
             # entry per memory on every transaction would cost more than the jobs do
-            yield _MemoryTx(working, self._reads, budgets)
+            # usage is added in place too: an upsert of whole rows cannot fail part-way
+            yield _MemoryTx(working, self._reads, budgets, self._usage)
             if write:
                 self._jobs = working
                 self._budgets = budgets

@@ -26,21 +26,27 @@ from remem.cli.common import CommandFailed, db_option, embedder_hint, embedder_o
 from remem.cli.jobs import DB_HELP, open_queue
 from remem.cli.render import emit_json
 from remem.episodic.jobs import EXTRACT_EPISODES
+from remem.llm.config import model_from_env
 from remem.procedural.jobs import OPTIMIZE
 from remem.store import BaseStore, check_embedder
 from remem.store.scoped import ScopedStore
+from remem.usage import RecordingChatModel, UsageRecorder
 
 __all__ = ["MemoryHandlers", "worker_command"]
 
 
 class MemoryHandlers:
     """The handlers of a worker over one memory database; a server tenant's job runs on that
-    tenant's view of the store (as ``remem serve`` scopes it)."""
+    tenant's view of the store (as ``remem serve`` scopes it), its chat model calls recorded
+    for the tenant in the database's usage rows (:mod:`remem.usage`) once :meth:`handlers`
+    has named the queue."""
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self._tenants: dict[str, Memory] = {}
         self._lock = threading.Lock()
+        #: where tenants' chat model calls are recorded (set by :meth:`handlers`)
+        self.usage: UsageRecorder | None = None
 
     def memory_for(self, tenant: str) -> Memory:
         """The memory a job of ``tenant`` writes to."""
@@ -52,11 +58,16 @@ class MemoryHandlers:
                 from remem.server.keys import tenant_prefix
 
                 store: BaseStore = ScopedStore(self.memory.store, tenant_prefix(tenant))
-                found = self._tenants[tenant] = Memory(store, llm=self.memory.llm)
+                llm = self.memory.llm
+                if llm is not None and self.usage is not None:
+                    llm = RecordingChatModel(llm, self.usage, tenant=tenant)
+                found = self._tenants[tenant] = Memory(store, llm=llm)
             return found
 
     def handlers(self, queue: JobQueue) -> dict[str, Handler]:
-        """Kind -> handler (``queue``: where scheduled consolidation queues its next run)."""
+        """Kind -> handler (``queue``: where scheduled consolidation queues its next run, and
+        whose database records the tenants' chat model usage)."""
+        self.usage = UsageRecorder(queue)
         return handlers(self.memory_for, queue)
 
 
@@ -94,7 +105,9 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
     queue: JobQueue = open_queue(ctx, db, schema=schema)
     vectors = False if embedder == "none" else make_embedder(embedder)
     with embedder_hint(db):
-        memory = Memory.open(db, embedder=vectors)
+        # the model built once here (not on the first job) so tenants' jobs share one
+        # client, each through its own usage-recording wrapper
+        memory = Memory.open(db, embedder=vectors, llm=model_from_env())
     ctx.call_on_close(memory.close)
     check_embedder(memory.store, db)
     run = MemoryHandlers(memory).handlers(queue)

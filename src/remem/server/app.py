@@ -37,6 +37,7 @@ from remem.server import (
     routes_procedural,
     routes_store,
     routes_threads,
+    routes_usage,
 )
 from remem.server.errors import (
     BodyLimitMiddleware,
@@ -113,6 +114,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_approvals.router)
     app.include_router(routes_blocks.router)
     app.include_router(routes_graph.router)
+    app.include_router(routes_usage.router)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness")
     def healthz() -> dict[str, str]:

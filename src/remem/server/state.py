@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from remem.api import Memory
     from remem.threads import ThreadStore
     from remem.threads.scoped import ScopedThreads
+    from remem.usage import UsageRecorder
 
 __all__ = ["LOCAL_TENANT", "Principal", "ServerConfig", "ServerState"]
 
@@ -145,6 +146,8 @@ class ServerState:
     _memories: dict[str, Memory] = field(default_factory=dict)
     _threads: ThreadStore | None = None
     _tenant_threads: dict[str, ScopedThreads] = field(default_factory=dict)
+    _llms: dict[str, ChatModel] = field(default_factory=dict)
+    _usage: UsageRecorder | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     # one limiter per event loop: in-process harnesses serve the app from several loops
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
@@ -199,9 +202,40 @@ class ServerState:
             with self._lock:
                 memory = self._memories.get(principal.tenant)
                 if memory is None:
-                    memory = Memory(self.store_for(principal), llm=self.config.llm)
+                    memory = Memory(self.store_for(principal), llm=self.llm_for(principal))
                     self._memories[principal.tenant] = memory
         return memory
+
+    def usage(self) -> UsageRecorder:
+        """Where the tenants' chat model calls are recorded: the ``remem_usage`` rows beside
+        the job queue (:mod:`remem.usage`)."""
+        if self._usage is None:
+            from remem.server.routes_jobs import queue_of
+            from remem.usage import UsageRecorder
+
+            queue = queue_of(self)
+            with self._lock:
+                if self._usage is None:
+                    self._usage = UsageRecorder(queue)
+        return self._usage
+
+    def llm_for(self, principal: Principal) -> ChatModel | None:
+        """The server's chat model as ``principal``'s tenant uses it: each call's tokens
+        recorded for the tenant, per day, operation and model (``None``: no model)."""
+        inner = self.config.llm
+        if inner is None:
+            return None
+        model = self._llms.get(principal.tenant)
+        if model is None:
+            from remem.usage import RecordingChatModel
+
+            recorder = self.usage()
+            with self._lock:
+                model = self._llms.get(principal.tenant)
+                if model is None:
+                    model = RecordingChatModel(inner, recorder, tenant=principal.tenant)
+                    self._llms[principal.tenant] = model
+        return model
 
     def threads(self) -> ThreadStore:
         """The thread store on the server's database, every tenant's threads (opened on
@@ -229,12 +263,14 @@ class ServerState:
                     index = (ThreadIndex(self.store_for(principal))
                              if self.config.thread_search else None)
                     scoped = ScopedThreads(threads, principal.tenant, index=index,
-                                           summarizer=self.config.llm)
+                                           summarizer=self.llm_for(principal))
                     self._tenant_threads[principal.tenant] = scoped
         return scoped
 
     def close(self) -> None:
         """Close the thread store, and the store if the server opened it."""
+        if self._usage is not None:
+            self._usage.flush()  # rows a failed write left in memory
         if self._threads is not None:
             self._threads.close()
         if self.owns_store:

@@ -1,0 +1,176 @@
+"""Durable chat model usage: :class:`RecordingChatModel` wraps any
+:class:`~remem.llm.ChatModel` and hands what each call cost to a :class:`UsageRecorder`,
+which adds it to the ``remem_usage`` table beside the job queue (the server's SQLite file
+or PostgreSQL schema; migration ``j003_usage``).
+
+Write policy: **no buffering**. Each call's usage is written by an upsert that adds
+(``calls = calls + 1``...) before :meth:`RecordingChatModel.complete` returns, one short
+transaction per call: a chat model call takes hundreds of milliseconds, the upsert about a
+millisecond, so a buffer would save little and lose what a ``kill -9`` catches in it.
+Concurrent writers (threads, server and worker processes) each add their own figures; no
+count overwrites another. A write that fails (database locked past its timeout, gone) never
+fails the call that was answered: its row is kept in memory and written with the next one,
+at :meth:`UsageRecorder.flush`, or at exit; only such rows are lost to a ``kill -9``.
+
+Calls that raise (the provider refused or was unreachable) are not counted: there are no
+token figures to count. The wrapped model's own :class:`~remem.llm.UsageLedger` still
+counts every call in the process (``model.usage`` is the inner model's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from remem.background.queue import JobQueue
+from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, UsageLedger
+from remem.usage.records import DayWindow, UsageReport, UsageRow, day_of
+
+__all__ = ["RecordingChatModel", "UsageRecorder"]
+
+log = logging.getLogger("remem.usage")
+
+_Key = tuple[str, str, str, str]
+
+
+class UsageRecorder:
+    """Adds chat model usage to the ``remem_usage`` rows of ``queue``'s database, per
+    tenant, UTC day, operation label and model; reads them back as a
+    :class:`~remem.usage.UsageReport`.
+
+    ``owns_queue``: close the queue with the recorder. ``clock``: when a call happened.
+    """
+
+    def __init__(self, queue: JobQueue, *, owns_queue: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.queue = queue
+        self.owns_queue = owns_queue
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._unwritten: dict[_Key, Usage] = {}
+        #: calls written, and writes that failed (their rows wait in memory), since it started
+        self.recorded = 0
+        self.errors = 0
+        _LIVE.add(self)
+
+    @classmethod
+    def beside(cls, store: Any, *, clock: Callable[[], float] = time.time) -> UsageRecorder:
+        """A recorder in the database of ``store`` (its SQLite file, its PostgreSQL schema,
+        or this process's memory for an in-memory store)."""
+        return cls(JobQueue.beside(store, clock=clock), owns_queue=True, clock=clock)
+
+    def record(self, tenant: str, operation: str, model: str, usage: Usage, *,
+               at: float | None = None) -> None:
+        """Add ``usage`` to the row of ``(tenant, day of at, operation, model)`` now, with any
+        rows an earlier failed write left behind. Never raises on a database error."""
+        key = (tenant, day_of(self.clock() if at is None else at), operation, model)
+        with self._lock:
+            self._unwritten[key] = self._unwritten.get(key, Usage()) + usage
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write the rows waiting in memory; whether none is left waiting."""
+        with self._lock:
+            rows = self._unwritten
+            self._unwritten = {}
+        if not rows:
+            return True
+        try:
+            with self.queue.storage.transaction(True) as tx:
+                tx.add_usage([(*key, u.calls, u.input_tokens, u.output_tokens)
+                              for key, u in rows.items()])
+        except Exception:  # counting never fails the call it counts; retried next time
+            with self._lock:
+                for key, usage in rows.items():
+                    self._unwritten[key] = self._unwritten.get(key, Usage()) + usage
+                self.errors += 1
+            (log.warning if self.errors == 1 else log.debug)(
+                "could not record chat model usage (%d rows kept in memory, written with "
+                "the next call); later failures are logged at debug level", len(rows),
+                exc_info=True)
+            return False
+        self.recorded += sum(u.calls for u in rows.values())
+        return True
+
+    def unwritten(self) -> Usage:
+        """What waits in memory after failed writes (lost if the process is killed)."""
+        with self._lock:
+            return Usage.total(self._unwritten.values())
+
+    def report(self, window: DayWindow, *, tenant: str | None) -> UsageReport:
+        """The rows of ``window`` for ``tenant`` (``None``: every tenant's)."""
+        with self.queue.storage.transaction(False) as tx:
+            rows = tx.usage(tenant, window.since.isoformat(), window.until.isoformat())
+        return UsageReport(window, tuple(UsageRow.of_storage(row) for row in rows))
+
+    def close(self) -> None:
+        """Flush, and close the queue if the recorder owns it."""
+        self.flush()
+        if self.owns_queue:
+            self.queue.close()
+
+
+class RecordingChatModel:
+    """A :class:`~remem.llm.ChatModel` that answers through ``inner`` and records what each
+    call cost for ``tenant`` (model name: ``inner.model``; operation: the request's label).
+
+    Anything else (``close``, a scripted model's ``requests``) is the inner model's.
+    """
+
+    def __init__(self, inner: ChatModel, recorder: UsageRecorder, *, tenant: str = "") -> None:
+        self.inner = inner
+        self.recorder = recorder
+        self.tenant = tenant
+
+    @property
+    def model(self) -> str:
+        """The inner model's name."""
+        return self.inner.model
+
+    @property
+    def context_window(self) -> int | None:
+        """The inner model's context window."""
+        return self.inner.context_window
+
+    @property
+    def usage(self) -> UsageLedger:
+        """The inner model's in-process ledger (it counts every call, recorded or not)."""
+        return self.inner.usage
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer through the inner model, then record the answer's usage."""
+        response = self.inner.complete(request)
+        self.recorder.record(self.tenant, request.operation, self.inner.model, response.usage)
+        return response
+
+    async def acomplete(self, request: ChatRequest) -> ChatResponse:
+        """Async :meth:`complete`; the write runs in a thread, off the event loop."""
+        response = await self.inner.acomplete(request)
+        await asyncio.to_thread(self.recorder.record, self.tenant, request.operation,
+                                self.inner.model, response.usage)
+        return response
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"RecordingChatModel({self.inner!r}, tenant={self.tenant!r})"
+
+
+_LIVE: weakref.WeakSet[UsageRecorder] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all() -> None:
+    for recorder in list(_LIVE):
+        with contextlib.suppress(Exception):  # exiting: nothing more to do
+            recorder.flush()
