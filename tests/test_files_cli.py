@@ -56,4 +56,5 @@ def test_blocks_create_attach_render_and_limits(tmp_path: Path) -> None:
     _run("blocks", "set", "h", "Alice, vegan", "--db", db)
     history = json.loads(_run("blocks", "history", "h", "--db", db).stdout)
     assert [e["value"] for e in history] == ["Alice", "Alice, vegan"]
-    assert [b["id"] for b in json.loads(_run("blocks", "list", "--db", db).stdout)] == ["h"]
+    listed = json.loads(_run("blocks", "list", "--db", db).stdout)["blocks"]
+    assert [b["id"] for b in listed] == ["h"]

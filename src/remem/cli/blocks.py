@@ -1,17 +1,38 @@
-"""``remem blocks``: create, attach, edit and render core memory blocks kept in a store."""
+"""``remem blocks``: create, attach, edit and render core memory blocks kept in a store.
+
+The application's commands (``create``, ``list``, ``get``, ``update``, ``set``, ``delete``,
+``attach``, ``detach``) are built from the block request values
+(:mod:`remem.blocks.requests`) that ``/v1/blocks`` and the MCP block admin tools take: a
+field is an option (ids are positional), the request validates the values, and
+:func:`~remem.blocks.requests.run_block_admin` runs it and answers the same JSON as the MCP
+tool. ``render`` and ``history`` read.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from remem.blocks import Blocks
+from remem.blocks.requests import (
+    AttachBlockRequest,
+    BlockAdminRequest,
+    ChangeBlockRequest,
+    CreateBlockRequest,
+    DeleteBlockRequest,
+    DetachBlockRequest,
+    GetBlockRequest,
+    ListBlocksRequest,
+    run_block_admin,
+)
 from remem.cli.common import NamespaceType, db_option
 from remem.cli.files import open_files
+from remem.cli.options import RequestCommand, build_request, option_name, request_params
+from remem.requests import Request
 from remem.store import Namespace
 
 __all__ = ["blocks_group"]
@@ -34,46 +55,78 @@ def _emit(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+#: ids are positional: the field -> its metavar
+_ARGUMENTS: Mapping[str, str] = {"id": "BLOCK_ID", "agent_id": "AGENT_ID",
+                                 "block_id": "BLOCK_ID"}
+#: an unset bool field keeps the block's flag, so it is a three-way switch, not a flag
+_READ_ONLY_SWITCH = click.Option(
+    ["--read-only/--writable", "read_only"], default=None,
+    help="Make the block read-only for agents, or editable again (default: unchanged).")
+#: fields whose request declares no description
+_DESCRIPTION_SWITCH = click.Option(
+    ["--description", "description"], default=None,
+    help="The new description: what belongs in the block (shown to the model).")
+_AGENT_SWITCH = click.Option(["--agent", "agent_id"], metavar="ID", default=None,
+                             help="Only the blocks this agent sees, in prompt order.")
+
+
+def _run(request: BlockAdminRequest, db: str, namespace: Namespace) -> None:
+    with _blocks(db, namespace) as blocks:
+        _emit(run_block_admin(blocks, request, actor="cli"))
+
+
+def _session_params() -> list[click.Parameter]:
+    """``--db`` and ``--namespace``, in the order the other commands show them."""
+    def holder() -> None:
+        """Only carries the options."""
+
+    _common(holder)
+    return list(reversed(holder.__click_params__))  # type: ignore[attr-defined]
+
+
+def _admin_command(model: type[Request], name: str, *, positional: Sequence[str] = (),
+                   switches: Sequence[click.Parameter] = ()) -> click.Command:
+    """The command ``name`` running ``model``: ``positional`` fields as arguments, the
+    ``switches`` given for some fields, the other fields as options."""
+    arguments = [click.Argument([field], metavar=_ARGUMENTS[field]) for field in positional]
+    own = {p.name for p in switches}
+    options = request_params(model, exclude=[*positional, *own])
+    for option in options:
+        if isinstance(option, click.Option) and option.required:  # no default to show
+            option.default, option.show_default = None, False
+    params: list[click.Parameter] = [*arguments, *options, *switches]
+    fields = {p.name for p in params}
+
+    def callback(db: str, namespace: Namespace, **values: Any) -> None:
+        try:
+            request = build_request(model, {k: v for k, v in values.items() if k in fields},
+                                    command=name)
+        except click.UsageError as exc:  # name the positional arguments as help shows them
+            message = exc.message
+            for field in positional:
+                message = message.replace(f"{option_name(field)}:", f"{_ARGUMENTS[field]}:")
+            raise click.UsageError(message, exc.ctx) from None
+        _run(request, db, namespace)  # type: ignore[arg-type]
+
+    return RequestCommand(model, name, callback=callback,
+                          params=[*params, *_session_params()], help=_HELP[name])
+
+
+_HELP: Mapping[str, str] = {
+    "create": "Create block BLOCK_ID.",
+    "list": "List every block, or with --agent the blocks that agent sees, in order.",
+    "get": "Show block BLOCK_ID.",
+    "update": "Change fields of block BLOCK_ID (read-only blocks too); the fields not "
+              "given stay.",
+    "delete": "Delete block BLOCK_ID (the agents it was attached to stop seeing it).",
+    "attach": "Show block BLOCK_ID to agent AGENT_ID (shared with the agents that have it).",
+    "detach": "Stop showing block BLOCK_ID to agent AGENT_ID.",
+}
+
+
 @click.group(name="blocks")
 def blocks_group() -> None:
     """Core memory blocks: labelled, size-limited text always in an agent's prompt."""
-
-
-@blocks_group.command("create")
-@click.argument("block_id")
-@click.option("--label", required=True, help="How agents name the block, e.g. 'human'.")
-@click.option("--value", default="", help="The initial text.")
-@click.option("--limit", type=int, default=2000, show_default=True,
-              help="Most characters the block may hold.")
-@click.option("--description", default="", help="What belongs in the block.")
-@click.option("--read-only", is_flag=True, help="Agents may read but not edit it.")
-@_common
-def create_command(block_id: str, label: str, value: str, limit: int, description: str,
-                   read_only: bool, db: str, namespace: Namespace) -> None:
-    """Create block BLOCK_ID."""
-    with _blocks(db, namespace) as blocks:
-        _emit(blocks.create(block_id, label=label, value=value, limit=limit,
-                            description=description, read_only=read_only,
-                            actor="cli").to_dict())
-
-
-@blocks_group.command("list")
-@_common
-def list_command(db: str, namespace: Namespace) -> None:
-    """List every block."""
-    with _blocks(db, namespace) as blocks:
-        _emit([b.to_dict() for b in blocks.list_blocks()])
-
-
-@blocks_group.command("attach")
-@click.argument("agent_id")
-@click.argument("block_id")
-@_common
-def attach_command(agent_id: str, block_id: str, db: str, namespace: Namespace) -> None:
-    """Show block BLOCK_ID to agent AGENT_ID."""
-    with _blocks(db, namespace) as blocks:
-        blocks.attach(agent_id, block_id)
-        _emit({"agent_id": agent_id, "blocks": blocks.attached(agent_id)})
 
 
 @blocks_group.command("set")
@@ -81,9 +134,9 @@ def attach_command(agent_id: str, block_id: str, db: str, namespace: Namespace) 
 @click.argument("value")
 @_common
 def set_command(block_id: str, value: str, db: str, namespace: Namespace) -> None:
-    """Replace the text of block BLOCK_ID (read-only blocks too)."""
-    with _blocks(db, namespace) as blocks:
-        _emit(blocks.update(block_id, value=value, actor="cli").to_dict())
+    """Replace the text of block BLOCK_ID (read-only blocks too): update --value."""
+    _run(build_request(ChangeBlockRequest, {"id": block_id, "value": value}, command="set"),
+         db, namespace)
 
 
 @blocks_group.command("render")
@@ -105,3 +158,15 @@ def history_command(block_id: str, db: str, namespace: Namespace) -> None:
         _emit([{"version": e.version, "actor": e.actor, "at": e.at,
                 "value": json.loads(e.after)["value"] if e.after else None}
                for e in blocks.history(block_id)])
+
+
+for _command in (
+        _admin_command(CreateBlockRequest, "create", positional=["id"]),
+        _admin_command(ListBlocksRequest, "list", switches=[_AGENT_SWITCH]),
+        _admin_command(GetBlockRequest, "get", positional=["id"]),
+        _admin_command(ChangeBlockRequest, "update", positional=["id"],
+                       switches=[_DESCRIPTION_SWITCH, _READ_ONLY_SWITCH]),
+        _admin_command(DeleteBlockRequest, "delete", positional=["id"]),
+        _admin_command(AttachBlockRequest, "attach", positional=["agent_id", "block_id"]),
+        _admin_command(DetachBlockRequest, "detach", positional=["agent_id", "block_id"])):
+    blocks_group.add_command(_command)
