@@ -504,16 +504,25 @@ class Memory:
         """The temporal knowledge graph (:class:`remem.graph.Graph`) of a scope: in this
         memory's database under ``("graph", *scope)``, with this memory's chat model and
         embedder. Opened once per scope and closed with the memory."""
+        import threading
+
         scope: Namespace = ("graph", *self.namespace_of(user_id=user_id, agent_id=agent_id,
                                                          namespace=namespace))
         graphs: dict[Namespace, Graph] = self.__dict__.setdefault("_graphs", {})
         found = graphs.get(scope)
-        if found is None:
-            from remem.graph import Graph
+        if found is not None:
+            return found
+        # threads asking first at once open one graph, not one each (the others would hold
+        # storage handles nobody closes); dict.setdefault is atomic, so all get one lock
+        lock: threading.Lock = self.__dict__.setdefault("_graphs_lock", threading.Lock())
+        with lock:
+            found = graphs.get(scope)
+            if found is None:
+                from remem.graph import Graph
 
-            found = Graph.beside(self.store, scope, model=self._llm)
-            found.setup()
-            graphs[scope] = found
+                found = Graph.beside(self.store, scope, model=self._llm)
+                found.setup()
+                graphs[scope] = found
         return found
 
     def profile(self, user_id: str, *, as_of: datetime | float | None = None) -> Profile:

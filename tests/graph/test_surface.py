@@ -21,7 +21,7 @@ def test_migrations_are_their_own_family() -> None:
     from remem.graph.schema import GRAPH_MIGRATIONS, GRAPH_MIGRATIONS_POSTGRES
 
     assert [m.name for m in GRAPH_MIGRATIONS] == [m.name for m in GRAPH_MIGRATIONS_POSTGRES] \
-        == ["g001_graph", "g002_profile", "g003_fact_validity"]
+        == ["g001_graph", "g002_profile", "g003_fact_validity", "g004_covering_postings"]
 
 
 def test_every_async_method_has_its_sync_twins_signature() -> None:
@@ -144,7 +144,7 @@ def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None
         assert [f.fact for f in graph.facts(as_of=1.0)] == ["Ada is 36"]
     with sqlite3.connect(path) as conn:
         assert [n for n in applied_sqlite(conn) if n.startswith("g")] == [
-            "g001_graph", "g002_profile", "g003_fact_validity"]
+            "g001_graph", "g002_profile", "g003_fact_validity", "g004_covering_postings"]
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
                                               "'index'")}
         assert "graph_facts_validity" in indexes
@@ -176,3 +176,30 @@ def test_graphs_beside_one_database_share_its_connections(tmp_path: object) -> N
         assert isinstance(reopened.storage, SharedStorage)
         assert reopened.storage.inner is not inner
         assert reopened.profile().get("work", "company") == "Acme"
+
+
+def test_threads_asking_first_for_one_graph_share_it(tmp_path: object) -> None:
+    """Threads that ask a memory for the same graph at once (none opened yet) get one graph
+    holding one storage handle, released when the memory closes."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from remem import FakeEmbedder, Memory
+    from remem.graph import Graph
+    from remem.graph.storage import _SHARED, SharedStorage
+
+    threads = 8
+    barrier = threading.Barrier(threads)
+    with Memory.open(Path(str(tmp_path)) / "race.db", embedder=FakeEmbedder()) as mem:
+        def first(_: int) -> Graph:
+            barrier.wait()  # all ask together, before any graph is cached
+            return mem.graph(user_id="alice")
+
+        with ThreadPoolExecutor(threads) as pool:
+            got = list(pool.map(first, range(threads)))
+        assert len({id(graph) for graph in got}) == 1
+        storage = got[0].storage
+        assert isinstance(storage, SharedStorage)
+        assert _SHARED[storage.key][1] == 1  # one handle: no graph opened and dropped
+    assert storage.key not in _SHARED  # the memory closed the only handle

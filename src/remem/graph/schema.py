@@ -157,6 +157,18 @@ def _validity_index(prefix: str) -> tuple[str, ...]:
             "(ns, id, valid_at, invalid_at, recorded_at, expired_at)",)
 
 
+def _covering_postings(prefix: str) -> tuple[str, ...]:
+    """PostgreSQL: the best-postings index carries the fact id, so that keyword scoring reads
+    the index alone (an index-only scan) instead of one heap row per posting. A SQLite
+    ``WITHOUT ROWID`` table's indexes already hold the key (``fact_id`` included), so this
+    step has no SQLite statement."""
+    if not prefix:
+        return ()
+    return (f"CREATE INDEX graph_fact_terms_best_covering ON {prefix}graph_fact_terms "
+            "(ns, term, tf DESC, len) INCLUDE (fact_id)",
+            f"DROP INDEX {prefix}graph_fact_terms_best")
+
+
 GRAPH_MIGRATIONS: tuple[Migration, ...] = (
     # WITHOUT ROWID: the key tables are stored in key order, so a term's postings (with tf
     # and length) or an entity's edges are one contiguous range
@@ -165,6 +177,7 @@ GRAPH_MIGRATIONS: tuple[Migration, ...] = (
     Migration("g002_profile", _profile_tables("TEXT", "REAL", "INTEGER",
                                               "INTEGER PRIMARY KEY AUTOINCREMENT", "")),
     Migration("g003_fact_validity", _validity_index("")),
+    Migration("g004_covering_postings", _covering_postings("")),
 )
 #: ``{s}``: the quoted schema (the store's)
 GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
@@ -175,6 +188,7 @@ GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
         "text", "double precision", "bigint",
         "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "{s}.")),
     Migration("g003_fact_validity", _validity_index("{s}.")),
+    Migration("g004_covering_postings", _covering_postings("{s}.")),
 )
 
 FACT_COLUMNS = ("id", "subject_id", "predicate", "object_id", "value", "fact", "valid_at",
@@ -211,20 +225,23 @@ def validity_sql(as_of: float | None, known_at: float | None,
 
 
 def expansion_sql(seeds: Sequence[int], hops: int, as_of: float | None,
-                  known_at: float | None) -> tuple[str, list[Any]]:
-    """Entities within ``hops`` edges of ``seeds`` by facts that pass the validity rule:
-    rows ``(entity_id, depth, path)`` where ``path`` is the comma-separated entity ids walked
-    (``WITH RECURSIVE``, the same text on SQLite and PostgreSQL). ``UNION`` (not ``ALL``)
-    drops repeated rows, so cycles end at the depth bound."""
+                  known_at: float | None, ns: str) -> tuple[str, list[Any]]:
+    """Entities of namespace ``ns`` within ``hops`` edges of ``seeds`` by facts of ``ns``
+    that pass the validity rule: rows ``(entity_id, depth, path)`` where ``path`` is the
+    comma-separated entity ids walked (``WITH RECURSIVE``, the same text on SQLite and
+    PostgreSQL). ``UNION`` (not ``ALL``) drops repeated rows, so cycles end at the depth
+    bound. A seed of another namespace starts nothing, and a walk only follows this
+    namespace's facts, so every entity reached is of ``ns``."""
     valid, vparams = validity_sql(as_of, known_at)
     marks = ", ".join("?" for _ in seeds)
     query = (
         "WITH RECURSIVE reach(entity_id, depth, path) AS ("
         f"SELECT e.id, 0, CAST(e.id AS TEXT) FROM graph_entities e WHERE e.id IN ({marks}) "
+        "AND e.ns = ? "
         "UNION "
         "SELECT g.dst, r.depth + 1, r.path || ',' || CAST(g.dst AS TEXT) FROM reach r "
         "JOIN graph_edges g ON g.src = r.entity_id "
-        f"JOIN graph_facts f ON f.id = g.fact_id WHERE r.depth < ? AND {valid}"
+        f"JOIN graph_facts f ON f.id = g.fact_id WHERE r.depth < ? AND f.ns = ? AND {valid}"
         ") SELECT entity_id, depth, path FROM reach"
     )
-    return query, [*seeds, hops, *vparams]
+    return query, [*seeds, ns, hops, ns, *vparams]

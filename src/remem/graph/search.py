@@ -66,8 +66,9 @@ def mentioned_entities(rows: Rows, query: str) -> list[int]:
     """Entities the query names: an exact name or alias, or every term of one in the query."""
     terms = rows.tokenizer.tokenize(query)
     have = set(terms)
-    found = set(rows.by_keys([name_key(query)]))
-    near = rows.entities(i for i, _ in rows.by_terms(terms, 50))
+    near = rows.named_in(name_key(query), terms, 50)
+    found = {i for i, e in near.items() if name_key(query) in
+             {name_key(n) for n in (e.name, *e.aliases)}}
     for entity in near.values():
         for name in (entity.name, *entity.aliases):
             words = rows.tokenizer.tokenize(name)
