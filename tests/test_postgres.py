@@ -115,7 +115,8 @@ def test_migrations_upgrade_an_old_schema_and_refuse_a_newer_one(pg_database: st
     step = Migration("m999_test_column", (
         "ALTER TABLE {s}.items ADD COLUMN test_note text",))
     with psycopg.connect(pg_database, autocommit=True) as conn:
-        assert apply_postgres(conn, schema, quoted, POSTGRES_MIGRATIONS) == ["m001_items"]
+        assert apply_postgres(conn, schema, quoted, POSTGRES_MIGRATIONS) == [
+            m.name for m in POSTGRES_MIGRATIONS]
         conn.execute(f"INSERT INTO {quoted}.items (ns, key, value, doc, created_at, updated_at) "
                      "VALUES ('a\x1f', 'k', '{}', '{}', 1, 1)")
         assert apply_postgres(conn, schema, quoted, (*POSTGRES_MIGRATIONS, step)) == [

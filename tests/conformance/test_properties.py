@@ -132,15 +132,18 @@ def test_filtered_search_matches_reference(rows: list[Any], flt: dict[str, Any],
     with all_backends(clock=clock) as stores:
         state = _load(stores, clock, rows)
         predicate = to_predicate(parse_filter(flt))
-        expected = sorted(
+        matching = sorted(
             ((ns, key) for (ns, key), (value, _, _) in state.items()
              if ns[: len(prefix)] == prefix and predicate(value)),
             key=lambda a: (-state[a][1], a[0], a[1]),
-        )[offset : offset + limit]
+        )
+        expected = matching[offset : offset + limit]
         for store in stores:
             got = [(i.namespace, i.key) for i in
                    store.search(prefix, filter=flt, limit=limit, offset=offset)]
             assert got == expected, type(store).__name__
+            # a count is what the listing holds over all its pages
+            assert store.count(prefix, filter=flt) == len(matching), type(store).__name__
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

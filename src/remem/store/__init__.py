@@ -22,6 +22,7 @@ from remem.store.memory import InMemoryStore
 from remem.store.sqlite import SQLiteStore
 from remem.store.types import (
     NOT_PROVIDED,
+    CountOp,
     DeleteOp,
     GetOp,
     Item,
@@ -38,6 +39,7 @@ from remem.store.types import (
 __all__ = [
     "NOT_PROVIDED",
     "BaseStore",
+    "CountOp",
     "DeleteOp",
     "GetOp",
     "InMemoryStore",

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import threading
@@ -49,12 +48,14 @@ from remem.store.candidates import (
     expand_candidates,
     group_reader,
 )
-from remem.store.filters import MISSING, resolve_path
+from remem.store.index_text import WHOLE_VALUE, index_texts, keyword_text
 from remem.store.types import (
     MAX_TIMESTAMP,
     MAX_TTL,
     NOT_PROVIDED,
+    OP_TYPES,
     WILDCARD,
+    CountOp,
     DeleteOp,
     GetOp,
     Item,
@@ -78,13 +79,13 @@ __all__ = [
     "KeywordHits",
     "Prepared",
     "TTLConfig",
+    "check_ops",
     "index_texts",
     "keyword_text",
     "match_namespaces",
     "refuse_in_event_loop",
 ]
 
-WHOLE_VALUE = "$"
 #: how close two ``updated_at`` readings must be to count as the same version: Item timestamps
 #: are datetimes, which keep microseconds, so a round trip can move a float by up to 0.5 µs
 UPDATED_AT_TOLERANCE = 1e-6
@@ -209,50 +210,6 @@ class Prepared:
     signals: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
-def keyword_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
-    """The text a keyword index holds for ``value``: the fields' texts, one per line; for
-    ``"$"`` every string in the value."""
-    parts: list[str] = []
-    for path in fields:
-        if path == WHOLE_VALUE:
-            parts.extend(_strings(value))
-        else:
-            parts.extend(text for _, text in index_texts(value, (path,)))
-    return "\n".join(parts)
-
-
-def _strings(node: Any) -> Iterator[str]:
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, Mapping):
-        for child in node.values():
-            yield from _strings(child)
-    elif isinstance(node, list):
-        for child in node:
-            yield from _strings(child)
-
-
-def index_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
-    """The ``(field, text)`` pairs to embed for ``value``; absent fields are skipped."""
-    pairs: list[tuple[str, str]] = []
-    for path in fields:
-        if path == WHOLE_VALUE:
-            pairs.append((path, json.dumps(value, ensure_ascii=False, sort_keys=True)))
-            continue
-        found = resolve_path(value, tuple(path.split(".")))
-        if found is MISSING or found is None:
-            continue
-        if isinstance(found, str):
-            text = found
-        elif isinstance(found, list) and all(isinstance(x, str) for x in found):
-            text = "\n".join(found)
-        else:
-            text = json.dumps(found, ensure_ascii=False, sort_keys=True)
-        if text:
-            pairs.append((path, text))
-    return pairs
-
-
 def _labels_match(labels: Namespace, pattern: Namespace) -> bool:
     return all(p in (WILDCARD, label) for p, label in zip(pattern, labels, strict=True))
 
@@ -271,6 +228,19 @@ def match_namespaces(namespaces: Iterable[Namespace], op: ListNamespacesOp) -> l
             continue
         out.add(ns[: op.max_depth] if op.max_depth is not None else ns)
     return sorted(out)[op.offset : op.offset + op.limit]
+
+
+def check_ops(ops: Iterable[Op]) -> list[Op]:
+    """``ops`` as a list, or an :class:`InvalidInputError` naming the first one that is not a
+    store operation."""
+    op_list = list(ops)
+    for position, op in enumerate(op_list):
+        if not isinstance(op, OP_TYPES):
+            raise InvalidInputError(
+                f"batch operation {position} is a {type(op).__name__}; expected one of "
+                f"{', '.join(kind.__name__ for kind in OP_TYPES)}"
+            )
+    return op_list
 
 
 def refuse_in_event_loop(owner: str, method: str) -> None:
@@ -369,15 +339,9 @@ class BaseStore(ABC):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute operations in order as one atomic unit and return one result per operation:
         ``Item | None`` for gets, ``list[SearchItem]`` for searches, ``list[tuple]`` for
-        list_namespaces, ``None`` for puts and deletes."""
+        list_namespaces, ``int`` for counts, ``None`` for puts and deletes."""
         refuse_in_event_loop(type(self).__name__, "batch")
-        op_list = list(ops)
-        for position, op in enumerate(op_list):
-            if not isinstance(op, GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp):
-                raise InvalidInputError(
-                    f"batch operation {position} is a {type(op).__name__}; expected GetOp, "
-                    "PutOp, DeleteOp, SearchOp or ListNamespacesOp"
-                )
+        op_list = check_ops(ops)
         if not op_list:
             return []
         self.setup()
@@ -669,6 +633,18 @@ class BaseStore(ABC):
         assert isinstance(result, list)
         return result  # type: ignore[return-value]
 
+    def count(self, namespace_prefix: Sequence[str] = (), *,
+              filter: Mapping[str, Any] | None = None,
+              event_after: datetime | float | None = None,
+              event_before: datetime | float | None = None) -> int:
+        """How many live items :meth:`search` without a query would list for these
+        arguments, all pages together; see :class:`CountOp`."""
+        refuse_in_event_loop(type(self).__name__, "count")
+        result = self.batch([CountOp(_ns(namespace_prefix), filter, event_after,
+                                     event_before)])[0]
+        assert isinstance(result, int)
+        return result
+
     def reindex(self, namespace_prefix: Sequence[str] = (), *, batch_size: int = 500,
                 progress: Callable[[int], None] | None = None) -> int:
         """Rebuild the keyword terms and vectors of every live item under the prefix with the
@@ -765,6 +741,14 @@ class BaseStore(ABC):
             self.list_namespaces, prefix=prefix, suffix=suffix, max_depth=max_depth,
             limit=limit, offset=offset,
         )
+
+    async def acount(self, namespace_prefix: Sequence[str] = (), *,
+                     filter: Mapping[str, Any] | None = None,
+                     event_after: datetime | float | None = None,
+                     event_before: datetime | float | None = None) -> int:
+        """Async :meth:`count`."""
+        return await asyncio.to_thread(self.count, namespace_prefix, filter=filter,
+                                       event_after=event_after, event_before=event_before)
 
     async def asweep(self) -> int:
         """Async :meth:`sweep`."""

@@ -31,6 +31,7 @@ from remem.store.base import (
 from remem.store.candidates import KeywordHits
 from remem.store.filters import to_predicate
 from remem.store.types import (
+    CountOp,
     DeleteOp,
     GetOp,
     Item,
@@ -175,6 +176,10 @@ class InMemoryStore(BaseStore):
             return None
         if isinstance(op, SearchOp):
             return self._search(position, op, prepared, undo)
+        if isinstance(op, CountOp):
+            predicate = to_predicate(op.parsed_filter)
+            return sum(1 for r in self._under(op.namespace_prefix)
+                       if _matches(r, op, now, predicate))
         assert isinstance(op, ListNamespacesOp)
         return match_namespaces(
             {ns for ns, bucket in self._by_namespace.items()
@@ -225,17 +230,9 @@ class InMemoryStore(BaseStore):
                 undo: list[tuple[tuple[Namespace, str], _Record | None]]) -> list[SearchItem]:
         now = prepared.now
         predicate = to_predicate(op.parsed_filter)
-        depth = len(op.namespace_prefix)
-        after, before = op.event_range
 
         def matches(record: _Record) -> bool:
-            if not (record.namespace[:depth] == op.namespace_prefix and record.alive(now)):
-                return False
-            if after is not None or before is not None:
-                at = record.event_time()
-                if (after is not None and at < after) or (before is not None and at >= before):
-                    return False
-            return predicate(record.value)
+            return _matches(record, op, now, predicate)
 
         scored: list[tuple[_Record, float | None, dict[str, SignalScore]]]
         if position not in prepared.signals:  # no query: a newest-first listing
@@ -283,6 +280,21 @@ class InMemoryStore(BaseStore):
         with self._lock:
             record = self._records.get((namespace, key))
             return record.ttl if record is not None else None
+
+
+def _matches(record: _Record, op: SearchOp | CountOp, now: float,
+             predicate: Callable[[Mapping[str, Any]], bool]) -> bool:
+    """Whether a search or count selects ``record``: alive, under the prefix, in the event
+    range, matching the filter (``predicate``)."""
+    prefix = op.namespace_prefix
+    if not (record.namespace[:len(prefix)] == prefix and record.alive(now)):
+        return False
+    after, before = op.event_range
+    if after is not None or before is not None:
+        at = record.event_time()
+        if (after is not None and at < after) or (before is not None and at >= before):
+            return False
+    return predicate(record.value)
 
 
 class _MemoryCandidates:

@@ -8,7 +8,8 @@ history) reaches storage only through ``batch``, wrapping the store once makes a
 confined to the prefix by construction: no namespace a caller can write names anything
 outside it, and nothing outside it is ever returned. An item written at the bare prefix
 itself (only possible around the scoped store, e.g. by raw access to the inner store) is not
-shown either; it may still take a slot of an inner search's page, so do not write there.
+shown either; it may still take a slot of an inner search's page, and a count of the whole
+scope counts it, so do not write there.
 
 >>> from remem.store import open_store
 >>> base = open_store(":memory:")
@@ -26,10 +27,10 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from remem.errors import InvalidInputError
-from remem.store.base import BaseStore, Prepared, match_namespaces
+from remem.store.base import BaseStore, Prepared, check_ops, match_namespaces
 from remem.store.types import (
     MAX_DEPTH,
+    CountOp,
     DeleteOp,
     GetOp,
     Item,
@@ -45,7 +46,7 @@ from remem.store.types import (
 
 __all__ = ["ScopedStore"]
 
-_O = TypeVar("_O", GetOp, PutOp, DeleteOp, SearchOp)
+_O = TypeVar("_O", GetOp, PutOp, DeleteOp, SearchOp, CountOp)
 _I = TypeVar("_I", bound=Item)
 
 
@@ -102,6 +103,8 @@ class ScopedStore(BaseStore):
             return _with(op, "namespace", self._inside(op.namespace))
         if isinstance(op, SearchOp):
             return _with(op, "namespace_prefix", self._inside(op.namespace_prefix))
+        if isinstance(op, CountOp):
+            return _with(op, "namespace_prefix", self._inside(op.namespace_prefix))
         prefix = self._inside(op.prefix or (), wildcard=True)
         if op.suffix is not None:
             # a suffix could otherwise match labels of the scope prefix itself: fetch every
@@ -134,13 +137,7 @@ class ScopedStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` on the inner store with every namespace under the prefix."""
-        op_list = list(ops)
-        for position, op in enumerate(op_list):
-            if not isinstance(op, GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp):
-                raise InvalidInputError(
-                    f"batch operation {position} is a {type(op).__name__}; expected GetOp, "
-                    "PutOp, DeleteOp, SearchOp or ListNamespacesOp"
-                )
+        op_list = check_ops(ops)
         results = self.inner.batch([self._rewrite(op) for op in op_list])
         return [self._unwrap(op, r) for op, r in zip(op_list, results, strict=True)]
 

@@ -26,8 +26,9 @@ from remem.retrieval.ranking import Candidate
 from remem.store.base import UPDATED_AT_TOLERANCE, BaseStore, Prepared, match_namespaces
 from remem.store.candidates import KeywordHits
 from remem.store.namespace_codec import decode_ns
-from remem.store.sql_dialect import Dialect, Statement
+from remem.store.sql_dialect import Dialect, ListingPath, Statement, wide_scope
 from remem.store.types import (
+    CountOp,
     DeleteOp,
     GetOp,
     Item,
@@ -143,6 +144,8 @@ class SQLStore(BaseStore, Generic[TxT]):
             return None
         if isinstance(op, SearchOp):
             return self._search(tx, position, op, prepared, refreshes)
+        if isinstance(op, CountOp):
+            return int(self._query(tx, *dialect.count(op, now))[0][0])
         assert isinstance(op, ListNamespacesOp)
         rows = self._query(tx, *dialect.namespaces(op, now))
         return match_namespaces((decode_ns(row[0]) for row in rows), op)
@@ -173,8 +176,8 @@ class SQLStore(BaseStore, Generic[TxT]):
                 refreshes: list[int]) -> list[SearchItem]:
         now = prepared.now
         if position not in prepared.signals:  # no query: a newest-first listing
-            leaf = self._is_leaf(tx, op.namespace_prefix)
-            rows = self._query(tx, *self.dialect.listing(op, now, leaf=leaf))
+            path = self._listing_path(tx, op)
+            rows = self._query(tx, *self.dialect.listing(op, now, path=path))
             return [SearchItem.from_item(item)
                     for item in self._finish(rows, op.refresh_ttl, now, refreshes)]
         where, params = self.dialect.items_where(op, now)
@@ -187,6 +190,22 @@ class SQLStore(BaseStore, Generic[TxT]):
         items = self._finish([by_id[r.item_id] for r in ranked], op.refresh_ttl, now, refreshes)
         return [SearchItem.from_item(item, r.score, self._details(r))
                 for item, r in zip(items, ranked, strict=True)]
+
+    def _listing_path(self, tx: TxT, op: SearchOp) -> ListingPath:
+        """How a newest-first listing reads (see :data:`ListingPath`): one namespace in index
+        order; a wide prefix (or none) by walking the updated_at index until the page is
+        full; else the prefix's items, sorted. Two index probes of bounded cost decide."""
+        prefix = op.namespace_prefix
+        if not prefix:
+            return "newest"
+        if self._is_leaf(tx, prefix):
+            return "leaf"
+        total = int(self._query(tx, *self.dialect.table_size())[0][0])
+        cap = wide_scope(total, op.offset + op.limit)
+        if cap >= total:
+            return "scope"
+        held = int(self._query(tx, *self.dialect.scope_size(prefix, cap))[0][0])
+        return "newest" if held >= cap else "scope"
 
     def _is_leaf(self, tx: TxT, prefix: Namespace) -> bool:
         """Whether no namespace lies strictly below ``prefix``."""

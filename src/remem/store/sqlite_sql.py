@@ -15,7 +15,7 @@ from typing import Any
 
 from remem.store.filters import FilterNode, to_sqlite
 from remem.store.namespace_codec import prefix_range
-from remem.store.sql_dialect import COLUMNS, Dialect, Statement
+from remem.store.sql_dialect import COLUMNS, Dialect, ListingPath, Statement
 from remem.store.types import SearchOp
 
 __all__ = ["SQLiteDialect"]
@@ -36,11 +36,13 @@ class SQLiteDialect(Dialect):
         text, params = to_sqlite(node, column="i.value")
         return ("", []) if text == "1" else (text, params)
 
-    def listing_sql(self, where: str, order: str) -> str:
-        # inside one namespace the index is already in page order, so SQLite stops after
-        # `limit` matches instead of sorting the namespace
+    def listing_sql(self, where: str, order: str, path: ListingPath) -> str:
+        # inside one namespace, and in the updated_at index, rows come in page order, so
+        # SQLite stops after `limit` matches instead of sorting. Without statistics (no
+        # ANALYZE) the planner always takes the namespace range: the store chose, so say which
+        index = "items_updated" if path == "newest" else "items_ns_updated"
         return (f"SELECT {COLUMNS} FROM items AS i WHERE i.id IN (SELECT i.id FROM items AS i "
-                f"WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?) "
+                f"INDEXED BY {index} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?) "
                 "ORDER BY i.updated_at DESC, i.ns, i.key")
 
     def refresh_ttls(self, ids: Sequence[int], now: float) -> Statement:

@@ -28,6 +28,8 @@ __all__ = [
     "MAX_VALUE_DEPTH",
     "MIN_TIMESTAMP",
     "NOT_PROVIDED",
+    "OP_TYPES",
+    "CountOp",
     "DeleteOp",
     "GetOp",
     "Item",
@@ -775,6 +777,36 @@ class ListNamespacesOp:
         _check_count("offset", self.offset, minimum=0)
 
 
+@dataclass(frozen=True, slots=True)
+class CountOp:
+    """Count the live items a :class:`SearchOp` without a query would list: under
+    ``namespace_prefix``, matching ``filter`` and the event-time range. The result is an
+    ``int``, exact (not an estimate); the cost grows with the items under the prefix, and with
+    a filter each of them is checked against it."""
+
+    namespace_prefix: Namespace = ()
+    filter: Mapping[str, Any] | None = None
+    event_after: datetime | float | None = None
+    event_before: datetime | float | None = None
+    #: ``filter`` parsed (set by ``__post_init__``; not an argument)
+    parsed_filter: FilterNode | None = field(default=None, init=False, compare=False,
+                                             repr=False)
+
+    def __post_init__(self) -> None:
+        from remem.store.filters import parse_filter
+
+        object.__setattr__(self, "namespace_prefix", validate_namespace(
+            self.namespace_prefix, what="namespace_prefix", allow_empty=True))
+        for name in ("event_after", "event_before"):
+            object.__setattr__(self, name, to_timestamp(getattr(self, name), name))
+        object.__setattr__(self, "parsed_filter", parse_filter(self.filter))
+
+    @property
+    def event_range(self) -> tuple[float | None, float | None]:
+        """``(event_after, event_before)`` as epoch seconds (``None``: unbounded)."""
+        return _as_float(self.event_after), _as_float(self.event_before)
+
+
 def _check_count(name: str, value: Any, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -782,5 +814,7 @@ def _check_count(name: str, value: Any, *, minimum: int) -> None:
 
 _PUT_TIMES: Final = ("event_at", "created_at", "updated_at", "expires_at", "if_updated_at")
 
-Op: TypeAlias = GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp
-Result: TypeAlias = Item | list[SearchItem] | list[Namespace] | None
+Op: TypeAlias = GetOp | PutOp | DeleteOp | SearchOp | ListNamespacesOp | CountOp
+#: every operation type, in the order error messages name them
+OP_TYPES: Final = (GetOp, PutOp, DeleteOp, SearchOp, ListNamespacesOp, CountOp)
+Result: TypeAlias = Item | list[SearchItem] | list[Namespace] | int | None

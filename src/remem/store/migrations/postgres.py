@@ -84,6 +84,14 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "WHERE text_hash IS NOT NULL",
         ),
     ),
+    Migration(
+        "m002_items_newest_first",
+        (
+            # a newest-first listing of a wide prefix (a whole tenant) walks this from the
+            # newest entry and stops once the page is full, instead of sorting the prefix
+            "CREATE INDEX IF NOT EXISTS items_updated ON {s}.items (updated_at DESC, ns, key)",
+        ),
+    ),
 )
 
 _TABLE = (

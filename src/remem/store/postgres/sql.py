@@ -17,7 +17,7 @@ import numpy.typing as npt
 from remem.errors import ConfigError
 from remem.store.filters import FilterNode
 from remem.store.filters_postgres import to_postgres
-from remem.store.sql_dialect import COLUMNS, Dialect, Statement
+from remem.store.sql_dialect import COLUMNS, Dialect, ListingPath, Statement
 from remem.store.types import SearchOp
 
 __all__ = [
@@ -162,7 +162,8 @@ class PostgresDialect(Dialect):
         text, params = to_postgres(node, column="i.doc")
         return ("", []) if text == "true" else (text, params)
 
-    def listing_sql(self, where: str, order: str) -> str:
+    def listing_sql(self, where: str, order: str, path: ListingPath) -> str:
+        # the planner picks the index from its statistics; ``path`` only guides SQLite
         return (f"SELECT {COLUMNS} FROM {self.t('items')} AS i WHERE {where} ORDER BY {order} "
                 "LIMIT %s OFFSET %s")
 
