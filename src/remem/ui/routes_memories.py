@@ -14,14 +14,14 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import Response
 
 from remem.errors import InvalidInputError, NotFoundError
+from remem.memory.records import current_filter
 from remem.memory.requests import (
-    GetAllRequest,
     GetRequest,
     HistoryRequest,
     SearchRequest,
     UndoRequest,
 )
-from remem.store.types import Namespace
+from remem.store.types import CountOp, Namespace
 from remem.ui.views import hit_bars, namespace_rows, parse_time, state_at, version_views
 from remem.ui.web import inspector
 
@@ -29,9 +29,8 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-#: namespaces per page of the tree, and the count shown before "N+"
+#: namespaces per page of the tree
 TREE_PAGE = 20
-COUNT_CAP = 50
 MEMORIES_PREFIX: Namespace = ("memories",)
 
 Labels = Annotated[list[str], Query(max_length=16, description="namespace labels")]
@@ -41,23 +40,24 @@ IdPath = Annotated[str, Path(min_length=1, max_length=256, pattern=r"^[^\x00-\x1
 
 @router.get("/namespaces")
 async def namespaces(request: Request, offset: Offset = 0) -> Response:
-    """The tenant's memory namespaces as a tree, a page at a time, each with its count of
-    current memories (up to :data:`COUNT_CAP`)."""
+    """The tenant's memory namespaces as a tree, a page at a time, each with the exact count
+    of its current memories (those below it included), counted by the store in one batch."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
-    memory = ui.memory(who)
+    store = ui.memory(who).store
 
     def load() -> tuple[list[Namespace], dict[Namespace, int]]:
-        found = memory.store.list_namespaces(prefix=MEMORIES_PREFIX, limit=TREE_PAGE + 1,
-                                             offset=offset)
-        counts = {ns: len(memory.run(GetAllRequest.of(namespace=list(ns),
-                                                      limit=COUNT_CAP + 1)))
-                  for ns in found[:TREE_PAGE]}
-        return found, counts
+        found = store.list_namespaces(prefix=MEMORIES_PREFIX, limit=TREE_PAGE + 1,
+                                      offset=offset)
+        shown = found[:TREE_PAGE]
+        counted = store.batch([CountOp(ns, filter=current_filter()) for ns in shown])
+        return found, {ns: int(n) for ns, n in zip(shown, counted, strict=True)
+                       if isinstance(n, int)}
 
     found, counts = await ui.run(load)
-    rows = namespace_rows(found[:TREE_PAGE], counts, COUNT_CAP)
-    return ui.page(request, viewer, "namespaces.html", rows=rows, offset=offset, cap=COUNT_CAP,
+    # exact counts: a cap no count reaches marks none of them "N+"
+    rows = namespace_rows(found[:TREE_PAGE], counts, max(counts.values(), default=0))
+    return ui.page(request, viewer, "namespaces.html", rows=rows, offset=offset,
                    next_offset=offset + TREE_PAGE if len(found) > TREE_PAGE else None,
                    prev_offset=max(0, offset - TREE_PAGE) if offset else None)
 
