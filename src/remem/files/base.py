@@ -21,6 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final, Protocol, runtime_checkable
 
 from remem.errors import InvalidInputError, UnsupportedError
@@ -36,6 +37,13 @@ _WILDCARDS: Final = frozenset("*?[")
 
 def _literal(segment: str) -> bool:
     return not _WILDCARDS.intersection(segment)
+
+
+@lru_cache(maxsize=8192)
+def _matches(pattern: tuple[str, ...], path: str) -> bool:
+    # remembered: listings repeat (skills, blocks, approvals glob the same tree each turn),
+    # and a lookup costs a twentieth of matching segment by segment
+    return core.glob_matches(pattern, path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +66,7 @@ class ScanHint:
 
     def admits(self, path: str) -> bool:
         """Whether normalised file ``path`` matches the glob."""
-        return core.glob_matches(self.pattern, path)
+        return _matches(self.pattern, path)
 
 
 def literal_prefix(pattern: tuple[str, ...], parts: tuple[str, ...]) -> tuple[str, ...] | None:
