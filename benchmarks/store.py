@@ -202,8 +202,9 @@ def open_remem(name: str, w: Workload, tmp: Path) -> Backend:
     )
 
 
-def _extension_sqlite() -> tuple[Any, str] | None:
-    """A DB-API sqlite module that can load sqlite-vec (stock first, then pysqlite3)."""
+def extension_sqlite() -> tuple[Any, str] | None:
+    """A DB-API sqlite module that can load sqlite-vec (stock first, then pysqlite3), with a
+    label naming it and its SQLite version; ``None`` when there is none."""
     if importlib.util.find_spec("sqlite_vec") is None:
         return None
     candidates: list[tuple[Any, str]] = [(sqlite3, "stdlib sqlite3")]
@@ -220,13 +221,32 @@ def _extension_sqlite() -> tuple[Any, str] | None:
     return None
 
 
+def langgraph_index(w: Workload) -> dict[str, Any]:
+    """LangGraph's index config embedding only ``text``. SqliteStore reads "text_fields",
+    InMemoryStore "fields": both are given (with "fields" alone SqliteStore silently embeds
+    the whole value)."""
+    return {"dims": DIMS, "embed": langgraph_embed(w), "fields": ["text"],
+            "text_fields": ["text"]}
+
+
+def langgraph_sqlite(path: Path, module: Any, index: dict[str, Any] | None) -> Any:
+    """LangGraph's SqliteStore on a file through the DB-API ``module`` (one from
+    :func:`extension_sqlite` for vector search), in WAL mode with ``synchronous=NORMAL``: the
+    durability of remem's default. Set up; close it with ``store.conn.close()``."""
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = module.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
+    store.setup()
+    return store
+
+
 def open_langgraph(name: str, w: Workload, tmp: Path) -> Backend:
     from langgraph.store.base import PutOp
 
-    # SqliteStore reads "text_fields", InMemoryStore "fields": give both so only "text" is
-    # embedded on either (with "fields" alone SqliteStore silently embeds the whole value).
-    index: dict[str, Any] = {"dims": DIMS, "embed": langgraph_embed(w), "fields": ["text"],
-                             "text_fields": ["text"]}
+    index = langgraph_index(w)
     notes: list[str] = []
     files: list[Path] = []
     vector_search = True
@@ -236,9 +256,7 @@ def open_langgraph(name: str, w: Workload, tmp: Path) -> Backend:
 
         store = InMemoryStore(index=index)  # type: ignore[arg-type]
     else:
-        from langgraph.store.sqlite import SqliteStore
-
-        found = _extension_sqlite()
+        found = extension_sqlite()
         module: Any = found[0] if found else sqlite3
         if found:
             notes.append(f"langgraph-sqlite on {found[1]} + sqlite-vec")
@@ -248,11 +266,7 @@ def open_langgraph(name: str, w: Workload, tmp: Path) -> Backend:
                          "install pysqlite3-binary)")
         path = tmp / "langgraph.db"
         files = [path, Path(f"{path}-wal")]
-        conn = module.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode = WAL")  # the same durability as remem's default
-        conn.execute("PRAGMA synchronous = NORMAL")
-        store = SqliteStore(conn, index=index if vector_search else None)  # type: ignore[arg-type]
-        store.setup()
+        store = langgraph_sqlite(path, module, index if vector_search else None)
 
     def search(prefix: tuple[str, ...], query: str | None,
                filt: dict[str, Any] | None) -> list[Key]:
@@ -328,7 +342,7 @@ def preload(name: str, w: Workload) -> None:
         "langgraph.store.base", "langgraph.store.memory", "langgraph.store.sqlite"]
     for module in modules:
         __import__(module)
-    _extension_sqlite()
+    extension_sqlite()
     w.vectors[:4096] @ w.vectors[0]
 
 

@@ -73,21 +73,12 @@ def _searches(store: Any, w: peer.Workload, prefix_of: Any) -> tuple[list[float]
 
 
 def open_langgraph_sqlite(path: Path, w: peer.Workload) -> Any:
-    """LangGraph's SqliteStore with sqlite-vec, as benchmarks/store.py opens it."""
-    from langgraph.store.sqlite import SqliteStore
-
-    found = peer._extension_sqlite()
+    """LangGraph's SqliteStore with sqlite-vec, opened as benchmarks/store.py opens it."""
+    found = peer.extension_sqlite()
     if found is None:
         raise SystemExit("LangGraph's SqliteStore needs sqlite-vec and an sqlite3 that loads "
                          "extensions: pip install -e '.[bench]'")
-    conn = found[0].connect(str(path), check_same_thread=False, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    index = {"dims": peer.DIMS, "embed": peer.langgraph_embed(w), "fields": ["text"],
-             "text_fields": ["text"]}
-    store = SqliteStore(conn, index=index)  # type: ignore[arg-type]
-    store.setup()
-    return store
+    return peer.langgraph_sqlite(path, found[0], peer.langgraph_index(w))
 
 
 def run(size: int, queries: int) -> dict[str, Any]:
