@@ -15,9 +15,15 @@ embedded once, then ranked in the three modes. Prints a table and writes JSON::
     .venv/bin/python benchmarks/zh_recall.py                 # both sets, all modes
     .venv/bin/python benchmarks/zh_recall.py --sets daily --modes keyword
     .venv/bin/python benchmarks/zh_recall.py --vector-cache /tmp/zh-vectors.npz
+    .venv/bin/python benchmarks/zh_recall.py --modes --variants equal factor coverage default
+    .venv/bin/python benchmarks/zh_recall.py --modes keyword hybrid --tokenizer bigrams
 
 ``--vector-cache`` keeps the embeddings in a file between runs (an experiment aid: change the
-tokenizer, rerun, and only the keyword side is recomputed).
+tokenizer, rerun, and only the keyword side is recomputed). ``--variants`` adds hybrid rankings
+by name (:data:`VARIANTS`: the fusion choices of ``docs/search.md`` and recency), each
+reported like a mode, with recall@10 per pool (one person, or one conversation) so a change
+that helps one pool and hurts another shows. ``--tokenizer`` indexes with another
+segmentation of Chinese (:data:`TOKENIZERS`, experiments that are not part of remem).
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +54,85 @@ from remem.eval.locomo import (  # noqa: E402
     load_locomo,
 )
 from remem.eval.memdaily import load_memdaily  # noqa: E402
-from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store  # noqa: E402
+from remem.eval.store_retriever import EvalMode, StoreRetriever  # noqa: E402
+from remem.retrieval import Ranking, Recency  # noqa: E402
+from remem.retrieval.context import CONTEXT_FIELD  # noqa: E402
+from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer  # noqa: E402
+from remem.store import BaseStore, IndexConfig, KeywordConfig, SQLiteStore  # noqa: E402
 from vector_cache import CachedEmbedder  # noqa: E402
 
 MODES: tuple[EvalMode, ...] = ("keyword", "vector", "hybrid")
 METRICS = ("recall@5", "recall@10", "mrr")
+
+#: hybrid rankings by name: how keyword scores enter fusion for Chinese queries, and recency
+#: (aged from the pool's last message, the protocol's "now")
+VARIANTS: dict[str, Ranking] = {
+    "equal": Ranking(han_keyword_factor=1.0, keyword_coverage="never"),
+    "factor": Ranking(han_keyword_factor=0.5, keyword_coverage="never"),
+    "coverage": Ranking(han_keyword_factor=1.0, keyword_coverage="han"),
+    "default": Ranking(),
+    "recency30": Ranking(recency=Recency(half_life=timedelta(days=30))),
+    "recency90": Ranking(recency=Recency(half_life=timedelta(days=90))),
+    "recency365": Ranking(recency=Recency(half_life=timedelta(days=365))),
+}
+
+
+class _SegmentedTokenizer:
+    """The default tokenizer with its Chinese words replaced or extended (experiments)."""
+
+    def __init__(self, label: str, han_terms: Callable[[str], Iterable[str]],
+                 search_mode: bool = True) -> None:
+        self.inner = DefaultTokenizer(search_mode=search_mode)
+        self.label, self.han_terms = label, han_terms
+
+    @property
+    def name(self) -> str:
+        return f"{self.inner.name}+{self.label}"
+
+    def tokenize(self, text: str) -> list[str]:
+        import re
+
+        terms = self.inner.tokenize(text)
+        for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", text):
+            terms.extend(self.han_terms(run))
+        return terms
+
+
+def _bigrams(run: str) -> list[str]:
+    # "#" marks them apart from jieba's two-character words
+    return [f"#{run[i:i + 2]}" for i in range(len(run) - 1)]
+
+
+def _characters(run: str) -> list[str]:
+    from remem.retrieval.tokenize import CHINESE_STOPWORDS
+
+    return [f"#{c}" for c in run if c not in CHINESE_STOPWORDS]
+
+
+TOKENIZERS: dict[str, Callable[[], Tokenizer]] = {
+    "default": DefaultTokenizer,
+    "whole": lambda: DefaultTokenizer(search_mode=False),
+    "bigrams": lambda: _SegmentedTokenizer("bigrams", _bigrams),
+    "characters": lambda: _SegmentedTokenizer("chars", _characters),
+}
+
+
+class _PoolNow(StoreRetriever):
+    """Recency ranked from each pool's own "now" (its last message), not the machine's."""
+
+    def __init__(self, store: BaseStore, ranking: Ranking, nows: dict[str, Any],
+                 ingested: set[str]) -> None:
+        super().__init__(store, "hybrid", ranking, ingested=ingested)
+        self.nows = nows
+
+    def rank(self, conversation_id: str, question: str, k: int) -> list[str]:
+        ranking = self.ranking
+        if ranking is not None and ranking.recency is not None:
+            ranking = replace(ranking, recency=replace(ranking.recency,
+                                                       now=self.nows[conversation_id]))
+        hits = self.store.search(self.namespace(conversation_id), query=question, limit=k,
+                                 mode="hybrid", ranking=ranking)
+        return [hit.key for hit in hits]
 
 
 def load_daily(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str]]:
@@ -75,28 +157,55 @@ def load_memories(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str]
 
 
 def measure(dataset: LocomoDataset, kinds: dict[tuple[str, int], str], modes: Sequence[EvalMode],
-            embedder: Embedder) -> dict[str, dict[str, dict[str, float]]]:
-    """``{mode: {kind or "all": {metric: mean, "n": count}}}``."""
+            embedder: Embedder, variants: Sequence[str] = (),
+            tokenizer: Tokenizer | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """``{mode or variant: {kind, "all" or "pool:<id>": {metric: mean, "n": count}}}``."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     ingested: set[str] = set()
-    with temporary_store("sqlite", embedder) as store:
-        for mode in modes:
-            run = run_locomo(dataset, StoreRetriever(store, mode, ingested=ingested), k=50)
+    nows = {c.id: c.now for c in dataset.conversations}
+    runs: list[tuple[str, StoreRetriever]] = []
+    with _store(embedder, tokenizer or DefaultTokenizer()) as store:
+        runs = [(mode, StoreRetriever(store, mode, ingested=ingested)) for mode in modes]
+        runs += [(name, _PoolNow(store, VARIANTS[name], nows, ingested)) for name in variants]
+        for label, retriever in runs:
+            run = run_locomo(dataset, retriever, k=50)
             groups: dict[str, list[dict[str, float]]] = defaultdict(list)
             for result in run.results:
                 q = result.question
                 groups["all"].append(dict(result.metrics))
                 groups[kinds[(q.conversation_id, q.index)]].append(dict(result.metrics))
-            out[mode] = {name: {"n": float(len(rows)),
-                                **{m: float(np.mean([r[m] for r in rows])) for m in METRICS}}
-                         for name, rows in sorted(groups.items())}
-            out[mode]["all"]["query_p50_ms"] = run.timing.percentile_ms(50) or 0.0
+                groups[f"pool:{q.conversation_id}"].append(dict(result.metrics))
+            out[label] = {name: {"n": float(len(rows)),
+                                 **{m: float(np.mean([r[m] for r in rows])) for m in METRICS}}
+                          for name, rows in sorted(groups.items())}
+            out[label]["all"]["query_p50_ms"] = run.timing.percentile_ms(50) or 0.0
     return out
 
 
+class _store:
+    """The store of ``remem eval`` (``temporary_store("sqlite", ...)``) with a chosen
+    tokenizer, in a temporary directory."""
+
+    def __init__(self, embedder: Embedder, tokenizer: Tokenizer) -> None:
+        import tempfile
+
+        self._dir = tempfile.TemporaryDirectory(prefix="remem-zh-")
+        self.store = SQLiteStore(Path(self._dir.name) / "zh.db",
+                                 index=IndexConfig(embedder=embedder, fields=("text",)),
+                                 keyword=KeywordConfig(fields=("text", CONTEXT_FIELD),
+                                                       tokenizer=tokenizer))
+
+    def __enter__(self) -> SQLiteStore:
+        return self.store.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.__exit__(*exc)
+        self._dir.cleanup()
+
+
 def table(name: str, figures: dict[str, dict[str, dict[str, float]]]) -> str:
-    kinds = sorted({k for by_kind in figures.values() for k in by_kind},
-                   key=lambda k: (k != "all", k))
+    kinds = sorted({k for by_kind in figures.values() for k in by_kind
+                    if not k.startswith("pool:")}, key=lambda k: (k != "all", k))
     lines = [f"## {name}", "", "| mode | kind | n | R@5 | R@10 | MRR |",
              "|---|---|---|---|---|---|"]
     for mode, by_kind in figures.items():
@@ -106,6 +215,10 @@ def table(name: str, figures: dict[str, dict[str, dict[str, float]]]) -> str:
                 continue
             lines.append(f"| {mode} | {kind} | {int(row['n'])} | {row['recall@5']:.3f} | "
                          f"{row['recall@10']:.3f} | {row['mrr']:.3f} |")
+    pools = sorted({k for by_kind in figures.values() for k in by_kind if k.startswith("pool:")})
+    lines += ["", "R@10 per pool: " + ", ".join(p.removeprefix("pool:") for p in pools)]
+    for mode, by_kind in figures.items():
+        lines.append(f"{mode}: " + " ".join(f"{by_kind[p]['recall@10']:.3f}" for p in pools))
     return "\n".join(lines)
 
 
@@ -113,7 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", choices=("daily", "memories"),
                         default=["daily", "memories"])
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES))
+    parser.add_argument("--variants", nargs="*", choices=tuple(VARIANTS), default=[])
+    parser.add_argument("--tokenizer", choices=tuple(TOKENIZERS), default="default")
     parser.add_argument("--vector-cache", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/zh_recall.json"))
     args = parser.parse_args(argv)
@@ -123,12 +238,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder: Any = LocalEmbedder()
     if args.vector_cache is not None:
         embedder = CachedEmbedder(embedder, args.vector_cache)
-    report: dict[str, Any] = {"modes": args.modes, "sets": {}}
+    report: dict[str, Any] = {"modes": args.modes, "variants": args.variants,
+                              "tokenizer": args.tokenizer, "sets": {}}
     for name in args.sets:
         dataset, kinds = (load_daily(DATA / "zh_daily.json") if name == "daily"
                           else load_memories(DATA / "zh_memories.json"))
         started = time.perf_counter()
-        figures = measure(dataset, kinds, args.modes, embedder)
+        figures = measure(dataset, kinds, args.modes, embedder, args.variants,
+                          TOKENIZERS[args.tokenizer]())
         report["sets"][name] = {"pools": len(dataset.conversations), "messages": dataset.n_turns,
                                 "questions": sum(len(c.questions) for c in dataset.conversations),
                                 "seconds": round(time.perf_counter() - started, 1),

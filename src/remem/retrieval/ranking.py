@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.errors import InvalidInputError
+from remem.retrieval.bm25 import KeywordScores
 from remem.retrieval.expansion import Entities, Feedback
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers
@@ -51,6 +52,9 @@ __all__ = ["Candidate", "Ranked", "Ranking", "Recency", "rank_candidates"]
 Candidate = tuple[int, tuple[tuple[str, ...], str], float]
 
 Signal = Literal["keyword", "vector"]
+
+#: when fusion reads keyword scores as the query's coverage (see :class:`Ranking`)
+Coverage = Literal["han", "always", "never"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +97,11 @@ class Ranking:
     page's ``offset + limit``). ``weights``: per-signal weights for fusion. ``mmr``: the MMR
     lambda in [0, 1] (``None``: no diversification; needs a vector index).
     ``han_keyword_factor``: multiplies the keyword weight of a query written mostly in Chinese
-    (see :meth:`for_query`; 1.0: the same weights for every query). ``feedback``,
+    (see :meth:`for_query`; 1.0: the same weights for every query). ``keyword_coverage``:
+    which queries have their keyword scores fused as coverage of the query instead of min-max
+    normalised: ``(score - weakest candidate's) / Σ idf`` of the query terms, capped at 1
+    (``"han"``: queries written mostly in Chinese, resolved by :meth:`for_query`, off for
+    a ranking used without it; ``"always"``; ``"never"``). ``feedback``,
     ``entities``, ``sessions``, ``spread``, ``speakers``: the multi-evidence stages (``None``:
     off).
     """
@@ -104,6 +112,7 @@ class Ranking:
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0}
     )
     han_keyword_factor: float = 0.5
+    keyword_coverage: Coverage = "han"
     candidates: int = 100
     recency: Recency | None = None
     mmr: float | None = None
@@ -138,6 +147,11 @@ class Ranking:
                 "Ranking.han_keyword_factor must be a finite number >= 0 (1.0: off), "
                 f"got {self.han_keyword_factor!r}"
             )
+        if self.keyword_coverage not in ("han", "always", "never"):
+            raise InvalidInputError(
+                "Ranking.keyword_coverage must be 'han', 'always' or 'never', "
+                f"got {self.keyword_coverage!r}"
+            )
         if self.recency is not None and not isinstance(self.recency, Recency):
             raise InvalidInputError(
                 f"Ranking.recency must be a Recency or None, got {self.recency!r}"
@@ -158,19 +172,26 @@ class Ranking:
 
     def for_query(self, query: str) -> Ranking:
         """The ranking for ``query``: this one, with the keyword weight times
-        ``han_keyword_factor`` when the query is mostly Han characters.
+        ``han_keyword_factor`` and ``keyword_coverage="han"`` resolved to ``"always"`` when
+        the query is mostly Han characters; otherwise this very ranking, whose ``"han"``
+        coverage fusion reads as off.
 
         Why: segmented Chinese shares everyday words (我, 吃, 喜欢...) between a question and
         many unrelated messages, and min-max fusion gives the best keyword match full marks
         however weak it is, so keywords push paraphrased answers down. Halving their weight
         raised hybrid recall@10 and MRR on both Chinese sets in ``tests/data`` and leaves
-        queries in other scripts as they were (``docs/search.md``).
+        queries in other scripts as they were (``docs/search.md``). Coverage goes further: a
+        keyword match counts by how much of the query it matches, not by being the best one.
         """
-        if self.han_keyword_factor == 1.0 or han_share(query) <= 0.5:
-            return self
+        if (self.han_keyword_factor == 1.0 and self.keyword_coverage != "han") \
+                or han_share(query) <= 0.5:
+            return self  # "han" coverage stays unresolved, which fusion reads as off
         weights = dict(self.weights)
         weights["keyword"] = weights.get("keyword", 1.0) * self.han_keyword_factor
-        return replace(self, weights=weights, han_keyword_factor=1.0)
+        coverage: Coverage = ("always" if self.keyword_coverage == "han"
+                              else self.keyword_coverage)
+        return replace(self, weights=weights, han_keyword_factor=1.0,
+                       keyword_coverage=coverage)
 
     @property
     def staged(self) -> bool:
@@ -278,13 +299,40 @@ def _fuse(signals: Mapping[str, Sequence[Candidate]], ranking: Ranking) -> list[
     for name, cands in present.items():
         scores = [score for _, _, score in cands]
         bounds[name] = (min(scores), max(scores)) if scores else (0.0, 0.0)
+    coverage = _coverage_scale(present, ranking)
     for entry in merged.values():
         value = 0.0
         for name, (_, score) in entry.signals.items():
             low, high = bounds[name]
-            value += weights[name] * ((score - low) / (high - low) if high > low else 1.0)
+            if name in coverage:
+                # above the weakest candidate (which scores 0, as in min-max), in units of
+                # the whole query; with no spread, the candidates' own share of the query
+                norm = min(1.0, (score - low if high > low else score) / coverage[name])
+            else:
+                norm = (score - low) / (high - low) if high > low else 1.0
+            value += weights[name] * norm
         entry.score = value / total
     return list(merged.values())
+
+
+def _coverage_scale(present: Mapping[str, Sequence[Candidate]], ranking: Ranking
+                    ) -> dict[str, float]:
+    """Signal -> the score that means "covers the whole query", for the signals fused as
+    coverage: the keyword signal, when the ranking asks for it and its scores carry the
+    query's total IDF.
+
+    Why: min-max gives the best keyword match 1.0 however little of the query it matches. In
+    Chinese, segmented questions share everyday words (孩子, 现在, 每个月) with many messages,
+    so for a paraphrase, whose answer shares no word with it, the best keyword match is such
+    a weak one, and it lands beside the answer the vectors found. Measured against the whole
+    query's IDF instead of the best match, it scores what it covers. The weakest candidate
+    still scores 0: without that anchor the many candidates matching one common word would
+    rise above items the keyword signal did not find at all (``docs/search.md``, Chinese)."""
+    keyword = present.get("keyword")
+    if (ranking.keyword_coverage != "always" or not isinstance(keyword, KeywordScores)
+            or keyword.query_idf <= 0):
+        return {}
+    return {"keyword": keyword.query_idf}
 
 
 def _add_boosts(fused: list[Ranked], boosts: Mapping[str, tuple[float, Sequence[Candidate]]],
