@@ -448,5 +448,6 @@ def test_an_old_jobs_table_is_migrated(tmp_path: Path, clock: FakeClock) -> None
         assert queue.access(["mem_a"]) == {"mem_a": (1, 1.0)}
         assert queue.get(job.id).status == "queued"
     conn = sqlite3.connect(path)
-    assert applied_sqlite(conn)[-3:] == ["j001_jobs", "j002_access_budgets", "j003_usage"]
+    assert applied_sqlite(conn)[-4:] == ["j001_jobs", "j002_access_budgets", "j003_usage",
+                                         "j004_activity"]
     conn.close()

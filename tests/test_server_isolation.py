@@ -472,10 +472,15 @@ def _budgets(w: World) -> None:
 def _usage(w: World) -> None:
     """B's usage shows none of A's chat model calls or memory changes, whatever the
     window."""
+    from remem.background.access import recorder_of
     from remem.llm.base import Usage
+    from remem.server.state import Principal
 
     state = w.client.app.state.remem  # type: ignore[attr-defined]
     state.usage().record("alpha", "extract", "m", Usage(1, 100, 10))
+    observer = recorder_of(state.memory_for(Principal("alpha")).store)
+    assert observer is not None
+    observer.flush()  # A's memory changes are counted (within ~50 ms otherwise)
     mine = w.client.get("/v1/usage", headers=w.a).json()
     assert mine["total"]["calls"] >= 1 and mine["memories"]["events"] >= 1
     theirs = w.client.get("/v1/usage", params={"since": mine["since"]}, headers=w.b).json()

@@ -31,9 +31,9 @@ from remem.usage import (
     RecordingChatModel,
     Series,
     UsageRecorder,
+    count_history,
     day_of,
     day_window,
-    memory_activity,
     stacked_bars,
 )
 
@@ -188,21 +188,31 @@ def test_postgres_upserts_add_across_threads(pg_database: str) -> None:
     recorder.close()
 
 
-def test_memory_changes_per_day_come_from_the_history() -> None:
-    store = open_store(":memory:")
+def test_memory_changes_per_day_are_counted_as_written_and_match_the_history(
+        tmp_path: Path) -> None:
+    from remem.background.access import recorder_of
+
+    store = open_store(str(tmp_path / "m.db"))
     memory = Memory(store)
     added = memory.add("tea at five", user_id="u", infer=False).added[0]
     memory.add("coffee at nine", user_id="u", infer=False)
     memory.update(added.id, "tea at six")
     memory.delete(added.id)
+    observer = recorder_of(store)
+    assert observer is not None
+    observer.flush()
     today = day_window()
-    report = memory_activity(store, today)
-    day = report.days[-1]
+    recorder = UsageRecorder.beside(store)
+    counted = recorder.activity(today, tenant="")
+    day = counted.days[-1]
     assert (day.written, day.changed, day.removed) == (2, 1, 1)
-    assert report.complete and report.events == 4
-    assert sum(d.total for d in report.days[:-1]) == 0
-    capped = memory_activity(store, today, max_events=3)
+    assert counted.events == 4 and sum(d.total for d in counted.days[:-1]) == 0
+    assert recorder.activity(today, tenant="acme").events == 0
+    history = count_history(store, today)
+    assert history.days == counted.days and history.complete
+    capped = count_history(store, today, max_events=3)
     assert not capped.complete and capped.events == 3
+    recorder.close()
     memory.close()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from remem.api import Memory
+from remem.background.access import recorder_of
 from remem.background.queue import JobQueue
 from remem.cli.worker import MemoryHandlers
 from remem.llm import ScriptedModel
@@ -31,6 +32,14 @@ def _count(html: str, element_id: str) -> int:
     return int(found.group(1))
 
 
+def _flush_counts(memory: Memory) -> None:
+    """Memory changes are counted by the store's observer thread within ~50 ms; flush it
+    so the test reads them now."""
+    observer = recorder_of(memory.store)
+    assert observer is not None
+    observer.flush()
+
+
 def test_a_tenants_calls_are_its_own_on_the_route_and_the_dashboard() -> None:
     llm = ScriptedModel(default=EXTRACTED, model="scripted-x")
     with server(llm=llm) as srv:
@@ -39,6 +48,7 @@ def test_a_tenants_calls_are_its_own_on_the_route_and_the_dashboard() -> None:
         r = api.post("/v1/memories", headers=_auth(acme),
                      json={"messages": "I drink tea at five", "user_id": "u", "infer": True})
         assert r.status_code == 200, r.text
+        _flush_counts(srv.memory("acme"))
         spent = llm.usage.by_operation()
         assert spent and sum(u.calls for u in spent.values()) == len(llm.requests)
 

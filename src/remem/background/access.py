@@ -11,11 +11,15 @@ never slows down or fails a read. The retention score of forgetting reads these 
 
 Writes yield :class:`~remem.memory.observers.Wrote`; the same thread checks the written
 namespaces against their stored budgets (:mod:`remem.background.budgets`) and queues a
-``forget`` job for one over its budget.
+``forget`` job for one over its budget, and adds the history events each write made to the
+tenant's memory changes per UTC day and op (``remem_activity``, read by
+:mod:`remem.usage`), kept for the next batch when the write fails.
 
 What is not guaranteed: reads and writes still queued when the process dies (``kill -9``)
 are not counted or checked (:meth:`AccessRecorder.flush` runs at exit, and when the memory
-closes); the next write to a namespace checks it again.
+closes); the next write to a namespace checks it again. Lost memory-change counts are at
+most one :data:`WINDOW` of writes; the history itself is in the store, and
+:func:`remem.usage.count_history` counts a window from it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import time
 import weakref
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from remem.background.budgets import BudgetCheck, Budgets
@@ -74,6 +79,8 @@ class AccessRecorder:
         self._reads: Counter[str] = Counter()
         self._last: dict[str, float] = {}
         self._written: set[Namespace] = set()
+        #: (UTC day, history op) -> memory changes not yet added to remem_activity
+        self._changes: Counter[tuple[str, str]] = Counter()
         self._state = threading.Condition()
         self._draining = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -97,6 +104,8 @@ class AccessRecorder:
                     self._last[memory_id] = now
             else:
                 self._written.add(tuple(notice.namespace))
+                for at, op in notice.changes:
+                    self._changes[(datetime.fromtimestamp(at, UTC).date().isoformat(), op)] += 1
             self._state.notify()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, daemon=True,
@@ -106,7 +115,7 @@ class AccessRecorder:
     # -- the recorder's thread --------------------------------------------------------------------
 
     def _pending(self) -> bool:
-        return bool(self._reads or self._written)
+        return bool(self._reads or self._written or self._changes)
 
     def _serve(self) -> None:
         while True:
@@ -132,10 +141,12 @@ class AccessRecorder:
             with self._state:
                 reads = [(i, n, self._last[i]) for i, n in self._reads.items()]
                 written = sorted(self._written)
+                changes = dict(self._changes)
                 self._reads.clear()
                 self._last.clear()
                 self._written.clear()
-            if not reads and not written:
+                self._changes.clear()
+            if not reads and not written and not changes:
                 return
             store = self._store()
             if store is None:
@@ -144,12 +155,19 @@ class AccessRecorder:
                 if self._queue is None:
                     # the clock as it is at each call: a memory may set its own later
                     self._queue = JobQueue.beside(store, clock=lambda: self.clock())
+                if changes:
+                    with self._queue.storage.transaction(True) as tx:
+                        tx.add_activity([(self.tenant, day, op, n)
+                                         for (day, op), n in changes.items()])
+                    changes = {}
                 self._queue.touch(reads)
                 self.recorded += sum(n for _, n, _ in reads)
                 if written:
                     self.checks += Budgets(self._queue, tenant=self.tenant).check(store, written)
                     del self.checks[:-100]  # the last ones are enough to look at
             except Exception:  # a database gone or read-only: counting never fails a read
+                with self._state:  # changes not written wait for the next batch
+                    self._changes.update(changes)
                 self.errors += 1
                 # said once per recorder (a read-only database would say it at every read)
                 (log.warning if self.errors == 1 else log.debug)(

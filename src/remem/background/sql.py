@@ -16,8 +16,8 @@ from typing import Any
 from remem.background.jobs import Job
 from remem.store.migrations import Migration
 
-__all__ = ["ADD_USAGE", "COLUMNS", "JOB_MIGRATIONS", "JOB_MIGRATIONS_POSTGRES", "due_sql",
-           "job_of_row", "row_of_job"]
+__all__ = ["ADD_ACTIVITY", "ADD_USAGE", "COLUMNS", "JOB_MIGRATIONS", "JOB_MIGRATIONS_POSTGRES",
+           "due_sql", "job_of_row", "row_of_job"]
 
 COLUMNS = ("id", "kind", "payload", "status", "run_after", "created_at", "updated_at",
            "attempts", "max_attempts", "idempotency_key", "debounce_key", "thread_id",
@@ -104,10 +104,25 @@ def _usage(text: str, integer: str, prefix: str) -> tuple[str, ...]:
     )
 
 
+def _activity(text: str, integer: str, prefix: str) -> tuple[str, ...]:
+    return (
+        # memory changes per UTC day, tenant and history op (add, update, invalidate,
+        # delete, restore), added as writes happen (remem.background.access)
+        f"""CREATE TABLE {prefix}remem_activity (
+            tenant {text} NOT NULL,
+            day {text} NOT NULL,
+            op {text} NOT NULL,
+            changes {integer} NOT NULL,
+            PRIMARY KEY (tenant, day, op)
+        )""",
+    )
+
+
 JOB_MIGRATIONS: tuple[Migration, ...] = (
     Migration("j001_jobs", _table("TEXT", "REAL", "INTEGER", "")),
     Migration("j002_access_budgets", _access_and_budgets("TEXT", "REAL", "INTEGER", "")),
     Migration("j003_usage", _usage("TEXT", "INTEGER", "")),
+    Migration("j004_activity", _activity("TEXT", "INTEGER", "")),
 )
 #: ``{s}``: the quoted schema (the store's)
 JOB_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
@@ -115,6 +130,7 @@ JOB_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
     Migration("j002_access_budgets",
               _access_and_budgets("text", "double precision", "bigint", "{s}.")),
     Migration("j003_usage", _usage("text", "bigint", "{s}.")),
+    Migration("j004_activity", _activity("text", "bigint", "{s}.")),
 )
 
 #: add reads to a memory's count; the latest read wins. ``{greatest}``: MAX on SQLite,
@@ -129,6 +145,10 @@ ADD_USAGE = ("INSERT INTO remem_usage (tenant, day, operation, model, calls, inp
              "model) DO UPDATE SET calls = remem_usage.calls + excluded.calls, "
              "input_tokens = remem_usage.input_tokens + excluded.input_tokens, "
              "output_tokens = remem_usage.output_tokens + excluded.output_tokens")
+#: add memory changes to a (tenant, day, op) row
+ADD_ACTIVITY = ("INSERT INTO remem_activity (tenant, day, op, changes) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, day, op) DO UPDATE SET "
+                "changes = remem_activity.changes + excluded.changes")
 PUT_BUDGET = ("INSERT INTO remem_budgets (tenant, namespace, budget, updated_at) "
               "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, namespace) DO UPDATE SET "
               "budget = excluded.budget, updated_at = excluded.updated_at")

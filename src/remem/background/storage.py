@@ -126,6 +126,16 @@ class JobTx(Protocol):
         or (``None``) every tenant's, ordered by day, tenant, operation and model."""
         ...
 
+    def add_activity(self, rows: Sequence[tuple[str, str, str, int]]) -> None:
+        """Add ``(tenant, day, op, changes)`` to the memory changes per day."""
+        ...
+
+    def activity(self, tenant: str | None, since: str,
+                 until: str) -> list[tuple[str, str, str, int]]:
+        """``(tenant, day, op, changes)`` of days ``since``..``until``, of one tenant or
+        every tenant's, ordered by day, tenant and op."""
+        ...
+
 
 class JobStorage(Protocol):
     """A database holding jobs."""
@@ -305,6 +315,18 @@ class _SQLTx:
                          "ORDER BY day, tenant, operation, model", params).fetchall()
         return [(t, d, o, m, int(c), int(i), int(x)) for t, d, o, m, c, i, x in rows]
 
+    def add_activity(self, rows: Sequence[tuple[str, str, str, int]]) -> None:
+        if rows:
+            self._many(sql.ADD_ACTIVITY.replace("?", self.placeholder), sorted(rows))
+
+    def activity(self, tenant: str | None, since: str,
+                 until: str) -> list[tuple[str, str, str, int]]:
+        only, params = ("", [since, until]) if tenant is None else (
+            " AND tenant = ?", [since, until, tenant])
+        rows = self._run("SELECT tenant, day, op, changes FROM remem_activity WHERE day >= ? "
+                         f"AND day <= ?{only} ORDER BY day, tenant, op", params).fetchall()
+        return [(t, d, o, int(n)) for t, d, o, n in rows]
+
 
 class SQLiteJobStorage:
     """Jobs in a SQLite file (the store's), beside its tables."""
@@ -408,12 +430,26 @@ _UsageKey = tuple[str, str, str, str]
 class _MemoryTx:
     def __init__(self, jobs: dict[str, Job], reads: dict[str, tuple[int, float]],
                  budget_rows: dict[tuple[str, str], tuple[str, float]],
-                 usage_rows: dict[_UsageKey, tuple[int, int, int]] | None = None) -> None:
+                 usage_rows: dict[_UsageKey, tuple[int, int, int]] | None = None,
+                 activity_rows: dict[tuple[str, str, str], int] | None = None) -> None:
         self.jobs = jobs
         self.reads = reads
         self.budget_rows = budget_rows
         self.usage_rows: dict[_UsageKey, tuple[int, int, int]] = (
             {} if usage_rows is None else usage_rows)
+        self.activity_rows: dict[tuple[str, str, str], int] = (
+            {} if activity_rows is None else activity_rows)
+
+    def add_activity(self, rows: Sequence[tuple[str, str, str, int]]) -> None:
+        for tenant, day, op, changes in rows:
+            key = (tenant, day, op)
+            self.activity_rows[key] = self.activity_rows.get(key, 0) + changes
+
+    def activity(self, tenant: str | None, since: str,
+                 until: str) -> list[tuple[str, str, str, int]]:
+        found = [(t, d, o, n) for (t, d, o), n in self.activity_rows.items()
+                 if since <= d <= until and (tenant is None or t == tenant)]
+        return sorted(found, key=lambda row: (row[1], row[0], row[2]))
 
     def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
         for tenant, day, operation, model, calls, inputs, outputs in rows:
@@ -523,6 +559,7 @@ class MemoryJobStorage:
         self._reads: dict[str, tuple[int, float]] = {}
         self._budgets: dict[tuple[str, str], tuple[str, float]] = {}
         self._usage: dict[_UsageKey, tuple[int, int, int]] = {}
+        self._activity: dict[tuple[str, str, str], int] = {}
         self._lock = threading.RLock()
 
     def setup(self) -> None:
@@ -540,7 +577,7 @@ class MemoryJobStorage:
             # read counts are added in place: a touch cannot fail part-way, and copying one
             # entry per memory on every transaction would cost more than the jobs do
             # usage is added in place too: an upsert of whole rows cannot fail part-way
-            yield _MemoryTx(working, self._reads, budgets, self._usage)
+            yield _MemoryTx(working, self._reads, budgets, self._usage, self._activity)
             if write:
                 self._jobs = working
                 self._budgets = budgets

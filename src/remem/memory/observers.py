@@ -37,9 +37,11 @@ class Touched:
 
 @dataclass(frozen=True, slots=True)
 class Wrote:
-    """A commit changed memories of this namespace."""
+    """A commit changed memories of this namespace; ``changes``: the ``(at, op)`` of each
+    history event it wrote (memory changes are counted per day from them)."""
 
     namespace: Namespace
+    changes: tuple[tuple[float, str], ...] = ()
 
 
 Notice = Touched | Wrote

@@ -31,6 +31,13 @@ def head_of(result: Result) -> int:
     return int(result.value.get("n", 0)) if isinstance(result, Item) else 0
 
 
+def _changes(ops: Sequence[Op]) -> tuple[tuple[float, str], ...]:
+    """``(at, op)`` of the history events among ``ops``."""
+    return tuple((float(op.value["at"]), str(op.value["op"])) for op in ops
+                 if isinstance(op, PutOp) and isinstance(op.value, dict)
+                 and op.value.get("type") == "memory_event")
+
+
 def commit(namespace: Namespace, reads: Sequence[Op],
            plan_for: Callable[[list[Result], int], Plan | Flow[Plan]],
            lock: LockSettings) -> Flow[Plan]:
@@ -57,7 +64,8 @@ def commit(namespace: Namespace, reads: Sequence[Op],
                      index=False, ttl=None)
         written = yield StoreBatch([*plan.ops, bump, release_op(namespace, token), *checks])
         released = True
-        yield Wrote(namespace)  # a budget may now be exceeded (remem.memory.observers)
+        # a budget may now be exceeded, and the day's changes are counted (observers)
+        yield Wrote(namespace, _changes(plan.ops))
         found = written[len(written) - len(checks):] if checks else []
         for (ns, key, version), item in zip(plan.guards, found, strict=True):
             if not isinstance(item, Item) or item.value.get("version") != version:

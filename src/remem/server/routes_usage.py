@@ -24,7 +24,6 @@ from remem.usage import (
     DayWindow,
     UsageReport,
     day_window,
-    memory_activity,
     parse_day,
 )
 
@@ -89,14 +88,13 @@ class UsageOut(BaseModel):
     memories: ActivityOut
 
 
-def tenant_usage(state: ServerState, who: Principal, window: DayWindow, *,
-                 tenant: str | None = None) -> tuple[UsageReport, ActivityReport]:
-    """``who``'s tenant's usage and memory activity over ``window`` (blocking: call it in
-    a worker thread). ``tenant`` overrides whose usage rows are read (the inspector over a
-    local database passes its own)."""
-    report = state.usage().report(window, tenant=who.tenant if tenant is None else tenant)
-    activity = memory_activity(state.memory_for(who).store, window)
-    return report, activity
+def tenant_usage(state: ServerState, who: Principal,
+                 window: DayWindow) -> tuple[UsageReport, ActivityReport]:
+    """``who``'s tenant's usage and memory changes over ``window`` (blocking: call it in
+    a worker thread)."""
+    recorder = state.usage()
+    return (recorder.report(window, tenant=who.tenant),
+            recorder.activity(window, tenant=who.tenant))
 
 
 def usage_out(report: UsageReport, activity: ActivityReport) -> UsageOut:

@@ -15,7 +15,7 @@ from remem.errors import InvalidInputError
 from remem.server.routes_jobs import queue_of
 from remem.ui.dashboard import latencies, usage_charts
 from remem.ui.web import inspector
-from remem.usage import MAX_DAYS, day_window, memory_activity
+from remem.usage import MAX_DAYS, day_window
 
 __all__ = ["router"]
 
@@ -49,9 +49,10 @@ async def dashboard(request: Request, days: str | None = None) -> Response:
     def load() -> tuple[Any, int, Any, Any]:
         stats = queue_of(ui.state).stats(tenant=tenant)
         threads = len(ui.threads(who).list_threads(limit=THREADS_CAP + 1))
-        # the tenant's usage rows (a local database's inspector: every row of the file)
-        report = ui.state.usage().report(window, tenant=tenant)
-        activity = memory_activity(ui.memory(who).store, window)
+        # the tenant's rows (a local database's inspector: every row of the file)
+        recorder = ui.state.usage()
+        report = recorder.report(window, tenant=tenant)
+        activity = recorder.activity(window, tenant=tenant)
         return stats, threads, report, activity
 
     stats, threads, report, activity = await ui.run(load)

@@ -3,11 +3,17 @@ they happen, per tenant, operation label and model) and memories written, change
 removed (counted from the history the memory layer keeps).
 
 See docs/usage.md. :class:`RecordingChatModel` wraps a chat model so its calls are
-recorded by a :class:`UsageRecorder`; :func:`memory_activity` counts memory changes;
-:func:`stacked_bars` lays out the dashboard's plots.
+recorded by a :class:`UsageRecorder`; :meth:`UsageRecorder.activity` reads the memory
+changes per day; :func:`stacked_bars` lays out the dashboard's plots.
 """
 
-from remem.usage.activity import ActivityReport, DayActivity, count_events, memory_activity
+from remem.usage.activity import (
+    ActivityReport,
+    DayActivity,
+    activity_report,
+    count_events,
+    count_history,
+)
 from remem.usage.plot import BarChart, Series, stacked_bars
 from remem.usage.recorder import RecordingChatModel, UsageRecorder
 from remem.usage.records import (
@@ -33,10 +39,11 @@ __all__ = [
     "UsageRecorder",
     "UsageReport",
     "UsageRow",
+    "activity_report",
     "count_events",
+    "count_history",
     "day_of",
     "day_window",
-    "memory_activity",
     "parse_day",
     "stacked_bars",
 ]

@@ -1,11 +1,16 @@
-"""Memories written, changed and removed per UTC day, counted from the history events the
-memory layer already keeps (:mod:`remem.memory.history`: one event per change, written in
-the same batch as the change, so the counts cannot drift from the memories).
+"""Memories written, changed and removed per UTC day.
+
+Every memory change writes a history event (:mod:`remem.memory.history`), and each commit
+tells the store's observer the ``(at, op)`` of the events it wrote; the observer
+(:mod:`remem.background.access`) adds them, batched, to ``remem_activity`` rows per
+tenant, day and op, beside the jobs. Reading a window is then one small query
+(:func:`activity_report` over :meth:`~remem.usage.UsageRecorder.activity`), however many
+memories there are. :func:`count_history` counts the same from the history itself (events
+written before these counters existed, or to check them), reading up to ``max_events``.
 
 ``add`` events count as *written*; ``update`` and ``restore`` (an undo) as *changed*;
 ``invalidate`` (superseded or soft-deleted) and ``delete`` as *removed*. A supersession is
-one removal and one write. Counting reads the window's events (a filter on their time), up
-to ``max_events``; past that the report says it is incomplete rather than guess.
+one removal and one write.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from typing import Any
 from remem.memory.records import HISTORY_LABEL, RESERVED_LABEL
 from remem.usage.records import DayWindow, day_of
 
-__all__ = ["ActivityReport", "DayActivity", "count_events", "memory_activity"]
+__all__ = ["ActivityReport", "DayActivity", "activity_report", "count_events",
+           "count_history"]
 
 #: history ops and the series they count in
 SERIES = {"add": "written", "update": "changed", "restore": "changed",
@@ -59,22 +65,35 @@ class ActivityReport:
                           "removed": d.removed} for d in self.days]}
 
 
-def count_events(events: Iterable[tuple[float, str]], window: DayWindow) -> list[DayActivity]:
-    """Per-day counts of ``(at, op)`` history events: every day of the window, oldest
-    first; events outside it or of an unknown op are left out."""
+def _days(counted: Iterable[tuple[str, str, int]], window: DayWindow) -> list[DayActivity]:
     counts: dict[str, dict[str, int]] = {day: {} for day in window.days()}
-    for at, op in events:
+    for day, op, n in counted:
         series = SERIES.get(op)
-        day = counts.get(day_of(at))
-        if series is not None and day is not None:
-            day[series] = day.get(series, 0) + 1
+        found = counts.get(day)
+        if series is not None and found is not None:
+            found[series] = found.get(series, 0) + n
     return [DayActivity(day, **c) for day, c in counts.items()]
 
 
-def memory_activity(store: Any, window: DayWindow, *,
-                    max_events: int = 20_000) -> ActivityReport:
+def count_events(events: Iterable[tuple[float, str]], window: DayWindow) -> list[DayActivity]:
+    """Per-day counts of ``(at, op)`` history events: every day of the window, oldest
+    first; events outside it or of an unknown op are left out."""
+    return _days(((day_of(at), op, 1) for at, op in events), window)
+
+
+def activity_report(rows: Iterable[tuple[str, str, str, int]],
+                    window: DayWindow) -> ActivityReport:
+    """The report of ``(tenant, day, op, changes)`` counter rows (tenants summed)."""
+    rows = list(rows)
+    days = _days(((day, op, n) for _, day, op, n in rows), window)
+    return ActivityReport(window, tuple(days), sum(d.total for d in days), True)
+
+
+def count_history(store: Any, window: DayWindow, *,
+                  max_events: int = 20_000) -> ActivityReport:
     """Count the history events of ``store`` (a tenant's view on a server, or a whole
-    store) in ``window``, reading at most ``max_events`` of them."""
+    store) in ``window`` from the history itself, reading at most ``max_events`` of them
+    (slow on a busy store: the dashboard reads the counters instead)."""
     prefix = (RESERVED_LABEL, HISTORY_LABEL)
     when = {"at": {"$gte": window.start(), "$lt": window.end()}}
     events: list[tuple[float, str]] = []

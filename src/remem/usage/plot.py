@@ -93,7 +93,7 @@ def nice_step(value: float) -> int:
     anything up to 1): the step between value ticks of counts."""
     if value <= 1:
         return 1
-    power: int = 10 ** int(math.floor(math.log10(value)))
+    power: int = 10 ** math.floor(math.log10(value))
     for step in (1, 2, 5, 10):
         if value <= step * power:
             return step * power

@@ -31,6 +31,7 @@ from typing import Any
 
 from remem.background.queue import JobQueue
 from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, UsageLedger
+from remem.usage.activity import ActivityReport, activity_report
 from remem.usage.records import DayWindow, UsageReport, UsageRow, day_of
 
 __all__ = ["RecordingChatModel", "UsageRecorder"]
@@ -109,6 +110,14 @@ class UsageRecorder:
         with self.queue.storage.transaction(False) as tx:
             rows = tx.usage(tenant, window.since.isoformat(), window.until.isoformat())
         return UsageReport(window, tuple(UsageRow.of_storage(row) for row in rows))
+
+    def activity(self, window: DayWindow, *, tenant: str | None) -> ActivityReport:
+        """Memories written, changed and removed per day of ``window`` for ``tenant``
+        (``None``: every tenant's), from the counters the writes added
+        (:mod:`remem.usage.activity`)."""
+        with self.queue.storage.transaction(False) as tx:
+            rows = tx.activity(tenant, window.since.isoformat(), window.until.isoformat())
+        return activity_report(rows, window)
 
     def close(self) -> None:
         """Flush, and close the queue if the recorder owns it."""
