@@ -43,6 +43,7 @@ from remem.graph.profile import (
     plan_patch,
 )
 from remem.graph.profile_rows import ProfileRows
+from remem.graph.quota import GraphQuota, text_bytes
 from remem.graph.resolve import name_key
 from remem.graph.rows import Rows
 from remem.graph.search import SearchPlan, expand, hit_of, search
@@ -86,7 +87,8 @@ class Graph:
     current facts the extraction prompt shows; ``profile``: the topics of the user's profile
     kept from the same extraction call (``None``: no profile, no timeline);
     ``ann_min_rows``: from how many fact vectors search goes through an approximate inverted
-    file instead of scanning them all (:mod:`remem.graph.vectors`).
+    file instead of scanning them all (:mod:`remem.graph.vectors`); ``quota``: what ingest
+    asks before it grows the graph (:mod:`remem.graph.quota`; :meth:`beside` finds a store's).
     """
 
     def __init__(self, storage: GraphStorage, namespace: Sequence[str], *,
@@ -95,7 +97,7 @@ class Graph:
                  semantic_threshold: float = 0.9, offer_entities: int = 20,
                  offer_facts: int = 40,
                  profile: ProfileSchema | None = DEFAULT_PROFILE,
-                 ann_min_rows: int = ANN_MIN_ROWS) -> None:
+                 ann_min_rows: int = ANN_MIN_ROWS, quota: GraphQuota | None = None) -> None:
         self.namespace = validate_namespace(tuple(namespace))
         self.storage = storage
         self.model = model
@@ -119,6 +121,7 @@ class Graph:
         self._fact_vectors = VectorCache(ann_min_rows=ann_min_rows)
         self._entity_vectors = VectorCache()
         self._df_cache: dict[str, tuple[int, int]] = {}
+        self.quota = quota
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -137,11 +140,14 @@ class Graph:
     def beside(cls, store: Any, namespace: Sequence[str], **kwargs: Any) -> Graph:
         """The graph in ``store``'s database under ``namespace``; a tenant's view of a store
         (``ScopedStore``) puts it under the view's prefix, as the store does for items. The
-        store's embedder is used unless ``embedder=`` is given."""
+        store's embedder is used unless ``embedder=`` is given; a layer of the store enforcing
+        a quota (a :class:`~remem.graph.quota.GraphQuota`) counts the graph's rows too."""
         prefix: tuple[str, ...] = ()
         inner = store
         while hasattr(inner, "inner") and not hasattr(inner, "dsn") and not hasattr(
                 inner, "path"):
+            if isinstance(inner, GraphQuota):
+                kwargs.setdefault("quota", inner)
             prefix = tuple(getattr(inner, "prefix", ())) + prefix
             inner = inner.inner
         index = getattr(inner, "index", None)
@@ -204,6 +210,9 @@ class Graph:
             raise InvalidInputError("episode is empty: give text or messages with text")
         at = timestamp(event_at, "event_at")
         at = default_at if at is None else at
+        quota = self.quota
+        if quota is not None:  # the episode alone: a full tenant is refused before the call
+            quota.admit_graph(1, text_bytes(content))
         with self._rows(False) as rows:
             offer = candidates(rows, content, limit=self.offer_entities,
                                facts_limit=self.offer_facts)
@@ -259,6 +268,13 @@ class Graph:
                                   episode_id=stored.id, event_at=at, now=now,
                                   embeddings=fact_vectors)
             changes, events = self._keep_profile(rows, extraction, stored.id, at, now)
+            if quota is not None:  # everything it adds; a refusal rolls all of it back
+                grown = (1 + len(created) + len(applied.added), text_bytes(content) + sum(
+                    text_bytes(f.fact) for f in rows.facts(applied.added).values()) + sum(
+                    text_bytes(e.name) for e in rows.entities(created).values()))
+                quota.admit_graph(*grown, recount=False)
+        if quota is not None:
+            quota.graph_written(*grown)
         return IngestResult(
             episode=stored, entity_ids=tuple(entity_of[x.ref] for x in extraction.entities),
             created_entities=tuple(created), added=tuple(applied.added),

@@ -259,11 +259,10 @@ def _shared(key: str, make: Any) -> GraphStorage:
     return SharedStorage(key, inner)
 
 
-def storage_beside(store: Any) -> GraphStorage:
-    """The storage in the same database as ``store``: its SQLite file, its PostgreSQL schema
-    (both shared by every graph beside a store of that database, see
-    :class:`SharedStorage`), or (an in-memory store) a SQLite ``":memory:"`` database of this
-    process."""
+def persistent_storage_beside(store: Any) -> GraphStorage | None:
+    """The storage in the same database as ``store`` (its SQLite file, its PostgreSQL
+    schema), shared by every graph beside a store of that database (see
+    :class:`SharedStorage`); ``None`` for a store that keeps no database (in memory)."""
     while hasattr(store, "inner") and not hasattr(store, "dsn") and not hasattr(store, "path"):
         store = store.inner  # a scoped view: the store under it
     dsn = getattr(store, "dsn", None)
@@ -275,4 +274,11 @@ def storage_beside(store: Any) -> GraphStorage:
     if isinstance(path, str | os.PathLike) and os.fspath(path) != ":memory:":
         where = os.path.realpath(os.fspath(path))
         return _shared(f"sqlite:{where}", lambda: SQLiteGraphStorage(where))
-    return SQLiteGraphStorage(":memory:")
+    return None
+
+
+def storage_beside(store: Any) -> GraphStorage:
+    """The storage in the same database as ``store`` (:func:`persistent_storage_beside`), or
+    (an in-memory store) a SQLite ``":memory:"`` database of this process."""
+    found = persistent_storage_beside(store)
+    return SQLiteGraphStorage(":memory:") if found is None else found

@@ -4,7 +4,8 @@ What counts: every item of the tenant's store outside remem's bookkeeping (``"_r
 memories (current and invalidated), raw store items, and the thread search index. Its
 size is the value as compact UTF-8 JSON (vectors and index rows are not counted). History,
 ids and locks are bookkeeping: they are not counted and never refused, so an undo or a
-hard delete always goes through, and frees room.
+hard delete always goes through, and frees room. The tenant's temporal graphs count too:
+each episode, entity and fact is an item, its text its size (:mod:`remem.graph.quota`).
 
 How it is enforced: the tenant's store is a :class:`QuotaStore`, which checks each write
 batch before it runs. A batch that would leave the tenant over a quota writes nothing and
@@ -19,6 +20,12 @@ again unless its count is under :data:`FRESH_SECONDS` old, so a refusal is alway
 a recent count, and writes refused in a loop cost at most one count per second. The quota
 is soft by what other processes (``--workers``, other servers) wrote since this process
 last counted, and by the batches running at the same moment.
+
+A graph ingest (:class:`QuotaStore` is a :class:`~remem.graph.quota.GraphQuota`) is checked
+twice: before its model call for the episode alone, as a batch is, and inside its write
+transaction for every row it adds, on the count the first check used (no database read
+while the graph holds its write lock). Graphs of an in-memory store each live in their own
+in-memory database, which no recount reads: their rows are added as they are written.
 """
 
 from __future__ import annotations
@@ -126,6 +133,8 @@ class _Ledger:
     def __init__(self) -> None:
         self.usage: Usage | None = None
         self.counted_at = 0.0
+        #: rows of graphs that no recount reads (an in-memory store's), as written
+        self.unrecounted = Usage()
         self.lock = threading.Lock()
 
 
@@ -141,6 +150,8 @@ class QuotaStore(ScopedStore):
         self.tenant = tenant
         self._monotonic = clock
         self._ledger = _Ledger()
+        #: whether a recount reads the tenant's graph rows (False: an in-memory store)
+        self._graphs_recounted = True
 
     def usage(self, *, fresh: bool = False) -> Usage:
         """The tenant's usage: counted again if the count is stale, or with ``fresh`` if it
@@ -152,12 +163,20 @@ class QuotaStore(ScopedStore):
             stale = (ledger.usage is None or age >= self.quota.recount_seconds
                      or (fresh and age >= FRESH_SECONDS))
         if stale:  # counted outside the lock: a large tenant takes a while to read
-            counted = measure(self.iter_items(()))
+            counted = measure(self.iter_items(())) + self._graph_rows()
             with ledger.lock:
                 ledger.usage, ledger.counted_at = counted, self._monotonic()
         with ledger.lock:
             assert ledger.usage is not None
-            return ledger.usage
+            return ledger.usage + ledger.unrecounted
+
+    def _graph_rows(self) -> Usage:
+        """The tenant's graph rows in the store's database (none for an in-memory store)."""
+        from remem.graph.quota import rows_under
+
+        found = rows_under(self.inner, tuple(self.prefix))
+        self._graphs_recounted = found is not None
+        return Usage() if found is None else Usage(*found)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` if they leave the tenant within its quota; else raise
@@ -183,6 +202,33 @@ class QuotaStore(ScopedStore):
                 self._ledger.usage = self._ledger.usage + growth
         return results
 
+    def admit_graph(self, items: int, size: int, *, recount: bool = True) -> None:
+        """Refuse (raise :class:`QuotaExceededError`) a graph write adding ``items`` rows of
+        ``size`` bytes that would leave the tenant over its quota; ``recount=False``: on the
+        usage as last counted (the graph holds a write transaction)."""
+        growth = Usage(items, size)
+        if recount:
+            usage = self.usage()
+            if self._refusal(usage, growth, graph=True) is None:
+                return
+            usage = self.usage(fresh=True)
+        else:
+            with self._ledger.lock:
+                usage = (Usage() if self._ledger.usage is None
+                         else self._ledger.usage) + self._ledger.unrecounted
+        refusal = self._refusal(usage, growth, graph=True)
+        if refusal is not None:
+            raise refusal
+
+    def graph_written(self, items: int, size: int) -> None:
+        """Add rows a graph wrote to the running count."""
+        grown = Usage(items, size)
+        with self._ledger.lock:
+            if not self._graphs_recounted:
+                self._ledger.unrecounted = self._ledger.unrecounted + grown
+            elif self._ledger.usage is not None:
+                self._ledger.usage = self._ledger.usage + grown
+
     def _growth(self, writes: Sequence[Op]) -> Usage:
         keys = {(tuple(op.namespace), op.key) for op in writes
                 if isinstance(op, PutOp | DeleteOp)}
@@ -192,22 +238,24 @@ class QuotaStore(ScopedStore):
                     for item in found if isinstance(item, Item)}
         return batch_growth(writes, existing)
 
-    def _refusal(self, usage: Usage, growth: Usage) -> QuotaExceededError | None:
+    def _refusal(self, usage: Usage, growth: Usage, *,
+                 graph: bool = False) -> QuotaExceededError | None:
         after = usage + growth
+        what = "this graph episode" if graph else "this write"
+        fix = ("nothing was written. Delete memories (hard=true) or store items to make "
+               "room, or ask the operator to raise the quota")
         limit = self.quota.max_items
         if limit is not None and growth.items > 0 and after.items > limit:
             return QuotaExceededError(
-                f"tenant {self.tenant!r} holds {usage.items:,} items and this write adds "
+                f"tenant {self.tenant!r} holds {usage.items:,} items and {what} adds "
                 f"{growth.items:,}, over its quota of {limit:,} items (remem serve "
-                "--quota-items); nothing was written. Delete memories (hard=true) or store "
-                "items to make room, or ask the operator to raise the quota",
+                f"--quota-items); {fix}",
                 quota="items", limit=limit, usage=usage.items, after=after.items)
         limit = self.quota.max_bytes
         if limit is not None and growth.bytes > 0 and after.bytes > limit:
             return QuotaExceededError(
-                f"tenant {self.tenant!r} holds {usage.bytes:,} bytes of values and this write "
+                f"tenant {self.tenant!r} holds {usage.bytes:,} bytes of values and {what} "
                 f"adds {growth.bytes:,}, over its quota of {limit:,} bytes (remem serve "
-                "--quota-bytes); nothing was written. Delete memories (hard=true) or store "
-                "items to make room, or ask the operator to raise the quota",
+                f"--quota-bytes); {fix}",
                 quota="bytes", limit=limit, usage=usage.bytes, after=after.bytes)
         return None
