@@ -13,11 +13,11 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-from httpx import Response
 from starlette.routing import Mount
 
 from remem.background import NewJob
@@ -199,7 +199,7 @@ def _admin(world: World, *, read_only: bool = False) -> TestClient:
     return browser
 
 
-def _choose(browser: TestClient, tenant: str, **form: str) -> Response:
+def _choose(browser: TestClient, tenant: str, **form: str) -> Any:
     csrf = csrf_of(browser.get("/ui/memories").text)
     return browser.post("/ui/tenant", data={"csrf_token": csrf, "tenant": tenant, **form},
                         follow_redirects=False)

@@ -1,6 +1,6 @@
-"""What the browser tests' server holds: two tenants' keys and their memories, threads,
-jobs, a block, files, prompts, a parked approval and a temporal graph, all written through the
-HTTP API as a user of the server would (:func:`serve_world`)."""
+"""What the browser tests' server holds: two tenants' keys (and an admin key) and their
+memories, threads, jobs, a block, files, prompts, a parked approval and a temporal graph, all
+written through the HTTP API as a user of the server would (:func:`serve_world`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -56,6 +56,7 @@ class Seeded:
     cancelled_job: str
     approval_id: str  # alpha's write to /approve/plan.md, parked by the file policy
     ids: dict[str, str] = field(default_factory=dict)  # alpha memory text -> id
+    admin_key: str = ""  # an admin key whose own tenant, ops, holds nothing
 
 
 def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> Any:
@@ -150,10 +151,11 @@ def _seed(url: str, alpha: str, beta: str, human: str, model: LoopbackServer) ->
                   human_key=human, approval_id=parked.json()["approval_id"], ids=ids)
 
 
-def _make_keys(db: str) -> tuple[str, str, str]:
+def _make_keys(db: str) -> tuple[str, str, str, str]:
     with open_store(db) as store:
         keys = KeyStore(store)
-        return keys.create("alpha")[0], keys.create("beta")[0], keys.create("alpha")[0]
+        return (keys.create("alpha")[0], keys.create("beta")[0], keys.create("alpha")[0],
+                keys.create("ops", admin=True)[0])
 
 
 
@@ -167,7 +169,7 @@ def serve_world() -> Iterator[Seeded]:
         # Playwright's sync API keeps an event loop running on this thread, where remem's
         # sync calls refuse to block: the keys are made on a thread of their own
         with ThreadPoolExecutor(1) as pool:
-            alpha, beta, human = pool.submit(_make_keys, db).result()
+            alpha, beta, human, admin = pool.submit(_make_keys, db).result()
         policy = os.path.join(directory, "file-policy.json")
         with open(policy, "w") as file:
             json.dump({"default": "allow", "rules": [
@@ -179,7 +181,7 @@ def serve_world() -> Iterator[Seeded]:
                      "REMEM_LLM_API_KEY": "sk-test", "REMEM_LLM_PROVIDER": "openai",
                      "REMEM_FILE_POLICY": policy},
         ) as server:
-            yield _seed(server.url, alpha, beta, human, model)
+            yield replace(_seed(server.url, alpha, beta, human, model), admin_key=admin)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
