@@ -72,6 +72,9 @@ def test_the_dashboard_counts_and_plots_latency(tab: Tab, served: Seeded) -> Non
         "els => els.map(e => e.dataset.method + ' ' + e.dataset.route)")
     assert "POST /v1/memories" in routes, routes
     assert tab.page.locator("tr.latency-row svg.latency-plot").count() == len(routes)
+    # the usage plots: calls, tokens and memory changes (the seeding wrote memories today)
+    assert tab.page.locator("figure.usage-plot svg[role=img]").count() == 3
+    assert int(tab.page.get_attribute("#usage-memory-events", "data-count") or -1) >= 1
     tab.shot("dashboard")
     tab.assert_basics()
 
