@@ -1,12 +1,15 @@
-"""``/v1/store``: the raw long-term store of the caller's tenant (items, search, namespaces)."""
+"""``/v1/store``: the raw long-term store of the caller's tenant (items, search, counts,
+namespaces)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from remem.errors import NotFoundError
+from remem.requests import NamespacePrefix, Timestamp
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES
 from remem.server.schemas import (
@@ -29,6 +32,23 @@ router = APIRouter(prefix="/v1/store", tags=["store"], responses=ERROR_RESPONSES
 NamespaceQuery = Annotated[list[Label], Query(min_length=1, max_length=MAX_NAMESPACE_DEPTH,
                                               description="the namespace, one label per "
                                                           "repetition")]
+
+
+class StoreCountBody(BaseModel):
+    """Count items under a namespace prefix (see the store's ``count``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    namespace_prefix: NamespacePrefix = Field(default_factory=list)
+    filter: dict[str, Any] | None = None
+    event_after: Timestamp | None = None
+    event_before: Timestamp | None = None
+
+
+class CountOut(BaseModel):
+    """How many items match."""
+
+    count: int
 
 
 def _item(item: Any) -> dict[str, Any]:
@@ -77,6 +97,17 @@ async def search_items(body: StoreSearchBody, who: Reader, request: Request) -> 
         offset=body.offset, mode=body.mode, event_after=body.event_after,
         event_before=body.event_before))
     return {"items": [_item(item) for item in found]}
+
+
+@router.post("/count", response_model=CountOut, summary="Count items")
+async def count_items(body: StoreCountBody, who: Reader, request: Request) -> dict[str, Any]:
+    """How many live items under ``namespace_prefix`` match ``filter`` and the event-time
+    range: what a search without a query lists over all its pages."""
+    state = server_state(request)
+    found = await state.run(lambda: state.store_for(who).count(
+        tuple(body.namespace_prefix), filter=body.filter, event_after=body.event_after,
+        event_before=body.event_before))
+    return {"count": found}
 
 
 @router.get("/namespaces", response_model=NamespaceList, summary="List namespaces")
