@@ -185,8 +185,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    load_before = [round(x, 2) for x in os.getloadavg()]
     result = run(args.files, args.skills, args.ops, args.seed, repeat=args.repeat,
                  skill_files=args.skill_files, gc_freeze=args.gc_freeze)
+    result["load_average_before"] = load_before
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     result["machine"] = {"python": platform.python_version(), "platform": platform.platform()}
     print(f"StoreFileBackend on SQLite, {result['files']} files "
@@ -209,7 +211,9 @@ def main() -> None:
     print(f"collector passes during the listings by generation "
           f"{watched['passes_by_generation']}, full passes (ms) {watched['full_passes_ms']}"
           + (" [gc.freeze() after the fill]" if skills["gc_freeze"] else ""))
-    print(f"load average during the run: {result['load_average']}")
+    print(f"load average (1, 5, 15 min) before the run {load_before}, after it "
+          f"{result['load_average']} (the machine has {os.cpu_count()} cores: wall times "
+          "include waiting for a core, CPU times do not)")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n")
