@@ -711,3 +711,27 @@ def test_who_a_request_acts_as() -> None:
         acting_principal(None, "local")
     with pytest.raises(InvalidInputError, match="X-Remem-Tenant"):
         acting_principal(admin, "no such/tenant")
+
+
+def test_every_v1_route_refuses_the_tenant_header_of_a_non_admin_key(world: World) -> None:
+    """Every operation of the schema reads the header through the one auth dependency: a
+    non-admin key naming another tenant is refused before anything runs."""
+    import re
+
+    from remem.ui.app import page_routes
+
+    headers = {**world.b, "X-Remem-Tenant": "alpha"}
+    before = world.a_state()
+    checked = 0
+    for route in page_routes(world.client.app.routes):  # type: ignore[attr-defined]
+        if not route.path.startswith("/v1/"):
+            continue
+        url = re.sub(r"\{[^}]+\}", "x", route.path)
+        for method in sorted(route.methods):
+            body = {"json": {}} if method in {"PUT", "POST", "PATCH"} else {}
+            r = world.client.request(method, url, headers=headers, **body)
+            assert r.status_code == 403, (method, route.path, r.status_code, r.text)
+            assert r.json()["error"] == "permission_denied", (method, route.path)
+            checked += 1
+    assert checked >= 90
+    assert world.a_state() == before

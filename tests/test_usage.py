@@ -7,6 +7,7 @@ from the history."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -236,3 +237,28 @@ def test_stacked_bars_scale_to_whole_round_ticks() -> None:
     assert chart.rows()[0] == ("2026-01-01", [1, 0])
     with pytest.raises(InvalidInputError, match="series 'a' has 1 values for 3 days"):
         stacked_bars(["x", "y", "z"], [Series("a", (1,))], title="t", y_label="y")
+
+
+def test_remem_usage_prints_the_days_and_refuses_bad_dates(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from remem.cli import cli
+
+    path = tmp_path / "usage.db"
+    recorder = sqlite_recorder(path)
+    recorder.record("acme", "extract", "m", Usage(2, 30, 4))
+    recorder.record("beta", "summarize", "m", Usage(1, 5, 1))
+    recorder.close()
+    runner = CliRunner()
+    args = ["usage", "--db", str(path), "--since", TODAY, "--until", TODAY]
+    shown = runner.invoke(cli, [*args, "--tenant", "acme", "--json"])
+    assert shown.exit_code == 0, shown.output
+    body = json.loads(shown.output)
+    assert body["total"] == {"calls": 2, "input_tokens": 30, "output_tokens": 4}
+    assert list(body["by_operation"]) == ["extract"] and body["memories"]["events"] == 0
+    text = runner.invoke(cli, args)
+    assert text.exit_code == 0, text.output
+    assert "total: 3 calls, 35 input and 5 output tokens" in text.output
+    assert "operation summarize: 1 calls" in text.output
+    bad = runner.invoke(cli, ["usage", "--db", str(path), "--until", "2026-13-01"])
+    assert bad.exit_code == 2 and "until must be a UTC day" in bad.output

@@ -28,6 +28,7 @@ from remem.cli.serve import SERVICE_COMMANDS
 from remem.cli.store import store_group
 from remem.cli.threads import threads_group
 from remem.cli.ui import ui_command
+from remem.cli.usage import usage_command
 from remem.cli.worker import worker_command
 
 __all__ = ["cli", "main"]
@@ -59,6 +60,7 @@ cli.add_command(graph_group)
 cli.add_command(context_command)
 cli.add_command(approvals_group)
 cli.add_command(ui_command)
+cli.add_command(usage_command)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp
