@@ -10,7 +10,9 @@ a :class:`Tx`: ``execute`` (``?`` placeholders, translated for the dialect) and 
   ``":memory:"``: the same SQL, so the conformance suite covers it with the others.
 * PostgreSQL (the ``postgres`` extra): a psycopg pool whose ``search_path`` is the store's
   schema; a write transaction takes a transaction-level advisory lock per namespace, so two
-  ingests into the same graph queue while other graphs write in parallel.
+  ingests into the same graph queue while other graphs write in parallel. A read runs its
+  statements in autocommit (under READ COMMITTED each statement reads its own snapshot in a
+  transaction too, so BEGIN and COMMIT would only add round trips).
 """
 
 from __future__ import annotations
@@ -189,12 +191,17 @@ class PostgresGraphStorage:
         self.setup()
         assert self._pool is not None
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                if write:
+            with self._pool.connection() as conn:
+                if not write:
+                    # READ COMMITTED gives each statement its own snapshot inside a
+                    # transaction as well: a read needs no BEGIN / COMMIT (two round trips)
+                    yield _PostgresTx(conn)
+                    return
+                with conn.transaction():
                     # writers of one graph queue (resolution reads then writes entities)
                     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
                                  (0x67726170, zlib.crc32(ns.encode()) - 2**31))
-                yield _PostgresTx(conn)
+                    yield _PostgresTx(conn)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL error (schema {self.schema}): {exc}") from exc
 
