@@ -110,6 +110,23 @@ def test_records_written_before_name_and_depth_still_list(kind: str, tmp_path: P
         assert value.value["etag"] == etag_of(old.replace("Steps.", "Steps, edited."))
         assert [i.path for i in files.glob("*/SKILL.md", "/skills")] == [
             "/skills/new/SKILL.md", "/skills/old/SKILL.md"]
+
+        # upgrade() rewrites the rest (the tombstone too) and nothing else changes
+        before = {i.path: i for i in files.glob("**", "/")}
+        assert files.upgrade() == 2
+        assert files.upgrade() == 0
+        assert {i.path: i for i in files.glob("**", "/")} == before
+        assert sorted(v["path"] for v in files._values("/skills", hint)) == [
+            "/skills/new/SKILL.md", "/skills/old/SKILL.md"]
+        assert files.history("/skills/old/notes.md") == []
+        notes = files.store.get((*root, "/old"), "notes.md")
+        gone = files.store.get((*root, "/gone"), "SKILL.md")
+        assert notes is not None and gone is not None
+        assert (notes.value["version"], notes.value["depth"], gone.value["version"],
+                gone.value["live"], gone.value["name"]) == (1, 3, 2, False, "SKILL.md")
+        assert files.stat("/skills/gone/SKILL.md") is None
+        assert files.undo("/skills/old/SKILL.md") is not None  # the edit, undone
+        assert files.read("/skills/old/SKILL.md").content == old
     finally:
         opened.close()
 

@@ -12,7 +12,8 @@ Layout under the backend's ``namespace``:
   its last ``name`` and ``depth`` in segments, which the store filters on in SQL: globbing
   ``*/SKILL.md`` fetches only records named ``SKILL.md`` two levels down. Records written
   before those fields existed lack them; scans always fetch such records too (the glob is
-  matched on every record fetched), and any change rewrites them with the fields.
+  matched on every record fetched), and any change, or :meth:`StoreFileBackend.upgrade`,
+  rewrites them with the fields.
 * ``(*namespace, "history", <path hash>)``, key = the zero-padded version: one event per
   change, written in the same batch as the change.
 
@@ -48,6 +49,10 @@ def _path_label(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
 
 
+#: the records written before records kept ``name`` (and ``depth``, ``etag``, ``size``)
+_OLDER: dict[str, Any] = {"name": {"$exists": False}}
+
+
 def _scan_filter(hint: ScanHint | None) -> dict[str, Any]:
     """The store filter of a scan: live records, of the hint's name and depth when it fixes
     them, plus every record written before records kept ``name`` (the caller matches the
@@ -59,7 +64,7 @@ def _scan_filter(hint: ScanHint | None) -> dict[str, Any]:
         fixed["depth"] = hint.depth
     if not fixed:
         return {"live": True}
-    return {"live": True, "$or": [fixed, {"name": {"$exists": False}}]}
+    return {"live": True, "$or": [fixed, _OLDER]}
 
 
 class StoreFileBackend(RecordBackend):
@@ -161,6 +166,23 @@ class StoreFileBackend(RecordBackend):
         return run_sync(self._commit_flow(path, plan), self.store)
 
     def _commit_flow(self, path: str, plan: core.Plan) -> Flow[core.Change]:
+        changes: list[core.Change] = []
+        namespace, key = self._where(path)
+
+        def writes(current: Item | None) -> list[Op]:
+            change = plan(self._record(current))
+            changes.append(change)
+            return [PutOp(namespace, key, self._value(change.record), ttl=self.ttl, index=False),
+                    PutOp(self._history_ns(path), f"{change.event.version:010d}",
+                          change.event.to_value(), ttl=self.ttl, index=False)]
+
+        yield from self._locked_flow(path, writes)
+        return changes[0]
+
+    def _locked_flow(self, path: str, writes: Callable[[Item | None], list[Op]]) -> Flow[None]:
+        """Take the write lock of ``path``, read its record in the acquiring batch, and write
+        what ``writes`` makes of it together with the lock's release (released at once when
+        ``writes`` raises or the write fails)."""
         lock_ns = (*self.namespace, "lock", _path_label(path))
         namespace, key = self._where(path)
         token, reads = yield from acquire(
@@ -169,13 +191,7 @@ class StoreFileBackend(RecordBackend):
         try:
             current = reads[0]
             assert current is None or isinstance(current, Item)
-            change = plan(self._record(current))
-            ops: list[Op] = [
-                PutOp(namespace, key, self._value(change.record), ttl=self.ttl, index=False),
-                PutOp(self._history_ns(path), f"{change.event.version:010d}",
-                      change.event.to_value(), ttl=self.ttl, index=False),
-                release,
-            ]
+            ops = [*writes(current), release]
         except BaseException:
             yield StoreBatch([release])
             raise
@@ -184,7 +200,39 @@ class StoreFileBackend(RecordBackend):
         except BaseException:
             yield StoreBatch([release])  # nothing was written: free the path at once
             raise
-        return change
+
+    def upgrade(self) -> int:
+        """Add ``name``, ``depth``, ``etag`` and ``size`` to the records written before
+        records kept them, so globs leave those out in SQL too; the number rewritten. Each is
+        rewritten under its path's write lock with the same content, version and history
+        (with a ``ttl``, its expiry starts again). Safe while others write; a no-op once
+        done."""
+        rewritten = 0
+        tried: set[str] = set()
+        while True:  # from the first page each time: a rewritten record leaves the filter
+            page = self.store.search(self._files, filter=_OLDER, limit=_PAGE,
+                                     refresh_ttl=False)
+            paths = [item.value["path"] for item in page if item.value["path"] not in tried]
+            if not paths:
+                return rewritten
+            for path in paths:
+                tried.add(path)
+                rewritten += int(self._upgrade_one(path))
+
+    def _upgrade_one(self, path: str) -> bool:
+        done: list[bool] = []
+        namespace, key = self._where(path)
+
+        def writes(current: Item | None) -> list[Op]:
+            if current is None or "name" in current.value:
+                return []  # gone, or rewritten by a change meanwhile
+            record = self._record(current)
+            assert record is not None
+            done.append(True)
+            return [PutOp(namespace, key, self._value(record), ttl=self.ttl, index=False)]
+
+        run_sync(self._locked_flow(path, writes), self.store)
+        return bool(done)
 
     def _events(self, path: str) -> list[FileEvent]:
         events: list[FileEvent] = []
