@@ -45,11 +45,21 @@ def test_each_signal_finds_chinese_memories(recall: dict[str, dict[str, float]])
 
 
 def test_hybrid_keeps_the_best_of_both(recall: dict[str, dict[str, float]]) -> None:
-    # measured: hybrid 0.861 recall@10. A third of the questions are paraphrases that share no
-    # word with their evidence, so here meaning carries the signal: hybrid must stay close to
-    # the vector signal and far above keywords alone.
+    # measured: hybrid 0.846 / 0.873 / 0.718 (R@5 / R@10 / MRR), vector 0.807 / 0.871 / 0.703.
+    # A third of the questions are paraphrases that share no word with their evidence, so here
+    # meaning carries the signal: hybrid must keep up with the vector signal and stay far above
+    # keywords alone.
     hybrid = recall["hybrid"]
-    assert hybrid["recall@10"] >= 0.82
-    assert hybrid["recall@10"] >= recall["keyword"]["recall@10"] + 0.10
-    assert hybrid["recall@10"] >= recall["vector"]["recall@10"] - 0.05
-    assert hybrid["mrr"] >= recall["keyword"]["mrr"] + 0.05
+    assert hybrid["recall@10"] >= 0.84
+    assert hybrid["recall@10"] >= recall["keyword"]["recall@10"] + 0.15
+    assert hybrid["recall@10"] >= recall["vector"]["recall@10"] - 0.02
+    assert hybrid["mrr"] >= recall["keyword"]["mrr"] + 0.15
+
+
+def test_keyword_matches_do_not_push_paraphrase_answers_down(
+        recall: dict[str, dict[str, float]]) -> None:
+    # Chinese queries fuse keyword scores as coverage of the query at half weight
+    # (Ranking.keyword_coverage, han_keyword_factor): hybrid R@5 0.846 against vector's 0.807.
+    # With equal-weight min-max fusion it was 0.764, behind vector search.
+    assert recall["hybrid"]["recall@5"] >= recall["vector"]["recall@5"]
+    assert recall["hybrid"]["mrr"] >= recall["vector"]["mrr"]
