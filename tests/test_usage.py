@@ -186,6 +186,20 @@ def test_postgres_upserts_add_across_threads(pg_database: str) -> None:
                                    "summarize": Usage(40, 120, 80)}
     assert recorder.report(window, tenant="beta").total() == Usage(40, 120, 80)
     assert recorder.errors == 0
+
+    def changes() -> None:  # memory changes as the stores' observers add them
+        for _ in range(30):
+            with queue.storage.transaction(True) as tx:
+                tx.add_activity([("acme", TODAY, "add", 2), ("acme", TODAY, "delete", 1)])
+
+    threads = [threading.Thread(target=changes) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    day = recorder.activity(window, tenant="acme").days[-1]
+    assert (day.written, day.changed, day.removed) == (180, 0, 90)
+    assert recorder.activity(window, tenant="beta").events == 0
     recorder.close()
 
 
