@@ -64,6 +64,8 @@ def test_day_window_defaults_and_rules() -> None:
         day_window("2026-01-02", "2026-01-01")
     with pytest.raises(InvalidInputError, match=r"covers 368 days, more than 367"):
         day_window("2025-01-01", "2026-01-03")
+    assert day_window(until="0001-01-02").days() == ["0001-01-01", "0001-01-02"]
+    assert day_window("9999-12-31", "9999-12-31").end() > day_window().start()
 
 
 def test_recording_model_writes_each_call_per_tenant_day_operation_and_model(

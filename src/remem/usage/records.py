@@ -69,8 +69,9 @@ def day_window(since: date | str | None = None, until: date | str | None = None,
         raise InvalidInputError(f"days must be an integer from 1 to {MAX_DAYS}, got {days!r}")
     end = (parse_day("until", until) if until is not None
            else today or datetime.now(UTC).date())
+    # (never before the first representable day: until=0001-01-01 is a short window)
     start = (parse_day("since", since) if since is not None
-             else end - timedelta(days=days - 1))
+             else end - timedelta(days=min(days - 1, (end - date.min).days)))
     if start > end:
         raise InvalidInputError(f"since ({start.isoformat()}) is after until "
                                 f"({end.isoformat()}); give since <= until")
