@@ -117,3 +117,13 @@ def test_the_workers_tenant_memories_record_their_calls(tmp_path: Path) -> None:
     assert report.by_operation() == {"consolidate": spent}
     queue.close()
     memory.close()
+
+
+def test_operation_and_model_names_render_as_text() -> None:
+    with server() as srv:
+        srv.state.usage().record("acme", "<script>alert(1)</script>", "<img src=x onerror=1>",
+                                 Usage(1, 2, 3))
+        page = srv.logged_in("acme").get("/ui/dashboard").text
+        assert "<script>alert(1)</script>" not in page and "<img src=x" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+        assert "&lt;img src=x onerror=1&gt;" in page
