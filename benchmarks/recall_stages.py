@@ -26,16 +26,18 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
 
 from remem.eval.harness import MAIN_CATEGORIES, scored_questions  # noqa: E402
 from remem.eval.locomo import LocomoDataset, Question, load_locomo  # noqa: E402
 from remem.eval.metrics import bootstrap_ci, recall_at_k  # noqa: E402
 from remem.eval.store_retriever import StoreRetriever, temporary_store  # noqa: E402
+from remem.retrieval.decompose import Decompose  # noqa: E402
 from remem.retrieval.expansion import Entities, Feedback  # noqa: E402
 from remem.retrieval.ranking import Ranking  # noqa: E402
 from remem.retrieval.sessions import Sessions, Spread  # noqa: E402
 from remem.retrieval.speakers import Speakers  # noqa: E402
+from remem.retrieval.timing import QuestionTurns, Timing  # noqa: E402
 
 
 @dataclass
@@ -86,6 +88,31 @@ def methods() -> dict[str, Ranking]:
                     sessions=Sessions(weight=w, depth=d), speakers=Speakers(weight=sw))
     for c in (200,):
         out[f"candidates n={c}"] = Ranking(candidates=c)
+    out.update(on_default())
+    return out
+
+
+DEFAULT = Ranking(sessions=Sessions(weight=0.6, depth=3), speakers=Speakers(weight=0.2))
+
+
+def on_default() -> dict[str, Ranking]:
+    """The stages of issue 22's second round, each on top of the default (sessions and
+    speakers), compared with it (``--baseline default``)."""
+    out: dict[str, Ranking] = {"default": DEFAULT}
+    for w in (0.1, 0.2, 0.3, 0.5):
+        out[f"+decompose w={w}"] = replace(DEFAULT, decompose=Decompose(weight=w))
+    for w in (0.05, 0.1, 0.2, 0.3):
+        out[f"+timing-when w={w}"] = replace(DEFAULT, timing=Timing(weight=w, only_when=True))
+    for w in (0.02, 0.05, 0.1, 0.15, 0.2):
+        out[f"+timing w={w}"] = replace(
+            DEFAULT, timing=Timing(weight=w))
+    for w in (0.05, 0.1, 0.2, 0.3):
+        out[f"+questions w={w}"] = replace(DEFAULT, questions=QuestionTurns(weight=w))
+    for q in (0.05, 0.1, 0.2):
+        for t in (0.05, 0.1, 0.15):
+            out[f"+questions+timing q={q} t={t}"] = replace(
+                DEFAULT, questions=QuestionTurns(weight=q),
+                timing=Timing(weight=t))
     return out
 
 
@@ -120,6 +147,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache", default="/tmp/recall/vectors.npz")
     parser.add_argument("--only", default="", help="comma-separated families to run")
     parser.add_argument("--out", default="")
+    parser.add_argument("--baseline", default="baseline",
+                        help="the method the changes are measured against ('default': "
+                             "sessions and speakers)")
     parser.add_argument("--latency", action="store_true",
                         help="time the default stages on a SQLite file with live query "
                              "embedding instead of the recall table")
@@ -134,50 +164,54 @@ def main(argv: list[str] | None = None) -> None:
         return
     rankings = methods()
     if args.only:
-        keep = {"baseline", *args.only.split(",")}
+        keep = {"baseline", args.baseline, *args.only.split(",")}
         rankings = {n: r for n, r in rankings.items() if family(n) in keep}
     results = run(dataset, embedder, rankings, questions)
     embedder.save()
-    report(results, questions, [c.id for c in dataset.conversations], args.out)
+    report(results, questions, [c.id for c in dataset.conversations], args.out, args.baseline)
 
 
 def report(results: dict[str, Scores], questions: list[Question], conversations: list[str],
-           out: str) -> None:
-    base = results["baseline"]
+           out: str, baseline: str = "baseline") -> None:
+    base = results[baseline]
     conv = np.array([q.conversation_id for q in questions])
     cat = np.array([q.category for q in questions])
     rows = []
-    print("| method | R@5 | R@10 [95% CI] | dR@10 per conversation | multi-hop | open-domain "
-          "| p50 ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | R@5 | R@10 [95% CI] | dR@10 [paired 95% CI] | dR@10 per conversation "
+          "| multi-hop | open-domain | p50 ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, s in results.items():
         r10, b10 = np.array(s.r10), np.array(base.r10)
         low, high = bootstrap_ci(r10, resamples=2000)[:, 0]
         per = [float(r10[conv == c].mean() - b10[conv == c].mean()) for c in conversations]
+        # paired: the bootstrap of the per-question differences from the baseline
+        d_low, d_high = bootstrap_ci(r10 - b10, resamples=2000)[:, 0]
         row = {"method": name, "r5": float(np.mean(s.r5)), "r10": float(r10.mean()),
                "ci": [float(low), float(high)], "delta_by_conversation": per,
+               "delta": float((r10 - b10).mean()), "delta_ci": [float(d_low), float(d_high)],
                "multi_hop": float(r10[cat == 1].mean()), "open_domain": float(r10[cat == 3].mean()),
                "p50_ms": float(np.median(s.ms))}
         rows.append(row)
         print(f"| {name} | {row['r5']:.3f} | {row['r10']:.3f} [{low:.3f}, {high:.3f}] | "
+              f"{row['delta']:+.3f} [{d_low:+.3f}, {d_high:+.3f}] | "
               + " ".join(f"{d:+.3f}" for d in per)
               + f" | {row['multi_hop']:.3f} | {row['open_domain']:.3f} | {row['p50_ms']:.1f} |")
     print()
-    print(cross_validate(results, conv, conversations))
+    print(cross_validate(results, conv, conversations, baseline))
     if out:
         Path(out).write_text(json.dumps(rows, indent=1))
 
 
 def cross_validate(results: dict[str, Scores], conv: npt.NDArray[np.str_],
-                   conversations: list[str]) -> str:
+                   conversations: list[str], baseline: str = "baseline") -> str:
     """Leave one conversation out: per family, the parameter chosen on the other three and
     its recall@10 on the one left out, against the baseline's."""
-    base = np.array(results["baseline"].r10)
+    base = np.array(results[baseline].r10)
     lines = ["| family | chosen per held-out conversation | CV R@10 | baseline | wins |",
              "|---|---|---|---|---|"]
     families: dict[str, list[str]] = {}
     for name in results:
-        if name != "baseline":
+        if name not in ("baseline", baseline):
             families.setdefault(family(name), []).append(name)
     for fam, names in families.items():
         held, chosen, wins = [], [], 0
@@ -202,8 +236,11 @@ def latency(dataset: LocomoDataset, embedder: CachedEmbedder, live: Embedder,
     from remem.eval.store_retriever import stage_ranking
 
     sets = {"none": [], "sessions": ["sessions"], "speakers": ["speakers"],
-            "sessions,speakers (default)": ["sessions", "speakers"], "spread": ["spread"],
-            "feedback": ["feedback"], "entities": ["entities"]}
+            "sessions,speakers": ["sessions", "speakers"], "spread": ["spread"],
+            "feedback": ["feedback"], "entities": ["entities"], "timing": ["timing"],
+            "questions": ["questions"], "decompose": ["decompose"],
+            "sessions,speakers,timing,questions (default)": ["sessions", "speakers",
+                                                             "timing", "questions"]}
     embed_ms = []
     for q in questions:
         started = time.perf_counter()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,11 +32,13 @@ __all__ = [
     "LocomoDataset",
     "Question",
     "TurnMemory",
+    "TurnRow",
     "checked_field",
     "json_kind",
     "load_locomo",
     "parse_gold",
     "parse_locomo",
+    "session_turns",
 ]
 
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
@@ -75,6 +77,23 @@ class TurnMemory:
     session: int
     turn: int
     event_time: datetime
+
+
+#: one turn as a loader reads it: (dia_id, speaker, text, time or None)
+TurnRow = tuple[str, str, str, "datetime | None"]
+
+
+def session_turns(conversation_id: str, session: int, rows: Iterable[TurnRow], *,
+                  last_time: datetime) -> list[TurnMemory]:
+    """One session's turns as memories, numbered from 1 in order; a turn without a time
+    takes the time of the turn before it (``last_time`` for the first). Every loader
+    (LoCoMo, MemDaily, LongMemEval) builds its turns here."""
+    turns: list[TurnMemory] = []
+    for position, (dia_id, speaker, text, when) in enumerate(rows, start=1):
+        last_time = when or last_time
+        turns.append(TurnMemory(conversation_id, dia_id, speaker, text, session, position,
+                                last_time))
+    return turns
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,9 +329,9 @@ def _parse_conversation(raw: Any, where: str) -> tuple[Conversation, list[DataFi
         when = _parse_time(checked_field(conv, f"{key}_date_time", str, f"{where}: conversation"),
                            f"{session_where}_date_time")
         last_time = when
-        for position, raw_turn in enumerate(session, start=1):
-            turns.append(_parse_turn(raw_turn, cid, number, position, when,
-                                     f"{session_where} turn {position}"))
+        turns.extend(session_turns(cid, number, (
+            _parse_turn(raw_turn, f"{session_where} turn {position}")
+            for position, raw_turn in enumerate(session, start=1)), last_time=when))
     assert last_time is not None
     ids = [t.dia_id for t in turns]
     if len(set(ids)) != len(ids):
@@ -328,8 +347,7 @@ def _parse_conversation(raw: Any, where: str) -> tuple[Conversation, list[DataFi
     return Conversation(cid, speakers, tuple(turns), tuple(questions), last_time), fixes
 
 
-def _parse_turn(raw: Any, cid: str, session: int, position: int, when: datetime,
-                where: str) -> TurnMemory:
+def _parse_turn(raw: Any, where: str) -> TurnRow:
     turn = _object(raw, where)
     speaker = checked_field(turn, "speaker", str, where)
     dia_id = checked_field(turn, "dia_id", str, where)
@@ -339,7 +357,7 @@ def _parse_turn(raw: Any, cid: str, session: int, position: int, when: datetime,
     caption = turn.get("blip_caption")
     if isinstance(caption, str) and caption:
         text += f" [shares {caption}]"
-    return TurnMemory(cid, dia_id, speaker, text, session, position, when)
+    return dia_id, speaker, text, None
 
 
 def _parse_question(raw: Any, cid: str, index: int, known: frozenset[str],

@@ -32,7 +32,14 @@ from typing import Any, Final
 
 from remem.errors import InvalidInputError
 from remem.eval.labelled import FormatFix, LabelledDataset, QuestionKey
-from remem.eval.locomo import Conversation, LocomoDataset, Question, TurnMemory
+from remem.eval.locomo import (
+    Conversation,
+    LocomoDataset,
+    Question,
+    TurnMemory,
+    TurnRow,
+    session_turns,
+)
 from remem.eval.locomo import checked_field as _field
 from remem.eval.locomo import json_kind as _kind
 from remem.eval.memdaily import load_json_file, parse_loose_time
@@ -144,6 +151,7 @@ class _Item:
             if not isinstance(session, list):
                 raise InvalidInputError(f"{s_where}: a session must be a list of turns, got "
                                         f"{_kind(session)}")
+            rows: list[TurnRow] = []
             for index, raw_turn in enumerate(session):
                 t_where = f"{s_where} turn {index}"
                 if not isinstance(raw_turn, dict):
@@ -152,13 +160,13 @@ class _Item:
                 role: str = _field(raw_turn, "role", str, t_where)
                 content: str = _field(raw_turn, "content", str, t_where)
                 dia_id = f"{sid}:{index}"
-                self.turns.append(TurnMemory(self.qid, dia_id, role, f"{role}: {content}",
-                                             number, index + 1, when))
-                self.turn_sessions.append(sid)
+                rows.append((dia_id, role, f"{role}: {content}", when))
                 if raw_turn.get("has_answer") is True:
                     gold.append(dia_id)
                     if sid not in gold_sessions:
                         gold_sessions.append(sid)
+            self.turns.extend(session_turns(self.qid, number, rows, last_time=when))
+            self.turn_sessions.extend([sid] * len(rows))
         self.gold = tuple(gold)
         answer_sessions = raw.get("answer_session_ids")
         if isinstance(answer_sessions, list) and answer_sessions:

@@ -44,7 +44,14 @@ from typing import Any, Final, Literal
 
 from remem.errors import InvalidInputError
 from remem.eval.labelled import FormatFix, LabelledDataset, QuestionKey
-from remem.eval.locomo import DATE_FORMAT, Conversation, LocomoDataset, Question, TurnMemory
+from remem.eval.locomo import (
+    DATE_FORMAT,
+    Conversation,
+    LocomoDataset,
+    Question,
+    TurnMemory,
+    session_turns,
+)
 from remem.eval.locomo import json_kind as _kind
 
 __all__ = ["POOLINGS", "Pooling", "load_json_file", "load_memdaily", "parse_loose_time",
@@ -320,12 +327,9 @@ class _Builder:
                 self.fixes.append(FormatFix(f"{pool} tid {trajectory.tid}", "time_unparsed", (
                     f"{trajectory.time_fixes} message time(s) missing or unreadable; each "
                     "takes the time of the message before it")))
-            last = _EPOCH
-            for position, message in enumerate(trajectory.messages, start=1):
-                when = message.time or last
-                last = when
-                turns.append(TurnMemory(pool, f"{trajectory.tid}:{message.mid}", SPEAKER,
-                                        message.text, session, position, when))
+            turns.extend(session_turns(pool, session, (
+                (f"{trajectory.tid}:{message.mid}", SPEAKER, message.text, message.time)
+                for message in trajectory.messages), last_time=_EPOCH))
         return turns
 
     def _gold(self, where: str, trajectory: _Trajectory, q: _Question) -> tuple[str, ...]:

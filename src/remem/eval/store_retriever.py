@@ -17,10 +17,12 @@ from remem.embed.base import Embedder
 from remem.errors import InvalidInputError
 from remem.eval.locomo import TurnMemory
 from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
+from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.speakers import Speakers
+from remem.retrieval.timing import QuestionTurns, Timing
 from remem.store import (
     BaseStore,
     IndexConfig,
@@ -50,10 +52,11 @@ BACKENDS: Final[tuple[str, ...]] = get_args(Backend)
 NAMESPACE_ROOT: Final = "locomo"
 INDEXED_FIELD: Final = "text"
 
-STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "spread", "feedback", "entities")
+STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions", "spread",
+                                   "feedback", "entities", "decompose")
 """The multi-evidence ranking stages ``remem eval locomo --stages`` can turn on."""
 
-DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers")
+DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
 """The stages on by default: the ones that won on every dev conversation under
 leave-one-conversation-out cross-validation (``docs/search.md``, "Multi-evidence stages")."""
 
@@ -61,7 +64,8 @@ leave-one-conversation-out cross-validation (``docs/search.md``, "Multi-evidence
 def stage_ranking(stages: Sequence[str]) -> Ranking:
     """The hybrid ranking with ``stages`` (names of :data:`STAGES`) on, each with its measured
     default; the sessions and speakers stages group by the turn's ``session`` and ``speaker``
-    metadata, as :class:`StoreRetriever` stores them."""
+    metadata, and the timing and questions stages read its ``text``, as
+    :class:`StoreRetriever` stores them."""
     unknown = [name for name in stages if name not in STAGES]
     if unknown:
         raise InvalidInputError(
@@ -75,6 +79,9 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
         spread=Spread(field="session") if "spread" in on else None,
         feedback=Feedback() if "feedback" in on else None,
         entities=Entities() if "entities" in on else None,
+        decompose=Decompose() if "decompose" in on else None,
+        timing=Timing(field=INDEXED_FIELD) if "timing" in on else None,
+        questions=QuestionTurns(field=INDEXED_FIELD) if "questions" in on else None,
     )
 
 

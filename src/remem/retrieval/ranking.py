@@ -20,8 +20,11 @@ here, so every backend ranks the same way:
 
 Multi-evidence stages (each off unless set; what they are worth is in ``docs/search.md``):
 ``feedback`` and ``entities`` (:mod:`remem.retrieval.expansion`) search again from the top
-hits of a first pass and add what they find as extra signals after fusion, as does ``speakers``
-(:mod:`remem.retrieval.speakers`) for the candidates said by someone the query names;
+hits of a first pass and add what they find as extra signals after fusion, as do ``speakers``
+(:mod:`remem.retrieval.speakers`) for the candidates said by someone the query names,
+``decompose`` (:mod:`remem.retrieval.decompose`) for each part of a coordinated question, and
+``timing`` and ``questions`` (:mod:`remem.retrieval.timing`: time expressions for "when"
+questions, a penalty for turns that only ask);
 ``sessions`` adds each candidate's session score after that (before recency); ``spread``
 re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
 
@@ -41,9 +44,11 @@ import numpy.typing as npt
 
 from remem.errors import InvalidInputError
 from remem.retrieval.bm25 import KeywordScores
+from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers
+from remem.retrieval.timing import QuestionTurns, Timing
 from remem.retrieval.tokenize import han_share
 
 __all__ = ["Candidate", "Ranked", "Ranking", "Recency", "rank_candidates"]
@@ -122,6 +127,9 @@ class Ranking:
     sessions: Sessions | None = None
     spread: Spread | None = None
     speakers: Speakers | None = None
+    decompose: Decompose | None = None
+    timing: Timing | None = None
+    questions: QuestionTurns | None = None
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -163,7 +171,8 @@ class Ranking:
             raise InvalidInputError(f"Ranking.min_score must be finite, got {self.min_score!r}")
         for name, kind in (("feedback", Feedback), ("entities", Entities),
                            ("sessions", Sessions), ("spread", Spread),
-                           ("speakers", Speakers)):
+                           ("speakers", Speakers), ("decompose", Decompose),
+                           ("timing", Timing), ("questions", QuestionTurns)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 raise InvalidInputError(
@@ -197,7 +206,8 @@ class Ranking:
     def staged(self) -> bool:
         """Whether any multi-evidence stage is on."""
         return any(stage is not None for stage in (self.feedback, self.entities, self.sessions,
-                                                   self.spread, self.speakers))
+                                                   self.spread, self.speakers, self.decompose,
+                                                   self.timing, self.questions))
 
     @property
     def group_field(self) -> str | None:

@@ -21,9 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
+from remem.retrieval.decompose import query_parts
 from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
 from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
 from remem.retrieval.speakers import names_in
+from remem.retrieval.timing import asks_when, has_time_expression, is_question
 
 __all__ = ["CandidateSource", "KeywordHits", "ValueMemo", "expand_candidates", "group_reader"]
 
@@ -112,6 +114,18 @@ def expand_candidates(source: CandidateSource, ranking: Ranking,
     if ranking.speakers is not None:
         boosts["speakers"] = (ranking.speakers.weight,
                               _named_speakers(source, lists, query, ranking.speakers.field))
+    timing = ranking.timing
+    if timing is not None and (not timing.only_when or asks_when(query)):
+        boosts["timing"] = (timing.weight,
+                            _text_matches(source, lists, timing.field, has_time_expression))
+    if ranking.questions is not None:
+        # a penalty: a negative weight subtracts from the fused score
+        boosts["questions"] = (-ranking.questions.weight,
+                               _text_matches(source, lists, ranking.questions.field,
+                                             is_question))
+    if ranking.decompose is not None and tokenize is not None and "keyword" in lists:
+        boosts.update(_part_boosts(source, query, ranking.decompose.weight, tokenize, bm25,
+                                   depth))
     feedback, entities = ranking.feedback, ranking.entities
     if feedback is None and entities is None:
         return boosts
@@ -164,6 +178,30 @@ def _named_speakers(source: CandidateSource, lists: Mapping[str, Sequence[Candid
             if named[who]:
                 found.append((item_id, keys[item_id], 1.0))
     return sorted(found, key=lambda c: c[1])
+
+
+def _text_matches(source: CandidateSource, lists: Mapping[str, Sequence[Candidate]],
+                  field: str, test: Callable[[str], bool]) -> list[Candidate]:
+    """The candidates whose ``field`` is a string passing ``test``, all scoring 1."""
+    keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
+    found: list[Candidate] = []
+    for item_id, value in source.item_values(list(keys)).items():
+        text = value.get(field) if isinstance(value, Mapping) else None
+        if isinstance(text, str) and test(text):
+            found.append((item_id, keys[item_id], 1.0))
+    return sorted(found, key=lambda c: c[1])
+
+
+def _part_boosts(source: CandidateSource, query: str, weight: float,
+                 tokenize: Callable[[str], list[str]], bm25: BM25Params, depth: int) -> Boosts:
+    """One keyword search per part of a coordinated query (``part1``, ``part2``...)."""
+    parts = [list(dict.fromkeys(tokenize(part))) for part in query_parts(query)]
+    parts = [terms for terms in parts if terms]
+    if len(parts) < 2:
+        return {}
+    hits = source.keyword_hits(sorted({t for terms in parts for t in terms}), None)
+    return {f"part{number}": (weight, _bm25(hits, terms, bm25, depth))
+            for number, terms in enumerate(parts, 1)}
 
 
 def _bm25(hits: KeywordHits, terms: Sequence[str], params: BM25Params,
