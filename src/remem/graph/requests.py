@@ -3,33 +3,25 @@
 Each request names its scope (``user_id`` / ``agent_id``, as :meth:`remem.api.Memory.graph`
 takes them) and the arguments of one :class:`~remem.graph.Graph` method;
 :func:`run_graph_request` runs it on the graph of that scope and :func:`dump_result` turns
-the answer into JSON values, which the response models below describe (the OpenAPI schema)
-and :func:`load_result` reads back into the same values the Python API returns, so
+the answer into JSON values (the answer types themselves describe them in the OpenAPI
+schema) and :func:`load_result` reads them back into the same values the Python API returns, so
 ``client.graph(user_id=...)`` answers as ``mem.graph(user_id=...)`` does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
-from remem.graph.profile import (
-    Profile,
-    ProfileChange,
-    ProfileSlot,
-    TimelineEvent,
-    XPatch,
-)
-from remem.graph.types import Entity, EntityPage, Episode, Fact, FactHit, IngestResult
+from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch
+from remem.graph.types import EntityPage, FactHit, IngestResult
 from remem.memory.requests import Messages
 from remem.requests import Limit, Request, ScopeId, Timestamp
 
-__all__ = ["EntityPageOut", "EntityRequest", "ExpandRequest", "FactHitsOut",
-           "GraphRequest", "IngestEpisodeRequest", "IngestOut", "PatchProfileRequest",
-           "ProfileChangesOut", "ProfileOut", "ProfileRequest", "SearchFactsRequest",
-           "TimelineOut", "TimelineRequest", "dump_result", "load_result",
+__all__ = ["EntityRequest", "ExpandRequest", "FactHitsOut", "GraphRequest",
+           "IngestEpisodeRequest", "PatchProfileRequest", "ProfileChangesOut", "ProfileRequest",
+           "SearchFactsRequest", "TimelineOut", "TimelineRequest", "dump_result", "load_result",
            "run_graph_request"]
 
 Text = Annotated[str, Field(min_length=1, max_length=200_000)]
@@ -129,104 +121,26 @@ class TimelineRequest(GraphRequest):
 
 
 # -- answers --------------------------------------------------------------------------------
-
-
-class FactOut(BaseModel):
-    """A fact with both time lines (epoch seconds)."""
-
-    id: int
-    subject_id: int
-    predicate: str
-    object_id: int | None
-    value: str | None
-    fact: str
-    valid_at: float | None
-    invalid_at: float | None
-    recorded_at: float
-    expired_at: float | None
-    episodes: list[int]
-
-
-class FactHitOut(BaseModel):
-    """A search hit: the fact, its score, its signals and its path."""
-
-    fact: FactOut
-    score: float
-    signals: dict[str, list[float]]
-    distance: int | None
-    path: list[str]
-    subject: str
-    object: str | None
+# The answers are the Python API's own values (dataclasses FastAPI documents and pydantic
+# reads and writes); only lists get an envelope naming them.
 
 
 class FactHitsOut(BaseModel):
     """Hits, best first."""
 
-    hits: list[FactHitOut]
-
-
-class EntityOut(BaseModel):
-    """An entity."""
-
-    id: int
-    name: str
-    type: str
-    aliases: list[str]
-    summary: str
-    created_at: float
-    updated_at: float
-
-
-class EntityPageOut(BaseModel):
-    """An entity with its current facts and fact timeline."""
-
-    entity: EntityOut
-    current: list[FactOut]
-    timeline: list[FactOut]
-    names: dict[str, str] = Field(description="entity id -> name of every entity touched")
-
-
-class IngestOut(BaseModel):
-    """What an episode changed and what it cost."""
-
-    episode: dict[str, Any]
-    entity_ids: list[int]
-    created_entities: list[int]
-    added: list[int]
-    confirmed: list[int]
-    invalidated: list[int]
-    llm_calls: int
-    input_tokens: int
-    output_tokens: int
-    resolutions: list[str]
-    profile_changes: list[list[str | None]]
-    events: list[int]
-
-
-class SlotOut(BaseModel):
-    """A profile slot."""
-
-    value: str
-    updated_at: float
-    episode_id: int | None
-
-
-class ProfileOut(BaseModel):
-    """topic -> sub-topic -> slot."""
-
-    topics: dict[str, dict[str, SlotOut]]
+    hits: list[FactHit]
 
 
 class ProfileChangesOut(BaseModel):
     """Recorded profile changes."""
 
-    changes: list[dict[str, Any]]
+    changes: list[ProfileChange]
 
 
 class TimelineOut(BaseModel):
     """Events, by time."""
 
-    events: list[dict[str, Any]]
+    events: list[TimelineEvent]
 
 
 # -- running and (de)serialising --------------------------------------------------------------
@@ -256,107 +170,40 @@ def run_graph_request(graph: Any, request: GraphRequest) -> Any:
     raise TypeError(f"not a graph request: {type(request).__name__}")
 
 
-def _entity(e: Entity) -> dict[str, Any]:
-    return {"id": e.id, "name": e.name, "type": e.type, "aliases": list(e.aliases),
-            "summary": e.summary, "created_at": e.created_at, "updated_at": e.updated_at}
+#: per request: the answer's type, and the envelope key a list answer goes under
+_ANSWERS: dict[type[GraphRequest], tuple[Any, str | None]] = {
+    IngestEpisodeRequest: (IngestResult, None), SearchFactsRequest: (list[FactHit], "hits"),
+    EntityRequest: (EntityPage, None), ExpandRequest: (list[FactHit], "hits"),
+    ProfileRequest: (Profile, None), PatchProfileRequest: (list[ProfileChange], "changes"),
+    TimelineRequest: (list[TimelineEvent], "events"),
+}
+_ADAPTERS: dict[type[GraphRequest], TypeAdapter[Any]] = {
+    kind: TypeAdapter(answer) for kind, (answer, _) in _ANSWERS.items()}
 
-
-def dump_result(request: GraphRequest, result: Any) -> dict[str, Any]:
-    """The answer to ``request`` as JSON values (the response model's shape)."""
-    if isinstance(request, SearchFactsRequest | ExpandRequest):
-        return {"hits": [h.to_dict() for h in result]}
-    if isinstance(request, EntityRequest):
-        page: EntityPage = result
-        return {"entity": _entity(page.entity), "current": [f.to_dict() for f in page.current],
-                "timeline": [f.to_dict() for f in page.timeline],
-                "names": {str(k): v for k, v in page.names.items()}}
-    if isinstance(request, IngestEpisodeRequest):
-        r: IngestResult = result
-        e = r.episode
-        return {"episode": {"id": e.id, "content": e.content, "event_at": e.event_at,
-                            "recorded_at": e.recorded_at, "source_ids": list(e.source_ids),
-                            "source": e.source},
-                "entity_ids": list(r.entity_ids), "created_entities": list(r.created_entities),
-                "added": list(r.added), "confirmed": list(r.confirmed),
-                "invalidated": list(r.invalidated), "llm_calls": r.llm_calls,
-                "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
-                "resolutions": list(r.resolutions),
-                "profile_changes": [list(c) for c in r.profile_changes],
-                "events": list(r.events)}
-    if isinstance(request, ProfileRequest):
-        profile: Profile = result
-        return {"topics": {t: {s: {"value": slot.value, "updated_at": slot.updated_at,
-                                   "episode_id": slot.episode_id} for s, slot in subs.items()}
-                           for t, subs in profile.topics.items()}}
-    if isinstance(request, PatchProfileRequest):
-        return {"changes": [c.to_dict() for c in result]}
-    if isinstance(request, TimelineRequest):
-        return {"events": [e.to_dict() for e in result]}
-    raise TypeError(f"not a graph request: {type(request).__name__}")
-
-
-#: the response model of each request
-RESPONSE_MODELS: dict[type[GraphRequest], type[BaseModel]] = {
-    IngestEpisodeRequest: IngestOut, SearchFactsRequest: FactHitsOut,
-    EntityRequest: EntityPageOut, ExpandRequest: FactHitsOut, ProfileRequest: ProfileOut,
+#: the response model of each request (what the route declares)
+RESPONSE_MODELS: dict[type[GraphRequest], Any] = {
+    IngestEpisodeRequest: IngestResult, SearchFactsRequest: FactHitsOut,
+    EntityRequest: EntityPage, ExpandRequest: FactHitsOut, ProfileRequest: Profile,
     PatchProfileRequest: ProfileChangesOut, TimelineRequest: TimelineOut,
 }
 
 
-def _fact(d: dict[str, Any]) -> Fact:
-    return Fact(d["id"], d["subject_id"], d["predicate"], d["object_id"], d["value"],
-                d["fact"], d["valid_at"], d["invalid_at"], d["recorded_at"], d["expired_at"],
-                tuple(d["episodes"]))
+def _kind(request_type: type[GraphRequest]) -> type[GraphRequest]:
+    if request_type not in _ANSWERS:
+        raise TypeError(f"not a graph request: {request_type.__name__}")
+    return request_type
 
 
-def _hit(d: dict[str, Any]) -> FactHit:
-    return FactHit(_fact(d["fact"]), d["score"],
-                   {k: (int(v[0]), float(v[1])) for k, v in d["signals"].items()},
-                   d["distance"], tuple(d["path"]), d["subject"], d["object"])
-
-
-def _load_entity(d: dict[str, Any]) -> Entity:
-    return Entity(d["id"], d["name"], d["type"], tuple(d["aliases"]), d["summary"],
-                  d["created_at"], d["updated_at"])
-
-
-def _load_ingest(d: dict[str, Any]) -> IngestResult:
-    e = d["episode"]
-    return IngestResult(
-        Episode(e["id"], e["content"], e["event_at"], e["recorded_at"],
-                tuple(e["source_ids"]), e["source"]),
-        tuple(d["entity_ids"]), tuple(d["created_entities"]), tuple(d["added"]),
-        tuple(d["confirmed"]), tuple(d["invalidated"]), d["llm_calls"], d["input_tokens"],
-        d["output_tokens"], tuple(d["resolutions"]),
-        tuple((c[0], c[1], c[2]) for c in d["profile_changes"]), tuple(d["events"]))
-
-
-def _change(d: dict[str, Any]) -> ProfileChange:
-    return ProfileChange(d["id"], d["topic"], d["sub_topic"], d["op"], d["old"], d["new"],
-                         d["changed_at"], d["episode_id"])
-
-
-def _event(d: dict[str, Any]) -> TimelineEvent:
-    return TimelineEvent(d["id"], d["happened_at"], d["text"], tuple(d["tags"]),
-                         d["episode_id"], d["recorded_at"])
-
-
-_LOADERS: dict[type[GraphRequest], Callable[[dict[str, Any]], Any]] = {
-    IngestEpisodeRequest: _load_ingest,
-    SearchFactsRequest: lambda d: [_hit(h) for h in d["hits"]],
-    ExpandRequest: lambda d: [_hit(h) for h in d["hits"]],
-    EntityRequest: lambda d: EntityPage(
-        _load_entity(d["entity"]), tuple(map(_fact, d["current"])),
-        tuple(map(_fact, d["timeline"])), {int(k): v for k, v in d["names"].items()}),
-    ProfileRequest: lambda d: Profile({t: {s: ProfileSlot(v["value"], v["updated_at"],
-                                                          v["episode_id"])
-                                           for s, v in subs.items()}
-                                       for t, subs in d["topics"].items()}),
-    PatchProfileRequest: lambda d: [_change(c) for c in d["changes"]],
-    TimelineRequest: lambda d: [_event(e) for e in d["events"]],
-}
+def dump_result(request: GraphRequest, result: Any) -> dict[str, Any]:
+    """The answer to ``request`` as JSON values (the response model's shape)."""
+    kind = _kind(type(request))
+    value = _ADAPTERS[kind].dump_python(result, mode="json")
+    key = _ANSWERS[kind][1]
+    return value if key is None else {key: value}
 
 
 def load_result(request_type: type[GraphRequest], data: dict[str, Any]) -> Any:
     """Read an answer (:func:`dump_result`'s shape) back into the Python API's values."""
-    return _LOADERS[request_type](data)
+    kind = _kind(request_type)
+    key = _ANSWERS[kind][1]
+    return _ADAPTERS[kind].validate_python(data if key is None else data[key])

@@ -2,7 +2,8 @@
 tenant.
 
 Each body is a request value of :mod:`remem.graph.requests` (the OpenAPI schema), run on
-``Memory.graph(user_id=..., agent_id=...)`` of the tenant's memory: the graph lives under the
+``Memory.graph(user_id=..., agent_id=...)`` of the tenant's memory; each answer is the Python
+API's own value (:mod:`remem.graph.types`; a list in an envelope). The graph lives under the
 tenant's prefix, so another tenant's key sees none of it (an entity id from elsewhere is
 404). Errors map as everywhere: a bad field 422, an unknown entity 404, an ingest without a
 server model 400.
@@ -16,17 +17,15 @@ from fastapi import APIRouter
 from fastapi import Request as HttpRequest
 
 from remem.errors import UnsupportedError
+from remem.graph.profile import Profile
 from remem.graph.requests import (
-    EntityPageOut,
     EntityRequest,
     ExpandRequest,
     FactHitsOut,
     GraphRequest,
     IngestEpisodeRequest,
-    IngestOut,
     PatchProfileRequest,
     ProfileChangesOut,
-    ProfileOut,
     ProfileRequest,
     SearchFactsRequest,
     TimelineOut,
@@ -34,6 +33,7 @@ from remem.graph.requests import (
     dump_result,
     run_graph_request,
 )
+from remem.graph.types import EntityPage, IngestResult
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES
 from remem.server.state import Principal
@@ -56,7 +56,7 @@ async def _run(http: HttpRequest, who: Principal, request: GraphRequest, *,
     return result
 
 
-@router.post("/episodes", response_model=IngestOut, summary="Ingest an episode")
+@router.post("/episodes", response_model=IngestResult, summary="Ingest an episode")
 async def ingest_episode(body: IngestEpisodeRequest, who: Writer,
                          http: HttpRequest) -> dict[str, Any]:
     """Learn entities, facts, profile changes and events from one episode with the server's
@@ -75,7 +75,7 @@ async def search_facts(body: SearchFactsRequest, who: Reader,
     return await _run(http, who, body)
 
 
-@router.post("/entity", response_model=EntityPageOut, summary="Read an entity's page")
+@router.post("/entity", response_model=EntityPage, summary="Read an entity's page")
 async def get_entity(body: EntityRequest, who: Reader, http: HttpRequest) -> dict[str, Any]:
     """The entity (by id, name or alias), its current facts and its fact timeline (404 if
     none; 422 when a name fits several entities, naming their ids)."""
@@ -88,7 +88,7 @@ async def expand_entity(body: ExpandRequest, who: Reader, http: HttpRequest) -> 
     return await _run(http, who, body)
 
 
-@router.post("/profile", response_model=ProfileOut, summary="Read a user's profile")
+@router.post("/profile", response_model=Profile, summary="Read a user's profile")
 async def get_profile(body: ProfileRequest, who: Reader, http: HttpRequest) -> dict[str, Any]:
     """The user's profile: topic -> sub-topic -> value (``as_of``: as it stood then)."""
     return await _run(http, who, body)
