@@ -24,6 +24,7 @@ by name (:data:`VARIANTS`: the fusion choices of ``docs/search.md`` and recency)
 reported like a mode, with recall@10 per pool (one person, or one conversation) so a change
 that helps one pool and hurts another shows. ``--tokenizer`` indexes with another
 segmentation of Chinese (:data:`TOKENIZERS`, experiments that are not part of remem).
+``--pool file`` puts all ten people of ``zh_daily`` in one namespace (a harder setting).
 """
 
 from __future__ import annotations
@@ -135,10 +136,12 @@ class _PoolNow(StoreRetriever):
         return [hit.key for hit in hits]
 
 
-def load_daily(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str]]:
+def load_daily(path: Path, pool: str = "trajectory"
+               ) -> tuple[LocomoDataset, dict[tuple[str, int], str]]:
     """``zh_daily.json`` read as ``remem eval memdaily --pool trajectory`` reads it: each
-    person's messages one pool (namespace), each question's ``kind`` its category."""
-    labelled = load_memdaily(path, pool="trajectory")
+    person's messages one pool (namespace), each question's ``kind`` its category (``pool=
+    "file"``: all in one pool)."""
+    labelled = load_memdaily(path, pool=pool)  # type: ignore[arg-type]
     return labelled.data, dict(labelled.kinds)
 
 
@@ -229,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES))
     parser.add_argument("--variants", nargs="*", choices=tuple(VARIANTS), default=[])
     parser.add_argument("--tokenizer", choices=tuple(TOKENIZERS), default="default")
+    parser.add_argument("--pool", choices=("trajectory", "file"), default="trajectory",
+                        help="zh_daily: one namespace per person, or all ten in one")
     parser.add_argument("--vector-cache", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/zh_recall.json"))
     args = parser.parse_args(argv)
@@ -241,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"modes": args.modes, "variants": args.variants,
                               "tokenizer": args.tokenizer, "sets": {}}
     for name in args.sets:
-        dataset, kinds = (load_daily(DATA / "zh_daily.json") if name == "daily"
+        dataset, kinds = (load_daily(DATA / "zh_daily.json", args.pool) if name == "daily"
                           else load_memories(DATA / "zh_memories.json"))
         started = time.perf_counter()
         figures = measure(dataset, kinds, args.modes, embedder, args.variants,
