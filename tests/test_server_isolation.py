@@ -470,22 +470,32 @@ def _budgets(w: World) -> None:
 
 
 def _usage(w: World) -> None:
-    """B's usage shows none of A's chat model calls or memory changes, whatever the
-    window."""
+    """A's chat model calls show in A's usage only; each tenant's memory changes per day
+    are within its own history (B may have calls and changes of its own)."""
     from remem.background.access import recorder_of
     from remem.llm.base import Usage
     from remem.server.state import Principal
+    from remem.usage import count_history, day_window
 
     state = w.client.app.state.remem  # type: ignore[attr-defined]
-    state.usage().record("alpha", "extract", "m", Usage(1, 100, 10))
-    observer = recorder_of(state.memory_for(Principal("alpha")).store)
-    assert observer is not None
-    observer.flush()  # A's memory changes are counted (within ~50 ms otherwise)
+    before = w.client.get("/v1/usage", headers=w.b).json()
+    state.usage().record("alpha", "alpha-only-operation", "m", Usage(1, 100, 10))
     mine = w.client.get("/v1/usage", headers=w.a).json()
-    assert mine["total"]["calls"] >= 1 and mine["memories"]["events"] >= 1
-    theirs = w.client.get("/v1/usage", params={"since": mine["since"]}, headers=w.b).json()
-    assert theirs["total"] == {"calls": 0, "input_tokens": 0, "output_tokens": 0}
-    assert theirs["rows"] == [] and theirs["memories"]["events"] == 0
+    assert mine["by_operation"]["alpha-only-operation"]["calls"] == 1
+    theirs = w.client.get("/v1/usage", headers=w.b).json()
+    assert theirs["total"] == before["total"] and theirs["rows"] == before["rows"]
+    assert "alpha-only-operation" not in theirs["by_operation"]
+    for tenant, headers in (("alpha", w.a), ("beta", w.b)):
+        store = state.memory_for(Principal(tenant)).store
+        observer = recorder_of(store)
+        assert observer is not None
+        observer.flush()  # memory changes are counted within ~50 ms; now
+        shown = w.client.get("/v1/usage", headers=headers).json()["memories"]["days"]
+        own = count_history(store, day_window()).days
+        # never more than its own history holds (imports restore events uncounted)
+        assert all(s[k] <= getattr(d, k) for s, d in zip(shown, own, strict=True)
+                   for k in ("written", "changed", "removed")), (tenant, shown, own)
+    assert mine["memories"]["events"] >= 1  # A's memories were written today
 
 
 MATRIX: dict[str, Callable[[World], None]] = {
