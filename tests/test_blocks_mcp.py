@@ -178,18 +178,33 @@ def test_conversation_search_reads_only_that_users_threads_in_the_tenant(
 @pytest.mark.slow
 def test_remem_mcp_serves_the_tools_it_is_asked_for(tmp_path: Path) -> None:
     db = tmp_path / "mcp.db"
+    policy = tmp_path / "policy.json"  # agent writer may write /memories, others ask
+    policy.write_text(json.dumps({"rules": [
+        {"effect": "allow", "paths": "/memories/**", "operations": ["write"],
+         "agent": "writer"},
+        {"effect": "ask", "paths": "/memories/**", "operations": ["write"]},
+        {"effect": "ask", "paths": "/shared/**", "operations": ["write"]},
+        {"effect": "deny", "paths": "/secrets/**"}]}))
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "remem", "mcp", "--db", str(db), "--embedder", "fake", "--tenant", "acme",
         "--files", "--context", "--blocks", "a1", "--archival", "alice",
-        "--conversations", "alice", "--procedural", "--graph"])
+        "--conversations", "alice", "--procedural", "--graph",
+        "--file-policy", str(policy), "--files-agent", "writer"])
 
-    async def run() -> tuple[set[str], Any]:
+    async def run() -> tuple[set[str], Any, list[Any]]:
         async with Client(params) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             reply = await client.call_tool("archival_memory_insert", {"content": "kept"})
-            return names, reply
+            files = [await client.call_tool("write_file", {"path": path, "content": "x"})
+                     for path in ("/memories/m.md", "/shared/s.md", "/secrets/k.txt")]
+            return names, reply, files
 
-    names, reply = asyncio.run(asyncio.wait_for(run(), 60))
+    names, reply, files = asyncio.run(asyncio.wait_for(run(), 60))
+    written, asked, denied = files
+    assert json.loads(written.content[0].text)["result"]["path"] == "/memories/m.md"
+    assert json.loads(asked.content[0].text)["result"]["status"] == "needs_approval"
+    assert denied.is_error and "denied" in denied.content[0].text
+    assert 'rule 3 {"effect": "deny", "paths": "/secrets/**"}' in denied.content[0].text
     assert {*BLOCK_TOOLS, *ARCHIVAL_TOOLS, *CONVERSATION_TOOLS, "get_context", "ls",
             "read_file", "write_file", "edit_file", "glob", "grep", "add_memory",
             "get_prompt", "select_examples", "search_facts", "get_entity", "get_profile",

@@ -131,3 +131,70 @@ def test_file_tools_answer_with_the_pending_approval() -> None:
     approvals.approve(answer["approval_id"])
     read = tools.execute(ToolCall(id="3", name="read_file", arguments={"path": "/memories/a.md"}))
     assert json.loads(read.text)["content"] == "x"
+
+
+WRITER_FIRST = Policy(rules([
+    {"effect": "allow", "paths": "/memories/**", "operations": ["write", "edit"],
+     "agent": "writer"},
+    {"effect": "ask", "paths": "/memories/**", "operations": ["write", "edit"]},
+    {"effect": "deny", "paths": "/hr/**", "org": "acme", "user": "bob"},
+    {"effect": "deny", "paths": "/legacy/**", "scope": "intern"},
+]))
+
+
+def test_rules_match_the_callers_org_user_and_agent() -> None:
+    from remem.files.permissions import Caller
+
+    writer, reader = Caller("acme", "ann", "writer"), Caller("acme", "ann", "reader")
+    assert WRITER_FIRST.decide("write", "/memories/a.md", writer) == "allow"
+    assert WRITER_FIRST.decide("write", "/memories/a.md", reader) == "ask"
+    assert WRITER_FIRST.decide("write", "/memories/a.md", Caller("acme")) == "ask"  # no agent
+    assert WRITER_FIRST.decide("read", "/memories/a.md", reader) == "allow"  # the default
+    # every id a rule names must match
+    assert WRITER_FIRST.decide("read", "/hr/pay.md", Caller("acme", "bob")) == "deny"
+    assert WRITER_FIRST.decide("read", "/hr/pay.md", Caller("other", "bob")) == "allow"
+    assert WRITER_FIRST.decide("read", "/hr/pay.md", Caller("acme", "ann")) == "allow"
+    # scope: any of the caller's ids; a plain string names the agent, as it always did
+    assert WRITER_FIRST.decide("read", "/legacy/x", Caller(user="intern")) == "deny"
+    assert WRITER_FIRST.decide("read", "/legacy/x", "intern") == "deny"
+    assert WRITER_FIRST.decide("write", "/memories/a.md", "writer") == "allow"
+
+
+def test_guarded_files_for_one_agent_write_for_others_ask() -> None:
+    from remem.files.permissions import Caller
+
+    files = InMemoryFileBackend()
+    approvals = Approvals(InMemoryFileBackend(), files)
+    writer = GuardedFiles(files, WRITER_FIRST, approvals, scope=Caller("acme", "ann", "writer"))
+    other = GuardedFiles(files, WRITER_FIRST, approvals, scope=Caller("acme", "ann", "helper"))
+    assert writer.write("/memories/a.md", "Ann likes tea").path == "/memories/a.md"
+    parked = other.edit("/memories/a.md", "tea", "coffee")
+    assert isinstance(parked, Interrupt)
+    assert files.read("/memories/a.md").content == "Ann likes tea"
+    [pending] = approvals.pending()
+    assert pending.scope == "org acme, user ann, agent helper"  # who asked, for the human
+    bob = GuardedFiles(files, WRITER_FIRST, approvals, scope=Caller("acme", "bob"))
+    with pytest.raises(PermissionDeniedError) as denied:
+        bob.read("/hr/pay.md")
+    # the message names the rule that decided, as the policy file writes it
+    assert 'rule 2 {"effect": "deny", "paths": "/hr/**", "org": "acme", "user": "bob"}' \
+        in str(denied.value)
+
+
+@pytest.mark.parametrize(("rule", "names"), [
+    ({"effect": "allow", "agent": ""}, ["rule 0", "agent", "non-empty id", "'writer'"]),
+    ({"effect": "allow", "user": 7}, ["rule 0", "user", "non-empty id", "'alice'"]),
+    ({"effect": "deny", "paths": "/a/../b"}, ["rule 0", "paths", "'..'", "/memories/**"]),
+    ({"effect": "deny", "paths": ["/a"]}, ["rule 0", "paths", "one glob"]),
+    ({"effect": "ask", "operations": "write"}, ["rule 0", "operations", '["write", "edit"]']),
+    ({"effect": "ask", "operations": ["chmod"]}, ["rule 0", "operations", "read, write"]),
+    ({"effect": "nope"}, ["rule 0", "effect", "allow, deny or ask"]),
+    ({"effect": "ask", "agents": "x"}, ["rule 0", "unknown field", "agents", "agent"]),
+    ("deny /x", ["rule 0", "must be an object"]),
+])
+def test_a_bad_rule_names_its_position_the_field_and_the_fix(rule: object,
+                                                            names: list[str]) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        rules([rule])  # type: ignore[list-item]
+    for name in names:
+        assert name in str(raised.value), (name, str(raised.value))

@@ -175,3 +175,86 @@ def test_serve_refuses_a_file_policy_that_does_not_exist(tmp_path: Path) -> None
                                       "--file-policy", str(tmp_path / "missing.json")])
     assert result.exit_code == 2
     assert "--file-policy" in result.output and "does not exist" in result.output
+
+
+AGENT_SPEC = {"default": "allow", "rules": [
+    {"effect": "allow", "paths": "/memories/**", "operations": ["write", "edit"],
+     "agent": "writer"},
+    {"effect": "ask", "paths": "/memories/**", "operations": ["write", "edit"]},
+    {"effect": "deny", "paths": "/payroll/**", "user": "bob"},
+]}
+
+
+def test_rules_naming_an_agent_or_user_match_the_request_over_http_and_mcp(
+        tmp_path: Path) -> None:
+    """``agent_id`` / ``user_id`` on a file route, and the ``X-Remem-Agent-Id`` /
+    ``X-Remem-User-Id`` headers of an MCP connection, are who the rules see."""
+    import contextlib
+
+    import httpx
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from remem.testing.server import ThreadedServer
+
+    app = create_app(ServerConfig(db=str(tmp_path / "a.db"), embedder=FakeEmbedder()),
+                     mcp_tools={"files": True})
+    state: ServerState = app.state.remem
+    set_file_policy(state, Policy(rules(AGENT_SPEC["rules"])))
+    key = state.keys.create("acme")[0]
+    auth = {"Authorization": f"Bearer {key}"}
+    body = {"path": "/memories/plan.md", "content": "Ship Friday"}
+
+    async def mcp_calls(url: str, headers: dict[str, str]) -> list[Any]:
+        async with contextlib.AsyncExitStack() as stack:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers={**auth, **headers}))
+            client = await stack.enter_async_context(
+                Client(streamable_http_client(url + "/mcp", http_client=http)))
+            return [await client.call_tool("write_file", body),
+                    await client.call_tool("read_file", {"path": "/payroll/2026.md"})]
+
+    try:
+        with ThreadedServer(app) as server, httpx.Client(base_url=server.url,
+                                                         headers=auth) as http:
+            as_writer = http.post("/v1/files/write", params={"agent_id": "writer"}, json=body)
+            assert as_writer.status_code == 200, as_writer.text
+            as_helper = http.post("/v1/files/write", params={"agent_id": "helper"}, json=body)
+            assert as_helper.status_code == 202 and as_helper.json()["status"] == \
+                "needs_approval"
+            assert http.post("/v1/files/write", json=body).status_code == 202  # no agent
+            denied = http.post("/v1/files/read", params={"user_id": "bob"},
+                               json={"path": "/payroll/2026.md"})
+            assert denied.status_code == 403 and '"user": "bob"' in denied.json()["message"]
+            bad = http.post("/v1/files/ls", params={"agent_id": "a\nb"}, json={})
+            assert bad.status_code == 422 and "agent_id" in bad.text
+            twice = http.post("/v1/files/ls?agent_id=a&agent_id=b", json={})
+            assert twice.status_code == 422
+            listed = http.get("/v1/approvals").json()["approvals"]  # oldest first
+            assert [a["scope"] for a in listed] == ["org acme, agent helper", "org acme"]
+
+            writer = asyncio.run(mcp_calls(server.url, {"X-Remem-Agent-Id": "writer",
+                                                        "X-Remem-User-Id": "bob"}))
+            other = asyncio.run(mcp_calls(server.url, {"X-Remem-Agent-Id": "helper"}))
+        assert not writer[0].is_error, writer[0].content[0].text
+        assert json.loads(writer[0].content[0].text)["result"]["path"] == "/memories/plan.md"
+        assert writer[1].is_error and "rule 2" in writer[1].content[0].text  # bob: denied
+        assert json.loads(other[0].content[0].text)["result"]["status"] == "needs_approval"
+        assert not other[1].is_error or "rule" not in other[1].content[0].text
+    finally:
+        state.close()
+
+
+def test_remem_mcp_and_serve_refuse_a_bad_policy_file_at_start(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from remem.cli import cli
+
+    bad = tmp_path / "policy.json"
+    bad.write_text(json.dumps({"rules": [{"effect": "allow", "agent": ""}]}))
+    for command in (["mcp", "--files"], ["serve"]):
+        result = CliRunner().invoke(cli, [*command, "--db", str(tmp_path / "x.db"),
+                                          "--file-policy", str(bad)])
+        assert result.exit_code == 2, result.output
+        for needle in ("--file-policy", "policy.json", "rule 0", "agent", "'writer'"):
+            assert needle in result.output, (command, needle, result.output)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -22,9 +24,13 @@ from remem.cli.common import (
     make_embedder,
 )
 from remem.embed.base import Embedder
+from remem.files.permissions import POLICY_ENV
 from remem.store import is_dsn
 
-__all__ = ["SERVICE_COMMANDS", "app_from_env", "keys_group", "mcp_command", "serve_command"]
+__all__ = ["MCP_SWITCHES", "SERVICE_COMMANDS", "McpSwitch", "app_from_env", "file_policy_option",
+           "keys_group", "mcp_command", "mcp_switches", "serve_command"]
+
+FC = TypeVar("FC", bound=Callable[..., Any])
 
 _DB_HELP = "SQLite file or postgresql:// DSN the server keeps memories and keys in."
 
@@ -66,6 +72,85 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
                 raise
             raise CommandFailed(f"{exc}. --embedder {asked} is not available here, so this "
                                 "database cannot be searched as it was indexed") from None
+
+
+@dataclass(frozen=True, slots=True)
+class McpSwitch:
+    """One opt-in group of MCP tools: ``remem mcp --{name}`` and ``remem serve --mcp-{name}``
+    (declared once here for both); ``keyword``: :func:`remem.server.mcp.build_mcp`'s keyword;
+    ``metavar``: the value it takes (``None``: a flag)."""
+
+    name: str
+    keyword: str
+    metavar: str | None
+    serves: str
+
+    def option(self, prefix: str, where: str) -> Callable[[FC], FC]:
+        """The click option, ``--{prefix}{name}``; ``where``: where the tools are served."""
+        text = f"Also serve {self.serves.format(at=where)}"
+        if self.metavar is None:
+            return click.option(f"--{prefix}{self.name}", self.keyword, is_flag=True,
+                                help=text)
+        return click.option(f"--{prefix}{self.name}", self.keyword, metavar=self.metavar,
+                            default=None, help=text)
+
+
+MCP_SWITCHES: tuple[McpSwitch, ...] = (
+    McpSwitch("files", "files", None,
+              "the file tools (ls, read_file, write_file, edit_file, glob, grep){at}, on the "
+              "tenant's default file tree, within the file permissions."),
+    McpSwitch("context", "context", None,
+              "get_context (context within a token budget){at}."),
+    McpSwitch("blocks", "blocks_agent", "AGENT",
+              "the block tools (core_memory_append, core_memory_replace, memory_rethink){at}, "
+              "on agent AGENT's blocks in the tenant."),
+    McpSwitch("archival", "archival_user", "USER",
+              "archival_memory_insert / archival_memory_search{at}, on user USER's memories "
+              "in the tenant."),
+    McpSwitch("conversations", "conversation_user", "USER",
+              "conversation_search{at}, over the tenant's threads of user USER (metadata "
+              "user_id)."),
+    McpSwitch("procedural", "procedural", None,
+              "the prompt and episode tools (get_prompt, list_prompts, select_examples, "
+              "add_episode){at}."),
+    McpSwitch("graph", "graph", None,
+              "the temporal graph tools (search_facts, get_entity, get_profile, get_timeline; "
+              "ingest_episode with a chat model){at}."),
+)
+"""The MCP tool switches of ``remem mcp`` and ``remem serve``, in help order."""
+
+
+def mcp_switches(prefix: str, where: str) -> Callable[[FC], FC]:
+    """Every :data:`MCP_SWITCHES` option, spelt ``--{prefix}{name}``."""
+    def decorate(fn: FC) -> FC:
+        for switch in reversed(MCP_SWITCHES):  # click shows options in decoration order
+            fn = switch.option(prefix, where)(fn)
+        return fn
+    return decorate
+
+
+def _checked_policy(ctx: click.Context, param: click.Parameter,
+                    value: str | None) -> str | None:
+    """A policy file that cannot be used is refused before serving: the message names the
+    file, the rule, the field and the fix."""
+    if value is None:
+        return None
+    from remem.errors import ConfigError
+    from remem.files.permissions import load_policy
+
+    try:
+        load_policy(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return os.path.abspath(value)
+
+
+file_policy_option = click.option(
+    "--file-policy", envvar=POLICY_ENV, default=None, metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False), callback=_checked_policy,
+    help="JSON file of file permission rules (allow, deny, ask) that every file route and "
+         f"MCP file tool obeys; checked at start. Default: ${POLICY_ENV}, else allow "
+         "everything.")
 
 
 @click.command("serve")
@@ -113,41 +198,15 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
               show_default=True, metavar="N",
               help="Also run background jobs (POST /v1/memories/submit) in each server "
                    "process, N at once (0: leave them to `remem worker`).")
-@click.option("--mcp-files", is_flag=True,
-              help="Also serve the file tools (ls, read_file, write_file, edit_file, glob, "
-                   "grep) at /mcp, on each tenant's default file tree.")
-@click.option("--mcp-context", is_flag=True,
-              help="Also serve get_context (context within a token budget) at /mcp.")
-@click.option("--mcp-blocks", metavar="AGENT", default=None,
-              help="Also serve the block tools (core_memory_append, core_memory_replace, "
-                   "memory_rethink) at /mcp, on agent AGENT's blocks in each tenant.")
-@click.option("--mcp-archival", metavar="USER", default=None,
-              help="Also serve archival_memory_insert / archival_memory_search at /mcp, on "
-                   "user USER's memories in each tenant.")
-@click.option("--mcp-conversations", metavar="USER", default=None,
-              help="Also serve conversation_search at /mcp, over the threads of user USER "
-                   "(metadata user_id) in each tenant.")
-@click.option("--mcp-procedural", is_flag=True,
-              help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
-                   "select_examples, add_episode) at /mcp.")
-@click.option("--mcp-graph", is_flag=True,
-              help="Also serve the temporal graph tools (search_facts, get_entity, "
-                   "get_profile, get_timeline; ingest_episode with a chat model) at /mcp.")
-@click.option("--file-policy", envvar="REMEM_FILE_POLICY", default=None, metavar="FILE",
-              type=click.Path(exists=True, dir_okay=False),
-              help="JSON file of file permission rules (allow, deny, ask) that every "
-                   "/v1/files route and MCP file tool obeys. Default: $REMEM_FILE_POLICY, "
-                   "else allow everything.")
+@mcp_switches("mcp-", " at /mcp")
+@file_policy_option
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
                   embedder: str, no_mcp: bool, ui: bool, graceful_timeout: int, workers: int,
                   store_threads: int, rate_limit: float | None, rate_burst: float | None,
                   ready_timeout: float, quota_items: int | None, quota_bytes: int | None,
                   metrics_token: str | None, log_level: str,
-                  workers_in_process: int = 0, mcp_files: bool = False,
-                  mcp_context: bool = False, mcp_blocks: str | None = None,
-                  mcp_archival: str | None = None,
-                  mcp_conversations: str | None = None, mcp_procedural: bool = False,
-                  mcp_graph: bool = False, file_policy: str | None = None) -> None:
+                  workers_in_process: int = 0, file_policy: str | None = None,
+                  **mcp_tools: Any) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
@@ -166,10 +225,8 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     _refuse_keyword_only(db, embedder, asked=asked)
     import uvicorn
 
-    from remem.server.routes_files import FILE_POLICY_ENV
-
     if file_policy is not None:  # the server and its worker processes read it from there
-        os.environ[FILE_POLICY_ENV] = os.path.abspath(file_policy)
+        os.environ[POLICY_ENV] = file_policy
 
     settings = {"db": db, "auth": not no_auth, "max_body_bytes": max_body_bytes,
                 "embedder": embedder, "mcp": not no_mcp, "host": host,
@@ -178,8 +235,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
                 "metrics_token": metrics_token, "workers_in_process": workers_in_process,
                 "ui": ui,
-                "mcp_tools": _mcp_tools(mcp_files, mcp_context, mcp_blocks, mcp_archival,
-                                        mcp_conversations, mcp_procedural, mcp_graph)}
+                "mcp_tools": _mcp_tools(**mcp_tools)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
@@ -342,13 +398,13 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
     click.echo(f"revoked {info.key_id} (tenant {info.tenant})", err=True)
 
 
-def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | None,
-               conversations: str | None = None, procedural: bool = False,
-               graph: bool = False) -> dict[str, Any]:
-    """The opt-in MCP tools as :func:`remem.server.mcp.build_mcp` keywords (JSON: the
-    settings travel to worker processes in the environment)."""
-    return {"files": files, "context": context, "blocks_agent": blocks,
-            "archival_user": archival, "conversation_user": conversations,
+def _mcp_tools(files: bool = False, context: bool = False, blocks_agent: str | None = None,
+               archival_user: str | None = None, conversation_user: str | None = None,
+               procedural: bool = False, graph: bool = False) -> dict[str, Any]:
+    """The opt-in MCP tools (:data:`MCP_SWITCHES`) as :func:`remem.server.mcp.build_mcp`
+    keywords (JSON: the settings travel to worker processes in the environment)."""
+    return {"files": files, "context": context, "blocks_agent": blocks_agent,
+            "archival_user": archival_user, "conversation_user": conversation_user,
             "procedural": procedural, "graph": graph}
 
 
@@ -362,31 +418,18 @@ def _mcp_tools(files: bool, context: bool, blocks: str | None, archival: str | N
 @click.option("--allow-forget", is_flag=True,
               help="Also serve forget_memories, which forgets every memory of a scope in one "
                    "call (off by default: too much for a tool a prompt could misuse).")
-@click.option("--files", is_flag=True,
-              help="Also serve the file tools (ls, read_file, write_file, edit_file, glob, "
-                   "grep) on the tenant's default file tree.")
-@click.option("--context", "context_tool", is_flag=True,
-              help="Also serve get_context (context within a token budget).")
-@click.option("--blocks", metavar="AGENT", default=None,
-              help="Also serve the block tools (core_memory_append, core_memory_replace, "
-                   "memory_rethink) on agent AGENT's blocks.")
-@click.option("--archival", metavar="USER", default=None,
-              help="Also serve archival_memory_insert / archival_memory_search on user "
-                   "USER's memories.")
-@click.option("--conversations", metavar="USER", default=None,
-              help="Also serve conversation_search over the threads of user USER (metadata "
-                   "user_id).")
-@click.option("--procedural", is_flag=True,
-              help="Also serve the prompt and episode tools (get_prompt, list_prompts, "
-                   "select_examples, add_episode).")
-@click.option("--graph", is_flag=True,
-              help="Also serve the temporal graph tools (search_facts, get_entity, "
-                   "get_profile, get_timeline; ingest_episode with a chat model).")
+@mcp_switches("", "")
+@file_policy_option
+@click.option("--files-user", metavar="USER", default=None,
+              help="The user the file tools act for: permission rules naming a user match "
+                   "it.")
+@click.option("--files-agent", metavar="AGENT", default=None,
+              help="The agent the file tools act for: permission rules naming an agent "
+                   "match it.")
 def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
-                allow_forget: bool, files: bool = False, context_tool: bool = False,
-                blocks: str | None = None, archival: str | None = None,
-                conversations: str | None = None, procedural: bool = False,
-                graph: bool = False) -> None:
+                allow_forget: bool, file_policy: str | None = None,
+                files_user: str | None = None, files_agent: str | None = None,
+                **mcp_tools: Any) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
     from functools import partial
@@ -406,6 +449,11 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
         state = ServerState.open(ServerConfig(db=db, embedder=_embedder(embedder),
                                               llm=model_from_env(), mcp=False))
     try:
+        if file_policy is not None:  # the file tools obey it, as remem serve's do
+            from remem.files.permissions import load_policy
+            from remem.server.routes_files import set_file_policy
+
+            set_file_policy(state, load_policy(file_policy))
         if api_key is not None:
             key = state.keys.verify(api_key)
             if key is None:
@@ -414,11 +462,10 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
         else:
             principal = Principal(check_tenant(tenant or LOCAL_TENANT))
         anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
-                          **_mcp_tools(files, context_tool, blocks, archival,
-                                       conversations, procedural, graph)))
+                          files_user=files_user, files_agent=files_agent,
+                          **_mcp_tools(**mcp_tools)))
     finally:
         state.close()
-
 
 
 #: the commands this module adds to ``remem``

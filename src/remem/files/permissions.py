@@ -2,8 +2,11 @@
 
 A :class:`Policy` is a list of :class:`Rule` values, each ``allow``, ``deny`` or ``ask`` for
 a path glob, a set of operations (``read``, ``write``, ``edit``, ``delete``; listing, glob,
-grep and history are reads, undo is a write) and optionally a scope (the agent, user or
-tenant acting). The first rule that matches decides; ``default`` decides when none does.
+grep and history are reads, undo is a write) and optionally who acts: ``org``, ``user`` and
+``agent`` each match that id of the :class:`Caller` (all those a rule names must match; a
+caller without that id does not), and ``scope`` matches any of the caller's ids. The first
+rule that matches decides; ``default`` decides when none does. So "agent ``writer`` may
+write ``/memories/**``, others ask" is two rules, in that order.
 
 :class:`GuardedFiles` runs file operations through a policy. ``deny`` raises
 :class:`~remem.errors.PermissionDeniedError`. ``ask`` does nothing yet and returns an
@@ -18,7 +21,13 @@ agent tools, the HTTP routes and the MCP tools share one guarded path.
 
     {"default": "allow",
      "rules": [{"effect": "deny", "paths": "/secrets/**"},
+               {"effect": "allow", "paths": "/memories/**", "operations": ["write", "edit"],
+                "agent": "writer"},
                {"effect": "ask", "paths": "/memories/**", "operations": ["write", "edit"]}]}
+
+A bad policy is an :class:`~remem.errors.InvalidInputError` (a
+:class:`~remem.errors.ConfigError` from :func:`load_policy`) naming the rule by its
+position, the field, the rule it breaks and the fix.
 """
 
 from __future__ import annotations
@@ -56,10 +65,12 @@ from remem.files.types import FileEvent, FileInfo, GrepMatch
 
 __all__ = [
     "OPERATIONS",
+    "POLICY_ENV",
     "Approval",
     "ApprovalStatus",
     "Approvals",
     "ApproveRequest",
+    "Caller",
     "Effect",
     "GuardedFiles",
     "Interrupt",
@@ -69,6 +80,7 @@ __all__ = [
     "RecoverRequest",
     "RejectRequest",
     "Rule",
+    "caller_of",
     "load_policy",
     "policy_from_spec",
     "rules",
@@ -77,36 +89,98 @@ __all__ = [
 Effect: TypeAlias = Literal["allow", "deny", "ask"]
 Operation: TypeAlias = Literal["read", "write", "edit", "delete"]
 OPERATIONS: Final = ("read", "write", "edit", "delete")
+#: the environment variable naming a policy file (``remem serve`` and ``remem mcp`` read it)
+POLICY_ENV: Final = "REMEM_FILE_POLICY"
 _EFFECTS: Final = ("allow", "deny", "ask")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who runs file operations: the organisation (on the server, the API key's tenant), the
+    user and the agent, each ``None`` when not known. Rules match on these ids."""
+
+    org: str | None = None
+    user: str | None = None
+    agent: str | None = None
+
+    def ids(self) -> tuple[str, ...]:
+        """The ids known, most general first."""
+        return tuple(i for i in (self.org, self.user, self.agent) if i is not None)
+
+    def label(self) -> str | None:
+        """How approvals record the caller: ``"org acme, user alice, agent writer"``."""
+        parts = [f"{kind} {value}" for kind, value in (
+            ("org", self.org), ("user", self.user), ("agent", self.agent)) if value is not None]
+        return ", ".join(parts) or None
+
+
+def caller_of(scope: str | Caller | None) -> Caller:
+    """``scope`` as a :class:`Caller`: a plain string names the agent (what
+    ``GuardedFiles(scope="planner")`` always meant)."""
+    if scope is None:
+        return Caller()
+    return scope if isinstance(scope, Caller) else Caller(agent=scope)
+
+
+#: the rule fields naming who acts, and an example of each for error messages
+_WHO: Final = (("scope", "acme"), ("org", "acme"), ("user", "alice"), ("agent", "writer"))
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     """``effect`` for ``operations`` (``None``: all) on paths matching ``paths`` (a glob from
-    the root, e.g. ``/memories/**``), for ``scope`` (``None``: anyone)."""
+    the root, e.g. ``/memories/**``), for callers whose ``org``, ``user`` and ``agent`` are
+    the ones given (``None``: any); ``scope`` matches a caller any of whose ids it is."""
 
     effect: Effect
     paths: str = "/**"
     operations: frozenset[str] | None = None
     scope: str | None = None
+    org: str | None = None
+    user: str | None = None
+    agent: str | None = None
 
     def __post_init__(self) -> None:
         if self.effect not in _EFFECTS:
-            raise InvalidInputError(f"rule effect must be allow, deny or ask, got "
+            raise InvalidInputError(f"effect must be allow, deny or ask, got "
                                     f"{self.effect!r}")
         if self.operations is not None:
             ops = frozenset(self.operations)
             bad = sorted(ops - set(OPERATIONS))
             if bad or not ops:
-                raise InvalidInputError(f"rule operations must be some of "
+                raise InvalidInputError(f"operations must be some of "
                                         f"{', '.join(OPERATIONS)}, got {sorted(ops)}")
             object.__setattr__(self, "operations", ops)
-        compile_glob(self.paths)
+        for name, example in _WHO:
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInputError(f"{name} must be a non-empty id such as {example!r} "
+                                        f"(or left out to match anyone), got {value!r}")
+        if not isinstance(self.paths, str):
+            raise InvalidInputError(f"paths must be one glob such as '/memories/**', got "
+                                    f"{self.paths!r}")
+        try:
+            compile_glob(self.paths)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"paths: {exc}; give a glob from the root such as "
+                                    "'/memories/**'") from None
 
-    def matches(self, operation: str, path: str, scope: str | None) -> bool:
-        """Whether the rule applies."""
+    def describe(self) -> str:
+        """The rule as a policy file writes it (the fields that are set), for messages."""
+        spec: dict[str, Any] = {"effect": self.effect, "paths": self.paths}
+        if self.operations is not None:
+            spec["operations"] = [o for o in OPERATIONS if o in self.operations]
+        spec.update({name: getattr(self, name) for name, _ in _WHO
+                     if getattr(self, name) is not None})
+        return json.dumps(spec)
+
+    def matches(self, operation: str, path: str, caller: Caller) -> bool:
+        """Whether the rule applies to ``caller`` doing ``operation`` on ``path``."""
         return ((self.operations is None or operation in self.operations)
-                and (self.scope is None or self.scope == scope)
+                and (self.scope is None or self.scope in caller.ids())
+                and (self.org is None or self.org == caller.org)
+                and (self.user is None or self.user == caller.user)
+                and (self.agent is None or self.agent == caller.agent)
                 and glob_matches(compile_glob(self.paths), path))
 
 
@@ -117,39 +191,49 @@ class Policy:
     rules: tuple[Rule, ...] = ()
     default: Effect = "allow"
 
-    def decide(self, operation: str, path: str, scope: str | None = None) -> Effect:
-        """The effect for ``operation`` on ``path`` by ``scope``."""
-        for rule in self.rules:
-            if rule.matches(operation, path, scope):
-                return rule.effect
-        return self.default
+    def decide(self, operation: str, path: str, scope: str | Caller | None = None) -> Effect:
+        """The effect for ``operation`` on ``path`` by ``scope`` (a :class:`Caller`, or an
+        agent's name)."""
+        return self.reason(operation, path, scope)[0]
+
+    def reason(self, operation: str, path: str,
+               scope: str | Caller | None = None) -> tuple[Effect, str]:
+        """:meth:`decide`'s effect and what decided it (``rule 2 {...}`` or ``the default``),
+        for messages."""
+        caller = caller_of(scope)
+        for position, rule in enumerate(self.rules):
+            if rule.matches(operation, path, caller):
+                return rule.effect, f"rule {position} {rule.describe()}"
+        return self.default, f"the policy's default ({self.default})"
 
 
 class GuardedFiles:
-    """File operations of ``files`` checked against ``policy`` for ``scope``; ``ask`` parks
-    the operation in ``approvals``."""
+    """File operations of ``files`` checked against ``policy`` for ``scope`` (a
+    :class:`Caller`, or an agent's name); ``ask`` parks the operation in ``approvals``."""
 
     def __init__(self, files: FileBackend, policy: Policy, approvals: Approvals, *,
-                 scope: str | None = None, actor: str = "agent",
+                 scope: str | Caller | None = None, actor: str = "agent",
                  requester: str | None = None) -> None:
         self.files = files
         self.policy = policy
         self.approvals = approvals
-        self.scope = scope
+        self.scope = caller_of(scope)
+        #: what parked approvals record as their scope (a plain name stays as it was given)
+        self.scope_label = scope if isinstance(scope, str) else self.scope.label()
         self.actor = actor
         #: who asks (e.g. an API key id): recorded with parked operations; it cannot approve
         self.requester = requester
 
     def _park(self, operation: str, path: str, arguments: dict[str, Any]) -> Interrupt:
-        return self.approvals.park(operation, path, arguments, self.scope,
+        return self.approvals.park(operation, path, arguments, self.scope_label,
                                    requested_by=self.requester)
 
     def _check(self, operation: str, path: str) -> Effect:
-        effect = self.policy.decide(operation, path, self.scope)
+        effect, why = self.policy.reason(operation, path, self.scope)
         if effect == "deny":
             raise PermissionDeniedError(
-                f"{operation} on {path!r} is denied by the file permissions; do not retry, "
-                "ask the user to change the rules if it is needed")
+                f"{operation} on {path!r} is denied by the file permissions ({why}); do not "
+                "retry, ask the user to change the rules if it is needed")
         return effect
 
     def _readable(self, path: str) -> bool:
@@ -245,24 +329,37 @@ class GuardedFiles:
         return self.grep(request.pattern, request.path, glob=request.glob)
 
 
+_RULE_FIELDS: Final = ("effect", "paths", "operations", "scope", "org", "user", "agent")
+
+
 def rules(spec: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
     """Rules from plain dicts (``{"effect": "ask", "paths": "/memories/**",
-    "operations": ["write"]}``), as read from a config file."""
+    "operations": ["write"], "agent": "writer"}``), as read from a config file; a bad one is
+    an :class:`~remem.errors.InvalidInputError` naming its position, the field and the fix."""
     out = []
     for position, item in enumerate(spec):
-        unknown = sorted(set(item) - {"effect", "paths", "operations", "scope"})
+        where = f"rule {position}"
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"{where}: must be an object such as "
+                                    '{"effect": "deny", "paths": "/secrets/**"}, got '
+                                    f"{item!r}")
+        unknown = sorted(set(item) - set(_RULE_FIELDS))
         if unknown:
-            raise InvalidInputError(f"rule {position}: unknown field(s) {', '.join(unknown)}; "
-                                    "a rule has effect, paths, operations and scope")
+            raise InvalidInputError(f"{where}: unknown field(s) {', '.join(unknown)}; a rule "
+                                    f"has {', '.join(_RULE_FIELDS)}")
         if "effect" not in item:
-            raise InvalidInputError(f"rule {position}: effect is missing; give allow, deny "
-                                    "or ask")
+            raise InvalidInputError(f"{where}: effect is missing; give allow, deny or ask")
         ops = item.get("operations")
-        if isinstance(ops, str):
-            raise InvalidInputError(f"rule {position}: operations must be a list such as "
+        if ops is not None and (not isinstance(ops, list)
+                                or not all(isinstance(o, str) for o in ops)):
+            raise InvalidInputError(f"{where}: operations must be a list such as "
                                     f'["write", "edit"], got {ops!r}')
-        out.append(Rule(item["effect"], item.get("paths", "/**"),
-                        frozenset(ops) if ops is not None else None, item.get("scope")))
+        try:
+            out.append(Rule(item["effect"], item.get("paths", "/**"),
+                            frozenset(ops) if ops is not None else None,
+                            **{name: item.get(name) for name, _ in _WHO}))
+        except InvalidInputError as exc:  # the field's own message, with the rule's position
+            raise InvalidInputError(f"{where}: {exc}") from None
     return tuple(out)
 
 
@@ -290,7 +387,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
             spec = json.load(handle)
     except OSError as exc:
         raise ConfigError(f"cannot read the file policy {os.fspath(path)!r}: "
-                          f"{exc.strerror}; check REMEM_FILE_POLICY") from None
+                          f"{exc.strerror}; check {POLICY_ENV} or --file-policy") from None
     except ValueError as exc:
         raise ConfigError(f"the file policy {os.fspath(path)!r} is not valid JSON: {exc}") \
             from None

@@ -218,7 +218,8 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
               files: bool = False, context: bool = False, blocks_agent: str | None = None,
               archival_user: str | None = None,
               conversation_user: str | None = None, graph: bool = False,
-              block_admin: bool = False) -> MCPServer:
+              block_admin: bool = False, files_user: str | None = None,
+              files_agent: str | None = None) -> MCPServer:
     """An :class:`MCPServer` whose ``tools`` (and ``list_namespaces``) act for the principal
     ``resolve`` returns; pass ``(*MCP_TOOLS, FORGET_TOOL)`` to serve ``forget_memories``;
     ``procedural``: also the prompt and episode tools
@@ -233,7 +234,9 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
     (``search_facts``, ``get_entity``, ``get_profile``, ``get_timeline``, and with a model
     ``ingest_episode``; :func:`remem.server.routes_graph.add_graph_tools`); ``block_admin``:
     also the application's block tools (create, list, get, update, delete, attach, detach:
-    :func:`remem.server.routes_blocks.add_block_admin_tools`), not meant for an agent."""
+    :func:`remem.server.routes_blocks.add_block_admin_tools`), not meant for an agent;
+    ``files_user`` / ``files_agent``: who the file tools act for when the request's headers
+    do not say (:func:`remem.server.routes_files.add_file_tools`)."""
     server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
@@ -298,7 +301,7 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
     if files:
         from remem.server.routes_files import add_file_tools
 
-        add_file_tools(server, state, run)
+        add_file_tools(server, state, run, user=files_user, agent=files_agent)
 
     @server.tool()
     async def list_namespaces(prefix: list[str] | None = None, limit: int = 100,
@@ -527,7 +530,8 @@ async def serve_stdio(state: ServerState, principal: Principal, *,
                       forget: bool = False, procedural: bool = False, files: bool = False,
                       context: bool = False, blocks_agent: str | None = None,
                       archival_user: str | None = None,
-                      conversation_user: str | None = None, graph: bool = False) -> None:
+                      conversation_user: str | None = None, graph: bool = False,
+                      files_user: str | None = None, files_agent: str | None = None) -> None:
     """Run the MCP server on stdin/stdout for one principal (``remem mcp``); ``forget``
     serves :data:`FORGET_TOOL` too, ``procedural`` the prompt and episode tools, the other
     flags as :func:`build_mcp`. A key's principal is re-checked (:func:`stdio_resolver`)."""
@@ -535,7 +539,8 @@ async def serve_stdio(state: ServerState, principal: Principal, *,
     server = build_mcp(state, stdio_resolver(state, principal), tools=tools,
                        procedural=procedural, files=files, context=context,
                        blocks_agent=blocks_agent, archival_user=archival_user,
-                       conversation_user=conversation_user, graph=graph)
+                       conversation_user=conversation_user, graph=graph,
+                       files_user=files_user, files_agent=files_agent)
     await server.run_stdio_async()
 
 

@@ -21,18 +21,21 @@ not read. A policy file that cannot be read fails every file request (400
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
 import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from remem.errors import ConfigError, PermissionDeniedError
 from remem.files.approvals import Interrupt
-from remem.files.permissions import GuardedFiles, Policy, load_policy
+from remem.files.permissions import POLICY_ENV, Caller, GuardedFiles, Policy, load_policy
 from remem.files.requests import (
     EditFileRequest,
     FileRequest,
@@ -47,13 +50,13 @@ from remem.server.errors import ERROR_RESPONSES, error_response
 from remem.server.schemas import Label
 from remem.server.state import Principal, ServerState
 
-__all__ = ["FILE_POLICY_ENV", "add_file_tools", "file_policy", "guarded_files", "router",
-           "set_file_policy"]
+__all__ = ["AGENT_HEADER", "FILE_POLICY_ENV", "USER_HEADER", "FileTarget", "add_file_tools",
+           "file_policy", "guarded_files", "router", "set_file_policy"]
 
 logger = logging.getLogger("remem.server")
 
 #: the environment variable naming the server's file policy (a JSON file)
-FILE_POLICY_ENV = "REMEM_FILE_POLICY"
+FILE_POLICY_ENV = POLICY_ENV
 
 router = APIRouter(tags=["files"], responses={
     **ERROR_RESPONSES,
@@ -105,15 +108,17 @@ def file_policy(state: ServerState) -> Policy:
         return _from_env[path]
 
 
-def guarded_files(state: ServerState, who: Principal, tree: str, *,
-                  actor: str) -> GuardedFiles:
+def guarded_files(state: ServerState, who: Principal, tree: str, *, actor: str,
+                  user: str | None = None, agent: str | None = None) -> GuardedFiles:
     """The caller's file tree ``tree`` behind the server's policy, parking ``ask`` operations
-    where ``/v1/approvals`` lists them."""
+    where ``/v1/approvals`` lists them; rules see the caller as the key's tenant (``org``)
+    and the ``user`` and ``agent`` the request names."""
     from remem.server.routes_approvals import approvals_for
 
     store = state.store_for(who)
     approvals = approvals_for(store, tree)
-    return GuardedFiles(approvals.files, file_policy(state), approvals, scope=who.tenant,
+    return GuardedFiles(approvals.files, file_policy(state), approvals,
+                        scope=Caller(org=who.tenant, user=user, agent=agent),
                         actor=actor, requester=who.key_id)
 
 
@@ -131,83 +136,123 @@ def _answer(result: Any) -> Any:
     return _dump(result)
 
 
-def _denied(exc: PermissionDeniedError) -> JSONResponse:
-    return error_response(403, "permission_denied", str(exc))
+@dataclass(frozen=True, slots=True)
+class FileTarget:
+    """Which of the caller's file trees a route acts on, and for which user and agent the
+    permission rules are checked (query parameters of every file route)."""
+
+    tree: str = "default"
+    user_id: str | None = None
+    agent_id: str | None = None
 
 
-async def _guarded(request: Request, who: Principal, tree: str, work: Any) -> Any:
+def _target(tree: TreeQuery = "default",
+            user_id: Annotated[Label | None, Query(description=(
+                "The user acting, for permission rules that name a user."))] = None,
+            agent_id: Annotated[Label | None, Query(description=(
+                "The agent acting, for permission rules that name an agent."))] = None,
+            ) -> FileTarget:
+    return FileTarget(tree, user_id, agent_id)
+
+
+Target = Annotated[FileTarget, Depends(_target)]
+
+
+async def _guarded(request: Request, who: Principal, target: FileTarget,
+                   work: Callable[[GuardedFiles], Any]) -> Any:
+    """``work`` on the caller's guarded file tree, in a worker thread: its answer, 202 with
+    the pending approval, or 403 ``permission_denied``."""
     state = server_state(request)
     try:
-        guard = await state.run(lambda: guarded_files(state, who, tree,
-                                                      actor=f"api:{who.tenant}"))
+        guard = await state.run(lambda: guarded_files(
+            state, who, target.tree, actor=f"api:{who.tenant}",
+            user=target.user_id, agent=target.agent_id))
         return _answer(await state.run(lambda: work(guard)))
     except PermissionDeniedError as exc:
-        return _denied(exc)
+        return error_response(403, "permission_denied", str(exc))
 
 
-async def _run(request: Request, who: Principal, tree: str, body: FileRequest) -> Any:
-    return await _guarded(request, who, tree, lambda guard: guard.run(body))
+#: the routes whose body is a file request, run by ``GuardedFiles.run``: name, request,
+#: whether it writes, summary, description (the OpenAPI operation is named after ``name``)
+_REQUEST_ROUTES: tuple[tuple[str, type[FileRequest], bool, str, str], ...] = (
+    ("ls", LsRequest, False, "List a directory",
+     "The files and subdirectories directly in ``path``."),
+    ("read", ReadFileRequest, False, "Read lines of a file",
+     "Lines ``offset`` .. ``offset + limit`` of the file, with its etag."),
+    ("write", WriteFileRequest, True, "Create or replace a file",
+     "Write the file (409 if ``etag`` is stale)."),
+    ("edit", EditFileRequest, True, "Replace exact text in a file",
+     "Replace ``old_string`` with ``new_string`` (422 if absent or not unique)."),
+    ("glob", GlobRequest, False, "Find files by pattern",
+     "Files whose path matches ``pattern``."),
+    ("grep", GrepRequest, False, "Find lines holding a text",
+     "Lines holding ``pattern`` literally."),
+)
 
 
-@router.post("/v1/files/ls", summary="List a directory")
-async def ls(body: LsRequest, who: Reader, request: Request, tree: TreeQuery = "default") -> Any:
-    """The files and subdirectories directly in ``path``."""
-    return await _run(request, who, tree, body)
+def _request_route(name: str, model: type[FileRequest], writes: bool, summary: str,
+                   description: str) -> None:
+    """``POST /v1/files/{name}``: the body is ``model``, run through the caller's guard."""
+    async def route(body: Any, who: Principal, request: Request, target: FileTarget) -> Any:
+        return await _guarded(request, who, target, lambda guard: guard.run(body))
+
+    # the signature FastAPI reads: the body's model, the key's check, the target
+    route.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter(param, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind)
+        for param, kind in (("body", model), ("who", Writer if writes else Reader),
+                            ("request", Request), ("target", Target))],
+        return_annotation=Any)
+    router.post(f"/v1/files/{name}", summary=summary, description=description,
+                name=name)(route)
 
 
-@router.post("/v1/files/read", summary="Read lines of a file")
-async def read(body: ReadFileRequest, who: Reader, request: Request,
-               tree: TreeQuery = "default") -> Any:
-    """Lines ``offset`` .. ``offset + limit`` of the file, with its etag."""
-    return await _run(request, who, tree, body)
-
-
-@router.post("/v1/files/write", summary="Create or replace a file")
-async def write(body: WriteFileRequest, who: Writer, request: Request,
-                tree: TreeQuery = "default") -> Any:
-    """Write the file (409 if ``etag`` is stale)."""
-    return await _run(request, who, tree, body)
-
-
-@router.post("/v1/files/edit", summary="Replace exact text in a file")
-async def edit(body: EditFileRequest, who: Writer, request: Request,
-               tree: TreeQuery = "default") -> Any:
-    """Replace ``old_string`` with ``new_string`` (422 if absent or not unique)."""
-    return await _run(request, who, tree, body)
-
-
-@router.post("/v1/files/glob", summary="Find files by pattern")
-async def glob(body: GlobRequest, who: Reader, request: Request,
-               tree: TreeQuery = "default") -> Any:
-    """Files whose path matches ``pattern``."""
-    return await _run(request, who, tree, body)
-
-
-@router.post("/v1/files/grep", summary="Find lines holding a text")
-async def grep(body: GrepRequest, who: Reader, request: Request,
-               tree: TreeQuery = "default") -> Any:
-    """Lines holding ``pattern`` literally."""
-    return await _run(request, who, tree, body)
+for _route in _REQUEST_ROUTES:
+    _request_route(*_route)
 
 
 @router.get("/v1/files/history", summary="A file's history")
 async def history(path: Annotated[str, Query(max_length=1024)], who: Reader,
-                  request: Request, tree: TreeQuery = "default") -> Any:
+                  request: Request, target: Target) -> Any:
     """Every change of ``path``, oldest first."""
-    return await _guarded(request, who, tree, lambda guard: guard.history(path))
+    return await _guarded(request, who, target, lambda guard: guard.history(path))
 
 
 @router.post("/v1/files/undo", summary="Revert a file's latest change")
-async def undo(body: LsRequest, who: Writer, request: Request,
-               tree: TreeQuery = "default") -> Any:
+async def undo(body: LsRequest, who: Writer, request: Request, target: Target) -> Any:
     """Revert the latest change of the file at ``path``; the file as it is now (null:
     absent)."""
-    return await _guarded(request, who, tree, lambda guard: guard.undo(body.path))
+    return await _guarded(request, who, target, lambda guard: guard.undo(body.path))
 
 
 # -- MCP ------------------------------------------------------------------------------------
 
-def _mcp_file_tool(tool: Any, state: Any, run: Any, tree: str) -> Any:
+#: the HTTP headers an agent host sets on its MCP connection to say who acts (the file
+#: permission rules that name a user or an agent match on them)
+USER_HEADER = "x-remem-user-id"
+AGENT_HEADER = "x-remem-agent-id"
+
+
+def _header(ctx: Any, name: str) -> str | None:
+    """Header ``name`` of the MCP request (``None`` over stdio or when absent); a bad value is
+    a tool error naming the header."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    headers = getattr(ctx, "headers", None) if ctx is not None else None
+    if not headers:
+        return None
+    found = [str(v) for k, v in dict(headers).items() if str(k).lower() == name]
+    if not found:
+        return None
+    value = found[0].strip()
+    if not 1 <= len(value) <= 256 or not value.isprintable():
+        raise ToolError(f"header {name} must be an id of 1 to 256 printable characters, got "
+                        f"{value[:40]!r}; fix the agent host's MCP connection settings")
+    return value
+
+
+def _mcp_file_tool(tool: Any, state: Any, run: Any, tree: str, user: str | None,
+                   agent: str | None) -> Any:
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
 
     from remem.errors import InvalidInputError
@@ -217,30 +262,41 @@ def _mcp_file_tool(tool: Any, state: Any, run: Any, tree: str) -> Any:
             request: Any = tool.model.of(**arguments)
         except InvalidInputError as exc:
             raise ToolError(f"InvalidInputError: {exc}") from None
+        acting_user = _header(ctx, USER_HEADER) or user
+        acting_agent = _header(ctx, AGENT_HEADER) or agent
 
         def work(who: Principal) -> Any:
-            guard = guarded_files(state, who, tree, actor=f"mcp:{who.tenant}")
+            guard = guarded_files(state, who, tree, actor=f"mcp:{who.tenant}",
+                                  user=acting_user, agent=acting_agent)
             return {"result": _dump(guard.run(request))}
 
         return await run(ctx, tool.writes, work)
 
     call.__name__ = tool.name
+    # the mcp package passes the request context to the parameter annotated Context (read
+    # with get_type_hints, not the signature); without it a call over HTTP has no headers,
+    # so no API key to act for
+    call.__annotations__["ctx"] = Context | None
     return call
 
 
-def add_file_tools(server: Any, state: Any, run: Any, *, tree: str = "default") -> None:
+def add_file_tools(server: Any, state: Any, run: Any, *, tree: str = "default",
+                   user: str | None = None, agent: str | None = None) -> None:
     """Add the file tools (``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``,
     ``grep``: the agent tools' names and request models) to MCP ``server``, on the caller's
     file tree ``tree`` behind the server's file policy (:func:`file_policy`: ``deny`` is a
     tool error, ``ask`` answers with the pending approval); ``run(ctx, write, fn)`` acts for
-    the caller (it refuses writes for read-only keys)."""
+    the caller (it refuses writes for read-only keys). Rules see the caller's tenant as
+    ``org``, and as ``user`` / ``agent`` the request's :data:`USER_HEADER` /
+    :data:`AGENT_HEADER` over HTTP, else ``user`` / ``agent`` (``remem mcp --files-user``,
+    ``--files-agent``)."""
     from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
     from remem.tools.files import FILE_TOOLS
 
     writes = {"write_file", "edit_file"}
     for name, (model, description) in FILE_TOOLS.items():
         tool = McpTool(name, model, name in writes, description)  # type: ignore[arg-type]
-        call = _mcp_file_tool(tool, state, run, tree)
+        call = _mcp_file_tool(tool, state, run, tree, user, agent)
         call.__signature__ = _signature(tool, {})
         server.add_tool(call, name=tool.name, description=tool.description)
         _forbid_unknown_arguments(server, tool.name)
