@@ -28,7 +28,13 @@ def test_block_admin_tools_over_mcp() -> None:
     acme = Principal(tenant="acme", key_id="k1")
 
     async def script(who: Principal, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-        server = build_mcp(state, lambda ctx: who, block_admin=True)
+        def resolve(ctx: Any) -> Principal:
+            # over HTTP the key comes from ctx's headers: a tool that never receives its
+            # context cannot act for anyone
+            assert ctx is not None, "the tool was called without its request context"
+            return who
+
+        server = build_mcp(state, resolve, block_admin=True)
         async with Client(server) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"list_blocks", "get_block", "create_block", "update_block",

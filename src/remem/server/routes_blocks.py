@@ -217,6 +217,7 @@ def add_block_admin_tools(server: Any, state: Any, run: Any) -> None:
     change read-only blocks, so they are for the application's own MCP client, not an
     agent's toolset; ``run(ctx, write, fn)`` acts for the caller (refusing writes for
     read-only keys)."""
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
 
     from remem.blocks.requests import run_block_admin
@@ -242,6 +243,9 @@ def add_block_admin_tools(server: Any, state: Any, run: Any) -> None:
 
             call.__name__ = tool.name
             call.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
+            # the mcp package finds the context parameter by its type hint (get_type_hints,
+            # not the signature): without it a call over HTTP has no headers, so no key
+            call.__annotations__["ctx"] = Context | None
             return call
 
         server.add_tool(bind(tool), name=tool.name, description=tool.description)
