@@ -113,6 +113,14 @@ def test_prompt_lifecycle_through_the_client(served: tuple[str, list[str], Any])
 
         asyncio.run(twins())
 
+    # the optimizer's calls are the calling tenant's usage (GET /v1/usage), nobody else's
+    mine = httpx.get(f"{url}/v1/usage", headers={"Authorization": f"Bearer {key}"}).json()
+    assert mine["total"]["calls"] == 1 + 2 + 1  # prompt_memory, metaprompt, async
+    assert all(op.startswith("optimize.") for op in mine["by_operation"])
+    theirs = httpx.get(f"{url}/v1/usage",
+                       headers={"Authorization": f"Bearer {other_key}"}).json()
+    assert theirs["total"]["calls"] == 0
+
 
 def test_episodes_through_the_client(served: tuple[str, list[str], Any]) -> None:
     url, (key, other_key), _ = served

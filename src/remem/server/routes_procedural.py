@@ -185,12 +185,13 @@ def run_prompt(state: ServerState, who: Principal, request: PromptRequest[Any]) 
     if "author" in type(request).model_fields:
         request = request.model_copy(update={"author": _author(who)})
     registry = PromptRegistry(state.store_for(who))
-    return run_prompt_request(request, registry, state.config.llm)
+    return run_prompt_request(request, registry, state.llm_for(who))
 
 
 def run_episodes(state: ServerState, who: Principal, request: EpisodeRequest[Any]) -> Any:
     """Run ``request`` on ``who``'s tenant's episodes (blocking)."""
-    return run_episode_request(request, EpisodeStore(state.store_for(who)), state.config.llm)
+    return run_episode_request(request, EpisodeStore(state.store_for(who)),
+                               state.llm_for(who))
 
 
 async def _prompt(http: HttpRequest, who: Principal, request: PromptRequest[Any],
