@@ -111,6 +111,17 @@ def _store_search(w: World) -> None:
         assert r.status_code == 200 and r.json() == {"items": []}, body
 
 
+def _store_count(w: World) -> None:
+    # A's items exist (see a_state); B counts none of them however it spells the prefix
+    for body in ({}, {"namespace_prefix": NS}, {"namespace_prefix": ["tenants", "alpha"]},
+                 {"namespace_prefix": ["tenants", "alpha", *NS]},
+                 {"filter": {"text": "alpha secret tea"}}):
+        r = w.client.post("/v1/store/count", json=body, headers=w.b)
+        assert r.status_code == 200 and r.json() == {"count": 0}, (body, r.text)
+    mine = w.client.post("/v1/store/count", json={"namespace_prefix": NS}, headers=w.a)
+    assert mine.status_code == 200 and mine.json()["count"] >= 1  # the probe can see a count
+
+
 def _store_namespaces(w: World) -> None:
     for params in ({}, {"prefix": ["shared"]}, {"prefix": ["*"]}, {"suffix": ["notes"]},
                    {"suffix": ["alpha", "shared", "notes"]}, {"max_depth": 1}):
@@ -505,6 +516,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "store/items DELETE": _store_delete,
     "store/search POST": _store_search,
     "store/namespaces GET": _store_namespaces,
+    "store/count POST": _store_count,
     "memories POST (add)": _memory_add_same_scope,
     "memories/search POST": _memory_search,
     "memories/{id} GET": _memory_get,
@@ -549,7 +561,8 @@ def test_tenant_b_cannot_reach_tenant_a(world: World, case: str) -> None:
 
 def test_every_v1_route_is_in_the_matrix(world: World) -> None:
     paths = set(world.client.get("/openapi.json").json()["paths"])
-    covered = {"/v1/store/items", "/v1/store/search", "/v1/store/namespaces", "/v1/memories",
+    covered = {"/v1/store/items", "/v1/store/search", "/v1/store/count",
+               "/v1/store/namespaces", "/v1/memories",
                "/v1/memories/search", "/v1/memories/{memory_id}",
                "/v1/memories/{memory_id}/history", "/v1/events/{event_id}/undo",
                "/v1/threads", "/v1/threads/list", "/v1/threads/{thread_id}",
