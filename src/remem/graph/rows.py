@@ -292,14 +292,15 @@ class Rows:
             return []
         marks = ", ".join("?" for _ in wanted)
         valid, params = schema.validity_sql(as_of, known_at)
-        # one indexed lookup per end, in one statement (one round trip)
-        query = " UNION ".join(
+        # one indexed lookup per end, in one statement (one round trip); UNION ALL, deduped
+        # here: with UNION (or ORDER BY) SQLite merges two scans of the namespace instead
+        query = " UNION ALL ".join(
             f"SELECT f.id, f.subject_id, f.object_id FROM graph_facts f WHERE "
             f"f.{end} IN ({marks}) AND f.ns = ? AND {valid}"
             for end in ("subject_id", "object_id"))
-        rows = self.tx.execute(query + " ORDER BY 1",
-                               (*wanted, self.ns, *params) * 2).fetchall()
-        return [(int(r[0]), int(r[1]), None if r[2] is None else int(r[2])) for r in rows]
+        found = {int(r[0]): (int(r[0]), int(r[1]), None if r[2] is None else int(r[2]))
+                 for r in self.tx.execute(query, (*wanted, self.ns, *params) * 2).fetchall()}
+        return [found[i] for i in sorted(found)]
 
     def keyword(self, terms: Sequence[str], as_of: float | None, known_at: float | None,
                 limit: int, params: BM25Params = _BM25,
