@@ -210,8 +210,9 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
     Every request needs an API key ('remem keys create --tenant T') and sees only its
-    tenant's data. --no-auth is for local use and refuses any non-loopback --host. An LLM
-    for infer=true adds comes from the REMEM_LLM_* variables.
+    tenant's data (an admin key, 'keys create --admin', may name another in the
+    X-Remem-Tenant header). --no-auth is for local use and refuses any non-loopback
+    --host. An LLM for infer=true adds comes from the REMEM_LLM_* variables.
     """
     _server_extra()
     from remem.server.netguard import is_loopback  # the server's own loopback rule

@@ -23,7 +23,9 @@ Pages (under the mount point, ``/ui``):
 ``/prompts``, ``/prompts/{name}``   versioned prompts; a prompt's versions with diffs
 ``/graph?user=&entity=&q=``         a scope's graph: fact search, an entity as SVG
 ``/approvals``, ``/approvals/{id}`` parked file operations; POST ``approve`` / ``reject``
-``/dashboard``                      latency percentiles per route, jobs and threads
+``/dashboard``                      usage over time (LLM calls, tokens and memory
+                                    changes per day), latency percentiles, jobs, threads
+``/tenants``, ``/tenant`` (POST)    admin keys only: pick the tenant to view
 ==================================  ======================================================
 
 Stable hooks for browser tests (ids are unique on their page; classes repeat):
@@ -32,7 +34,8 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
   refused key), ``#logout`` (button in the header), ``#tenant`` (who is logged in);
 * navigation: ``#nav-memories``, ``#nav-namespaces``, ``#nav-threads``, ``#nav-jobs``,
   ``#nav-blocks``, ``#nav-files``, ``#nav-approvals``, ``#nav-prompts``, ``#nav-graph``,
-  ``#nav-dashboard``; pagers
+  ``#nav-dashboard``; ``#tenant[data-tenant]`` (the tenant viewed) and, for admin keys,
+  ``#tenant-switch``; pagers
   ``#page-prev`` / ``#page-next``;
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
@@ -77,7 +80,13 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
   ``#reject-form`` / ``#reject-reason`` / ``#reject-submit`` (while pending);
 * dashboard: ``#dash-threads[data-count]``, ``#dash-jobs-depth[data-count]``,
   ``#dash-jobs-failures[data-count]``, ``#latency`` table of
-  ``tr.latency-row[data-route][data-method]`` with an ``svg.latency-plot``;
+  ``tr.latency-row[data-route][data-method]`` with an ``svg.latency-plot``; usage
+  ``#days-form`` / ``#days``, ``#usage-calls[data-count]``,
+  ``#usage-memory-events[data-count]``, ``#usage-input``, ``#usage-output``,
+  ``#usage-operations``, plots with ``rect.bar`` and a ``tr[data-day]`` table each;
+* tenants (admin keys): ``#tenants`` of ``tr.tenant-row[data-tenant]`` with
+  ``button.tenant-choose``; ``#tenant-form``, ``#tenant-name``, ``#tenant-submit``,
+  ``#tenants-current``;
 * errors: ``#error-message`` (the page's status is the HTTP status).
 """
 
