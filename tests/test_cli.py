@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click import Option
 from click.testing import CliRunner, Result
 
 import remem
@@ -484,3 +485,13 @@ def test_docs_help_matches_the_cli(command: str) -> None:
         f"docs/cli.md is out of date: replace the block after '<!-- help: {command} -->' "
         f"with the output of `COLUMNS=80 {command} --help`"
     )
+
+
+def test_a_required_option_shows_no_placeholder_default() -> None:
+    # a required request field that becomes an option has no default to show
+    from remem.blocks.requests import CreateBlockRequest
+    from remem.cli.options import field_param
+
+    option = field_param(CreateBlockRequest, "label")
+    assert isinstance(option, Option) and option.required
+    assert option.default is None and not option.show_default

@@ -91,9 +91,6 @@ def _admin_command(model: type[Request], name: str, *, positional: Sequence[str]
     arguments = [click.Argument([field], metavar=_ARGUMENTS[field]) for field in positional]
     own = {p.name for p in switches}
     options = request_params(model, exclude=[*positional, *own])
-    for option in options:
-        if isinstance(option, click.Option) and option.required:  # no default to show
-            option.default, option.show_default = None, False
     params: list[click.Parameter] = [*arguments, *options, *switches]
     fields = {p.name for p in params}
 

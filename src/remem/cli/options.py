@@ -330,7 +330,8 @@ def field_param(model: type[Request], name: str) -> click.Parameter:
     field = model.model_fields[name]
     spelled = CLI_NAMES.get(name, CliName())
     kind = _click_type(name, field)
-    default = field.get_default(call_default_factory=True)
+    # a required field has no default (pydantic's placeholder must not reach the help)
+    default = None if field.is_required() else field.get_default(call_default_factory=True)
     if spelled.argument:
         required = field.is_required() if spelled.required is None else spelled.required
         return click.Argument([name], type=kind, required=required,
