@@ -230,8 +230,10 @@ def expansion_sql(seeds: Sequence[int], hops: int, as_of: float | None,
     that pass the validity rule: rows ``(entity_id, depth, path)`` where ``path`` is the
     comma-separated entity ids walked (``WITH RECURSIVE``, the same text on SQLite and
     PostgreSQL). ``UNION`` (not ``ALL``) drops repeated rows, so cycles end at the depth
-    bound. A seed of another namespace starts nothing, and a walk only follows this
-    namespace's facts, so every entity reached is of ``ns``."""
+    bound. A seed of another namespace starts nothing; a fact links entities of one graph, so
+    every entity reached from a seed of ``ns`` is of ``ns`` (a test on the facts' namespace
+    would lead SQLite to scan the namespace's facts at each step instead of reading each
+    edge's fact by id)."""
     valid, vparams = validity_sql(as_of, known_at)
     marks = ", ".join("?" for _ in seeds)
     query = (
@@ -241,7 +243,7 @@ def expansion_sql(seeds: Sequence[int], hops: int, as_of: float | None,
         "UNION "
         "SELECT g.dst, r.depth + 1, r.path || ',' || CAST(g.dst AS TEXT) FROM reach r "
         "JOIN graph_edges g ON g.src = r.entity_id "
-        f"JOIN graph_facts f ON f.id = g.fact_id WHERE r.depth < ? AND f.ns = ? AND {valid}"
+        f"JOIN graph_facts f ON f.id = g.fact_id WHERE r.depth < ? AND {valid}"
         ") SELECT entity_id, depth, path FROM reach"
     )
-    return query, [*seeds, ns, hops, ns, *vparams]
+    return query, [*seeds, ns, hops, *vparams]
