@@ -55,8 +55,7 @@ async def namespaces(request: Request, offset: Offset = 0) -> Response:
                        if isinstance(n, int)}
 
     found, counts = await ui.run(load)
-    # exact counts: a cap no count reaches marks none of them "N+"
-    rows = namespace_rows(found[:TREE_PAGE], counts, max(counts.values(), default=0))
+    rows = namespace_rows(found[:TREE_PAGE], counts)
     return ui.page(request, viewer, "namespaces.html", rows=rows, offset=offset,
                    next_offset=offset + TREE_PAGE if len(found) > TREE_PAGE else None,
                    prev_offset=max(0, offset - TREE_PAGE) if offset else None)

@@ -235,17 +235,15 @@ def checkpoint_tree(checkpoints: Sequence[Checkpoint]) -> list[CheckpointNode]:
 @dataclass(frozen=True, slots=True)
 class NamespaceRow:
     """A namespace in the tree: its labels, its depth below the listed prefix, and how
-    many current memories it holds (``count`` up to a cap; ``more``: at least that)."""
+    many current memories it holds (exact, those below it included)."""
 
     namespace: Namespace
     depth: int
     count: int
-    more: bool
 
 
-def namespace_rows(namespaces: Sequence[Namespace], counts: Mapping[Namespace, int],
-                   cap: int) -> list[NamespaceRow]:
+def namespace_rows(namespaces: Sequence[Namespace],
+                   counts: Mapping[Namespace, int]) -> list[NamespaceRow]:
     """Rows of the namespace tree, sorted so children follow their parents."""
-    return [NamespaceRow(ns, max(0, len(ns) - 2), min(counts.get(ns, 0), cap),
-                         counts.get(ns, 0) > cap)
+    return [NamespaceRow(ns, max(0, len(ns) - 2), counts.get(ns, 0))
             for ns in sorted(namespaces)]
