@@ -28,6 +28,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field, replace  # noqa: E402
 
+from remem.eval.facts import FactMemory, Units, UnitsRetriever, parse_facts  # noqa: E402
 from remem.eval.harness import MAIN_CATEGORIES, scored_questions  # noqa: E402
 from remem.eval.locomo import LocomoDataset, Question, load_locomo  # noqa: E402
 from remem.eval.metrics import bootstrap_ci, recall_at_k  # noqa: E402
@@ -122,14 +123,20 @@ def family(name: str) -> str:
 
 
 def run(dataset: LocomoDataset, embedder: Embedder, rankings: dict[str, Ranking],
-        questions: list[Question]) -> dict[str, Scores]:
+        questions: list[Question], units: Units = "turns",
+        facts: dict[str, tuple[FactMemory, ...]] | None = None) -> dict[str, Scores]:
+    """Each question under each ranking. ``units``: what is indexed (``"facts"``: LoCoMo's
+    observations, scored through their source turns, as ``remem eval locomo --units``)."""
     results = {name: Scores() for name in rankings}
     with temporary_store("memory", embedder) as store:
-        retriever = StoreRetriever(store, "hybrid")
+        store_retriever = StoreRetriever(store, "hybrid")
+        retriever: StoreRetriever | UnitsRetriever = (
+            store_retriever if units == "turns"
+            else UnitsRetriever(store_retriever, units, facts))
         for conversation in dataset.conversations:
             retriever.ingest(conversation.id, conversation.turns)
         for name, ranking in rankings.items():
-            retriever.ranking = ranking
+            store_retriever.ranking = ranking
             scores = results[name]
             for q in questions:
                 started = time.perf_counter()
@@ -150,6 +157,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", default="baseline",
                         help="the method the changes are measured against ('default': "
                              "sessions and speakers)")
+    parser.add_argument("--units", choices=("facts", "both"),
+                        help="index LoCoMo's generated observations (or turns and them) "
+                             "and run the stage sets of the memory-level table")
     parser.add_argument("--latency", action="store_true",
                         help="time the default stages on a SQLite file with live query "
                              "embedding instead of the recall table")
@@ -166,7 +176,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.only:
         keep = {"baseline", args.baseline, *args.only.split(",")}
         rankings = {n: r for n, r in rankings.items() if family(n) in keep}
-    results = run(dataset, embedder, rankings, questions)
+    facts = None
+    if args.units:
+        from remem.eval.store_retriever import stage_ranking
+
+        facts, _ = parse_facts(json.loads(Path(args.data).read_text()), dataset,
+                               source=args.data)
+        rankings = {"baseline": Ranking(), **{
+            name: stage_ranking(name.split(",")) for name in (
+                "sessions", "speakers", "sessions,speakers",
+                "sessions,speakers,timing,questions")}}
+        args.baseline = "baseline"
+    results = run(dataset, embedder, rankings, questions, args.units or "turns", facts)
     embedder.save()
     report(results, questions, [c.id for c in dataset.conversations], args.out, args.baseline)
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from remem.embed import FakeEmbedder
 from remem.errors import InvalidInputError
 from remem.eval.store_retriever import DEFAULT_STAGES, STAGES, stage_ranking
+from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import (
     Entities,
     Feedback,
@@ -27,6 +28,7 @@ from remem.retrieval.expansion import (
 from remem.retrieval.ranking import Ranking, rank_candidates
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers, names_in
+from remem.retrieval.timing import QuestionTurns, Timing
 from remem.store import BaseStore, IndexConfig, InMemoryStore, PutOp, SQLiteStore
 
 # -- pure parts ---------------------------------------------------------------------------------
@@ -139,7 +141,7 @@ def test_stage_ranking_turns_on_what_it_names() -> None:
 # -- stages off: the same ranking as before ------------------------------------------------------
 
 WORDS = ["pottery", "class", "kiln", "paint", "lake", "camping", "Melanie", "Caroline", "book",
-         "dog", "run", "race"]
+         "dog", "run", "race", "and", "yesterday", "why?"]
 
 corpora = st.lists(
     st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
@@ -160,7 +162,9 @@ def _results(store: BaseStore, query: str, ranking: Ranking | None) -> list[tupl
 
 
 NEUTRAL = Ranking(sessions=Sessions(weight=0.0), speakers=Speakers(weight=0.0),
-                  feedback=Feedback(vector=0.0, terms=0), entities=Entities(weight=0.0))
+                  feedback=Feedback(vector=0.0, terms=0), entities=Entities(weight=0.0),
+                  timing=Timing(weight=0.0), questions=QuestionTurns(weight=0.0),
+                  decompose=Decompose(weight=0.0))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
