@@ -9,14 +9,13 @@ from collections.abc import Iterator
 import pytest
 
 from remem.background import NewJob
-from remem.server.routes_jobs import queue_of
 from tests.ui_support import Server, csrf_of, server
 
 
 @pytest.fixture(scope="module")
 def srv() -> Iterator[Server]:
     with server() as running:
-        queue = queue_of(running.state)
+        queue = running.state.jobs()
         queue.enqueue(NewJob("memory.extract", {"note": "waiting"}, tenant="acme"))
         failing = queue.enqueue(NewJob("memory.extract", {"note": "doomed <b>x</b>"},
                                        tenant="acme", max_attempts=1))
@@ -59,8 +58,8 @@ def test_retry_a_failed_job_needs_csrf_and_a_writing_key(srv: Server) -> None:
     assert foreign.get(f"/ui/jobs/{job_id}").status_code == 404
     assert foreign.post(f"/ui/jobs/{job_id}/retry",
                         data={"csrf_token": csrf_of(foreign_page.text)}).status_code == 404
-    assert queue_of(srv.state).get(job_id).status == "failed"
+    assert srv.state.jobs().get(job_id).status == "failed"
     done = writer.post(f"/ui/jobs/{job_id}/retry", data={"csrf_token": csrf_of(page.text)},
                        follow_redirects=False)
     assert done.status_code == 303
-    assert queue_of(srv.state).get(job_id).status == "queued"
+    assert srv.state.jobs().get(job_id).status == "queued"

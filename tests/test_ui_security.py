@@ -27,7 +27,6 @@ from remem.files.store import StoreFileBackend
 from remem.procedural.prompts import PromptRegistry
 from remem.server.routes_approvals import approvals_for
 from remem.server.routes_files import guarded_files, set_file_policy
-from remem.server.routes_jobs import queue_of
 from remem.server.state import Principal
 from remem.ui.app import page_routes
 from remem.ui.session import Session, SessionCodec
@@ -84,11 +83,11 @@ def world() -> Iterator[World]:
         set_file_policy(srv.state, Policy((Rule("ask", "/plans/**", frozenset({"write"})),)))
         parked = guarded_files(srv.state, Principal("owner"), "default",
                                actor="agent").write("/plans/p.md", "4711")
-        job = queue_of(srv.state).enqueue(NewJob("memory.extract", {"note": "4711"},
+        job = srv.state.jobs().enqueue(NewJob("memory.extract", {"note": "4711"},
                                                  tenant="owner"))
-        claimed = queue_of(srv.state).claim_one(job.id, "w1")
+        claimed = srv.state.jobs().claim_one(job.id, "w1")
         assert claimed is not None
-        queue_of(srv.state).fail(job.id, "w1", "rotated", permanent=True)
+        srv.state.jobs().fail(job.id, "w1", "rotated", permanent=True)
         yield World(srv, memory_id, event_id, "owner-thread", checkpoint.id, added_event_id,
                     job.id, parked.approval_id)
 
@@ -178,7 +177,7 @@ def test_a_foreign_key_sees_none_of_the_owner_on_any_route(world: World) -> None
             # a page naming the owner's object in its query (a file, an entity) is 404 too;
             # the graph asks for a user when a probe sends a query without one (422)
             assert seen <= {200, 303, 404, 422}, (route, seen)
-    assert queue_of(world.srv.state).get(world.job_id).status == "failed"  # not retried
+    assert world.srv.state.jobs().get(world.job_id).status == "failed"  # not retried
     owner_approvals = approvals_for(world.srv.state.store_for(Principal("owner")), "default")
     assert owner_approvals.get(world.approval_id).status == "pending"  # not resolved
     owner_memory = world.srv.memory("owner").get(world.memory_id)

@@ -129,9 +129,7 @@ class Metrics:
         self._bound = True
         state = getattr(getattr(app, "state", None), "remem", None)
         if state is not None:
-            from remem.server.routes_jobs import queue_of
-
-            self.extra.append(JobQueueCollector(lambda: queue_of(state)))
+            self.extra.append(JobQueueCollector(state.jobs))
 
     def observe(self, method: str, route: str, status: int, seconds: float,
                 tenant: str | None = None) -> None:

@@ -34,7 +34,7 @@ from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES
 from remem.server.state import Principal, ServerState
 
-__all__ = ["add_submit_tool", "install_in_process_worker", "jobs_queue", "queue_of", "router"]
+__all__ = ["add_submit_tool", "install_in_process_worker", "jobs_queue", "router"]
 
 log = logging.getLogger("remem.server")
 
@@ -124,22 +124,10 @@ class BudgetDeletedOut(BaseModel):
     deleted: bool
 
 
-def queue_of(state: ServerState) -> JobQueue:
-    """The server's job queue, beside its store (opened on first use, one per state)."""
-    queue: JobQueue | None = getattr(state, "_remem_jobs", None)
-    if queue is None:
-        with state._lock:
-            queue = getattr(state, "_remem_jobs", None)
-            if queue is None:
-                queue = JobQueue.beside(state.store)
-                state._remem_jobs = queue  # type: ignore[attr-defined]
-    return queue
-
-
 def jobs_queue(http: HttpRequest | FastAPI) -> JobQueue:
     """The job queue of the app serving ``http``."""
     app = http if isinstance(http, FastAPI) else http.app
-    return queue_of(app.state.remem)
+    return app.state.remem.jobs()  # type: ignore[no-any-return]
 
 
 def _memory_jobs(http: HttpRequest, who: Principal) -> MemoryJobs:
@@ -318,7 +306,7 @@ def add_submit_tool(server: Any, state: ServerState, run: Any) -> None:
             raise ToolError(f"InvalidInputError: {exc}") from None
 
         def work(who: Principal) -> dict[str, Any]:
-            jobs = MemoryJobs(state.memory_for(who), queue_of(state), tenant=who.tenant)
+            jobs = MemoryJobs(state.memory_for(who), state.jobs(), tenant=who.tenant)
             return jobs.submit(request).to_dict()
 
         result: dict[str, Any] = await run(ctx, True, work)

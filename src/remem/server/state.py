@@ -26,6 +26,7 @@ from remem.store.scoped import ScopedStore
 
 if TYPE_CHECKING:
     from remem.api import Memory
+    from remem.background.queue import JobQueue
     from remem.threads import ThreadStore
     from remem.threads.scoped import ScopedThreads
     from remem.usage import UsageRecorder
@@ -148,6 +149,7 @@ class ServerState:
     _tenant_threads: dict[str, ScopedThreads] = field(default_factory=dict)
     _llms: dict[str, ChatModel] = field(default_factory=dict)
     _usage: UsageRecorder | None = None
+    _jobs: JobQueue | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     # one limiter per event loop: in-process harnesses serve the app from several loops
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
@@ -206,14 +208,24 @@ class ServerState:
                     self._memories[principal.tenant] = memory
         return memory
 
+    def jobs(self) -> JobQueue:
+        """The server's job queue, in the store's database (opened on first use, closed with
+        the state)."""
+        if self._jobs is None:
+            from remem.background.queue import JobQueue
+
+            with self._lock:
+                if self._jobs is None:
+                    self._jobs = JobQueue.beside(self.store)
+        return self._jobs
+
     def usage(self) -> UsageRecorder:
         """Where the tenants' chat model calls are recorded: the ``remem_usage`` rows beside
         the job queue (:mod:`remem.usage`)."""
         if self._usage is None:
-            from remem.server.routes_jobs import queue_of
             from remem.usage import UsageRecorder
 
-            queue = queue_of(self)
+            queue = self.jobs()
             with self._lock:
                 if self._usage is None:
                     self._usage = UsageRecorder(queue)
@@ -273,6 +285,8 @@ class ServerState:
             self._usage.flush()  # rows a failed write left in memory
         if self._threads is not None:
             self._threads.close()
+        if self._jobs is not None:
+            self._jobs.close()
         if self.owns_store:
             self.store.close()
 

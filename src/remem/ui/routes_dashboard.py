@@ -12,7 +12,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from remem.errors import InvalidInputError
-from remem.server.routes_jobs import queue_of
 from remem.ui.dashboard import latencies, usage_charts
 from remem.ui.web import inspector
 from remem.usage import MAX_DAYS, day_window
@@ -47,7 +46,7 @@ async def dashboard(request: Request, days: str | None = None) -> Response:
     window = day_window(days=_days(days))
 
     def load() -> tuple[Any, int, Any, Any]:
-        stats = queue_of(ui.state).stats(tenant=tenant)
+        stats = ui.state.jobs().stats(tenant=tenant)
         threads = len(ui.threads(who).list_threads(limit=THREADS_CAP + 1))
         # the tenant's rows (a local database's inspector: every row of the file)
         recorder = ui.state.usage()

@@ -10,7 +10,6 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import Response
 
 from remem.background import STATUSES, JobStatus
-from remem.server.routes_jobs import queue_of
 from remem.ui.web import inspector
 
 __all__ = ["router"]
@@ -34,7 +33,7 @@ async def jobs(request: Request, status: JobStatus | None = None,
     tenant = ui.tenant_of(who)
 
     def load() -> tuple[Any, Any]:
-        queue = queue_of(ui.state)
+        queue = ui.state.jobs()
         return (queue.stats(tenant=tenant),
                 queue.list_jobs(status=status, kind=kind or None, tenant=tenant,
                                 limit=JOBS_PAGE))
@@ -51,7 +50,7 @@ async def job_page(request: Request, job_id: JobPath) -> Response:
     ui = inspector(request)
     viewer, who = await ui.member(request)
     tenant = ui.tenant_of(who)
-    job = await ui.run(lambda: queue_of(ui.state).get(job_id, tenant=tenant))
+    job = await ui.run(lambda: ui.state.jobs().get(job_id, tenant=tenant))
     return ui.page(request, viewer, "job.html", job=job, retryable=RETRYABLE,
                    payload=json.dumps(job.payload, indent=2, ensure_ascii=False),
                    result=None if job.result is None else
@@ -68,5 +67,5 @@ async def retry(request: Request, job_id: JobPath) -> Response:
         raise HTTPException(403, "this API key is read-only; log in with a key created "
                                  "without --read-only to retry jobs")
     tenant = ui.tenant_of(who)
-    await ui.run(lambda: queue_of(ui.state).retry(job_id, tenant=tenant))
+    await ui.run(lambda: ui.state.jobs().retry(job_id, tenant=tenant))
     return ui.redirect(request, f"{ui.prefix}/jobs/{job_id}")
