@@ -36,6 +36,7 @@ from remem.eval.store_retriever import StoreRetriever, temporary_store  # noqa: 
 from remem.retrieval.decompose import Decompose  # noqa: E402
 from remem.retrieval.expansion import Entities, Feedback  # noqa: E402
 from remem.retrieval.ranking import Ranking  # noqa: E402
+from remem.retrieval.reports import SelfReports  # noqa: E402
 from remem.retrieval.sessions import Sessions, Spread  # noqa: E402
 from remem.retrieval.speakers import Speakers  # noqa: E402
 from remem.retrieval.timing import QuestionTurns, Timing  # noqa: E402
@@ -114,6 +115,10 @@ def on_default() -> dict[str, Ranking]:
             out[f"+questions+timing q={q} t={t}"] = replace(
                 DEFAULT, questions=QuestionTurns(weight=q),
                 timing=Timing(weight=t))
+    kept = replace(DEFAULT, timing=Timing(weight=0.1), questions=QuestionTurns(weight=0.1))
+    out["kept"] = kept
+    for w in (0.05, 0.1, 0.2, 0.3):
+        out[f"+reports w={w}"] = replace(kept, reports=SelfReports(weight=w))
     return out
 
 

@@ -26,6 +26,7 @@ from remem.retrieval.expansion import (
     proper_nouns,
 )
 from remem.retrieval.ranking import Ranking, rank_candidates
+from remem.retrieval.reports import SelfReports
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers, names_in
 from remem.retrieval.timing import QuestionTurns, Timing
@@ -141,7 +142,7 @@ def test_stage_ranking_turns_on_what_it_names() -> None:
 # -- stages off: the same ranking as before ------------------------------------------------------
 
 WORDS = ["pottery", "class", "kiln", "paint", "lake", "camping", "Melanie", "Caroline", "book",
-         "dog", "run", "race", "and", "yesterday", "why?"]
+         "dog", "run", "race", "and", "yesterday", "why?", "my"]
 
 corpora = st.lists(
     st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
@@ -164,7 +165,7 @@ def _results(store: BaseStore, query: str, ranking: Ranking | None) -> list[tupl
 NEUTRAL = Ranking(sessions=Sessions(weight=0.0), speakers=Speakers(weight=0.0),
                   feedback=Feedback(vector=0.0, terms=0), entities=Entities(weight=0.0),
                   timing=Timing(weight=0.0), questions=QuestionTurns(weight=0.0),
-                  decompose=Decompose(weight=0.0))
+                  decompose=Decompose(weight=0.0), reports=SelfReports(weight=0.0))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

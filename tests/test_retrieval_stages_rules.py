@@ -12,6 +12,7 @@ from remem.errors import InvalidInputError
 from remem.eval.store_retriever import DEFAULT_STAGES, stage_ranking
 from remem.retrieval.decompose import Decompose, query_parts
 from remem.retrieval.ranking import Ranking
+from remem.retrieval.reports import SelfReports, is_self_report
 from remem.retrieval.timing import (
     QuestionTurns,
     Timing,
@@ -57,6 +58,15 @@ def test_asks_when_and_is_question() -> None:
     assert not is_question("Mel: I asked why? Then I left.")
 
 
+def test_self_reports_are_turns_in_the_first_person() -> None:
+    assert is_self_report("Mel: I've been running farther to de-stress.")
+    assert is_self_report("Our trip was great")
+    assert is_self_report("Caro: the kids and us went camping")
+    assert not is_self_report("Mel: You're so inspiring, Caroline!")
+    assert not is_self_report("Ivy: Iris likes mymosa")  # a name prefix, words holding "my"
+    assert not is_self_report("I: nothing to see here")   # the speaker prefix is not the text
+
+
 @pytest.mark.parametrize(("query", "parts"), [
     ("What do Melanie and Caroline both like?",
      ["What do Melanie both like?", "What do Caroline both like?"]),
@@ -91,6 +101,9 @@ def test_questions_the_rules_leave_whole(query: str) -> None:
     (lambda: QuestionTurns(weight=float("inf")), "QuestionTurns.weight"),
     (lambda: QuestionTurns(field=None), "QuestionTurns.field"),
     (lambda: Decompose(weight=True), "Decompose.weight must be a finite number >= 0"),
+    (lambda: SelfReports(weight=-1), "SelfReports.weight must be a finite number >= 0"),
+    (lambda: SelfReports(field=""), "SelfReports.field must name the value field"),
+    (lambda: Ranking(reports=Timing()), "Ranking.reports must be a SelfReports or None"),
     (lambda: Ranking(timing=QuestionTurns()), "Ranking.timing must be a Timing or None"),
     (lambda: Ranking(decompose=0.2), "Ranking.decompose must be a Decompose or None"),
 ])
@@ -132,6 +145,7 @@ def test_timing_and_questions_lift_reports_over_questions(make_store: Factory) -
     assert [h.key for h in hits] == ["told", "ask"]
     assert hits[0].details["timing"].score == 1.0 and "timing" not in hits[1].details
     assert _keys(store, query, Ranking(questions=QuestionTurns(weight=0.3))) == ["told", "ask"]
+    assert _keys(store, query, Ranking(reports=SelfReports(weight=0.3))) == ["told", "ask"]
     # only_when: a query that does not ask when is unchanged
     assert _keys(store, query, Ranking(timing=Timing(weight=0.3, only_when=True))) == [
         "ask", "told"]

@@ -24,7 +24,8 @@ hits of a first pass and add what they find as extra signals after fusion, as do
 (:mod:`remem.retrieval.speakers`) for the candidates said by someone the query names,
 ``decompose`` (:mod:`remem.retrieval.decompose`) for each part of a coordinated question, and
 ``timing`` and ``questions`` (:mod:`remem.retrieval.timing`: time expressions for "when"
-questions, a penalty for turns that only ask);
+questions, a penalty for turns that only ask) and ``reports``
+(:mod:`remem.retrieval.reports`: turns in the first person);
 ``sessions`` adds each candidate's session score after that (before recency); ``spread``
 re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
 
@@ -46,6 +47,7 @@ from remem.errors import InvalidInputError
 from remem.retrieval.bm25 import KeywordScores
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.reports import SelfReports
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers
 from remem.retrieval.timing import QuestionTurns, Timing
@@ -130,6 +132,7 @@ class Ranking:
     decompose: Decompose | None = None
     timing: Timing | None = None
     questions: QuestionTurns | None = None
+    reports: SelfReports | None = None
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -172,7 +175,8 @@ class Ranking:
         for name, kind in (("feedback", Feedback), ("entities", Entities),
                            ("sessions", Sessions), ("spread", Spread),
                            ("speakers", Speakers), ("decompose", Decompose),
-                           ("timing", Timing), ("questions", QuestionTurns)):
+                           ("timing", Timing), ("questions", QuestionTurns),
+                           ("reports", SelfReports)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 raise InvalidInputError(
@@ -207,7 +211,8 @@ class Ranking:
         """Whether any multi-evidence stage is on."""
         return any(stage is not None for stage in (self.feedback, self.entities, self.sessions,
                                                    self.spread, self.speakers, self.decompose,
-                                                   self.timing, self.questions))
+                                                   self.timing, self.questions,
+                                                   self.reports))
 
     @property
     def group_field(self) -> str | None:

@@ -24,6 +24,7 @@ from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
 from remem.retrieval.decompose import query_parts
 from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
 from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
+from remem.retrieval.reports import is_self_report
 from remem.retrieval.speakers import names_in
 from remem.retrieval.timing import asks_when, has_time_expression, is_question
 
@@ -123,6 +124,10 @@ def expand_candidates(source: CandidateSource, ranking: Ranking,
         boosts["questions"] = (-ranking.questions.weight,
                                _text_matches(source, lists, ranking.questions.field,
                                              is_question))
+    if ranking.reports is not None:
+        boosts["reports"] = (ranking.reports.weight,
+                             _text_matches(source, lists, ranking.reports.field,
+                                           is_self_report))
     if ranking.decompose is not None and tokenize is not None and "keyword" in lists:
         boosts.update(_part_boosts(source, query, ranking.decompose.weight, tokenize, bm25,
                                    depth))
