@@ -184,8 +184,9 @@ file_policy_option = click.option(
               show_default=True, metavar="SECONDS",
               help="How long /readyz waits for the database before answering 503.")
 @click.option("--quota-items", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Items (memories, store items, thread search entries) each tenant may "
-                   "keep (default: unlimited); writes past it get 413 quota_exceeded.")
+              help="Items (memories, store items, thread search entries, graph rows) each "
+                   "tenant may keep (default: unlimited); writes past it get 413 "
+                   "quota_exceeded.")
 @click.option("--quota-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="Bytes of stored values (compact JSON) each tenant may keep (default: "
                    "unlimited); writes past it get 413 quota_exceeded.")
