@@ -14,7 +14,7 @@ from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.postgres.sql import PostgresDialect
 from remem.store.sql_dialect import Dialect, Statement
 from remem.store.sqlite_sql import SQLiteDialect
-from remem.store.types import ListNamespacesOp, SearchOp
+from remem.store.types import CountOp, ListNamespacesOp, SearchOp
 
 DIALECTS: tuple[Dialect, ...] = (SQLiteDialect(), PostgresDialect('"remem".'))
 
@@ -24,8 +24,9 @@ _prefixes = st.lists(_labels, max_size=3).map(tuple)
 _filters = st.one_of(
     st.none(),
     st.fixed_dictionaries({"n": st.integers(-5, 5)}),
-    st.fixed_dictionaries({"tag": st.fixed_dictionaries({"$in": st.lists(
-        st.text(max_size=3), min_size=1, max_size=3)})}),
+    st.fixed_dictionaries({"tag": st.fixed_dictionaries({"$in": st.lists(  # no NUL: refused
+        st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=3),
+        min_size=1, max_size=3)})}),
     st.fixed_dictionaries({"$or": st.just([{"a": 1}, {"b": {"$exists": False}}])}),
 )
 _times = st.one_of(st.none(), st.floats(0, 2e9))
@@ -50,7 +51,9 @@ def _statements(dialect: Dialect, op: SearchOp, ids: list[int]) -> list[Statemen
     terms = ["tea", "茶"]
     return [
         dialect.items_where(op, now), (scope, scope_params),
-        dialect.listing(op, now, leaf=False), dialect.listing(op, now, leaf=True),
+        *(dialect.listing(op, now, path=path) for path in ("leaf", "scope", "newest")),
+        dialect.count(CountOp(op.namespace_prefix, None, op.event_after, op.event_before), now),
+        dialect.table_size(), dialect.scope_size(op.namespace_prefix or ("a",), 200),
         dialect.items_by_id(ids), dialect.addresses(ids, where, params),
         dialect.event_times(ids), dialect.refresh_ttls(ids, now),
         dialect.keyword_postings(terms, where, params, items_first=False),
@@ -77,7 +80,8 @@ def test_both_dialects_bind_the_same_values_outside_the_filter(op: SearchOp) -> 
                      op.event_after, op.event_before)
     sqlite, postgres = DIALECTS
     for build in (lambda d: d.items_where(plain, 5.0),
-                  lambda d: d.listing(plain, 5.0, leaf=False),
+                  *(lambda d, path=path: d.listing(plain, 5.0, path=path)
+                    for path in ("leaf", "scope", "newest")),
                   lambda d: d.scope_where(plain, 5.0),
                   lambda d: d.items_page(plain.namespace_prefix, ("a\x1f", "k"), 5.0)):
         assert _bound(sqlite, build(sqlite)) == _bound(postgres, build(postgres))
