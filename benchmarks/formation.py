@@ -31,7 +31,8 @@ from typing import Any
 
 from remem.api import Memory
 from remem.embed import Embedder, FakeEmbedder
-from remem.llm import ChatModel, ChatRequest, ChatResponse, ScriptedModel, UsageLedger
+from remem.llm import ChatModel, ChatRequest, ChatResponse, ScriptedModel
+from remem.llm.base import WrappedChatModel
 from remem.llm.config import model_from_env
 
 # -- the scenario -----------------------------------------------------------------------------
@@ -138,24 +139,12 @@ def scripted_answer(step: Step) -> Callable[[ChatRequest], Answer]:
 # -- timing -----------------------------------------------------------------------------------
 
 
-class TimedModel:
+class TimedModel(WrappedChatModel):
     """Wraps a chat model and adds up the time spent inside it."""
 
     def __init__(self, model: ChatModel) -> None:
-        self.inner = model
+        super().__init__(model)
         self.seconds = 0.0
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def context_window(self) -> int | None:
-        return self.inner.context_window
-
-    @property
-    def usage(self) -> UsageLedger:
-        return self.inner.usage
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         start = time.perf_counter()

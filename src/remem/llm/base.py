@@ -25,6 +25,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UsageLedger",
+    "WrappedChatModel",
 ]
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error", "other"]
@@ -199,6 +200,38 @@ class ChatModel(Protocol):
     async def acomplete(self, request: ChatRequest) -> ChatResponse:
         """Async :meth:`complete`."""
         ...
+
+
+class WrappedChatModel:
+    """A chat model that answers through ``inner``: its name, window and usage ledger are the
+    inner model's. Subclasses wrap :meth:`complete` / :meth:`acomplete` to add something
+    around each call (recording usage, timing)."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+
+    @property
+    def model(self) -> str:
+        """The inner model's name."""
+        return self.inner.model
+
+    @property
+    def context_window(self) -> int | None:
+        """The inner model's context window."""
+        return self.inner.context_window
+
+    @property
+    def usage(self) -> UsageLedger:
+        """The inner model's ledger (it counts every call, whatever the wrapper adds)."""
+        return self.inner.usage
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer through the inner model."""
+        return self.inner.complete(request)
+
+    async def acomplete(self, request: ChatRequest) -> ChatResponse:
+        """Async :meth:`complete`."""
+        return await self.inner.acomplete(request)
 
 
 def as_messages(messages: Sequence[Message] | str) -> tuple[Message, ...]:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from remem.background.queue import JobQueue
-from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, UsageLedger
+from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, WrappedChatModel
 from remem.usage.activity import ActivityReport, activity_report
 from remem.usage.records import DayWindow, UsageReport, UsageRow, day_of
 
@@ -126,7 +126,7 @@ class UsageRecorder:
             self.queue.close()
 
 
-class RecordingChatModel:
+class RecordingChatModel(WrappedChatModel):
     """A :class:`~remem.llm.ChatModel` that answers through ``inner`` and records what each
     call cost for ``tenant`` (model name: ``inner.model``; operation: the request's label).
 
@@ -134,24 +134,9 @@ class RecordingChatModel:
     """
 
     def __init__(self, inner: ChatModel, recorder: UsageRecorder, *, tenant: str = "") -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.recorder = recorder
         self.tenant = tenant
-
-    @property
-    def model(self) -> str:
-        """The inner model's name."""
-        return self.inner.model
-
-    @property
-    def context_window(self) -> int | None:
-        """The inner model's context window."""
-        return self.inner.context_window
-
-    @property
-    def usage(self) -> UsageLedger:
-        """The inner model's in-process ledger (it counts every call, recorded or not)."""
-        return self.inner.usage
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         """Answer through the inner model, then record the answer's usage."""
