@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from remem.graph.storage import PostgresGraphStorage, SharedStorage, persistent_storage_beside
-from remem.store.namespace_codec import encode_ns
+from remem.store.namespace_codec import prefix_range
 
 __all__ = ["GraphQuota", "rows_under", "text_bytes"]
 
@@ -55,7 +55,11 @@ def rows_under(store: Any, prefix: tuple[str, ...]) -> tuple[int, int] | None:
     storage = persistent_storage_beside(store)
     if storage is None:
         return None
-    low = encode_ns(prefix)
+    bounds = prefix_range(prefix)
+    # a range on ns (each counted table has an index leading with it), not substr(): a
+    # tenant's recount reads its own rows only
+    where, params = ("ns >= ? AND ns < ?", bounds) if bounds is not None else ("1 = 1", ())
+    low = bounds[0] if bounds is not None else ""
     inner = storage.inner if isinstance(storage, SharedStorage) else storage
     measure = ("octet_length({col})" if isinstance(inner, PostgresGraphStorage)
                else "length(CAST({col} AS BLOB))")
@@ -65,7 +69,7 @@ def rows_under(store: Any, prefix: tuple[str, ...]) -> tuple[int, int] | None:
             for table, column in _COUNTED:
                 count, total = tx.execute(
                     f"SELECT COUNT(*), COALESCE(SUM({measure.format(col=column)}), 0) FROM "
-                    f"{table} WHERE substr(ns, 1, ?) = ?", (len(low), low)).fetchone()
+                    f"{table} WHERE {where}", params).fetchone()
                 items += int(count)
                 size += int(total)
     finally:
