@@ -215,3 +215,29 @@ def test_other_tenants_lists_deletes_and_exports_see_nothing(
         assert intruder.import_(exported) == len(exported)  # lands in its own tenant
     with Client(url, token) as client:
         assert [r.text for r in client.get_all(user_id="shared-name")] == ["acme secret"]
+
+
+def test_an_admin_client_acts_for_the_tenant_it_names(
+        server_app: tuple[FastAPI, str], served: tuple[str, str, str]) -> None:
+    """``Client(tenant=...)`` sends ``X-Remem-Tenant``: an admin key then reads and writes the
+    named tenant's memories; any other key naming a tenant is refused, typed."""
+    from remem.errors import PermissionDeniedError
+
+    app, url = server_app
+    _, token, _ = served
+    admin = app.state.remem.keys.create("ops", admin=True)[0]
+    with Client(url, token) as acme:
+        acme.add("acme keeps its ledger in the vault", user_id="adm", infer=False)
+    with Client(url, admin, tenant="acme") as as_acme, Client(url, admin) as own:
+        assert [h.memory.text for h in as_acme.search("ledger vault", user_id="adm")] == [
+            "acme keeps its ledger in the vault"]
+        as_acme.add("written by ops for acme", user_id="adm", infer=False)
+        assert own.search("ledger vault", user_id="adm").memories == []
+    with Client(url, token) as acme:
+        assert "written by ops for acme" in [m.text for m in
+                                             acme.get_all(user_id="adm").memories]
+    with Client(url, token, tenant="ops") as plain, \
+            pytest.raises(PermissionDeniedError, match="only an admin key"):
+        plain.search("x", user_id="adm")
+    with pytest.raises(ConfigError, match="tenant"):
+        Client(url, admin, tenant=" ")

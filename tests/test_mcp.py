@@ -110,8 +110,12 @@ def test_stdio_transport(tmp_path: Path) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _http_client(url: str, token: str) -> AsyncIterator[Client]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+async def _http_client(url: str, token: str, tenant: str | None = None
+                       ) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    if tenant is not None:
+        headers["X-Remem-Tenant"] = tenant
+    async with httpx2.AsyncClient(headers=headers) as http, \
             Client(streamable_http_client(url + "/mcp", http_client=http)) as client:
         yield client
 
@@ -151,6 +155,46 @@ def test_streamable_http_transport_scoped_by_key() -> None:
     assert _texts(readable)[0] == "alpha secret"
     assert unauthenticated.status_code == 401
     assert unauthenticated.json()["error"] == "unauthorized"
+
+
+def test_an_admin_key_names_the_tenant_over_http_as_in_the_api() -> None:
+    """``X-Remem-Tenant`` over MCP follows the HTTP API's rule: an admin key acts for the
+    tenant it names; any other key sending it, or a bad name, is refused before any tool."""
+    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder()))
+    keys = app.state.remem.keys
+    alpha, beta = keys.create("alpha")[0], keys.create("beta")[0]
+    admin = keys.create("ops", admin=True)[0]
+
+    async def run(url: str) -> tuple[Any, Any, Any]:
+        async with _http_client(url, alpha) as client:
+            _payload(await client.call_tool("add_memory", {"messages": "alpha secret",
+                                                           "user_id": "alice"}))
+        async with _http_client(url, admin, tenant="alpha") as client:
+            as_alpha = _payload(await client.call_tool(
+                "search_memories", {"query": "alpha secret", "user_id": "alice"}))
+            _payload(await client.call_tool("add_memory", {"messages": "ops note for alpha",
+                                                           "user_id": "alice"}))
+        async with _http_client(url, admin) as client:
+            own = _payload(await client.call_tool(
+                "search_memories", {"query": "alpha secret", "user_id": "alice"}))
+        async with _http_client(url, alpha) as client:
+            listed = _payload(await client.call_tool("list_memories", {"user_id": "alice"}))
+        return as_alpha, own, listed
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with ThreadedServer(app) as server:
+        as_alpha, own, listed = asyncio.run(run(server.url))
+        refused = httpx.post(server.url + "/mcp", json=call, headers={
+            "Authorization": f"Bearer {beta}", "X-Remem-Tenant": "alpha"})
+        bad = httpx.post(server.url + "/mcp", json=call, headers={
+            "Authorization": f"Bearer {admin}", "X-Remem-Tenant": "../alpha"})
+    app.state.remem.close()
+    assert _texts(as_alpha) == ["alpha secret"] and own["hits"] == []
+    assert sorted(m["text"] for m in listed["memories"]) == ["alpha secret",
+                                                             "ops note for alpha"]
+    assert refused.status_code == 403 and refused.json()["error"] == "permission_denied"
+    assert "only an admin key" in refused.json()["message"]
+    assert bad.status_code == 422 and "X-Remem-Tenant" in bad.json()["message"]
 
 
 def test_forget_memories_is_opt_in_and_undoable() -> None:

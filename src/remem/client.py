@@ -233,16 +233,25 @@ class Client:
     """A memory served by ``remem serve`` at ``url``, used like :class:`~remem.api.Memory`.
 
     ``api_key``: a key from ``remem keys create`` (default: ``$REMEM_API_KEY``; none for a
-    ``--no-auth`` server). ``timeout``: seconds per request. The client is thread-safe;
-    close it (or use ``with``) to release connections.
+    ``--no-auth`` server). ``tenant``: with an admin key (``remem keys create --admin``), the
+    tenant every request acts for, sent as the ``X-Remem-Tenant`` header (default: the key's
+    own tenant; the server refuses it from any other key with
+    :class:`~remem.errors.PermissionDeniedError`). ``timeout``: seconds per request. The
+    client is thread-safe; close it (or use ``with``) to release connections.
     """
 
-    def __init__(self, url: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, api_key: str | None = None, *, tenant: str | None = None,
+                 timeout: float = 30.0) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"url must start with http:// or https://, got {url!r}")
+        if tenant is not None and (not isinstance(tenant, str) or not tenant.strip()):
+            raise ConfigError(f"tenant must be a non-empty tenant name or None, got {tenant!r}")
         self.url = url.rstrip("/")
         key = api_key if api_key is not None else os.environ.get("REMEM_API_KEY")
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        if tenant is not None:
+            self._headers["X-Remem-Tenant"] = tenant.strip()
+        self.tenant = tenant
         self.timeout = timeout
         self._sync: httpx.Client | None = None
         self._async: httpx.AsyncClient | None = None

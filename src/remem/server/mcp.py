@@ -9,7 +9,8 @@ document as the HTTP API. ``forget_memories`` (every memory of a scope) is only 
 asked for (:data:`FORGET_TOOL`). ``list_namespaces`` is the one tool of its own.
 
 Each call runs as one principal: over HTTP the API key of the request (``Authorization:
-Bearer``), over stdio the tenant the process was started for. Failures come back to the model
+Bearer``; an admin key may name another tenant in ``X-Remem-Tenant``, as in the HTTP API),
+over stdio the tenant the process was started for. Failures come back to the model
 as tool errors with remem's message (which names the field and fix).
 """
 
@@ -48,7 +49,7 @@ from remem.memory.requests import (
     UpdateRequest,
 )
 from remem.memory.wire import RESULT_MODELS
-from remem.server.auth import admit, authenticate, token_of
+from remem.server.auth import acting_principal, admit, tenant_header_of, token_of, verified_key
 from remem.server.errors import classify
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.netguard import is_loopback, rebinding_refusal
@@ -411,24 +412,33 @@ def add_conversation_tools(server: MCPServer, state: ServerState, run: Any,
     add_agent_tools(server, run, CONVERSATION_TOOLS, frozenset(), make)
 
 
-def _bearer(headers: Any) -> str | None:
-    if headers is None:
-        return None
+def _raw_headers(headers: Any) -> list[tuple[bytes, bytes]]:
     raw = getattr(headers, "raw", None)
     if raw is None:  # a plain mapping: one value per name
         raw = [(str(k).encode("latin-1"), str(v).encode("latin-1")) for k, v in
                dict(headers).items()]
-    return token_of(raw)
+    return list(raw)
+
+
+def http_principal(state: ServerState, headers: Sequence[tuple[bytes, bytes]]) -> Principal:
+    """Who an MCP request over HTTP acts as: its key's own tenant, or the tenant an admin key
+    names in ``X-Remem-Tenant``, by the same rule as every ``/v1`` route
+    (:func:`~remem.server.auth.acting_principal`). Raises HTTP 401/400, or
+    :class:`~remem.errors.PermissionDeniedError` / :class:`~remem.errors.InvalidInputError`
+    for the header."""
+    key = verified_key(state, token_of(headers))
+    return acting_principal(key, tenant_header_of(headers))
 
 
 def http_resolver(state: ServerState) -> Resolver:
     """Principals from the HTTP headers of each MCP request (the gate already refused
-    missing, invalid and repeated keys, and counted the request against the key's rate)."""
+    missing, invalid and repeated keys and a tenant header the key may not send, and
+    counted the request against the key's rate)."""
     def resolve(ctx: Context | None) -> Principal:
-        headers = ctx.headers if ctx is not None else None
+        headers = _raw_headers(ctx.headers) if ctx is not None and ctx.headers else []
         try:
-            return authenticate(state, _bearer(headers))
-        except Exception as exc:  # HTTPException: the gate already answered 401 for these
+            return http_principal(state, headers)
+        except Exception as exc:  # the gate already answered these
             raise ToolError(f"unauthorized: {getattr(exc, 'detail', exc)}") from None
     return resolve
 
@@ -470,10 +480,12 @@ class McpAuthGate:
             if refused is not None:
                 return _json_answer(refused[0], "misdirected" if refused[0] == 421
                                     else "forbidden", refused[1])
+        headers = scope.get("headers", ())
         try:
-            token = token_of(scope.get("headers", ()))
-            who = await self.state.run(lambda: authenticate(self.state, token))
+            who = await self.state.run(lambda: http_principal(self.state, headers))
             admit(self.state, who)
+        except RememError as exc:  # the tenant header: the same answer as the /v1 routes
+            return _json_answer(*classify(exc, "MCP request"))
         except Exception as exc:
             status = int(getattr(exc, "status_code", 401))
             extra: list[tuple[bytes, bytes]] = [
