@@ -8,9 +8,10 @@ import math
 import os
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from remem.threads.scoped import ScopedThreads
     from remem.usage import UsageRecorder
 
-__all__ = ["LOCAL_TENANT", "Principal", "ServerConfig", "ServerState"]
+__all__ = ["LOCAL_TENANT", "TENANT_VIEWS", "Principal", "ServerConfig", "ServerState",
+           "TenantViews"]
 
 #: the tenant of every request in ``--no-auth`` mode
 LOCAL_TENANT = "local"
@@ -39,6 +41,38 @@ LOCAL_TENANT = "local"
 INDEXED_FIELDS = ("text",)
 
 T = TypeVar("T")
+V = TypeVar("V")
+
+#: how many tenants' views (scoped store, Memory, threads, recording model) a process keeps
+TENANT_VIEWS = 1024
+
+
+class TenantViews(Generic[V]):
+    """One view per tenant, built on first use and kept for the ``limit`` most recently used
+    tenants. An admin key may name any tenant, so without a bound a process would keep a
+    view of every tenant ever named. Views hold no state of their own that is not in the
+    database (a quota's count is read again, as another process would), so a view dropped
+    while a request still uses it, and rebuilt for the next, behaves as two processes do."""
+
+    def __init__(self, lock: threading.RLock, limit: int = TENANT_VIEWS) -> None:
+        self._views: OrderedDict[str, V] = OrderedDict()
+        self._lock = lock
+        self.limit = limit
+
+    def get(self, tenant: str, build: Callable[[], V]) -> V:
+        """``tenant``'s view, built by ``build`` (under the state's lock) if it has none."""
+        with self._lock:
+            view = self._views.get(tenant)
+            if view is None:
+                view = self._views[tenant] = build()
+                while len(self._views) > self.limit:
+                    self._views.popitem(last=False)
+            else:
+                self._views.move_to_end(tenant)
+            return view
+
+    def __len__(self) -> int:
+        return len(self._views)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,17 +177,23 @@ class ServerState:
     owns_store: bool = True
     #: requests per second per key (``None``: unlimited), from the config
     limiter: RateLimiter | None = None
-    _scoped: dict[str, ScopedStore] = field(default_factory=dict)
-    _memories: dict[str, Memory] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _scoped: TenantViews[ScopedStore] = field(init=False)
+    _memories: TenantViews[Memory] = field(init=False)
     _threads: ThreadStore | None = None
-    _tenant_threads: dict[str, ScopedThreads] = field(default_factory=dict)
-    _llms: dict[str, ChatModel] = field(default_factory=dict)
+    _tenant_threads: TenantViews[ScopedThreads] = field(init=False)
+    _llms: TenantViews[ChatModel] = field(init=False)
     _usage: UsageRecorder | None = None
     _jobs: JobQueue | None = None
-    _lock: threading.RLock = field(default_factory=threading.RLock)
     # one limiter per event loop: in-process harnesses serve the app from several loops
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
         field(default_factory=weakref.WeakKeyDictionary)
+
+    def __post_init__(self) -> None:
+        self._scoped = TenantViews(self._lock)
+        self._memories = TenantViews(self._lock)
+        self._tenant_threads = TenantViews(self._lock)
+        self._llms = TenantViews(self._lock)
 
     @classmethod
     def open(cls, config: ServerConfig, store: BaseStore | None = None) -> ServerState:
@@ -183,30 +223,21 @@ class ServerState:
 
     def store_for(self, principal: Principal) -> ScopedStore:
         """The store as ``principal``'s tenant sees it."""
-        scoped = self._scoped.get(principal.tenant)
-        if scoped is None:
+        tenant = principal.tenant
+
+        def build() -> ScopedStore:
             quota = self.config.quota()
-            with self._lock:
-                scoped = self._scoped.get(principal.tenant)
-                if scoped is None:
-                    prefix = tenant_prefix(principal.tenant)
-                    scoped = (QuotaStore(self.store, prefix, quota, tenant=principal.tenant)
-                              if quota.active else ScopedStore(self.store, prefix))
-                    self._scoped[principal.tenant] = scoped
-        return scoped
+            prefix = tenant_prefix(tenant)
+            return (QuotaStore(self.store, prefix, quota, tenant=tenant)
+                    if quota.active else ScopedStore(self.store, prefix))
+        return self._scoped.get(tenant, build)
 
     def memory_for(self, principal: Principal) -> Memory:
         """The :class:`~remem.api.Memory` facade over the tenant's scoped store."""
-        memory = self._memories.get(principal.tenant)
-        if memory is None:
-            from remem.api import Memory
+        from remem.api import Memory
 
-            with self._lock:
-                memory = self._memories.get(principal.tenant)
-                if memory is None:
-                    memory = Memory(self.store_for(principal), llm=self.llm_for(principal))
-                    self._memories[principal.tenant] = memory
-        return memory
+        return self._memories.get(principal.tenant, lambda: Memory(
+            self.store_for(principal), llm=self.llm_for(principal)))
 
     def jobs(self) -> JobQueue:
         """The server's job queue, in the store's database (opened on first use, closed with
@@ -237,17 +268,11 @@ class ServerState:
         inner = self.config.llm
         if inner is None:
             return None
-        model = self._llms.get(principal.tenant)
-        if model is None:
-            from remem.usage import RecordingChatModel
+        from remem.usage import RecordingChatModel
 
-            recorder = self.usage()
-            with self._lock:
-                model = self._llms.get(principal.tenant)
-                if model is None:
-                    model = RecordingChatModel(inner, recorder, tenant=principal.tenant)
-                    self._llms[principal.tenant] = model
-        return model
+        recorder = self.usage()
+        return self._llms.get(principal.tenant, lambda: RecordingChatModel(
+            inner, recorder, tenant=principal.tenant))
 
     def threads(self) -> ThreadStore:
         """The thread store on the server's database, every tenant's threads (opened on
@@ -263,21 +288,17 @@ class ServerState:
     def threads_for(self, principal: Principal) -> ScopedThreads:
         """The threads as ``principal``'s tenant sees them: its own only, searchable through
         an index in its scoped store, compacted by the server's LLM."""
-        scoped = self._tenant_threads.get(principal.tenant)
-        if scoped is None:
-            from remem.threads.scoped import ScopedThreads
-            from remem.threads.search import ThreadIndex
+        from remem.threads.scoped import ScopedThreads
+        from remem.threads.search import ThreadIndex
 
-            threads = self.threads()
-            with self._lock:
-                scoped = self._tenant_threads.get(principal.tenant)
-                if scoped is None:
-                    index = (ThreadIndex(self.store_for(principal))
-                             if self.config.thread_search else None)
-                    scoped = ScopedThreads(threads, principal.tenant, index=index,
-                                           summarizer=self.llm_for(principal))
-                    self._tenant_threads[principal.tenant] = scoped
-        return scoped
+        threads = self.threads()
+
+        def build() -> ScopedThreads:
+            index = (ThreadIndex(self.store_for(principal))
+                     if self.config.thread_search else None)
+            return ScopedThreads(threads, principal.tenant, index=index,
+                                 summarizer=self.llm_for(principal))
+        return self._tenant_threads.get(principal.tenant, build)
 
     def close(self) -> None:
         """Close the thread store, and the store if the server opened it."""
