@@ -24,7 +24,19 @@ by name (:data:`VARIANTS`: the fusion choices of ``docs/search.md`` and recency)
 reported like a mode, with recall@10 per pool (one person, or one conversation) so a change
 that helps one pool and hurts another shows. ``--tokenizer`` indexes with another
 segmentation of Chinese (:data:`TOKENIZERS`, experiments that are not part of remem).
-``--pool file`` puts all ten people of ``zh_daily`` in one namespace (a harder setting).
+``--pool file`` puts all ten people of ``zh_daily`` in one namespace (a harder setting); the
+per-pool figures then still break ``zh_daily`` down by person (trajectory), so the two
+poolings compare person by person.
+
+``--stages`` adds hybrid rankings with multi-evidence stages (``remem eval ... --stages``
+lists, ``none`` for plain ranking), each reported like a mode, and prints how many pools each
+raises and lowers against the first one. ``--rules english`` judges time expressions and
+question turns by the English rules alone (as before they were bilingual), ``--rules ma``
+counts only 吗, not 呢, as a question particle: experiments, to measure what the Chinese rules
+are worth::
+
+    .venv/bin/python benchmarks/zh_recall.py --modes --stages none timing questions \\
+        timing,questions --vector-cache /tmp/zh-vectors.npz
 """
 
 from __future__ import annotations
@@ -34,7 +46,8 @@ import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -55,14 +68,22 @@ from remem.eval.locomo import (  # noqa: E402
     load_locomo,
 )
 from remem.eval.memdaily import load_memdaily  # noqa: E402
-from remem.eval.store_retriever import EvalMode, StoreRetriever  # noqa: E402
+from remem.eval.store_retriever import EvalMode, StoreRetriever, stage_ranking  # noqa: E402
 from remem.retrieval import Ranking, Recency  # noqa: E402
 from remem.retrieval.context import CONTEXT_FIELD  # noqa: E402
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer  # noqa: E402
-from remem.store import BaseStore, IndexConfig, KeywordConfig, SQLiteStore  # noqa: E402
+from remem.store import (  # noqa: E402
+    BaseStore,
+    IndexConfig,
+    KeywordConfig,
+    SQLiteStore,
+    candidates,
+)
 from vector_cache import CachedEmbedder  # noqa: E402
 
 MODES: tuple[EvalMode, ...] = ("keyword", "vector", "hybrid")
+#: the sets by name, in tests/data (``roles``: MemDaily layout like ``daily``)
+SETS = {"daily": "zh_daily.json", "memories": "zh_memories.json", "roles": "zh_roles.json"}
 METRICS = ("recall@5", "recall@10", "mrr")
 
 #: hybrid rankings by name: how keyword scores enter fusion for Chinese queries, and recency
@@ -136,16 +157,21 @@ class _PoolNow(StoreRetriever):
         return [hit.key for hit in hits]
 
 
+Groups = dict[tuple[str, int], str]
+
+
 def load_daily(path: Path, pool: str = "trajectory"
-               ) -> tuple[LocomoDataset, dict[tuple[str, int], str]]:
+               ) -> tuple[LocomoDataset, dict[tuple[str, int], str], Groups]:
     """``zh_daily.json`` read as ``remem eval memdaily --pool trajectory`` reads it: each
     person's messages one pool (namespace), each question's ``kind`` its category (``pool=
-    "file"``: all in one pool)."""
+    "file"``: all in one pool); and each question's person (``"{file}#{tid}"``) whatever the
+    pooling."""
     labelled = load_memdaily(path, pool=pool)  # type: ignore[arg-type]
-    return labelled.data, dict(labelled.kinds)
+    groups = {key: f"{path.stem}#{extra['tid']}" for key, extra in labelled.extras.items()}
+    return labelled.data, dict(labelled.kinds), groups
 
 
-def load_memories(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str]]:
+def load_memories(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str], Groups]:
     """``zh_memories.json`` (LoCoMo layout), main set only, with each question's type."""
     dataset = load_locomo(path)
     raw = {c["sample_id"]: c["qa"] for c in json.loads(path.read_text(encoding="utf-8"))}
@@ -154,14 +180,45 @@ def load_memories(path: Path) -> tuple[LocomoDataset, dict[tuple[str, int], str]
     main = tuple(Conversation(c.id, c.speakers, c.turns,
                               tuple(q for q in c.questions if q.category != 5), c.now)
                  for c in dataset.conversations)
-    return LocomoDataset(dataset.source, dataset.sha256, main, ()), kinds
+    groups = {(q.conversation_id, q.index): q.conversation_id
+              for c in main for q in c.questions}
+    return LocomoDataset(dataset.source, dataset.sha256, main, ()), kinds, groups
 
+
+@contextmanager
+def _rules(name: str) -> Iterator[None]:
+    """Judge time expressions and question turns by other rules for one run (an experiment:
+    the store's candidate code reads the two functions from its module)."""
+    from remem.retrieval import timing
+
+    if name == "both":
+        yield
+        return
+    saved = candidates.has_time_expression, candidates.is_question
+
+    def english_question(text: str) -> bool:
+        return timing._ASIDE.sub("", text).rstrip().endswith("?")
+
+    def ma_question(text: str) -> bool:
+        return english_question(text) or timing._ASIDE.sub("", text).rstrip().endswith(
+            ("\uff1f", "吗"))
+
+    if name == "english":
+        candidates.has_time_expression = timing.has_english_time_expression
+        candidates.is_question = english_question
+    else:
+        candidates.is_question = ma_question
+    try:
+        yield
+    finally:
+        candidates.has_time_expression, candidates.is_question = saved
 
 
 
 def measure(dataset: LocomoDataset, kinds: dict[tuple[str, int], str], modes: Sequence[EvalMode],
             embedder: Embedder, variants: Sequence[str] = (),
-            tokenizer: Tokenizer | None = None) -> dict[str, dict[str, dict[str, float]]]:
+            tokenizer: Tokenizer | None = None, stages: Sequence[str] = (),
+            groups: Groups | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """``{mode or variant: {kind, "all" or "pool:<id>": {metric: mean, "n": count}}}``."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     ingested: set[str] = set()
@@ -170,17 +227,22 @@ def measure(dataset: LocomoDataset, kinds: dict[tuple[str, int], str], modes: Se
     with _store(embedder, tokenizer or DefaultTokenizer()) as store:
         runs = [(mode, StoreRetriever(store, mode, ingested=ingested)) for mode in modes]
         runs += [(name, _PoolNow(store, VARIANTS[name], nows, ingested)) for name in variants]
+        runs += [(f"stages {names}", StoreRetriever(
+            store, "hybrid", stage_ranking([] if names == "none" else names.split(",")),
+            ingested=ingested)) for names in stages]
         for label, retriever in runs:
             run = run_locomo(dataset, retriever, k=50)
-            groups: dict[str, list[dict[str, float]]] = defaultdict(list)
+            by: dict[str, list[dict[str, float]]] = defaultdict(list)
             for result in run.results:
                 q = result.question
-                groups["all"].append(dict(result.metrics))
-                groups[kinds[(q.conversation_id, q.index)]].append(dict(result.metrics))
-                groups[f"pool:{q.conversation_id}"].append(dict(result.metrics))
+                key = (q.conversation_id, q.index)
+                by["all"].append(dict(result.metrics))
+                by[kinds[key]].append(dict(result.metrics))
+                by[f"pool:{(groups or {}).get(key, q.conversation_id)}"].append(
+                    dict(result.metrics))
             out[label] = {name: {"n": float(len(rows)),
                                  **{m: float(np.mean([r[m] for r in rows])) for m in METRICS}}
-                          for name, rows in sorted(groups.items())}
+                          for name, rows in sorted(by.items())}
             out[label]["all"]["query_p50_ms"] = run.timing.percentile_ms(50) or 0.0
     return out
 
@@ -220,20 +282,32 @@ def table(name: str, figures: dict[str, dict[str, dict[str, float]]]) -> str:
                          f"{row['recall@10']:.3f} | {row['mrr']:.3f} |")
     pools = sorted({k for by_kind in figures.values() for k in by_kind if k.startswith("pool:")})
     lines += ["", "R@10 per pool: " + ", ".join(p.removeprefix("pool:") for p in pools)]
+    first: dict[str, dict[str, float]] | None = None
     for mode, by_kind in figures.items():
-        lines.append(f"{mode}: " + " ".join(f"{by_kind[p]['recall@10']:.3f}" for p in pools))
+        line = f"{mode}: " + " ".join(f"{by_kind[p]['recall@10']:.3f}" for p in pools)
+        if first is None:
+            first = by_kind
+        else:  # pools this ranking raises and lowers against the first one, at R@10
+            changes = [by_kind[p]["recall@10"] - first[p]["recall@10"] for p in pools]
+            line += (f"  (vs first: {sum(c > 1e-9 for c in changes)} higher, "
+                     f"{sum(c < -1e-9 for c in changes)} lower)")
+        lines.append(line)
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", nargs="+", choices=("daily", "memories"),
+    parser.add_argument("--sets", nargs="+", choices=tuple(SETS),
                         default=["daily", "memories"])
     parser.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES))
     parser.add_argument("--variants", nargs="*", choices=tuple(VARIANTS), default=[])
     parser.add_argument("--tokenizer", choices=tuple(TOKENIZERS), default="default")
     parser.add_argument("--pool", choices=("trajectory", "file"), default="trajectory",
                         help="zh_daily: one namespace per person, or all ten in one")
+    parser.add_argument("--stages", nargs="*", default=[],
+                        help="hybrid rankings with these --stages lists ('none': plain)")
+    parser.add_argument("--rules", choices=("both", "english", "ma"), default="both",
+                        help="time and question rules of the timing and questions stages")
     parser.add_argument("--vector-cache", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/zh_recall.json"))
     args = parser.parse_args(argv)
@@ -244,13 +318,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.vector_cache is not None:
         embedder = CachedEmbedder(embedder, args.vector_cache)
     report: dict[str, Any] = {"modes": args.modes, "variants": args.variants,
+                              "stages": args.stages, "rules": args.rules, "pool": args.pool,
                               "tokenizer": args.tokenizer, "sets": {}}
     for name in args.sets:
-        dataset, kinds = (load_daily(DATA / "zh_daily.json", args.pool) if name == "daily"
-                          else load_memories(DATA / "zh_memories.json"))
+        dataset, kinds, groups = (
+            load_daily(DATA / SETS[name], args.pool) if name != "memories"
+            else load_memories(DATA / SETS[name]))
+        if name == "roles" and args.pool == "file":
+            groups = {}  # its pools are files' groups of users: figures per pool
         started = time.perf_counter()
-        figures = measure(dataset, kinds, args.modes, embedder, args.variants,
-                          TOKENIZERS[args.tokenizer]())
+        with _rules(args.rules):
+            figures = measure(dataset, kinds, args.modes, embedder, args.variants,
+                              TOKENIZERS[args.tokenizer](), args.stages, groups)
         report["sets"][name] = {"pools": len(dataset.conversations), "messages": dataset.n_turns,
                                 "questions": sum(len(c.questions) for c in dataset.conversations),
                                 "seconds": round(time.perf_counter() - started, 1),

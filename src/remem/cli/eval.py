@@ -8,7 +8,7 @@ every question, then print the table (or ``--json``) and write ``--out`` files.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Final
@@ -79,6 +79,13 @@ EVAL_EMBEDDERS: Final = ("local", "fake")
 
 CI_LEVEL: Final = 0.95
 
+MEMDAILY_STAGES: Final[tuple[str, ...]] = ()
+"""The default ``--stages`` of ``remem eval memdaily``, chosen by measurement on the Chinese
+sets (docs/eval.md, "Stages")."""
+
+LONGMEMEVAL_STAGES: Final[tuple[str, ...]] = ()
+"""The default ``--stages`` of ``remem eval longmemeval`` (docs/eval.md, "Stages")."""
+
 
 class _Bars:
     """A rich progress bar per phase, on stderr (implements :class:`remem.eval.Progress`)."""
@@ -142,6 +149,14 @@ def _print_table(table: Table) -> None:
     console.print(table)
 
 
+def _stages_option(default: Sequence[str]) -> Callable[[Any], Any]:
+    """``--stages``, shared by every ``remem eval`` command with its own measured default."""
+    return click.option(
+        "--stages", default=",".join(default) or "none", show_default=True, metavar="LIST",
+        help=f"Multi-evidence ranking stages, comma-separated, from {', '.join(STAGES)}; "
+             "'none' for plain hybrid ranking (docs/search.md).")
+
+
 @click.group(name="eval")
 def eval_group() -> None:
     """Measure retrieval quality on benchmark data."""
@@ -171,10 +186,7 @@ def eval_group() -> None:
               metavar="N", help="Bootstrap resamples for the 95% intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, metavar="N",
               help="Seed of the bootstrap and of the random baseline.")
-@click.option("--stages", default=",".join(DEFAULT_STAGES), show_default=True,
-              metavar="LIST",
-              help=f"Multi-evidence ranking stages, comma-separated, from {', '.join(STAGES)}; "
-                   "'none' for plain hybrid ranking (docs/search.md).")
+@_stages_option(DEFAULT_STAGES)
 @click.option("--units", type=click.Choice(UNITS),
               help="What is indexed: the turns, LoCoMo's generated per-session observations "
                    "(facts, each scored through the turns it came from), or both; also "
@@ -410,9 +422,10 @@ def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: s
 
 def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: int,
                   json_output: bool, out: Path | None, backend: Backend, embedder: str,
-                  bootstrap: int, seed: int, unit: str,
+                  bootstrap: int, seed: int, unit: str, stages: str,
                   extra_config: dict[str, Any] | None = None) -> None:
     """The shell shared by the non-LoCoMo commands: self-test, run, report, write."""
+    ranking = _stage_ranking(stages)
     model = make_embedder(embedder)
     if k < max(KS):
         _warn(f"--k {k} is below {max(KS)}: recall@k and hit@k for k > {k} are computed on "
@@ -426,7 +439,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
                             f"{check.failures[0]}")
     floor = random_floor(dataset, k=k, seed=seed)
     with temporary_store(backend, model) as store:
-        retriever = StoreRetriever(store, mode)
+        retriever = StoreRetriever(store, mode, ranking)
         with _progress_bars(not json_output) as bars:
             run = run_locomo(dataset.data, retriever, k=k, progress=bars)
     sets = summarize_labelled(dataset, run, resamples=bootstrap, seed=seed)
@@ -439,6 +452,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
     config["namespaces"] = config.pop("conversations")
     config[unit] = config.pop("turns")
     config["data_fixes"] = [fix.to_dict() for fix in dataset.fixes]
+    config["stages"] = _stage_names(stages)
     config.update(extra_config or {})
     summary = labelled_summary(dataset, sets, run, config, parent_sets)
     if out is not None:
@@ -454,7 +468,8 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
                                           f"its {dataset.parent_name}s, deduplicated)",
                                     unit=f"{dataset.parent_name}s"))
     click.echo(timing_line(run.timing, dataset.data.n_turns).replace("turns", unit))
-    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}")
+    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
+               f"stages {','.join(_stage_names(stages)) or 'none'}")
     click.echo(f"self-test passed: the oracle scores 1.000 on hit@k; {len(dataset.fixes)} "
                "data fixes" + (f"; records in {out}" if out is not None else ""))
 
@@ -496,9 +511,10 @@ def _run_options(function: Any) -> Any:
                    "trajectory is its own namespace.")
 @click.option("--limit-pools", type=click.IntRange(min=1), metavar="N",
               help="Use only the first N pools (namespaces), for quick runs.")
+@_stages_option(MEMDAILY_STAGES)
 def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
              backend: Backend, embedder: str, bootstrap: int, seed: int, pool: Pooling,
-             limit_pools: int | None) -> None:
+             limit_pools: int | None, stages: str) -> None:
     """Score message retrieval on a MemDaily-format FILE.
 
     One memory per message; a file's trajectories are pooled into one namespace (an object
@@ -511,7 +527,7 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
         dataset = dataset.head(limit_pools)
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
-                  unit="messages", extra_config={"pool": pool})
+                  unit="messages", stages=stages, extra_config={"pool": pool})
 
 
 @eval_group.command(name="longmemeval")
@@ -519,9 +535,10 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
 @_run_options
 @click.option("--limit-items", type=click.IntRange(min=1), metavar="N",
               help="Use only the first N items (haystacks), for quick runs.")
+@_stages_option(LONGMEMEVAL_STAGES)
 def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
                 backend: Backend, embedder: str, bootstrap: int, seed: int,
-                limit_items: int | None) -> None:
+                limit_items: int | None, stages: str) -> None:
     """Score turn retrieval on a LongMemEval-format FILE.
 
     Each item's haystack sessions go into their own namespace, one memory per turn; gold is
@@ -533,4 +550,4 @@ def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path
         dataset = dataset.head(limit_items)
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
-                  unit="turns")
+                  unit="turns", stages=stages)
