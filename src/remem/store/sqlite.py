@@ -21,11 +21,16 @@ writers queue on SQLite's busy timeout instead of failing on a lock upgrade. Wit
 ``synchronous=NORMAL`` (the default ``durability="normal"``) a committed batch survives a
 killed process; ``durability="full"`` also survives power loss, at the cost of an fsync per
 commit.
+
+The global ``updated_at`` index of wide newest-first listings is built on demand (``m009``):
+the first such listing reads the slower way (same page) and then builds the index in its own
+short write transaction; a busy or read-only file leaves it for a later listing.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -48,8 +53,9 @@ from remem.store.migrations.sqlite import (
     register_tokenizer,
 )
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
+from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
-from remem.store.sqlite_sql import SQLiteDialect
+from remem.store.sqlite_sql import NEWEST_INDEX, NEWEST_INDEX_PROBE, SQLiteDialect
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
 from remem.store.vectors import TextHashes, VectorIndex, matrix_hits
 
@@ -65,6 +71,10 @@ _SMALL_KEYWORD_SCOPE = 2000
 # scope scan them, so this bounds that scan
 _RECENT_POSTINGS = 20_000
 _LOAD_CHUNK = 8192
+# how long building the newest-first index waits for another process's write lock before it
+# gives up until the next wide listing (the listing has its page already; it must not stall)
+_BUILD_BUSY_TIMEOUT_MS = 200
+logger = logging.getLogger("remem.store")
 
 
 class SQLiteStore(SQLStore["_Txn"]):
@@ -98,6 +108,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._cache_seq = -1
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
         self.dialect = SQLiteDialect()
+        self._newest_index = False  # items_updated seen to exist (it is never dropped again)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> SQLiteStore:
@@ -175,7 +186,41 @@ class SQLiteStore(SQLStore["_Txn"]):
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
+            if txn.wants_newest_index:
+                self._build_newest_index(conn)
         return results
+
+    def _listing_path(self, tx: _Txn, op: SearchOp) -> ListingPath:
+        """The shared choice, except that a ``"newest"`` listing reads the prefix and sorts
+        (the same page) until the index it walks exists; the batch then builds it."""
+        path = super()._listing_path(tx, op)
+        if path != "newest" or self._newest_index:
+            return path
+        if tx.conn.execute(NEWEST_INDEX_PROBE).fetchone() is not None:  # built by anyone
+            self._newest_index = True
+            return path
+        tx.wants_newest_index = True
+        return "scope"
+
+    def _build_newest_index(self, conn: sqlite3.Connection) -> None:
+        """Build the newest-first index in its own write transaction, after the batch that
+        wanted it. Never fails the caller: a file locked by another process (waited for
+        briefly), read-only or full keeps it unbuilt, and the next wide listing tries again.
+        Several builders at once are harmless: ``IF NOT EXISTS`` under the write lock."""
+        with self._conns.writing():
+            conn.execute(f"PRAGMA busy_timeout = {_BUILD_BUSY_TIMEOUT_MS}")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(NEWEST_INDEX)
+                conn.execute("COMMIT")
+                self._newest_index = True
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                logger.info("newest-first index of %s not built (%s); listings read the "
+                            "prefix and sort until it is", self.path, exc)
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     def _query(self, tx: _Txn, text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return tx.conn.execute(text, params).fetchall()
@@ -437,14 +482,16 @@ def _meta(conn: sqlite3.Connection, key: str) -> str:
 
 
 class _Txn:
-    """Per-transaction state: the connection and the last vector sequence number it took
-    (``None`` until its first vector write)."""
+    """Per-transaction state: the connection, the last vector sequence number it took
+    (``None`` until its first vector write), and whether a listing wanted the newest-first
+    index."""
 
-    __slots__ = ("_postings_exist", "_vectors_exist", "conn", "vector_seq")
+    __slots__ = ("_postings_exist", "_vectors_exist", "conn", "vector_seq", "wants_newest_index")
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.vector_seq: int | None = None
+        self.wants_newest_index = False  # a listing read the slow way for want of the index
         self._vectors_exist: bool | None = None
         self._postings_exist: bool | None = None
 

@@ -5,6 +5,10 @@ What differs from PostgreSQL: ``?`` placeholders; id lists travel as one JSON te
 (small sorter rows) and reads the values of the page only; keyword postings live in two tables
 (``postings`` in term order, ``recent_postings`` in arrival order, see ``m006``), and the corpus
 statistics are per-namespace sums kept by triggers plus the items that may expire (``m004``).
+
+The global ``updated_at`` index that a wide newest-first listing walks is not part of the
+schema (``m009`` drops it): the store builds it from :data:`NEWEST_INDEX` the first time it
+needs it, so writers of files never listed that way do not maintain it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ from remem.store.namespace_codec import prefix_range
 from remem.store.sql_dialect import COLUMNS, Dialect, ListingPath, Statement
 from remem.store.types import SearchOp
 
-__all__ = ["SQLiteDialect"]
+__all__ = ["NEWEST_INDEX", "NEWEST_INDEX_PROBE", "SQLiteDialect"]
+
+#: the index a ``"newest"`` listing walks, built on demand (see the module docstring): from the
+#: newest entry, entries outside the prefix are skipped without reading their row
+NEWEST_INDEX = ("CREATE INDEX IF NOT EXISTS items_updated ON items (updated_at DESC, ns, key, "
+                "expires_at)")
+#: one row if that index exists (built by this process or another)
+NEWEST_INDEX_PROBE = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'items_updated'"
 
 
 class SQLiteDialect(Dialect):
@@ -39,7 +50,8 @@ class SQLiteDialect(Dialect):
     def listing_sql(self, where: str, order: str, path: ListingPath) -> str:
         # inside one namespace, and in the updated_at index, rows come in page order, so
         # SQLite stops after `limit` matches instead of sorting. Without statistics (no
-        # ANALYZE) the planner always takes the namespace range: the store chose, so say which
+        # ANALYZE) the planner always takes the namespace range: the store chose, so say which.
+        # "newest" only once items_updated exists (NEWEST_INDEX): the store checks first
         index = "items_updated" if path == "newest" else "items_ns_updated"
         return (f"SELECT {COLUMNS} FROM items AS i WHERE i.id IN (SELECT i.id FROM items AS i "
                 f"INDEXED BY {index} WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?) "
