@@ -35,6 +35,7 @@ from remem.eval.metrics import bootstrap_ci, recall_at_k  # noqa: E402
 from remem.eval.store_retriever import StoreRetriever, temporary_store  # noqa: E402
 from remem.retrieval.decompose import Decompose  # noqa: E402
 from remem.retrieval.expansion import Entities, Feedback  # noqa: E402
+from remem.retrieval.neighbours import Neighbours  # noqa: E402
 from remem.retrieval.ranking import Ranking  # noqa: E402
 from remem.retrieval.reports import SelfReports  # noqa: E402
 from remem.retrieval.sessions import Sessions, Spread  # noqa: E402
@@ -91,6 +92,7 @@ def methods() -> dict[str, Ranking]:
     for c in (200,):
         out[f"candidates n={c}"] = Ranking(candidates=c)
     out.update(on_default())
+    out.update(neighbour_methods())
     return out
 
 
@@ -119,6 +121,36 @@ def on_default() -> dict[str, Ranking]:
     out["kept"] = kept
     for w in (0.05, 0.1, 0.2, 0.3):
         out[f"+reports w={w}"] = replace(kept, reports=SelfReports(weight=w))
+    return out
+
+
+KEPT = replace(DEFAULT, timing=Timing(weight=0.1), questions=QuestionTurns(weight=0.1))
+
+
+def neighbour_methods() -> dict[str, Ranking]:
+    """Issue 22's third round: neighbouring turns, each variant on top of the kept default
+    stages (``--baseline kept``): a weight grid per side (previous turn, next turn, both),
+    lenders limited to the top hits, without the questions stage, and with deeper candidate
+    lists (what fetching neighbours that no signal found could add at most)."""
+    out: dict[str, Ranking] = {"kept": KEPT}
+    sides = {"both": (1, 1), "prev": (1, 0), "next": (0, 1), "both2": (2, 2)}
+    for side, (before, after) in sides.items():
+        for w in (0.05, 0.1, 0.2, 0.3, 0.5):
+            out[f"+neighbours-{side} w={w}"] = replace(
+                KEPT, neighbours=Neighbours(weight=w, before=before, after=after))
+    for top in (3, 5, 10):
+        for w in (0.1, 0.2, 0.3, 0.5):
+            out[f"+neighbours-top w={w} top={top}"] = replace(
+                KEPT, neighbours=Neighbours(weight=w, top=top))
+    no_questions = replace(KEPT, questions=None)
+    out["-questions"] = no_questions
+    for w in (0.05, 0.1, 0.2, 0.3):
+        out[f"-questions+neighbours w={w}"] = replace(
+            no_questions, neighbours=Neighbours(weight=w))
+    for c in (200, 300):
+        for w in (0.1, 0.2, 0.3):
+            out[f"+neighbours-deep w={w} candidates={c}"] = replace(
+                KEPT, candidates=c, neighbours=Neighbours(weight=w))
     return out
 
 

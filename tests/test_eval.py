@@ -468,6 +468,7 @@ def test_store_retriever_ingests_one_batch_and_indexes_only_the_text(
     assert item is not None
     previous = data.conversations[0].turns[1]
     assert item.value == {"text": turn.text, "dia_id": "D1:3", "speaker": "Alice", "session": 1,
+                          "turn": 3,
                           "event_time": "2023-05-08T13:56:00+00:00",
                           "context": f"{previous.text}\n8 May 2023"}
     assert getattr(item, "event_at", turn.event_time) == turn.event_time

@@ -19,6 +19,7 @@ from remem.eval.locomo import TurnMemory
 from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.speakers import Speakers
@@ -53,7 +54,7 @@ NAMESPACE_ROOT: Final = "locomo"
 INDEXED_FIELD: Final = "text"
 
 STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions", "spread",
-                                   "feedback", "entities", "decompose")
+                                   "feedback", "entities", "decompose", "neighbours")
 """The multi-evidence ranking stages ``remem eval locomo --stages`` can turn on."""
 
 DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
@@ -64,7 +65,8 @@ leave-one-conversation-out cross-validation (``docs/search.md``, "Multi-evidence
 def stage_ranking(stages: Sequence[str]) -> Ranking:
     """The hybrid ranking with ``stages`` (names of :data:`STAGES`) on, each with its measured
     default; the sessions and speakers stages group by the turn's ``session`` and ``speaker``
-    metadata, and the timing and questions stages read its ``text``, as
+    metadata, the neighbours stage its ``session`` and ``turn``, and the timing and
+    questions stages read its ``text``, as
     :class:`StoreRetriever` stores them."""
     unknown = [name for name in stages if name not in STAGES]
     if unknown:
@@ -82,6 +84,8 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
         decompose=Decompose() if "decompose" in on else None,
         timing=Timing(field=INDEXED_FIELD) if "timing" in on else None,
         questions=QuestionTurns(field=INDEXED_FIELD) if "questions" in on else None,
+        neighbours=(Neighbours(field="session", order="turn") if "neighbours" in on
+                    else None),
     )
 
 
@@ -137,6 +141,7 @@ class StoreRetriever:
             "dia_id": memory.dia_id,
             "speaker": memory.speaker,
             "session": memory.session,
+            "turn": memory.turn,
             "event_time": memory.event_time.isoformat(),
         }
         return PutOp(self.namespace(conversation_id), memory.dia_id, value,

@@ -26,6 +26,8 @@ hits of a first pass and add what they find as extra signals after fusion, as do
 ``timing`` and ``questions`` (:mod:`remem.retrieval.timing`: time expressions for "when"
 questions, a penalty for turns that only ask) and ``reports``
 (:mod:`remem.retrieval.reports`: turns in the first person);
+``neighbours`` (:mod:`remem.retrieval.neighbours`) gives each candidate a share of the
+fused score of the turns next to it in its session, also after fusion;
 ``sessions`` adds each candidate's session score after that (before recency); ``spread``
 re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
 
@@ -47,6 +49,7 @@ from remem.errors import InvalidInputError
 from remem.retrieval.bm25 import KeywordScores
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.neighbours import Neighbours, Shares
 from remem.retrieval.reports import SelfReports
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers
@@ -109,8 +112,8 @@ class Ranking:
     normalised: ``(score - weakest candidate's) / Σ idf`` of the query terms, capped at 1
     (``"han"``: queries written mostly in Chinese, resolved by :meth:`for_query`, off for
     a ranking used without it; ``"always"``; ``"never"``). ``feedback``,
-    ``entities``, ``sessions``, ``spread``, ``speakers``: the multi-evidence stages (``None``:
-    off).
+    ``entities``, ``sessions``, ``spread``, ``speakers``, ``neighbours``...: the multi-evidence
+    stages (``None``: off).
     """
 
     fusion: Literal["rrf", "weighted"] = "weighted"
@@ -133,6 +136,7 @@ class Ranking:
     timing: Timing | None = None
     questions: QuestionTurns | None = None
     reports: SelfReports | None = None
+    neighbours: Neighbours | None = None
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -176,7 +180,7 @@ class Ranking:
                            ("sessions", Sessions), ("spread", Spread),
                            ("speakers", Speakers), ("decompose", Decompose),
                            ("timing", Timing), ("questions", QuestionTurns),
-                           ("reports", SelfReports)):
+                           ("reports", SelfReports), ("neighbours", Neighbours)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 raise InvalidInputError(
@@ -212,7 +216,7 @@ class Ranking:
         return any(stage is not None for stage in (self.feedback, self.entities, self.sessions,
                                                    self.spread, self.speakers, self.decompose,
                                                    self.timing, self.questions,
-                                                   self.reports))
+                                                   self.reports, self.neighbours))
 
     @property
     def group_field(self) -> str | None:
@@ -358,12 +362,14 @@ def _add_boosts(fused: list[Ranked], boosts: Mapping[str, tuple[float, Sequence[
             continue
         scores = [score for _, _, score in cands]
         low, high = min(scores), max(scores)
+        scaled = isinstance(cands, Shares)  # already in units of the best fused score
         for rank, (item_id, sort_key, score) in enumerate(cands, 1):
             entry = merged.get(item_id)
             if entry is None:
                 entry = merged[item_id] = Ranked(item_id, sort_key, 0.0, {})
             entry.signals[name] = (rank, score)
-            entry.score += scale * weight * ((score - low) / (high - low) if high > low else 1.0)
+            entry.score += scale * weight * (
+                score if scaled else (score - low) / (high - low) if high > low else 1.0)
     return list(merged.values())
 
 

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
 from remem.retrieval.decompose import query_parts
 from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
+from remem.retrieval.neighbours import Neighbours, Shares, neighbour_shares, position_of
 from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
 from remem.retrieval.reports import is_self_report
 from remem.retrieval.speakers import names_in
@@ -70,7 +71,7 @@ class CandidateSource(Protocol):
         ...
 
 
-Boosts = dict[str, tuple[float, list[Candidate]]]
+Boosts = dict[str, tuple[float, list[Candidate]]]  # a Shares list is not min-max normalised
 
 
 class ValueMemo:
@@ -110,7 +111,45 @@ def expand_candidates(source: CandidateSource, ranking: Ranking,
     """Run ``ranking``'s feedback and entity stages: the vector list may be replaced by a
     search from the moved query, and extra keyword lists come back as boosts for
     :func:`~remem.retrieval.ranking.rank_candidates`. ``item_texts`` turns a value into its
-    keyword text and ``tokenize`` that into terms (``None``: no keyword index)."""
+    keyword text and ``tokenize`` that into terms (``None``: no keyword index). The
+    neighbours stage runs last, on the final candidate lists."""
+    boosts = _expand(source, ranking, lists, query=query, query_vector=query_vector,
+                     query_terms=query_terms, item_texts=item_texts, tokenize=tokenize,
+                     bm25=bm25, depth=depth)
+    if ranking.neighbours is not None:
+        shares = _neighbour_shares(source, ranking, lists, ranking.neighbours)
+        if shares:
+            boosts["neighbours"] = (ranking.neighbours.weight, shares)
+    return boosts
+
+
+def _neighbour_shares(source: CandidateSource, ranking: Ranking,
+                      lists: Mapping[str, Sequence[Candidate]], stage: Neighbours) -> Shares:
+    """Each candidate's share of its neighbours' fused scores (signals only, before any other
+    stage), in units of the best fused score."""
+    plain = Ranking(fusion=ranking.fusion, rrf_k=ranking.rrf_k, weights=ranking.weights,
+                    han_keyword_factor=1.0, keyword_coverage=ranking.keyword_coverage,
+                    candidates=ranking.candidates)
+    fused = rank_candidates(lists, plain, needed=len({i for c in lists.values()
+                                                      for i, _, _ in c}))
+    scale = max((r.score for r in fused), default=0.0)
+    if scale <= 0.0:
+        return Shares()
+    positions = {item_id: where for item_id, value in
+                 source.item_values([r.item_id for r in fused]).items()
+                 if (where := position_of(value, stage)) is not None}
+    shares = neighbour_shares({r.item_id: r.score for r in fused}, positions, stage)
+    keys = {r.item_id: r.sort_key for r in fused}
+    return Shares(sorted(((i, keys[i], share / scale) for i, share in shares.items()),
+                         key=lambda c: (-c[2], c[1])))
+
+
+def _expand(source: CandidateSource, ranking: Ranking, lists: dict[str, list[Candidate]], *,
+            query: str, query_vector: npt.NDArray[np.float32] | None,
+            query_terms: Sequence[str],
+            item_texts: Callable[[Mapping[str, Any]], str] | None,
+            tokenize: Callable[[str], list[str]] | None, bm25: BM25Params,
+            depth: int) -> Boosts:
     boosts: Boosts = {}
     if ranking.speakers is not None:
         boosts["speakers"] = (ranking.speakers.weight,

@@ -1,0 +1,125 @@
+"""Neighbouring turns: a candidate next to a strong match in its session shares that match's score.
+
+In a chat the evidence is often the turn right after one that shares the question's words
+("What got you into running?" -> "My dad took me when I was ten"), or the turn before or after
+the best match of a topic. Memories taken from a conversation carry their session (a value
+field such as ``"session"``) and their order within it (``"turn"``: 1, 2, 3...).
+:class:`Neighbours` gives each candidate ``weight`` times the best fused score of the turns
+next to it in the same session, so an answer with none of the question's words climbs when
+the turn it answers matched.
+
+The scoring here is pure; the store's candidate code (:mod:`remem.store.candidates`) reads the
+candidates' session and order and hands the shares to the ranking as an extra signal
+(``"neighbours"`` in ``hit.details``). Only candidates of the search (found by a signal, under
+its prefix, filter and time range) lend and receive a share. Items without a session or a
+whole-number order take no part.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+from remem.errors import InvalidInputError
+
+__all__ = ["Neighbours", "Position", "Shares", "neighbour_shares", "position_of"]
+
+#: where a turn sits: (session, order within the session)
+Position = tuple[Hashable, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbours:
+    """Neighbouring turns share their score.
+
+    ``field``: the value field naming the session; ``order``: the value field holding the
+    turn's whole-number position in it. A candidate gains ``weight`` times the best fused score
+    among the ``before`` turns before it and the ``after`` turns after it in the same session
+    (``before=1, after=0``: an answer gains from the turn it answers). ``top``: only the ``top``
+    best candidates of the fusion lend their score (``None``: every candidate).
+    """
+
+    field: str = "session"
+    order: str = "turn"
+    weight: float = 0.2
+    before: int = 1
+    after: int = 1
+    top: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("field", "order"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise InvalidInputError(
+                    f"Neighbours.{name} must name a value field (e.g. 'session', 'turn'), "
+                    f"got {value!r}"
+                )
+        if (isinstance(self.weight, bool) or not isinstance(self.weight, int | float)
+                or not math.isfinite(self.weight) or self.weight < 0):
+            raise InvalidInputError(
+                f"Neighbours.weight must be a finite number >= 0, got {self.weight!r}"
+            )
+        for name in ("before", "after"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(
+                    f"Neighbours.{name} must be an int >= 0 (turns on that side that lend "
+                    f"their score), got {value!r}"
+                )
+        if self.before == 0 and self.after == 0:
+            raise InvalidInputError(
+                "Neighbours.before and Neighbours.after are both 0, so no turn would lend: "
+                "set at least one to 1 or more"
+            )
+        if self.top is not None and (isinstance(self.top, bool) or not isinstance(self.top, int)
+                                     or self.top < 1):
+            raise InvalidInputError(
+                f"Neighbours.top must be an int >= 1 or None (every candidate), got {self.top!r}"
+            )
+
+
+def position_of(value: object, stage: Neighbours) -> Position | None:
+    """The (session, order) of a stored value, or ``None`` when either field is missing, the
+    session is not a scalar or the order not a whole number."""
+    if not isinstance(value, Mapping):
+        return None
+    session, order = value.get(stage.field), value.get(stage.order)
+    if not isinstance(session, str | int | float) or isinstance(session, bool):
+        return None
+    if isinstance(order, float) and order.is_integer():
+        order = int(order)  # JSON round trips may hand back 3.0
+    if not isinstance(order, int) or isinstance(order, bool):
+        return None
+    return session, order
+
+
+def neighbour_shares(scores: Mapping[int, float], positions: Mapping[int, Position],
+                     stage: Neighbours) -> dict[int, float]:
+    """Item id -> the best score (negative ones count 0) among the lenders next to it: the
+    turns up to ``stage.before`` before it or ``stage.after`` after it in its session. Lenders
+    are the ``stage.top`` best of ``scores`` (ties by id), or all of them; only items of
+    ``scores`` with a share above 0 are returned. The caller multiplies by ``stage.weight``."""
+    lenders = list(scores)
+    if stage.top is not None:
+        lenders = sorted(lenders, key=lambda i: (-scores[i], i))[:stage.top]
+    by_position = {positions[i]: max(scores[i], 0.0) for i in lenders if i in positions}
+    shares: dict[int, float] = {}
+    for item_id in scores:
+        where = positions.get(item_id)
+        if where is None:
+            continue
+        session, order = where
+        best = max((by_position.get((session, order - step), 0.0)
+                    for step in range(1, stage.before + 1)), default=0.0)
+        best = max(best, max((by_position.get((session, order + step), 0.0)
+                              for step in range(1, stage.after + 1)), default=0.0))
+        if best > 0.0:
+            shares[item_id] = best
+    return shares
+
+
+class Shares(list[tuple[int, tuple[tuple[str, ...], str], float]]):
+    """An extra signal whose scores are already in units of the best fused score: the ranking
+    adds each times the stage's weight and that score, without min-max normalising them (a
+    neighbour's share must stay proportional to the neighbour's own score)."""
