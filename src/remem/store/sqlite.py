@@ -108,7 +108,6 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._cache_seq = -1
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
         self.dialect = SQLiteDialect()
-        self._newest_index = False  # items_updated seen to exist (it is never dropped again)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> SQLiteStore:
@@ -192,12 +191,11 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _listing_path(self, tx: _Txn, op: SearchOp) -> ListingPath:
         """The shared choice, except that a ``"newest"`` listing reads the prefix and sorts
-        (the same page) until the index it walks exists; the batch then builds it."""
+        (the same page) until the index it walks exists; the batch then builds it. Whether
+        it exists is asked in the listing's own transaction (~20 us), not remembered: built
+        by another process, or dropped by hand, the answer is never stale."""
         path = super()._listing_path(tx, op)
-        if path != "newest" or self._newest_index:
-            return path
-        if tx.conn.execute(NEWEST_INDEX_PROBE).fetchone() is not None:  # built by anyone
-            self._newest_index = True
+        if path != "newest" or tx.conn.execute(NEWEST_INDEX_PROBE).fetchone() is not None:
             return path
         tx.wants_newest_index = True
         return "scope"
@@ -213,7 +211,6 @@ class SQLiteStore(SQLStore["_Txn"]):
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute(NEWEST_INDEX)
                 conn.execute("COMMIT")
-                self._newest_index = True
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
