@@ -79,9 +79,10 @@ EVAL_EMBEDDERS: Final = ("local", "fake")
 
 CI_LEVEL: Final = 0.95
 
-MEMDAILY_STAGES: Final[tuple[str, ...]] = ()
-"""The default ``--stages`` of ``remem eval memdaily``, chosen by measurement on the Chinese
-sets (docs/eval.md, "Stages")."""
+MEMDAILY_STAGES: Final[tuple[str, ...]] = ("sessions",)
+"""The default ``--stages`` of ``remem eval memdaily``: each trajectory is a session of its
+pool, and scoring trajectories lifts the messages of the one a question is about; the other
+stages lowered pools of the Chinese sets (docs/eval.md, "Ranking stages")."""
 
 LONGMEMEVAL_STAGES: Final[tuple[str, ...]] = ()
 """The default ``--stages`` of ``remem eval longmemeval`` (docs/eval.md, "Stages")."""
