@@ -135,22 +135,23 @@ def neighbour_methods() -> dict[str, Ranking]:
     out: dict[str, Ranking] = {"kept": KEPT}
     sides = {"both": (1, 1), "prev": (1, 0), "next": (0, 1), "both2": (2, 2)}
     for side, (before, after) in sides.items():
-        for w in (0.05, 0.1, 0.2, 0.3, 0.5):
+        finer = (0.25, 0.35, 0.4) if side == "next" else ()  # around the best point
+        for w in sorted((0.05, 0.1, 0.2, 0.3, 0.5, *finer)):
             out[f"+neighbours-{side} w={w}"] = replace(
                 KEPT, neighbours=Neighbours(weight=w, before=before, after=after))
     for top in (3, 5, 10):
         for w in (0.1, 0.2, 0.3, 0.5):
             out[f"+neighbours-top w={w} top={top}"] = replace(
-                KEPT, neighbours=Neighbours(weight=w, top=top))
+                KEPT, neighbours=Neighbours(weight=w, before=1, after=1, top=top))
     no_questions = replace(KEPT, questions=None)
     out["-questions"] = no_questions
     for w in (0.05, 0.1, 0.2, 0.3):
         out[f"-questions+neighbours w={w}"] = replace(
-            no_questions, neighbours=Neighbours(weight=w))
+            no_questions, neighbours=Neighbours(weight=w, before=1, after=1))
     for c in (200, 300):
         for w in (0.1, 0.2, 0.3):
             out[f"+neighbours-deep w={w} candidates={c}"] = replace(
-                KEPT, candidates=c, neighbours=Neighbours(weight=w))
+                KEPT, candidates=c, neighbours=Neighbours(weight=w, before=1, after=1))
     return out
 
 
@@ -298,7 +299,10 @@ def latency(dataset: LocomoDataset, embedder: CachedEmbedder, live: Embedder,
             "feedback": ["feedback"], "entities": ["entities"], "timing": ["timing"],
             "questions": ["questions"], "decompose": ["decompose"],
             "sessions,speakers,timing,questions (default)": ["sessions", "speakers",
-                                                             "timing", "questions"]}
+                                                             "timing", "questions"],
+            "neighbours": ["neighbours"],
+            "default + neighbours": ["sessions", "speakers", "timing", "questions",
+                                     "neighbours"]}
     embed_ms = []
     for q in questions:
         started = time.perf_counter()

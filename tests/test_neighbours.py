@@ -33,7 +33,7 @@ POSITIONS: dict[int, Any] = {1: ("s1", 1), 2: ("s1", 2), 3: ("s1", 3), 4: ("s2",
 
 def test_shares_come_from_the_best_adjacent_turn_of_the_same_session() -> None:
     scores = {1: 0.9, 2: 0.1, 3: 0.4, 4: 0.8, 5: 0.7}
-    shares = neighbour_shares(scores, POSITIONS, Neighbours())
+    shares = neighbour_shares(scores, POSITIONS, Neighbours(before=1, after=1))
     # 2 sits between 1 (0.9) and 3 (0.4); 3 after 2; 1 before 2; 4 is alone in its session;
     # 5 is two turns from 3, so not adjacent
     assert shares == {1: 0.1, 2: 0.9, 3: 0.1}
@@ -52,8 +52,8 @@ def test_before_and_after_choose_the_side_that_lends() -> None:
 
 def test_top_limits_the_lenders_and_negative_scores_lend_nothing() -> None:
     scores = {1: 0.9, 2: 0.1, 3: 0.4}
-    assert neighbour_shares(scores, POSITIONS, Neighbours(top=1)) == {2: 0.9}
-    assert neighbour_shares({1: -0.5, 2: -0.2}, POSITIONS, Neighbours()) == {}
+    assert neighbour_shares(scores, POSITIONS, Neighbours(before=1, top=1)) == {2: 0.9}
+    assert neighbour_shares({1: -0.5, 2: -0.2}, POSITIONS, Neighbours(before=1)) == {}
 
 
 def test_position_needs_a_scalar_session_and_a_whole_order() -> None:
@@ -181,7 +181,7 @@ def test_the_stage_ranks_alike_on_every_backend(tmp_path: Path) -> None:
 
 
 def test_a_filter_and_a_time_range_still_bound_the_stage(store: BaseStore) -> None:
-    staged = Ranking(neighbours=Neighbours(weight=0.8))
+    staged = Ranking(neighbours=Neighbours(weight=0.8, before=1, after=1))
     # the question turn is Caroline's: filtered out, it neither shows nor lends
     only_melanie = _keys(store, staged, filter={"speaker": "Melanie"})
     assert set(only_melanie) <= {"D1:2", "D2:1", "D2:3"}

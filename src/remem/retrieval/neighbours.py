@@ -38,12 +38,16 @@ class Neighbours:
     among the ``before`` turns before it and the ``after`` turns after it in the same session
     (``before=1, after=0``: an answer gains from the turn it answers). ``top``: only the ``top``
     best candidates of the fusion lend their score (``None``: every candidate).
+
+    The defaults are the best point measured on LoCoMo dev (``docs/search.md``): a turn gains
+    from the one after it, which is often a reaction repeating its words ("A pottery class?
+    What did you make?") that the questions stage demotes.
     """
 
     field: str = "session"
     order: str = "turn"
-    weight: float = 0.2
-    before: int = 1
+    weight: float = 0.3
+    before: int = 0
     after: int = 1
     top: int | None = None
 
