@@ -84,3 +84,22 @@ def test_the_questions_stage_reaches_the_store(tmp_path: Path) -> None:
 
     assert rank("none")[:2] == ["0:0", "0:2"]
     assert rank("questions")[0] == "0:2"  # the question turn (ending in 吗) loses its lead
+
+
+def test_the_memdaily_default_lifts_the_trajectory_a_question_is_about() -> None:
+    # two pools of zh_roles (7 users each), keyword mode: scoring trajectories as sessions
+    # puts the asking user's messages first more often than plain ranking does
+    roles = Path(__file__).parent / "data" / "zh_roles.json"
+    args = ["eval", "memdaily", str(roles), "--mode", "keyword", "--embedder", "fake",
+            "--backend", "memory", "--bootstrap", "0", "--limit-pools", "2", "--json"]
+
+    def main(*extra: str) -> dict[str, Any]:
+        result = CliRunner().invoke(cli, [*args, *extra])
+        assert result.exit_code == 0, result.stderr
+        doc: dict[str, Any] = json.loads(result.stdout)
+        return doc
+
+    plain, staged = main("--stages", "none"), main()
+    assert staged["config"]["stages"] == ["sessions"] and plain["main"]["n"] == 42
+    assert staged["main"]["recall@10"] > plain["main"]["recall@10"]
+    assert staged["main"]["mrr"] > plain["main"]["mrr"]
