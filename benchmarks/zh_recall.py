@@ -1,13 +1,15 @@
 """Chinese recall by query kind: keyword, vector and hybrid search on remem's own Chinese sets.
 
-Two sets, both in ``tests/data`` (see its README):
+The sets, all in ``tests/data`` (see its README):
 
 * ``zh_daily.json``: everyday facts told to an assistant (MemDaily layout), 10 people, about
   150 messages each. Each person's messages are one pool (one namespace), the setting of the
   held-out MemDaily-kind figures in issue 22; questions are broken down by ``kind`` (``kw``
   keyword, ``para`` paraphrase sharing no content word with the evidence, ``fact`` numbers,
   dates and names, ``multi`` two or more messages, ``update`` the latest of superseded facts);
-* ``zh_memories.json``: chat between two people (LoCoMo layout), by ``query_type``.
+* ``zh_memories.json``: chat between two people (LoCoMo layout), by ``query_type``;
+* ``zh_roles.json`` (``--sets roles``): the harder MemDaily-kind set, 12 pools of 7-9 users;
+  with ``--pool file`` (its pools as ``remem eval memdaily`` reads them) figures are per pool.
 
 Each set goes into a fresh SQLite file with the real local embedder (multilingual-e5-small),
 embedded once, then ranked in the three modes. Prints a table and writes JSON::
