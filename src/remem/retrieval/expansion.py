@@ -9,8 +9,12 @@ as if they were relevant and search again:
   hits' most distinctive terms (by tf-idf over the scope) form a second keyword query whose
   scores are added with a weight;
 - :class:`Entities`: the proper nouns of the top hits (capitalised words that do not start a
-  sentence) form a keyword query, so turns that mention the same people, places and things
-  join the candidates.
+  sentence; in Chinese, person names by jieba's part-of-speech tags) form a keyword query, so
+  turns that mention the same people, places and things join the candidates. The Chinese
+  side is the bridge between facts told in separate messages: "我表哥叫周建国" and
+  "周建国在宁波一家外贸公司上班" share only the name, so a question asked by relation and
+  condition ("我那个在宁波工作的亲戚叫什么") finds the second by its words and reaches the
+  first through the name the second holds.
 
 The functions here are pure; the store's candidate code (:mod:`remem.store.candidates`) runs
 the searches.
@@ -22,13 +26,15 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from remem.errors import InvalidInputError
 
-__all__ = ["Entities", "Feedback", "distinctive_terms", "feedback_vector", "proper_nouns"]
+__all__ = ["Entities", "Feedback", "distinctive_terms", "feedback_vector", "han_names",
+           "proper_nouns"]
 
 
 def _number(owner: str, name: str, value: object, *, high: float | None = None) -> None:
@@ -69,9 +75,9 @@ class Feedback:
 @dataclass(frozen=True, slots=True)
 class Entities:
     """Entity-centred expansion: the proper nouns of the ``top`` best results of a first pass
-    (those in at most ``max_share`` of the scope's items: a name on every turn tells nothing)
-    form a keyword query whose min-max normalised scores add ``weight`` (in units of the best
-    fused score) to a result's score."""
+    (see :func:`proper_nouns`; the terms of those in at most ``max_share`` of the scope's
+    items: a name on every turn tells nothing) form a keyword query whose min-max normalised
+    scores add ``weight`` (in units of the best fused score) to a result's score."""
 
     top: int = 3
     weight: float = 0.2
@@ -116,14 +122,63 @@ _SENTENCE_END = re.compile('[.!?:;\n"\u201c]\\s*$')
 
 def proper_nouns(text: str) -> list[str]:
     """Capitalised words of ``text`` that do not start a sentence (nor follow ``"Name:"``),
-    in order, deduplicated: a cheap stand-in for named entities in English-like text."""
+    in order, then the person names of its Chinese (:func:`han_names`), deduplicated: a cheap
+    stand-in for named entities. Text without Han characters gets the capitalised words
+    alone; in text with them, a Latin word ends where Han characters begin
+    (``"去Boston出差"`` gives ``Boston``)."""
+    han = _HAN.search(text) is not None
+    # a Han run stands in as a lowercase word: it separates words and starts no sentence
+    latin = _HAN_WORD.sub(" x ", text) if han else text
     found: dict[str, None] = {}
-    for match in _WORD.finditer(text):
+    for match in _WORD.finditer(latin):
         word = match.group()
         if len(word) < 2 or not word[0].isupper():
             continue
-        before = text[:match.start()]
+        before = latin[:match.start()]
         if not before.strip() or _SENTENCE_END.search(before):
             continue
         found.setdefault(word, None)
+    if han:  # no Han character, no tagging: English text pays nothing
+        for name in han_names(text):
+            found.setdefault(name, None)
     return list(found)
+
+
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN_WORD = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def han_names(text: str) -> list[str]:
+    """Person names in the Chinese of ``text``, in order, deduplicated: the words jieba's
+    part-of-speech tagger marks as names (``nr``, ``nrfg``, ``nrt``), two characters or more.
+
+    A one-character name word is a surname the segmenter cut off a given name that is also a
+    dictionary word (``周`` + ``建国``, ``董`` + ``浩然``): it is joined to the word after it
+    when that is one or two Han characters. The tagger also marks a few words that are not
+    names (``杭州人``); the stage keeps only terms rare in the scope, which drops most of them.
+    """
+    if not _HAN.search(text):
+        return []
+    tagged: list[tuple[str, str]] = _tagger().tag(text)
+    found: dict[str, None] = {}
+    index = 0
+    while index < len(tagged):
+        word, tag = tagged[index]
+        index += 1
+        if not tag.startswith("nr") or not _HAN_WORD.fullmatch(word):
+            continue
+        if len(word) == 1 and index < len(tagged):
+            after = tagged[index][0]
+            if len(after) <= 2 and _HAN_WORD.fullmatch(after):
+                word += after
+                index += 1
+        if len(word) >= 2:
+            found.setdefault(word, None)
+    return list(found)
+
+
+def _tagger() -> Any:
+    """jieba's tagger (``rjieba``, already the tokenizer's segmenter), imported on first use."""
+    import rjieba
+
+    return rjieba
