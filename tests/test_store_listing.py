@@ -5,6 +5,7 @@ reads the prefix and sorts, then builds it; a locked or read-only file keeps ans
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 import subprocess
@@ -179,16 +180,19 @@ def test_a_second_process_finds_the_index_another_built(tmp_path: Path) -> None:
         assert out.strip() == repr([i.key for i in store.search(("wide",), limit=5)])
 
 
-def test_a_locked_or_read_only_file_still_answers_the_listing(tmp_path: Path) -> None:
+def test_a_locked_or_read_only_file_still_answers_the_listing(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "s.db"
     with _filled(path) as store:
         items = list(store.iter_items(()))
         expected = _page(items, ("wide",), None, 3, 10)
         with closing(sqlite3.connect(path, isolation_level=None)) as other:
             other.execute("BEGIN IMMEDIATE")  # another process's writer holds the lock
-            page = store.search(("wide",), limit=10, offset=3)
+            with caplog.at_level(logging.INFO, logger="remem.store"):
+                page = store.search(("wide",), limit=10, offset=3)
             assert [(i.namespace, i.key) for i in page] == expected
             assert not _has_index(store)
+            assert "not built (database is locked)" in caplog.text
             other.execute("ROLLBACK")
         with store._connection() as conn:  # this thread's connection refuses every write
             conn.execute("PRAGMA query_only = ON")

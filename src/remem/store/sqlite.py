@@ -206,17 +206,18 @@ class SQLiteStore(SQLStore["_Txn"]):
         briefly), read-only or full keeps it unbuilt, and the next wide listing tries again.
         Several builders at once are harmless: ``IF NOT EXISTS`` under the write lock."""
         with self._conns.writing():
-            conn.execute(f"PRAGMA busy_timeout = {_BUILD_BUSY_TIMEOUT_MS}")
+            wait_ms = min(_BUILD_BUSY_TIMEOUT_MS, int(self.busy_timeout * 1000))
+            conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute(NEWEST_INDEX)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
                 logger.info("newest-first index of %s not built (%s); listings read the "
                             "prefix and sort until it is", self.path, exc)
-            finally:
+            finally:  # also when interrupted: the connection must not stay in a transaction
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     def _query(self, tx: _Txn, text: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
