@@ -16,7 +16,10 @@ Variants (``--variants``; :data:`VARIANTS`): ``hybrid`` (no stage), ``entities``
 shipped, weight 0.2, top 3), ``en-only`` (the stage reading capitalised words only: the stage
 before the Chinese bridge, patched in for this comparison), ``terms`` (every multi-character
 Chinese word of the top hits instead of the names: the "rare terms" alternative, patched in),
-and weight/depth settings. Keyword and vector modes give the gap to hybrid. One SQLite file
+``pieces`` (names plus their two-character pieces, patched in), weight/depth settings, the
+same stacked on ``sessions`` (``remem eval memdaily``'s default), and pseudo-relevance
+feedback terms for comparison. The default run leaves out ``pieces``, ``top1`` and the
+feedback rows (name them with ``--variants``). Keyword and vector modes give the gap to hybrid. One SQLite file
 per set with the local embedder (``--vector-cache`` keeps vectors between runs)::
 
     .venv/bin/python benchmarks/zh_bridge.py --vector-cache /tmp/zh-vectors.npz
@@ -49,7 +52,7 @@ from remem.eval.locomo import Conversation, LocomoDataset, load_locomo  # noqa: 
 from remem.eval.memdaily import load_memdaily  # noqa: E402
 from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store  # noqa: E402
 from remem.retrieval import Ranking  # noqa: E402
-from remem.retrieval.expansion import Entities, proper_nouns  # noqa: E402
+from remem.retrieval.expansion import Entities, Feedback, proper_nouns  # noqa: E402
 from remem.retrieval.sessions import Sessions  # noqa: E402
 
 #: hybrid rankings by name, with the name extraction they run under (None: the shipped one)
@@ -75,6 +78,12 @@ VARIANTS: dict[str, tuple[Ranking, str | None]] = {
                       None),
     "sessions+top1-w0.3": (Ranking(sessions=Sessions(field="session"),
                                    entities=Entities(top=1, weight=0.3)), None),
+    # pseudo-relevance feedback terms: the top hit's most distinctive terms (its name among
+    # them) as the second keyword query, the bridge's nearest alternative
+    "sessions+fb-terms": (Ranking(sessions=Sessions(field="session"),
+                                  feedback=Feedback(top=1, vector=0.0, terms=3)), None),
+    "sessions+fb-terms3": (Ranking(sessions=Sessions(field="session"),
+                                   feedback=Feedback(top=3, vector=0.0, terms=5)), None),
     "pieces": (Ranking(entities=Entities()), "pieces"),
     "sessions+pieces": (Ranking(sessions=Sessions(field="session"), entities=Entities()),
                         "pieces"),
