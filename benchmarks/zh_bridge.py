@@ -19,8 +19,9 @@ Chinese word of the top hits instead of the names: the "rare terms" alternative,
 ``pieces`` (names plus their two-character pieces, patched in), weight/depth settings, the
 same stacked on ``sessions`` (``remem eval memdaily``'s default), and pseudo-relevance
 feedback terms for comparison. The default run leaves out ``pieces``, ``top1`` and the
-feedback rows (name them with ``--variants``). Keyword and vector modes give the gap to hybrid. One SQLite file
-per set with the local embedder (``--vector-cache`` keeps vectors between runs)::
+feedback rows (name them with ``--variants``). Keyword and vector modes give the gap to
+hybrid. One SQLite file per set with the local embedder (``--vector-cache`` keeps vectors
+between runs)::
 
     .venv/bin/python benchmarks/zh_bridge.py --vector-cache /tmp/zh-vectors.npz
     .venv/bin/python benchmarks/zh_bridge.py --sets roles-file --variants hybrid entities
