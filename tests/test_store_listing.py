@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -46,10 +47,10 @@ def _ops(seed: int) -> list[PutOp]:
 
 
 @pytest.fixture
-def store(clock: FakeClock) -> SQLiteStore:
-    s = SQLiteStore(":memory:", keyword=False, clock=clock)
-    s.batch(_ops(5))
-    return s
+def store(clock: FakeClock) -> Iterator[SQLiteStore]:
+    with SQLiteStore(":memory:", keyword=False, clock=clock) as s:
+        s.batch(_ops(5))
+        yield s
 
 
 def _filled(path: Path) -> SQLiteStore:
@@ -134,22 +135,22 @@ def test_pages_are_the_same_before_and_after_the_index_exists(
         seed: int, listings: list[tuple[tuple[str, ...], dict[str, str] | None, int, int]]
 ) -> None:
     rng = random.Random(seed)
-    store = SQLiteStore(":memory:", keyword=False)
-    store.batch([PutOp(("a", f"n{rng.randrange(6)}") if i < 260 else ("b", "n0"),
-                       f"k{rng.randrange(400)}", {"kind": rng.choice("xy")},
-                       updated_at=1_000.0 + rng.randrange(20)) for i in range(300)])
-    items = list(store.iter_items(()))
-    ops = [SearchOp(p, filter=f, offset=o, limit=n) for p, f, o, n in [*listings,
-                                                                       ((), None, 0, 5)]]
-    expected = [_page(items, op.namespace_prefix, op.filter, op.offset, op.limit)
-                for op in ops]
-    # a writing batch: every listing reads without the index, which is built after it
-    before = store.batch([*ops, DeleteOp(("z",), "none")])[:-1]
-    assert _has_index(store)
-    after = store.batch(ops)
-    assert _path(store, SearchOp((), limit=5)) == "newest"
-    for result in (before, after):
-        assert [[(i.namespace, i.key) for i in page] for page in result] == expected
+    with SQLiteStore(":memory:", keyword=False) as store:
+        store.batch([PutOp(("a", f"n{rng.randrange(6)}") if i < 260 else ("b", "n0"),
+                           f"k{rng.randrange(400)}", {"kind": rng.choice("xy")},
+                           updated_at=1_000.0 + rng.randrange(20)) for i in range(300)])
+        items = list(store.iter_items(()))
+        ops = [SearchOp(p, filter=f, offset=o, limit=n) for p, f, o, n in [*listings,
+                                                                           ((), None, 0, 5)]]
+        expected = [_page(items, op.namespace_prefix, op.filter, op.offset, op.limit)
+                    for op in ops]
+        # a writing batch: every listing reads without the index, which is built after it
+        before = store.batch([*ops, DeleteOp(("z",), "none")])[:-1]
+        assert _has_index(store)
+        after = store.batch(ops)
+        assert _path(store, SearchOp((), limit=5)) == "newest"
+        for result in (before, after):
+            assert [[(i.namespace, i.key) for i in page] for page in result] == expected
 
 
 def test_the_index_is_built_by_the_first_wide_listing_only(tmp_path: Path) -> None:
@@ -158,8 +159,10 @@ def test_the_index_is_built_by_the_first_wide_listing_only(tmp_path: Path) -> No
         store.search(("leaf",), limit=5)
         assert store.count(("wide",)) == 599  # two puts drew the same address
         assert not _has_index(store)  # no wide newest-first listing ran yet
-        first = store.search(("wide",), limit=10)
+        first = store.search(("wide",), limit=10)  # read-only: builds, then walks it
         assert _has_index(store)
+        assert [(i.namespace, i.key) for i in first] == _page(
+            list(store.iter_items(())), ("wide",), None, 0, 10)
         assert store.search(("wide",), limit=10) == first
         with closing(sqlite3.connect(store.path, isolation_level=None)) as other:
             other.execute("DROP INDEX items_updated")  # by hand, while the store is open
