@@ -196,7 +196,10 @@ def _copy_dict(node: Mapping[Any, Any], depth: int) -> dict[str, Any]:
 
     The common types are tested by exact type first (one ``is`` per leaf); subclasses, other
     types and bad keys take :func:`_copy_other` / :func:`_json_key`. Recursion is bounded by
-    the depth check, which also stops a value that contains itself.
+    the depth check, which also stops a value that contains itself. The per-leaf ladder is
+    written out here and in :func:`_copy_list` rather than shared: it runs for every leaf of
+    every value written, and a function call per leaf made copying a typical memory value
+    about 20% slower (1.72 -> 2.09 us, timeit).
     """
     if depth > MAX_VALUE_DEPTH:
         raise _BadNode("deep")
