@@ -99,7 +99,28 @@ def test_the_memdaily_default_lifts_the_trajectory_a_question_is_about() -> None
         doc: dict[str, Any] = json.loads(result.stdout)
         return doc
 
-    plain, staged = main("--stages", "none"), main()
+    plain, staged = main("--stages", "none"), main("--stages", "sessions")
     assert staged["config"]["stages"] == ["sessions"] and plain["main"]["n"] == 42
     assert staged["main"]["recall@10"] > plain["main"]["recall@10"]
     assert staged["main"]["mrr"] > plain["main"]["mrr"]
+
+
+def test_the_memdaily_default_finds_facts_asked_for_by_condition() -> None:
+    # the first four pools of zh_roles (simple and conditional questions), keyword mode:
+    # messages naming the same person pool the question terms they match, so the fact about
+    # "the friend who works in Hangzhou" climbs; simple questions keep their recall
+    roles = Path(__file__).parent / "data" / "zh_roles.json"
+    args = ["eval", "memdaily", str(roles), "--mode", "keyword", "--embedder", "fake",
+            "--backend", "memory", "--bootstrap", "0", "--limit-pools", "4", "--json"]
+
+    def main(*extra: str) -> dict[str, Any]:
+        result = CliRunner().invoke(cli, [*args, *extra])
+        assert result.exit_code == 0, result.stderr
+        doc: dict[str, Any] = json.loads(result.stdout)
+        return doc
+
+    sessions, default = main("--stages", "sessions"), main()
+    assert default["config"]["stages"] == ["sessions", "mentions"]
+    kinds = default["by_category"]
+    assert kinds["conditional"]["recall@10"] > sessions["by_category"]["conditional"]["recall@10"]
+    assert kinds["simple"]["recall@10"] == sessions["by_category"]["simple"]["recall@10"]

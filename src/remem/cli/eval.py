@@ -79,10 +79,12 @@ EVAL_EMBEDDERS: Final = ("local", "fake")
 
 CI_LEVEL: Final = 0.95
 
-MEMDAILY_STAGES: Final[tuple[str, ...]] = ("sessions",)
+MEMDAILY_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions")
 """The default ``--stages`` of ``remem eval memdaily``: each trajectory is a session of its
-pool, and scoring trajectories lifts the messages of the one a question is about; the other
-stages lowered pools of the Chinese sets (docs/eval.md, "Ranking stages")."""
+pool, and scoring trajectories lifts the messages of the one a question is about; messages
+naming the same person pool the question's terms they match, which finds a fact asked for by
+relation and condition; the other stages lowered pools of the Chinese sets (docs/eval.md,
+"Ranking stages")."""
 
 LONGMEMEVAL_STAGES: Final[tuple[str, ...]] = ()
 """The default ``--stages`` of ``remem eval longmemeval``: none, for want of LongMemEval data

@@ -19,6 +19,7 @@ from remem.eval.locomo import TurnMemory
 from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.mentions import Mentions
 from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
@@ -54,7 +55,8 @@ NAMESPACE_ROOT: Final = "locomo"
 INDEXED_FIELD: Final = "text"
 
 STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions", "spread",
-                                   "feedback", "entities", "decompose", "neighbours")
+                                   "feedback", "entities", "decompose", "neighbours",
+                                   "mentions")
 """The multi-evidence ranking stages ``remem eval locomo --stages`` can turn on."""
 
 DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
@@ -86,6 +88,7 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
         questions=QuestionTurns(field=INDEXED_FIELD) if "questions" in on else None,
         neighbours=(Neighbours(field="session", order="turn") if "neighbours" in on
                     else None),
+        mentions=Mentions(field=INDEXED_FIELD) if "mentions" in on else None,
     )
 
 

@@ -27,7 +27,9 @@ hits of a first pass and add what they find as extra signals after fusion, as do
 questions, a penalty for turns that only ask) and ``reports``
 (:mod:`remem.retrieval.reports`: turns in the first person);
 ``neighbours`` (:mod:`remem.retrieval.neighbours`) gives each candidate a share of the
-fused score of the turns next to it in its session, also after fusion;
+fused score of the turns next to it in its session, also after fusion, as ``mentions``
+(:mod:`remem.retrieval.mentions`) gives it the query terms matched by the candidates naming
+the same person;
 ``sessions`` adds each candidate's session score after that (before recency); ``spread``
 re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
 
@@ -49,6 +51,7 @@ from remem.errors import InvalidInputError
 from remem.retrieval.bm25 import KeywordScores
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.mentions import Mentions
 from remem.retrieval.neighbours import Neighbours, Shares
 from remem.retrieval.reports import SelfReports
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
@@ -137,6 +140,7 @@ class Ranking:
     questions: QuestionTurns | None = None
     reports: SelfReports | None = None
     neighbours: Neighbours | None = None
+    mentions: Mentions | None = None
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -180,7 +184,8 @@ class Ranking:
                            ("sessions", Sessions), ("spread", Spread),
                            ("speakers", Speakers), ("decompose", Decompose),
                            ("timing", Timing), ("questions", QuestionTurns),
-                           ("reports", SelfReports), ("neighbours", Neighbours)):
+                           ("reports", SelfReports), ("neighbours", Neighbours),
+                           ("mentions", Mentions)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 raise InvalidInputError(
@@ -216,7 +221,8 @@ class Ranking:
         return any(stage is not None for stage in (self.feedback, self.entities, self.sessions,
                                                    self.spread, self.speakers, self.decompose,
                                                    self.timing, self.questions,
-                                                   self.reports, self.neighbours))
+                                                   self.reports, self.neighbours,
+                                                   self.mentions))
 
     @property
     def group_field(self) -> str | None:

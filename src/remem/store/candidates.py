@@ -13,6 +13,7 @@ searched again from them. It is shared by every backend, like the ranking itself
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -23,6 +24,7 @@ import numpy.typing as npt
 from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
 from remem.retrieval.decompose import query_parts
 from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
+from remem.retrieval.mentions import Mentions, mention_shares, mentioned_names
 from remem.retrieval.neighbours import Neighbours, Shares, neighbour_shares, position_of
 from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
 from remem.retrieval.reports import is_self_report
@@ -70,6 +72,12 @@ class CandidateSource(Protocol):
         """Item id -> its value, for the stages that read the top hits' text or session."""
         ...
 
+    def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        """How many live items under the prefix hold each of ``terms`` (absent: none), and
+        how many hold any keyword text: the corpus statistics of :meth:`keyword_hits`
+        without its postings."""
+        ...
+
 
 Boosts = dict[str, tuple[float, list[Candidate]]]  # a Shares list is not min-max normalised
 
@@ -93,6 +101,9 @@ class ValueMemo:
 
     def item_vectors(self, ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
         return self.source.item_vectors(ids)
+
+    def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        return self.source.term_counts(terms)
 
     def item_values(self, ids: Sequence[int]) -> Mapping[int, Mapping[str, Any]]:
         missing = [i for i in dict.fromkeys(ids) if i not in self._values]
@@ -170,6 +181,10 @@ def _expand(source: CandidateSource, ranking: Ranking, lists: dict[str, list[Can
     if ranking.decompose is not None and tokenize is not None and "keyword" in lists:
         boosts.update(_part_boosts(source, query, ranking.decompose.weight, tokenize, bm25,
                                    depth))
+    if ranking.mentions is not None and tokenize is not None and "keyword" in lists:
+        shares = _mention_shares(source, lists, ranking.mentions, query_terms, tokenize)
+        if shares:
+            boosts["mentions"] = (ranking.mentions.weight, shares)
     feedback, entities = ranking.feedback, ranking.entities
     if feedback is None and entities is None:
         return boosts
@@ -206,6 +221,40 @@ def _expand(source: CandidateSource, ranking: Ranking, lists: dict[str, list[Can
             chosen = [t for t in pool if 0 < hits.doc_freq.get(t, 0) <= most]
             boosts["entities"] = (entities.weight, _bm25(hits, chosen, bm25, depth))
     return boosts
+
+
+def _mention_shares(source: CandidateSource, lists: Mapping[str, Sequence[Candidate]],
+                    stage: Mentions, query_terms: Sequence[str],
+                    tokenize: Callable[[str], list[str]]) -> Shares:
+    """Each candidate's share of the query terms matched by the other candidates naming the
+    same person (:func:`~remem.retrieval.mentions.mention_shares`), names too common in the
+    scope left out."""
+    keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
+    texts = {item_id: text for item_id, value in source.item_values(list(keys)).items()
+             if isinstance(value, Mapping) and isinstance(text := value.get(stage.field), str)}
+    found = {item_id: mentioned for item_id, text in texts.items()
+             if (mentioned := mentioned_names(text))}
+    counts = Counter(name for mentioned in found.values() for name in mentioned)
+    # a name only one candidate mentions groups nothing: its scope frequency is not read
+    name_terms = {name: tokenize(name) for name, n in counts.items() if n > 1}
+    # a person the query names is found by name already; grouping by them lifts all their
+    # messages alike
+    asked = set(query_terms)
+    name_terms = {name: terms for name, terms in name_terms.items()
+                  if not asked.intersection(terms)}
+    pool = sorted({term for terms in name_terms.values() for term in terms})
+    if not pool:
+        return Shares()
+    doc_freq, n_docs = source.term_counts(pool)
+    most = stage.max_share * n_docs
+    rare = {name for name, terms in name_terms.items()
+            if terms and 0 < min(doc_freq.get(t, 0) for t in terms) <= most}
+    grouped = {item_id: kept for item_id, mentioned in found.items()
+               if (kept := [name for name in mentioned if name in rare])}
+    item_terms = {item_id: tokenize(texts[item_id]) for item_id in grouped}
+    shares = mention_shares(query_terms, item_terms, grouped)
+    return Shares(sorted(((i, keys[i], share) for i, share in shares.items()),
+                         key=lambda c: (-c[2], c[1])))
 
 
 def _named_speakers(source: CandidateSource, lists: Mapping[str, Sequence[Candidate]],

@@ -339,6 +339,22 @@ class _MemoryCandidates:
                                          sum(record.terms.values())))
         return KeywordHits(postings, doc_freq, n_docs, total_len)
 
+    def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        store, now, prefix = self.store, self.now, self.op.namespace_prefix
+        doc_freq: dict[str, int] = {}
+        n_docs = 0
+        for namespace, index in store._postings.items():
+            if namespace[:len(prefix)] != prefix:
+                continue
+            n_docs += sum(1 for record in store._by_namespace[namespace].values()
+                          if record.terms and record.alive(now))
+            for term in terms:
+                alive = sum(1 for item_id in index.get(term, {})
+                            if store._by_id[item_id].alive(now))
+                if alive:
+                    doc_freq[term] = doc_freq.get(term, 0) + alive
+        return doc_freq, n_docs
+
     def event_times(self, ids: Sequence[int]) -> dict[int, float]:
         return {i: self.store._by_id[i].event_time() for i in ids}
 

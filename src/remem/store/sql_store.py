@@ -325,6 +325,16 @@ class _SQLCandidates(Generic[TxT]):
     def item_vectors(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         return self.store._item_vectors(self.tx, ids)
 
+    def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
+        store, dialect = self.store, self.store.dialect
+        n_docs = 0
+        for statement in dialect.corpus_stats(self.op, self.now):
+            for docs, _ in store._query(self.tx, *statement):
+                n_docs += int(docs)
+        doc_freq = {term: int(n) for term, n in store._query(
+            self.tx, *dialect.doc_freq(terms, *dialect.scope_where(self.op, self.now)))}
+        return doc_freq, n_docs
+
     def item_values(self, ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
         rows = self.store._query(self.tx, *self.store.dialect.items_by_id(list(ids)))
         # SQLite hands the JSON text back, PostgreSQL's jsonb may arrive decoded
