@@ -46,9 +46,9 @@ def test_the_best_name_counts_and_no_query_terms_give_nothing() -> None:
 
 
 def test_names_are_capitalised_words_and_tagged_chinese_names() -> None:
-    assert mentioned_names("I met Caroline at the Louvre") == ["Caroline", "Louvre"]
-    assert mentioned_names("庞明辉在杭州当英语老师") == ["庞明辉"]
-    assert mentioned_names("the weather is nice") == []
+    assert mentioned_names("I met Caroline at the Louvre") == ("Caroline", "Louvre")
+    assert mentioned_names("庞明辉在杭州当英语老师") == ("庞明辉",)
+    assert mentioned_names("the weather is nice") == ()
 
 
 @pytest.mark.parametrize(("build", "message"), [

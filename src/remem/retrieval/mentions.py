@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from remem.errors import InvalidInputError
 from remem.retrieval.expansion import proper_nouns
@@ -65,10 +66,14 @@ class Mentions:
                 )
 
 
-def mentioned_names(text: str) -> list[str]:
+@lru_cache(maxsize=16_384)
+def mentioned_names(text: str) -> tuple[str, ...]:
     """The names ``text`` mentions: capitalised words that do not start a sentence and, in
-    Chinese, the person names jieba tags (:func:`remem.retrieval.expansion.proper_nouns`)."""
-    return proper_nouns(text)
+    Chinese, the person names jieba tags (:func:`remem.retrieval.expansion.proper_nouns`).
+
+    Cached per text (the last 16,384): a store's searches keep meeting the same candidates,
+    and tagging is most of what the stage costs."""
+    return tuple(proper_nouns(text))
 
 
 def mention_shares(query_terms: Collection[str], terms: Mapping[int, Collection[str]],
