@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from remem.embed import FakeEmbedder
 from remem.errors import InvalidInputError
@@ -195,3 +197,34 @@ def test_weight_zero_changes_no_score(store: BaseStore) -> None:
         NS, query=QUERY, limit=10, mode="keyword", ranking=Ranking(mentions=Mentions(
             weight=0.0, max_share=0.5)))]
     assert zero == plain
+
+
+# -- across backends, on random pools ------------------------------------------------------------
+
+PEOPLE = ["庞明辉", "鲁冬梅", "胡天佑", "魏永刚"]
+FACTS = ["生日是2月6号", "在杭州当英语老师", "在成都当医生", "是我表姐", "今年32岁", "老家是潍坊的"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pool=st.lists(st.tuples(st.sampled_from(PEOPLE), st.sampled_from(FACTS)), min_size=2,
+                     max_size=14),
+       asked=st.lists(st.sampled_from(["杭州", "生日", "医生", "表姐", "潍坊", "老师"]),
+                      min_size=1, max_size=3),
+       share=st.sampled_from([0.1, 0.3, 1.0]))
+def test_memory_and_sqlite_rank_alike_with_the_stage(pool: list[tuple[str, str]],
+                                                      asked: list[str], share: float) -> None:
+    """The in-memory store and SQLite agree on keys, scores and shares: the names' scope
+    frequencies (``term_counts``) and the candidates' terms are read alike."""
+    query = "我那个" + "的".join(asked) + "是谁"
+    ranking = Ranking(mentions=Mentions(max_share=share))
+    runs = []
+    with InMemoryStore(keyword=KEYWORD) as memory, SQLiteStore(":memory:",
+                                                                keyword=KEYWORD) as sqlite:
+        for store in (memory, sqlite):
+            store.batch([PutOp(NS, f"k{i:02d}", {"text": person + fact})
+                         for i, (person, fact) in enumerate(pool)])
+            store.put(("other",), "x", {"text": "庞明辉" * 3})  # outside the scope
+            runs.append([(h.key, round(h.score, 9), h.details.get("mentions"))
+                         for h in store.search(NS, query=query, limit=20, mode="keyword",
+                                               ranking=ranking)])
+    assert runs[0] == runs[1]
