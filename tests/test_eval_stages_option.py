@@ -86,40 +86,32 @@ def test_the_questions_stage_reaches_the_store(tmp_path: Path) -> None:
     assert rank("questions")[0] == "0:2"  # the question turn (ending in 吗) loses its lead
 
 
-def test_the_memdaily_default_lifts_the_trajectory_a_question_is_about() -> None:
-    # two pools of zh_roles (7 users each), keyword mode: scoring trajectories as sessions
-    # puts the asking user's messages first more often than plain ranking does
+def _roles(pools: int, *extra: str) -> dict[str, Any]:
+    """The JSON report of ``remem eval memdaily`` on the first ``pools`` pools of zh_roles,
+    keyword mode (the fake embedder is never asked), in memory."""
     roles = Path(__file__).parent / "data" / "zh_roles.json"
-    args = ["eval", "memdaily", str(roles), "--mode", "keyword", "--embedder", "fake",
-            "--backend", "memory", "--bootstrap", "0", "--limit-pools", "2", "--json"]
+    result = CliRunner().invoke(cli, [
+        "eval", "memdaily", str(roles), "--mode", "keyword", "--embedder", "fake", "--backend",
+        "memory", "--bootstrap", "0", "--limit-pools", str(pools), "--json", *extra])
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
 
-    def main(*extra: str) -> dict[str, Any]:
-        result = CliRunner().invoke(cli, [*args, *extra])
-        assert result.exit_code == 0, result.stderr
-        doc: dict[str, Any] = json.loads(result.stdout)
-        return doc
 
-    plain, staged = main("--stages", "none"), main("--stages", "sessions")
+def test_the_memdaily_default_lifts_the_trajectory_a_question_is_about() -> None:
+    # two pools of zh_roles (7 users each): scoring trajectories as sessions puts the asking
+    # user's messages first more often than plain ranking does
+    plain, staged = _roles(2, "--stages", "none"), _roles(2, "--stages", "sessions")
     assert staged["config"]["stages"] == ["sessions"] and plain["main"]["n"] == 42
     assert staged["main"]["recall@10"] > plain["main"]["recall@10"]
     assert staged["main"]["mrr"] > plain["main"]["mrr"]
 
 
 def test_the_memdaily_default_finds_facts_asked_for_by_condition() -> None:
-    # the first four pools of zh_roles (simple and conditional questions), keyword mode:
-    # messages naming the same person pool the question terms they match, so the fact about
-    # "the friend who works in Hangzhou" climbs; simple questions keep their recall
-    roles = Path(__file__).parent / "data" / "zh_roles.json"
-    args = ["eval", "memdaily", str(roles), "--mode", "keyword", "--embedder", "fake",
-            "--backend", "memory", "--bootstrap", "0", "--limit-pools", "4", "--json"]
-
-    def main(*extra: str) -> dict[str, Any]:
-        result = CliRunner().invoke(cli, [*args, *extra])
-        assert result.exit_code == 0, result.stderr
-        doc: dict[str, Any] = json.loads(result.stdout)
-        return doc
-
-    sessions, default = main("--stages", "sessions"), main()
+    # the first four pools (simple and conditional questions): messages naming the same person
+    # pool the question terms they match, so the fact about "the friend who works in
+    # Hangzhou" climbs; simple questions keep their recall
+    sessions, default = _roles(4, "--stages", "sessions"), _roles(4)
     assert default["config"]["stages"] == ["sessions", "mentions"]
     kinds = default["by_category"]
     assert kinds["conditional"]["recall@10"] > sessions["by_category"]["conditional"]["recall@10"]
