@@ -40,7 +40,11 @@ class Mentions:
     ``field``: the value field holding the text (names and terms are read from it).
     ``weight``: what a candidate gains, in units of the best fused score, when the other
     candidates naming its person match every query term it does not. ``max_share``: a name
-    is ignored when its rarest term is in more than this share of the scope's items.
+    is ignored when its rarest term is in more than this share of the scope's items (the
+    live items under the search's namespace prefix, as BM25 counts them: a filter does not
+    narrow it, so a user's own name in a namespace shared by many users, told apart by a
+    filter, may count as rare; and a name in two items needs a scope of ``2 / max_share``
+    items, 20 at the default, to be grouped at all).
 
     The defaults were measured on remem's Chinese sets (``docs/search.md``, "Mentions"); the
     stage is on by default in ``remem eval memdaily``, not in ``remem eval locomo``, where
@@ -66,13 +70,17 @@ class Mentions:
                 )
 
 
-@lru_cache(maxsize=16_384)
 def mentioned_names(text: str) -> tuple[str, ...]:
     """The names ``text`` mentions: capitalised words that do not start a sentence and, in
     Chinese, the person names jieba tags (:func:`remem.retrieval.expansion.proper_nouns`).
 
-    Cached per text (the last 16,384): a store's searches keep meeting the same candidates,
-    and tagging is most of what the stage costs."""
+    Texts up to 1,000 characters are cached (the last 16,384): a store's searches keep
+    meeting the same candidates, and tagging is most of what the stage costs."""
+    return _cached_names(text) if len(text) <= 1000 else tuple(proper_nouns(text))
+
+
+@lru_cache(maxsize=16_384)
+def _cached_names(text: str) -> tuple[str, ...]:
     return tuple(proper_nouns(text))
 
 

@@ -123,10 +123,14 @@ def expand_candidates(source: CandidateSource, ranking: Ranking,
     search from the moved query, and extra keyword lists come back as boosts for
     :func:`~remem.retrieval.ranking.rank_candidates`. ``item_texts`` turns a value into its
     keyword text and ``tokenize`` that into terms (``None``: no keyword index). The
-    neighbours stage runs last, on the final candidate lists."""
+    mentions and neighbours stages run last, on the final candidate lists."""
     boosts = _expand(source, ranking, lists, query=query, query_vector=query_vector,
                      query_terms=query_terms, item_texts=item_texts, tokenize=tokenize,
                      bm25=bm25, depth=depth)
+    if ranking.mentions is not None and tokenize is not None and "keyword" in lists:
+        mentions = _mention_shares(source, lists, ranking.mentions, query_terms, tokenize)
+        if mentions:
+            boosts["mentions"] = (ranking.mentions.weight, mentions)
     if ranking.neighbours is not None:
         shares = _neighbour_shares(source, ranking, lists, ranking.neighbours)
         if shares:
@@ -181,10 +185,6 @@ def _expand(source: CandidateSource, ranking: Ranking, lists: dict[str, list[Can
     if ranking.decompose is not None and tokenize is not None and "keyword" in lists:
         boosts.update(_part_boosts(source, query, ranking.decompose.weight, tokenize, bm25,
                                    depth))
-    if ranking.mentions is not None and tokenize is not None and "keyword" in lists:
-        shares = _mention_shares(source, lists, ranking.mentions, query_terms, tokenize)
-        if shares:
-            boosts["mentions"] = (ranking.mentions.weight, shares)
     feedback, entities = ranking.feedback, ranking.entities
     if feedback is None and entities is None:
         return boosts
@@ -229,6 +229,8 @@ def _mention_shares(source: CandidateSource, lists: Mapping[str, Sequence[Candid
     """Each candidate's share of the query terms matched by the other candidates naming the
     same person (:func:`~remem.retrieval.mentions.mention_shares`), names too common in the
     scope left out."""
+    if not query_terms:
+        return Shares()
     keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
     texts = {item_id: text for item_id, value in source.item_values(list(keys)).items()
              if isinstance(value, Mapping) and isinstance(text := value.get(stage.field), str)}

@@ -304,6 +304,7 @@ class _MemoryCandidates:
     def __init__(self, store: InMemoryStore, op: SearchOp, now: float,
                  matches: Callable[[_Record], bool]) -> None:
         self.store, self.op, self.now, self.matches = store, op, now, matches
+        self._n_docs: int | None = None  # the scope's size, once a keyword query counted it
 
     def vector_hits(self, query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
         by_id, matches = self.store._by_id, self.matches
@@ -337,6 +338,7 @@ class _MemoryCandidates:
                     if self.matches(record):
                         postings.append((item_id, (record.namespace, record.key), term, tf,
                                          sum(record.terms.values())))
+        self._n_docs = n_docs
         return KeywordHits(postings, doc_freq, n_docs, total_len)
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
@@ -346,14 +348,17 @@ class _MemoryCandidates:
         for namespace, index in store._postings.items():
             if namespace[:len(prefix)] != prefix:
                 continue
-            n_docs += sum(1 for record in store._by_namespace[namespace].values()
-                          if record.terms and record.alive(now))
+            if self._n_docs is None:
+                n_docs += sum(1 for record in store._by_namespace[namespace].values()
+                              if record.terms and record.alive(now))
             for term in terms:
                 alive = sum(1 for item_id in index.get(term, {})
                             if store._by_id[item_id].alive(now))
                 if alive:
                     doc_freq[term] = doc_freq.get(term, 0) + alive
-        return doc_freq, n_docs
+        if self._n_docs is None:
+            self._n_docs = n_docs
+        return doc_freq, self._n_docs
 
     def event_times(self, ids: Sequence[int]) -> dict[int, float]:
         return {i: self.store._by_id[i].event_time() for i in ids}

@@ -310,10 +310,13 @@ class _SQLCandidates(Generic[TxT]):
                  params: list[Any]) -> None:
         self.store, self.tx, self.op, self.now = store, tx, op, now
         self.where, self.params = where, params
+        self._n_docs: int | None = None  # the scope's size, once a keyword query counted it
 
     def keyword_hits(self, terms: list[str], depth: int | None = None) -> KeywordHits:
-        return self.store._keyword_hits(self.tx, self.op, terms, self.now, self.where,
+        hits = self.store._keyword_hits(self.tx, self.op, terms, self.now, self.where,
                                         self.params, depth)
+        self._n_docs = hits.n_docs
+        return hits
 
     def vector_hits(self, query: npt.NDArray[np.float32], depth: int) -> list[Candidate]:
         return self.store._vector_hits(self.tx, self.op, query, depth, self.where, self.params)
@@ -327,13 +330,12 @@ class _SQLCandidates(Generic[TxT]):
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
         store, dialect = self.store, self.store.dialect
-        n_docs = 0
-        for statement in dialect.corpus_stats(self.op, self.now):
-            for docs, _ in store._query(self.tx, *statement):
-                n_docs += int(docs)
+        if self._n_docs is None:  # on PostgreSQL a count over the whole scope: once a search
+            self._n_docs = sum(int(docs) for statement in dialect.corpus_stats(self.op, self.now)
+                               for docs, _ in store._query(self.tx, *statement))
         doc_freq = {term: int(n) for term, n in store._query(
             self.tx, *dialect.doc_freq(terms, *dialect.scope_where(self.op, self.now)))}
-        return doc_freq, n_docs
+        return doc_freq, self._n_docs
 
     def item_values(self, ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
         rows = self.store._query(self.tx, *self.store.dialect.items_by_id(list(ids)))
