@@ -96,13 +96,13 @@ def test_questions_the_rules_leave_whole(query: str) -> None:
 
 @pytest.mark.parametrize(("build", "message"), [
     (lambda: Timing(weight=-0.1), "Timing.weight must be a finite number >= 0"),
-    (lambda: Timing(field=""), "Timing.field must name the value field"),
+    (lambda: Timing(field=""), "Timing.field must name a value field"),
     (lambda: Timing(only_when="yes"), "Timing.only_when must be True or False"),
     (lambda: QuestionTurns(weight=float("inf")), "QuestionTurns.weight"),
     (lambda: QuestionTurns(field=None), "QuestionTurns.field"),
     (lambda: Decompose(weight=True), "Decompose.weight must be a finite number >= 0"),
     (lambda: SelfReports(weight=-1), "SelfReports.weight must be a finite number >= 0"),
-    (lambda: SelfReports(field=""), "SelfReports.field must name the value field"),
+    (lambda: SelfReports(field=""), "SelfReports.field must name a value field"),
     (lambda: Ranking(reports=Timing()), "Ranking.reports must be a SelfReports or None"),
     (lambda: Ranking(timing=QuestionTurns()), "Ranking.timing must be a Timing or None"),
     (lambda: Ranking(decompose=0.2), "Ranking.decompose must be a Decompose or None"),

@@ -18,11 +18,10 @@ The functions here are pure; :mod:`remem.store.candidates` runs the searches.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
-from remem.errors import InvalidInputError
+from remem.retrieval.options import check_number
 
 __all__ = ["Decompose", "query_parts"]
 
@@ -37,11 +36,7 @@ class Decompose:
     weight: float = 0.2
 
     def __post_init__(self) -> None:
-        if (isinstance(self.weight, bool) or not isinstance(self.weight, int | float)
-                or not math.isfinite(self.weight) or self.weight < 0):
-            raise InvalidInputError(
-                f"Decompose.weight must be a finite number >= 0, got {self.weight!r}"
-            )
+        check_number("Decompose", "weight", self.weight)
 
 
 # a conjunct: a run of capitalised words (a name such as "Jo Ann") or one word

@@ -31,22 +31,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from remem.errors import InvalidInputError
+from remem.retrieval.options import check_count, check_number
 
 __all__ = ["Entities", "Feedback", "distinctive_terms", "feedback_vector", "han_names",
            "proper_nouns"]
-
-
-def _number(owner: str, name: str, value: object, *, high: float | None = None) -> None:
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or value < 0 or (high is not None and value > high)):
-        bound = f" within [0, {high:g}]" if high is not None else " >= 0"
-        raise InvalidInputError(f"{owner}.{name} must be a finite number{bound}, got {value!r}")
-
-
-def _count(owner: str, name: str, value: object, *, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidInputError(f"{owner}.{name} must be an int >= {low}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +54,10 @@ class Feedback:
     term_weight: float = 0.2
 
     def __post_init__(self) -> None:
-        _count("Feedback", "top", self.top)
-        _number("Feedback", "vector", self.vector)
-        _count("Feedback", "terms", self.terms, low=0)
-        _number("Feedback", "term_weight", self.term_weight)
+        check_count("Feedback", "top", self.top)
+        check_number("Feedback", "vector", self.vector)
+        check_count("Feedback", "terms", self.terms, low=0)
+        check_number("Feedback", "term_weight", self.term_weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +72,9 @@ class Entities:
     max_share: float = 0.05
 
     def __post_init__(self) -> None:
-        _count("Entities", "top", self.top)
-        _number("Entities", "weight", self.weight)
-        _number("Entities", "max_share", self.max_share, high=1.0)
+        check_count("Entities", "top", self.top)
+        check_number("Entities", "weight", self.weight)
+        check_number("Entities", "max_share", self.max_share, high=1.0)
 
 
 def feedback_vector(query: npt.NDArray[np.float32],

@@ -22,13 +22,12 @@ ranking as an extra signal (``"mentions"`` in ``hit.details``). Only candidates 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from remem.errors import InvalidInputError
 from remem.retrieval.expansion import proper_nouns
+from remem.retrieval.options import check_field, check_number
 
 __all__ = ["Mentions", "mention_shares", "mentioned_names"]
 
@@ -56,18 +55,9 @@ class Mentions:
     max_share: float = 0.1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.field, str) or not self.field:
-            raise InvalidInputError(
-                f"Mentions.field must name a value field (e.g. 'text'), got {self.field!r}"
-            )
-        for name, high in (("weight", math.inf), ("max_share", 1.0)):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not math.isfinite(value) or not 0.0 <= value <= high):
-                bound = "within [0, 1]" if name == "max_share" else ">= 0"
-                raise InvalidInputError(
-                    f"Mentions.{name} must be a finite number {bound}, got {value!r}"
-                )
+        check_field("Mentions", "field", self.field, holding="the text", example="text")
+        check_number("Mentions", "weight", self.weight)
+        check_number("Mentions", "max_share", self.max_share, high=1.0)
 
 
 def mentioned_names(text: str) -> tuple[str, ...]:

@@ -17,11 +17,11 @@ whole-number order take no part.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from remem.errors import InvalidInputError
+from remem.retrieval.options import check_count, check_field, check_number
 
 __all__ = ["Neighbours", "Position", "Shares", "neighbour_shares", "position_of"]
 
@@ -52,35 +52,21 @@ class Neighbours:
     top: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("field", "order"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise InvalidInputError(
-                    f"Neighbours.{name} must name a value field (e.g. 'session', 'turn'), "
-                    f"got {value!r}"
-                )
-        if (isinstance(self.weight, bool) or not isinstance(self.weight, int | float)
-                or not math.isfinite(self.weight) or self.weight < 0):
-            raise InvalidInputError(
-                f"Neighbours.weight must be a finite number >= 0, got {self.weight!r}"
-            )
+        check_field("Neighbours", "field", self.field, holding="the session",
+                    example="session")
+        check_field("Neighbours", "order", self.order, holding="the turn's position",
+                    example="turn")
+        check_number("Neighbours", "weight", self.weight)
         for name in ("before", "after"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInputError(
-                    f"Neighbours.{name} must be an int >= 0 (turns on that side that lend "
-                    f"their score), got {value!r}"
-                )
+            check_count("Neighbours", name, getattr(self, name), low=0,
+                        meaning="turns on that side that lend their score")
         if self.before == 0 and self.after == 0:
             raise InvalidInputError(
                 "Neighbours.before and Neighbours.after are both 0, so no turn would lend: "
                 "set at least one to 1 or more"
             )
-        if self.top is not None and (isinstance(self.top, bool) or not isinstance(self.top, int)
-                                     or self.top < 1):
-            raise InvalidInputError(
-                f"Neighbours.top must be an int >= 1 or None (every candidate), got {self.top!r}"
-            )
+        check_count("Neighbours", "top", self.top, optional=True,
+                    meaning="None: every candidate")
 
 
 def position_of(value: object, stage: Neighbours) -> Position | None:

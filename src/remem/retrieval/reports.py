@@ -12,11 +12,10 @@ reads the candidates' text.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
-from remem.errors import InvalidInputError
+from remem.retrieval.options import check_field, check_number
 
 __all__ = ["SelfReports", "is_self_report"]
 
@@ -30,16 +29,8 @@ class SelfReports:
     weight: float = 0.1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.field, str) or not self.field:
-            raise InvalidInputError(
-                "SelfReports.field must name the value field holding the text (e.g. 'text'), "
-                f"got {self.field!r}"
-            )
-        if (isinstance(self.weight, bool) or not isinstance(self.weight, int | float)
-                or not math.isfinite(self.weight) or self.weight < 0):
-            raise InvalidInputError(
-                f"SelfReports.weight must be a finite number >= 0, got {self.weight!r}"
-            )
+        check_field("SelfReports", "field", self.field, holding="the text", example="text")
+        check_number("SelfReports", "weight", self.weight)
 
 
 _FIRST_PERSON = re.compile(r"(?<![\w'\u2019])(?:I|I'm|I've|I'd|I'll|I\u2019m|I\u2019ve|my|mine|"

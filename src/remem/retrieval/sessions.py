@@ -16,26 +16,12 @@ Items without the field form no session: they keep their score and are never cap
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-from remem.errors import InvalidInputError
+from remem.retrieval.options import check_count, check_field, check_number
 
 __all__ = ["Sessions", "Spread", "session_boosts", "spread_order"]
-
-
-def _check_field(owner: str, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(
-            f"{owner}.field must name a value field holding the session (e.g. 'session'), "
-            f"got {value!r}"
-        )
-
-
-def _check_count(owner: str, name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{owner}.{name} must be an int >= 1, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +39,9 @@ class Sessions:
     depth: int = 3
 
     def __post_init__(self) -> None:
-        _check_field("Sessions", self.field)
-        _check_count("Sessions", "depth", self.depth)
-        if (isinstance(self.weight, bool) or not isinstance(self.weight, int | float)
-                or not math.isfinite(self.weight) or self.weight < 0):
-            raise InvalidInputError(
-                f"Sessions.weight must be a finite number >= 0, got {self.weight!r}"
-            )
+        check_field("Sessions", "field", self.field, holding="the session", example="session")
+        check_count("Sessions", "depth", self.depth)
+        check_number("Sessions", "weight", self.weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +53,8 @@ class Spread:
     per_session: int = 3
 
     def __post_init__(self) -> None:
-        _check_field("Spread", self.field)
-        _check_count("Spread", "per_session", self.per_session)
+        check_field("Spread", "field", self.field, holding="the session", example="session")
+        check_count("Spread", "per_session", self.per_session)
 
 
 def session_boosts(scores: Mapping[int, float], groups: Mapping[int, Hashable],

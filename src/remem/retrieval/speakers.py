@@ -10,11 +10,10 @@ A query naming nobody is unchanged.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
-from remem.errors import InvalidInputError
+from remem.retrieval.options import check_field, check_number
 
 __all__ = ["Speakers", "names_in"]
 
@@ -28,16 +27,8 @@ class Speakers:
     weight: float = 0.2
 
     def __post_init__(self) -> None:
-        if not isinstance(self.field, str) or not self.field:
-            raise InvalidInputError(
-                f"Speakers.field must name a value field holding the speaker (e.g. 'speaker'), "
-                f"got {self.field!r}"
-            )
-        if (isinstance(self.weight, bool) or not isinstance(self.weight, int | float)
-                or not math.isfinite(self.weight) or self.weight < 0):
-            raise InvalidInputError(
-                f"Speakers.weight must be a finite number >= 0, got {self.weight!r}"
-            )
+        check_field("Speakers", "field", self.field, holding="the speaker", example="speaker")
+        check_number("Speakers", "weight", self.weight)
 
 
 def names_in(query: str, name: str) -> bool:

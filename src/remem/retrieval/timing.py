@@ -24,26 +24,20 @@ character, so text without one is judged exactly as by the English rules alone.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from remem.errors import InvalidInputError
+from remem.retrieval.options import check_field, check_number
 
 __all__ = ["QuestionTurns", "Timing", "asks_when", "has_chinese_time_expression",
            "has_english_time_expression", "has_time_expression", "is_question"]
 
 
 def _check(owner: str, field: object, weight: object) -> None:
-    if not isinstance(field, str) or not field:
-        raise InvalidInputError(
-            f"{owner}.field must name the value field holding the text (e.g. 'text'), "
-            f"got {field!r}"
-        )
-    if (isinstance(weight, bool) or not isinstance(weight, int | float)
-            or not math.isfinite(weight) or weight < 0):
-        raise InvalidInputError(f"{owner}.weight must be a finite number >= 0, got {weight!r}")
+    check_field(owner, "field", field, holding="the text", example="text")
+    check_number(owner, "weight", weight)
 
 
 @dataclass(frozen=True, slots=True)
