@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from remem.eval.locomo import Conversation, load_locomo  # noqa: E402
 from remem.eval.longmemeval import parse_longmemeval  # noqa: E402
-from vector_cache import CachedEmbedder  # noqa: E402
+from vector_cache import local_embedder, save_cache  # noqa: E402
 from zh_recall import Groups, measure, table  # noqa: E402
 
 DEFAULT_DATA = "/work/shared/bench/locomo-dev/locomo-dev.json"
@@ -85,11 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=Path("benchmarks/results/longmemeval_proxy.json"))
     args = parser.parse_args(argv)
 
-    from remem.embed.local import LocalEmbedder
-
-    embedder: Any = LocalEmbedder()
-    if args.vector_cache is not None:
-        embedder = CachedEmbedder(embedder, args.vector_cache)
+    embedder = local_embedder(args.vector_cache)
     source = load_locomo(args.data)
     raw = [item for c in source.conversations for item in items(c, args.per_conversation)]
     labelled = parse_longmemeval(raw, source=f"{args.data} as LongMemEval")
@@ -100,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = round(time.perf_counter() - started, 1)
     print(table(f"{Path(args.data).name} as LongMemEval ({len(raw)} items, "
                 f"{labelled.data.n_turns} turns)", figures))
-    if isinstance(embedder, CachedEmbedder):
-        embedder.save()
+    save_cache(embedder)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"data": args.data, "items": len(raw),
                                     "per_conversation": args.per_conversation,

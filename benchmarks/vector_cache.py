@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from remem.embed.base import Embedder
 
-__all__ = ["CachedEmbedder"]
+__all__ = ["CachedEmbedder", "local_embedder", "save_cache"]
 
 
 class CachedEmbedder:
@@ -64,3 +64,17 @@ class CachedEmbedder:
         partial = self.path.with_suffix(".partial.npz")
         np.savez(partial, **self._vectors)
         partial.replace(self.path)
+
+
+def local_embedder(cache: str | Path | None) -> Embedder:
+    """The local model, answered through a disk cache at ``cache`` when one is given."""
+    from remem.embed.local import LocalEmbedder
+
+    live = LocalEmbedder()
+    return live if cache is None else CachedEmbedder(live, cache)
+
+
+def save_cache(embedder: Embedder) -> None:
+    """Write ``embedder``'s cache if it has one."""
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()

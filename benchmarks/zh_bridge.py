@@ -55,6 +55,7 @@ from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store
 from remem.retrieval import Ranking  # noqa: E402
 from remem.retrieval.expansion import Entities, Feedback, proper_nouns  # noqa: E402
 from remem.retrieval.sessions import Sessions  # noqa: E402
+from vector_cache import local_embedder, save_cache  # noqa: E402
 
 #: hybrid rankings by name, with the name extraction they run under (None: the shipped one)
 VARIANTS: dict[str, tuple[Ranking, str | None]] = {
@@ -228,12 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/zh_bridge.json"))
     args = parser.parse_args(argv)
 
-    from remem.embed.local import LocalEmbedder
-    from vector_cache import CachedEmbedder
-
-    embedder: Any = LocalEmbedder()
-    if args.vector_cache is not None:
-        embedder = CachedEmbedder(embedder, args.vector_cache)
+    embedder = local_embedder(args.vector_cache)
     report: dict[str, Any] = {}
     for name in args.sets:
         dataset, kinds = load(name)
@@ -244,8 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(f"{name} ({len(dataset.conversations)} pools, {dataset.n_turns} messages)"
                     ", recall@10", figures))
         print(flush=True)
-        if isinstance(embedder, CachedEmbedder):
-            embedder.save()
+        save_cache(embedder)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
                         encoding="utf-8")

@@ -81,7 +81,7 @@ from remem.store import (  # noqa: E402
     SQLiteStore,
     candidates,
 )
-from vector_cache import CachedEmbedder  # noqa: E402
+from vector_cache import local_embedder, save_cache  # noqa: E402
 
 MODES: tuple[EvalMode, ...] = ("keyword", "vector", "hybrid")
 #: the sets by name, in tests/data (``roles``: MemDaily layout like ``daily``)
@@ -314,11 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/zh_recall.json"))
     args = parser.parse_args(argv)
 
-    from remem.embed.local import LocalEmbedder
-
-    embedder: Any = LocalEmbedder()
-    if args.vector_cache is not None:
-        embedder = CachedEmbedder(embedder, args.vector_cache)
+    embedder = local_embedder(args.vector_cache)
     report: dict[str, Any] = {"modes": args.modes, "variants": args.variants,
                               "stages": args.stages, "rules": args.rules, "pool": args.pool,
                               "tokenizer": args.tokenizer, "sets": {}}
@@ -339,8 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(f"{name} ({dataset.n_turns} messages, "
                     f"{report['sets'][name]['questions']} questions)", figures))
         print()
-    if isinstance(embedder, CachedEmbedder):
-        embedder.save()
+    save_cache(embedder)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
