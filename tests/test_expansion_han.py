@@ -28,6 +28,27 @@ def test_han_names_are_the_tagged_person_names_in_order() -> None:
     assert han_names("we went hiking with Jolene") == []
 
 
+def test_a_common_surname_the_segmenter_cut_off_is_joined_to_the_given_name() -> None:
+    # jieba tags 郑 as a place, 方 as a noun and 启航 as a verb: no name tag on either side
+    assert han_names("郑春生在成都公安局上班") == ["郑春生"]
+    assert han_names("我新来的同事方启航前两天来我家吃饭了") == ["方启航"]
+    # a surname and a title name a person too
+    assert han_names("马处长明天开会") == ["马处长"]
+
+
+def test_a_surname_character_counted_as_a_measure_word_starts_no_name() -> None:
+    assert han_names("我拍了一张照片") == []
+    assert han_names("这张桌子很贵") == []
+    assert han_names("两张电影票") == []
+    assert han_names("我买了一条金项链") == []
+
+
+def test_an_uncommon_surname_is_not_guessed() -> None:
+    # 应 (a verb, and a surname outside the hundred commonest) stays cut off: only 振华's tag
+    # could make it a name, and jieba tags it nz
+    assert han_names("应振华今年32岁") == []
+
+
 def test_proper_nouns_add_the_chinese_names_after_the_capitalised_words() -> None:
     assert proper_nouns("周建国下周去Boston出差，Jolene也去") == ["Boston", "Jolene", "周建国"]
 

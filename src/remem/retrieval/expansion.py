@@ -140,10 +140,14 @@ def han_names(text: str) -> list[str]:
     """Person names in the Chinese of ``text``, in order, deduplicated: the words jieba's
     part-of-speech tagger marks as names (``nr``, ``nrfg``, ``nrt``), two characters or more.
 
-    A one-character name word is a surname the segmenter cut off a given name that is also a
-    dictionary word (``周`` + ``建国``, ``董`` + ``浩然``): it is joined to the word after it
-    when that is one or two Han characters. The tagger also marks a few words that are not
-    names (``杭州人``); the stage keeps only terms rare in the scope, which drops most of them.
+    Two repairs for names the segmenter cuts: a one-character name word is a surname cut off a
+    given name that is also a dictionary word (``周`` + ``建国``, ``董`` + ``浩然``), joined to
+    the word after it when that is one or two Han characters; and one of about a hundred
+    commonest surnames, whatever its tag (``郑`` as a place, ``方`` as a noun), is joined to a
+    two-character content word after it (``郑`` + ``春生``, ``方`` + ``启航``), unless a
+    numeral or demonstrative before it makes it a measure word (``一张照片``). The tagger and
+    the second repair also find a few words that are not names (``杭州人``, ``张北京``); the
+    stages keep only terms rare in the scope, which drops most of them.
     """
     if not _HAN.search(text):
         return []
@@ -153,16 +157,46 @@ def han_names(text: str) -> list[str]:
     while index < len(tagged):
         word, tag = tagged[index]
         index += 1
-        if not tag.startswith("nr") or not _HAN_WORD.fullmatch(word):
+        if not _HAN_WORD.fullmatch(word):
             continue
-        if len(word) == 1 and index < len(tagged):
-            after = tagged[index][0]
-            if len(after) <= 2 and _HAN_WORD.fullmatch(after):
-                word += after
+        after = tagged[index] if index < len(tagged) else None
+        if tag.startswith("nr"):
+            if len(word) == 1 and after is not None and len(after[0]) <= 2 \
+                    and _HAN_WORD.fullmatch(after[0]):
+                word += after[0]
                 index += 1
+        elif after is not None and _surname_first(word, tagged[index - 2] if index >= 2
+                                                  else None, after):
+            word += after[0]
+            index += 1
+        else:
+            continue
         if len(word) >= 2:
             found.setdefault(word, None)
     return list(found)
+
+
+#: about the hundred most common Chinese surnames (by how many people hold them)
+_COMMON_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林高罗郑梁谢宋唐许韩邓冯曹彭曾肖田董潘袁蔡蒋余于杜叶"
+    "程魏苏吕丁任卢姚沈钟姜崔谭陆范汪廖石金韦贾夏付方邹熊白孟秦邱侯江尹薛闫段雷龙黎史陶贺毛"
+    "郝顾龚邵万覃武钱戴严欧莫孔向常汤")
+#: tags of words that are no given name: particles, pronouns, numerals, measure words...
+_FUNCTION_TAGS = ("c", "d", "e", "f", "m", "o", "p", "q", "r", "t", "u", "x", "y", "z")
+#: words before a surname character that make it a measure word or part of a phrase
+_COUNTING = frozenset("这那哪几每一两")
+
+
+def _surname_first(word: str, before: tuple[str, str] | None, after: tuple[str, str]) -> bool:
+    """Whether ``word`` is a common surname the segmenter cut off the two-character given
+    name ``after`` it: ``after`` is no particle, pronoun, numeral..., and the word ``before``
+    does not count ``word`` as a measure word (``一张``, ``这张``)."""
+    if len(word) != 1 or word not in _COMMON_SURNAMES:
+        return False
+    name, tag = after
+    if len(name) != 2 or not _HAN_WORD.fullmatch(name) or tag.startswith(_FUNCTION_TAGS):
+        return False
+    return before is None or not (before[1].startswith("m") or before[0][-1:] in _COUNTING)
 
 
 def _tagger() -> Any:
