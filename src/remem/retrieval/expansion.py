@@ -143,30 +143,30 @@ def han_names(text: str) -> list[str]:
     Two repairs for names the segmenter cuts: a one-character name word is a surname cut off a
     given name that is also a dictionary word (``周`` + ``建国``, ``董`` + ``浩然``), joined to
     the word after it when that is one or two Han characters; and one of about a hundred
-    commonest surnames, whatever its tag (``郑`` as a place, ``方`` as a noun), is joined to a
-    two-character content word after it (``郑`` + ``春生``, ``方`` + ``启航``), unless a
-    numeral or demonstrative before it makes it a measure word (``一张照片``). The tagger and
-    the second repair also find a few words that are not names (``杭州人``, ``张北京``); the
-    stages keep only terms rare in the scope, which drops most of them.
+    commonest surnames the tagger read as another word is joined to the two-character word
+    after it (``郑``/place + ``春生``, ``方``/noun + ``启航``) under the guards of
+    :func:`_is_cut_surname`. The tagger and the second repair also find a few words that are
+    not names (``杭州人``, ``张北京``); the stages keep only terms rare in the scope, which
+    drops most of them.
     """
     if not _HAN.search(text):
         return []
-    tagged: list[tuple[str, str]] = _tagger().tag(text)
+    tagged: list[tuple[str, str]] = [pair for pair in _tagger().tag(text) if pair[0].strip()]
     found: dict[str, None] = {}
     index = 0
     while index < len(tagged):
         word, tag = tagged[index]
+        before = tagged[index - 1] if index else None
+        after = tagged[index + 1] if index + 1 < len(tagged) else None
         index += 1
         if not _HAN_WORD.fullmatch(word):
             continue
-        after = tagged[index] if index < len(tagged) else None
         if tag.startswith("nr"):
-            if len(word) == 1 and after is not None and len(after[0]) <= 2 \
-                    and _HAN_WORD.fullmatch(after[0]):
+            if (len(word) == 1 and after is not None and len(after[0]) <= 2
+                    and _HAN_WORD.fullmatch(after[0])):
                 word += after[0]
                 index += 1
-        elif after is not None and _surname_first(word, tagged[index - 2] if index >= 2
-                                                  else None, after):
+        elif after is not None and _is_cut_surname(word, tag, before, after):
             word += after[0]
             index += 1
         else:
@@ -179,24 +179,42 @@ def han_names(text: str) -> list[str]:
 #: about the hundred most common Chinese surnames (by how many people hold them)
 _COMMON_SURNAMES = frozenset(
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林高罗郑梁谢宋唐许韩邓冯曹彭曾肖田董潘袁蔡蒋余于杜叶"
-    "程魏苏吕丁任卢姚沈钟姜崔谭陆范汪廖石金韦贾夏付方邹熊白孟秦邱侯江尹薛闫段雷龙黎史陶贺毛"
-    "郝顾龚邵万覃武钱戴严欧莫孔向常汤")
+    "程魏苏吕丁任卢姚沈钟姜崔谭陆范汪廖石金韦贾夏付傅方邹熊白孟秦邱侯江尹薛闫段雷龙黎史陶贺"
+    "毛郝顾龚邵万覃武钱戴严欧莫孔向常汤")
 #: tags of words that are no given name: particles, pronouns, numerals, measure words...
 _FUNCTION_TAGS = ("c", "d", "e", "f", "m", "o", "p", "q", "r", "t", "u", "x", "y", "z")
-#: words before a surname character that make it a measure word or part of a phrase
-_COUNTING = frozenset("这那哪几每一两")
+#: tags that say a surname character is used as an ordinary word (向, 常, 高, 付 as words)
+_WORD_TAGS = ("a", "d", "p", "v")
+#: tags of a given name the tagger did recognise as a name or a proper noun
+_NAME_TAGS = ("nr", "nz", "ns")
+#: words before a surname character that make it a measure word (每张, 几张)
+_COUNTING = frozenset("这那哪几每一两多")
+#: surnames that are also measure words
+_MEASURE_WORDS = frozenset("张段")
 
 
-def _surname_first(word: str, before: tuple[str, str] | None, after: tuple[str, str]) -> bool:
-    """Whether ``word`` is a common surname the segmenter cut off the two-character given
-    name ``after`` it: ``after`` is no particle, pronoun, numeral..., and the word ``before``
-    does not count ``word`` as a measure word (``一张``, ``这张``)."""
+def _is_cut_surname(word: str, tag: str, before: tuple[str, str] | None,
+                    after: tuple[str, str]) -> bool:
+    """Whether ``word`` (tagged ``tag``) is a common surname the segmenter cut off the
+    two-character given name ``after`` it. Not when ``after`` is a particle, pronoun,
+    numeral...; not when it is a whole name already (向王芳: 王芳); not when the character
+    reads as a preposition, adverb, adjective or verb (向老师, 常联系, 高成绩) unless ``after``
+    was tagged a name or proper noun; and not when the word ``before`` makes it a measure
+    word (多张照片, 办了张卡)."""
     if len(word) != 1 or word not in _COMMON_SURNAMES:
         return False
-    name, tag = after
-    if len(name) != 2 or not _HAN_WORD.fullmatch(name) or tag.startswith(_FUNCTION_TAGS):
+    name, name_tag = after
+    if len(name) != 2 or not _HAN_WORD.fullmatch(name) or name_tag.startswith(_FUNCTION_TAGS):
         return False
-    return before is None or not (before[1].startswith("m") or before[0][-1:] in _COUNTING)
+    if name_tag.startswith("nr") and name[0] in _COMMON_SURNAMES:
+        return False
+    if tag.startswith(_WORD_TAGS) and not name_tag.startswith(_NAME_TAGS):
+        return False
+    if before is None:
+        return True
+    counted = before[1].startswith("m") or before[0][-1:] in _COUNTING
+    # 张 and 段 are measure words too: 办了张卡
+    return not (counted or (word in _MEASURE_WORDS and before[0].endswith("了")))
 
 
 def _tagger() -> Any:
