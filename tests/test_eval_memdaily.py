@@ -136,6 +136,11 @@ def test_malformed_files_name_the_place_and_the_rule(data: Any, message: str) ->
     ("2023/05/20 (Sat) 02:21", datetime(2023, 5, 20, 2, 21, tzinfo=UTC)),
     ("2024-03-04 08:10", datetime(2024, 3, 4, 8, 10, tzinfo=UTC)),
     ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+    ("2024年04月01日 周一 08:39:20", datetime(2024, 4, 1, 8, 39, tzinfo=UTC)),
+    ("2024年04月01日 上午 08:39", datetime(2024, 4, 1, 8, 39, tzinfo=UTC)),
+    ("2024年04月01日 下午 3点20分", datetime(2024, 4, 1, 15, 20, tzinfo=UTC)),
+    ("2024年04月01日 晚上 9点", datetime(2024, 4, 1, 21, 0, tzinfo=UTC)),
+    ("2024年04月01日 下午 13:05", datetime(2024, 4, 1, 13, 5, tzinfo=UTC)),
     ("2024年13月01日", None),
     ("yesterday", None),
 ])
@@ -192,6 +197,13 @@ def test_table_fixes_and_out_files(tmp_path: Path) -> None:
     assert records[0]["gold"] == ["0:0"] and records[0]["kind"] == "all"
     summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
     assert summary["main"]["n"] == 6
+
+
+def test_a_byte_order_mark_is_read_past(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(
+        [{"message_list": [{"mid": 0, "message": "a"}], "question_list": []}]).encode())
+    assert len(load_memdaily(path).data.conversations[0].turns) == 1
 
 
 def test_limit_pools() -> None:

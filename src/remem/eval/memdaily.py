@@ -66,8 +66,11 @@ _EPOCH: Final = datetime(2000, 1, 1, tzinfo=UTC)
 _ZH_TIME = re.compile(
     r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]"
     r"(?:\s*[\uff08(]?\s*(?:周|星期|礼拜)[一二三四五六日天]\s*[)\uff09]?)?"
-    r"(?:\s*(\d{1,2})\s*[:\uff1a点]\s*(\d{1,2})?\s*分?)?\s*"
+    r"(?:\s*(上午|早上|凌晨|中午|下午|傍晚|晚上)?\s*(\d{1,2})\s*[:\uff1a点]\s*(\d{1,2})?\s*分?"
+    r"(?:\s*[:\uff1a]\s*\d{1,2}\s*秒?)?)?\s*"
 )
+#: parts of the day after noon: their clock hours below 12 are afternoon hours
+_AFTERNOON = frozenset({"下午", "傍晚", "晚上"})
 _SLASH_TIME = re.compile(  # 2023/05/20 (Sat) 02:21 (LongMemEval) and 2023-05-20 02:21
     r"(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})(?:\s*\(\w+\))?(?:[ T]+(\d{1,2}):(\d{2})(?::\d{2})?)?\s*"
 )
@@ -76,17 +79,23 @@ _SLASH_TIME = re.compile(  # 2023/05/20 (Sat) 02:21 (LongMemEval) and 2023-05-20
 def parse_loose_time(text: str) -> datetime | None:
     """A date-time from the spellings benchmark files use, as an aware UTC datetime.
 
-    Read: ``"2024年04月01日 周一 08:39"``, ``"2023/05/20 (Sat) 02:21"``, ISO 8601 and LoCoMo's
-    ``"1:56 pm on 8 May, 2023"``; the time of day may be missing. ``None`` when none fits.
+    Read: ``"2024年04月01日 周一 08:39"`` (also with seconds, or a part of the day:
+    ``下午 3点20分``), ``"2023/05/20 (Sat) 02:21"``, ISO 8601 and LoCoMo's ``"1:56 pm on 8 May,
+    2023"``; the time of day may be missing. ``None`` when none fits.
     """
-    text = text.strip()
+    text = text.strip().lstrip("\ufeff")
     for pattern in (_ZH_TIME, _SLASH_TIME):
         match = pattern.fullmatch(text)
         if match is not None:
-            year, month, day, hour, minute = match.groups()
+            groups = match.groups()
+            part = groups[3] if pattern is _ZH_TIME else None
+            year, month, day, hour, minute = groups[:3] + groups[-2:]
+            clock = int(hour or 0)
+            if part in _AFTERNOON and clock < 12:
+                clock += 12
             try:
-                return datetime(int(year), int(month), int(day), int(hour or 0),
-                                int(minute or 0), tzinfo=UTC)
+                return datetime(int(year), int(month), int(day), clock, int(minute or 0),
+                                tzinfo=UTC)
             except ValueError:
                 return None
     try:
@@ -102,11 +111,12 @@ def parse_loose_time(text: str) -> datetime | None:
 def load_json_file(path: str | Path) -> tuple[Any, str]:
     """The decoded JSON at ``path`` and the SHA-256 of its bytes.
 
-    Raises :class:`InvalidInputError` naming the file when it is not UTF-8 JSON.
+    Raises :class:`InvalidInputError` naming the file when it is not UTF-8 JSON (a leading
+    byte-order mark is allowed).
     """
     raw = Path(path).read_bytes()
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise InvalidInputError(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
