@@ -139,3 +139,125 @@ def test_limit_items() -> None:
     doc = run_json("--mode", "keyword", "--limit-items", "2")
     assert doc["config"]["namespaces"] == 2 and doc["main"]["n"] == 2
     assert doc["abstention"]["n"] == 0 and doc["abstention"]["recall@10"] is None
+
+
+# -- items the real release could hold ---------------------------------------------------------
+
+
+def item(qid: str, sessions: int = 3, *, answer: int | None = 1, mark: Any = True,
+         question: str = "Which camera did I buy?") -> dict[str, Any]:
+    """An item of ``sessions`` two-turn sessions; session ``answer`` holds the camera."""
+    ids = [f"{qid}_s{n}" for n in range(sessions)]
+    talk = [[{"role": "user", "content": f"topic {n} hiking lakes number {n}"},
+             {"role": "assistant", "content": f"reply {n} about trails"}]
+            for n in range(sessions)]
+    if answer is not None:
+        talk[answer][0] = {"role": "user", "content": "I bought a Sony camera yesterday."}
+        if mark is not None:
+            talk[answer][0]["has_answer"] = mark
+    return {"question_id": qid, "question_type": "single-session-user", "question": question,
+            "answer": "a Sony", "question_date": "2023/06/01 (Thu) 10:00",
+            "haystack_session_ids": ids,
+            "haystack_dates": [f"2023/05/{10 + n} (Sat) 02:21" for n in range(sessions)],
+            "haystack_sessions": talk,
+            "answer_session_ids": [ids[answer]] if answer is not None else []}
+
+
+def test_answer_sessions_without_marked_turns_are_scored_by_session_only() -> None:
+    ds = parse_longmemeval([item("a"), item("b_abs", mark=None)])
+    unmarked = ds.data.conversations[1].questions[0]
+    assert unmarked.gold == () and ds.parent_gold[("b_abs", 0)] == ("b_abs_s1",)
+    assert ds.kinds[("b_abs", 0)] == "abstention"
+    assert ds.n_scorable == 2
+    assert [q.conversation_id for q in ds.parent_only()] == ["b_abs"]
+    assert [(f.where, f.kind) for f in ds.fixes] == [("b_abs", "session_gold_only")]
+
+
+def test_has_answer_strings_are_read_as_booleans_and_logged() -> None:
+    ds = parse_longmemeval([item("a", mark="true"), item("b", mark="yes"),
+                            item("c", mark="false")])
+    gold = {c.id: c.questions[0].gold for c in ds.data.conversations}
+    assert gold == {"a": ("a_s1:0",), "b": (), "c": ()}
+    assert [(f.where, f.kind) for f in ds.fixes] == [
+        ("a", "not_boolean"), ("b", "not_boolean"), ("b", "session_gold_only"),
+        ("c", "not_boolean"), ("c", "session_gold_only")]
+    assert "'true'/'false' read as booleans" in ds.fixes[0].detail
+
+
+def test_head_keeps_only_the_fixes_of_the_items_it_keeps() -> None:
+    ds = parse_longmemeval([item("a"), item("b", mark=None), item("c", answer=None)])
+    assert [f.kind for f in ds.fixes] == ["session_gold_only", "no_gold"]
+    assert ds.head(1).fixes == () and [f.where for f in ds.head(2).fixes] == ["b"]
+
+
+def _run(dataset: Any, rankings: dict[str, list[str]], k: int) -> Any:
+    from remem.eval.harness import QuestionResult, RunResult, Timing
+    from remem.eval.metrics import question_metrics
+
+    results = tuple(
+        QuestionResult(q, tuple(rankings[c.id]),
+                       question_metrics(rankings[c.id], q.gold) if q.gold else {}, 1.0)
+        for c in dataset.data.conversations for q in c.questions)
+    return RunResult(results, Timing(0.0, (1.0,) * len(results)), k)
+
+
+def test_session_cut_offs_beyond_the_ranked_sessions_are_not_reported() -> None:
+    from remem.eval.labelled import parent_depths, summarize_labelled, withheld_cutoffs
+
+    ds = parse_longmemeval([item("a", sessions=12), item("b", sessions=4, mark=None)])
+    # a: 4 turns from 3 of its 12 sessions at k 4; b: all 4 of its sessions (complete)
+    run = _run(ds, {"a": ["a_s1:0", "a_s1:1", "a_s0:0", "a_s2:0"],
+                    "b": ["b_s1:0", "b_s0:0", "b_s2:0", "b_s3:1"]}, k=4)
+    assert parent_depths(ds, run) == {"main": 3, "single-session-user": 3, "abstention": None}
+    sessions = summarize_labelled(ds, run, resamples=0, level="parent")["main"]
+    assert sessions.n == 2 and sessions.mean["recall@1"] == 1.0
+    assert sessions.mean["recall@3"] == 1.0 and sessions.mean["mrr"] == 1.0
+    for metric in ("recall@5", "recall@10", "recall@25", "recall@50", "hit@5", "hit@10",
+                   "ndcg@10"):
+        assert sessions.mean[metric] is None, metric
+    assert withheld_cutoffs(parent_depths(ds, run))["main"][0] == "recall@5"
+    turns = summarize_labelled(ds, run, resamples=0)["main"]
+    assert turns.n == 1 and turns.mean["recall@50"] == 1.0  # b has no turn gold
+    # a ranking shorter than k is all the retriever had: every cut-off is exact
+    short = _run(ds, {"a": ["a_s1:0"], "b": ["b_s1:0"]}, k=4)
+    assert summarize_labelled(ds, short, resamples=0, level="parent")["main"].mean[
+        "recall@50"] == 1.0
+
+
+def test_the_command_scores_session_only_items_and_blanks_shallow_cut_offs(
+        tmp_path: Path) -> None:
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([item("a", sessions=8), item("b", sessions=8, mark=None)]),
+                    encoding="utf-8")
+    args = [str(path), "--embedder", "fake", "--backend", "memory", "--bootstrap", "0",
+            "--mode", "vector", "--k", "4"]
+    result = invoke(*args, "--out", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.stderr
+    assert "data fix: b: session_gold_only" in result.stderr
+    assert "at the session level, a cut-off is reported only where" in result.stderr
+    assert "warning: session level: " in result.stderr and "a deeper --k" in result.stderr
+    sessions_table = result.stdout.split("sessions (each ranking")[1]
+    assert "\u2013" in sessions_table.splitlines()[3]  # the main row
+    doc = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert doc["main"]["n"] == 1 and doc["session_level"]["main"]["n"] == 2
+    assert doc["session_level"]["main"]["recall@50"] is None
+    assert doc["session_level"]["main"]["mrr"] is not None
+    assert doc["main"]["recall@50"] is not None
+    assert doc["config"]["questions_session_only"] == 1
+    records = [json.loads(line) for line in
+               (tmp_path / "run" / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["conversation"] for r in records] == ["a", "b"]
+    assert records[1]["metrics"]["recall@10"] is None and records[1]["gold"] == []
+    assert records[1]["session_gold"] == ["b_s1"] and len(records[1]["ranking"]) == 4
+
+
+def test_a_file_without_any_gold_exits_2_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([item("a", answer=None)]), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["eval", "longmemeval", str(path), "--embedder", "fake",
+                                      "--json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"error: {path}: no question can be scored: every question was excluded (1 no_gold;")
+    assert "has_answer: true" in lines[0]

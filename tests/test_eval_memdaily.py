@@ -121,7 +121,9 @@ def test_the_merged_release_qa_field_is_read() -> None:
      "missing 'target_step_id'"),
     ([{"tid": 1, "message_list": [], "question_list": []},
       {"tid": 1, "message_list": [], "question_list": []}], "tid '1' is used by more than one"),
-    ({"a": 3}, "a: expected a list of trajectories, got a number"),
+    ({"a": 3}, "no trajectories found (expected a JSON list of trajectories, or an object "
+               "whose values are such lists); found only a (a number)"),
+    ({"a": {"message_list": []}}, "a: expected a list of trajectories, got one trajectory"),
 ])
 def test_malformed_files_name_the_place_and_the_rule(data: Any, message: str) -> None:
     with pytest.raises(InvalidInputError, match=r"f\.json") as info:
@@ -219,3 +221,96 @@ def test_a_malformed_file_exits_2_with_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "bad.json" in lines[0] and "message_list" in lines[0]
+
+
+# -- files the real releases could hold -----------------------------------------------------------
+
+
+def trajectory(tid: Any, targets: Any = (1,), *, question: str = "Who is my boss?",
+               mids: tuple[Any, ...] = (0, 1, 2), qid: Any = 0) -> dict[str, Any]:
+    """A three-message trajectory asking one question about ``targets``."""
+    texts = ("I am thirty.", "My boss is Li Si.", "I fly to Shanghai tomorrow.")
+    return {"tid": tid,
+            "message_list": [{"mid": mid, "message": text, "time": f"2024-04-0{n + 1} 08:00"}
+                             for n, (mid, text) in enumerate(zip(mids, texts, strict=True))],
+            "question_list": [{"qid": qid, "question": question, "answer": "x",
+                               "target_step_id": list(targets) if isinstance(targets, tuple)
+                               else targets}]}
+
+
+def test_a_value_beside_the_pools_is_skipped_and_logged() -> None:
+    ds = parse_memdaily({"version": "1.0", "meta": {"n": 2}, "simple": {"roles": [
+        trajectory(0)]}})
+    assert [c.id for c in ds.data.conversations] == ["simple/roles"]
+    assert [(f.where, f.kind, f.namespace) for f in ds.fixes] == [
+        ("version", "skipped", None), ("meta/n", "skipped", None)]
+    assert ds.data.conversations[0].questions[0].gold == ("0:1",)
+    assert ds.kind_order == ("simple",)  # "version" and "meta" are no question types
+
+
+def test_a_trajectory_without_questions_stays_as_distractors() -> None:
+    bare = trajectory(1)
+    del bare["question_list"]
+    null_qa = {**trajectory(2), "QA": None}
+    del null_qa["question_list"]
+    ds = parse_memdaily([trajectory(0), bare, null_qa], name="p")
+    pool = ds.data.conversations[0]
+    assert len(pool.turns) == 9 and [q.gold for q in pool.questions] == [("0:1",)]
+    assert [(f.where, f.kind) for f in ds.fixes] == [("p tid 1", "no_questions"),
+                                                     ("p tid 2", "no_questions")]
+
+
+@pytest.mark.parametrize(("targets", "gold"), [
+    ([[1]], ("0:1",)), ([[0, 1]], ("0:0", "0:1")), ([[0], 2], ("0:0", "0:2"))])
+def test_nested_targets_are_flattened_one_level(targets: Any, gold: tuple[str, ...]) -> None:
+    ds = parse_memdaily([trajectory(0, targets)])
+    assert ds.data.conversations[0].questions[0].gold == gold
+    assert [f.kind for f in ds.fixes] == ["flattened"]
+
+
+def test_integral_floats_are_read_as_ints_wherever_an_id_is() -> None:
+    ds = parse_memdaily([trajectory(0.0, [1.0], mids=(0.0, 1.0, 2.0), qid=3.0),
+                         trajectory(1, [2.0], question="Where do I fly?")], name="p")
+    pool = ds.data.conversations[0]
+    assert [t.dia_id for t in pool.turns[:3]] == ["0:0", "0:1", "0:2"]
+    assert [q.gold for q in pool.questions] == [("0:1",), ("1:2",)]
+    assert ds.extras[("p", 0)] == {"tid": "0", "qid": "3"}
+    # a float target is logged; an int target matching an int mid is not (it is the format)
+    assert [(f.kind, f.detail) for f in ds.fixes] == [
+        ("rewritten", "target 1.0 read as mid 1"), ("rewritten", "target 2.0 read as mid 2")]
+    assert parse_memdaily([trajectory(0, [1])]).fixes == ()
+
+
+def test_head_keeps_only_the_fixes_of_the_pools_it_keeps() -> None:
+    data = {"version": 1, "a": {"x": [trajectory(0, 1)]}, "b": {"x": [trajectory(0, [[1]])]}}
+    ds = parse_memdaily(data)
+    assert [f.kind for f in ds.fixes] == ["skipped", "scalar_target", "flattened"]
+    assert [f.kind for f in ds.head(1).fixes] == ["skipped", "scalar_target"]
+
+
+def test_limit_pools_reports_the_fixes_of_the_run(tmp_path: Path) -> None:
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps({"a": {"x": [trajectory(0, 1)]},
+                                "b": {"x": [trajectory(0, [[1]])]}}), encoding="utf-8")
+    result = invoke(str(path), "--embedder", "fake", "--backend", "memory", "--bootstrap", "0",
+                    "--mode", "keyword", "--limit-pools", "1")
+    assert result.exit_code == 0, result.stderr
+    assert "flattened" not in result.stderr and "1 data fixes" in result.stdout
+    doc = run_json(path, "--backend", "memory", "--mode", "keyword", "--limit-pools", "1")
+    assert [f["kind"] for f in doc["config"]["data_fixes"]] == ["scalar_target"]
+
+
+@pytest.mark.parametrize("json_flag", [False, True])
+def test_a_file_whose_questions_are_all_excluded_exits_2(tmp_path: Path,
+                                                         json_flag: bool) -> None:
+    path = tmp_path / "amb.json"
+    path.write_text(json.dumps([trajectory(0), trajectory(1)]), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["eval", "memdaily", str(path), "--embedder", "fake",
+                                      "--backend", "memory", "--bootstrap", "0",
+                                      *(["--json"] if json_flag else [])])
+    assert result.exit_code == 2 and result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("data fix:")]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"error: {path}: no question can be scored: every question "
+                                "was excluded (2 ambiguous;")
+    assert "--pool trajectory keeps it" in errors[0]

@@ -8,6 +8,7 @@ every question, then print the table (or ``--json``) and write ``--out`` files.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,8 +49,11 @@ from remem.eval.labelled import (
     labelled_records,
     labelled_summary,
     labelled_table,
+    parent_depths,
     random_floor,
+    run_labelled,
     summarize_labelled,
+    withheld_cutoffs,
 )
 from remem.eval.locomo import LocomoDataset, load_locomo
 from remem.eval.longmemeval import load_longmemeval
@@ -425,19 +429,43 @@ def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: s
 # -- other formats: MemDaily, LongMemEval ---------------------------------------------------
 
 
+#: data fixes that leave a question out of the run
+_EXCLUDING: Final = ("ambiguous", "no_gold", "no_questions")
+
+
+def _unscorable(dataset: LabelledDataset, file: Path, json_output: bool, hint: str) -> str:
+    """The one-line reason a run has no question to score, and the fix."""
+    counts = Counter(f.kind for f in dataset.fixes if f.kind in _EXCLUDING)
+    if counts:
+        where = "run without --json to see them" if json_output else "listed above"
+        tally = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+        why = f"every question was excluded ({tally}; see the data fixes, {where})"
+    else:
+        why = "it holds no questions"
+    return f"{file}: no question can be scored: {why}; {hint}"
+
+
 def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: int,
                   json_output: bool, out: Path | None, backend: Backend, embedder: str,
-                  bootstrap: int, seed: int, unit: str, stages: str,
+                  bootstrap: int, seed: int, unit: str, stages: str, hint: str,
                   extra_config: dict[str, Any] | None = None) -> None:
-    """The shell shared by the non-LoCoMo commands: self-test, run, report, write."""
+    """The shell shared by the non-LoCoMo commands: self-test, run, report, write.
+
+    ``hint`` says how a file whose questions were all excluded could be scored."""
     ranking = _stage_ranking(stages)
-    model = make_embedder(embedder)
+    parent = dataset.parent_name
     if k < max(KS):
         _warn(f"--k {k} is below {max(KS)}: recall@k and hit@k for k > {k} are computed on "
-              f"the top {k} only")
+              f"the top {k} only" + (
+                  f"; at the {parent} level, a cut-off is reported only where every "
+                  f"question's top {k} {unit} reach that many {parent}s"
+                  if dataset.parent_gold else ""))
     if not json_output:
         for fix in dataset.fixes:
             click.echo(f"data fix: {fix}", err=True)
+    if not dataset.n_scorable:
+        raise InvalidInputError(_unscorable(dataset, file, json_output, hint))
+    model = make_embedder(embedder)
     check = self_test(dataset.data, k=k, seed=seed)
     if not check.passed:
         raise CommandFailed(f"harness self-test failed ({len(check.failures)} questions): "
@@ -446,13 +474,24 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
     with temporary_store(backend, model) as store:
         retriever = StoreRetriever(store, mode, ranking)
         with _progress_bars(not json_output) as bars:
-            run = run_locomo(dataset.data, retriever, k=k, progress=bars)
+            run = run_labelled(dataset, retriever, k=k, progress=bars)
     sets = summarize_labelled(dataset, run, resamples=bootstrap, seed=seed)
     parent_sets = (summarize_labelled(dataset, run, resamples=bootstrap, seed=seed,
                                       level="parent") if dataset.parent_gold else None)
+    if parent_sets is not None:
+        depths = parent_depths(dataset, run)
+        withheld = withheld_cutoffs(depths)
+        if withheld:
+            metrics = dict.fromkeys(m for ms in withheld.values() for m in ms)
+            fewest = min(d for name, d in depths.items() if name in withheld and d is not None)
+            _warn(f"{parent} level: {', '.join(metrics)} not reported for "
+                  f"{', '.join(withheld)}: the top {k} {unit} of some questions reach only "
+                  f"{fewest} {parent}s, fewer than the cut-off; a deeper --k scores them")
     config = _config(dataset.data, file=file, mode=mode, k=k, backend=backend,
                      embedder=embedder, model=model.model, bootstrap=bootstrap, seed=seed,
                      questions_scored=len(run.results), random_floor=floor.to_dict())
+    if dataset.parent_gold:
+        config[f"questions_{parent}_only"] = len(dataset.parent_only())
     config["format"] = dataset.format
     config["namespaces"] = config.pop("conversations")
     config[unit] = config.pop("turns")
@@ -532,7 +571,10 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
         dataset = dataset.head(limit_pools)
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
-                  unit="messages", stages=stages, extra_config={"pool": pool})
+                  unit="messages", stages=stages, extra_config={"pool": pool},
+                  hint="a question asked in several trajectories of a pool is ambiguous "
+                       "there (--pool trajectory keeps it), and a question needs a "
+                       "target_step_id naming a mid of its own trajectory")
 
 
 @eval_group.command(name="longmemeval")
@@ -555,4 +597,6 @@ def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path
         dataset = dataset.head(limit_items)
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
-                  unit="turns", stages=stages)
+                  unit="turns", stages=stages,
+                  hint="a question needs turns marked has_answer: true, or "
+                       "answer_session_ids naming sessions of its haystack")

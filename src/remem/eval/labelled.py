@@ -8,23 +8,32 @@ abstention questions, like LoCoMo's category 5), per-question extras for the rec
 format's data fixes, and optionally a second level of ids (LongMemEval's sessions) at which the
 same rankings are scored again.
 
+A question may have gold only at that second level (a LongMemEval item naming its answer
+sessions but marking no turn): :func:`run_labelled` asks it too, and it is scored at the parent
+level only, never counted at the item level. At the parent level a cut-off ``c`` (recall@c,
+hit@c, nDCG@c) is reported for a set only when every question of the set has at least ``c``
+parents in its lifted ranking, or its ranking is complete (the retriever returned fewer than
+``k`` ids, or ranked every parent of the namespace); else it is ``None``. MRR is always
+reported: a gold parent beyond the ranked ids counts 0, so it is a lower bound.
+
 The report has the same schema as ``remem eval locomo``: ``main``, ``by_category`` (keyed by
 kind), the apart set under its own name, ``timing`` and ``config``. Pure: nothing here prints.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from remem.eval.harness import QuestionResult, RunResult, run_locomo
-from remem.eval.locomo import LocomoDataset
+from remem.eval.harness import Progress, QuestionResult, RunResult, Timing, run_locomo
+from remem.eval.locomo import LocomoDataset, Question
 from remem.eval.metrics import HEADLINE, SetSummary, question_metrics, summarize
-from remem.eval.retrievers import RandomRetriever
+from remem.eval.retrievers import RandomRetriever, Retriever
 
 __all__ = [
     "FormatFix",
@@ -32,8 +41,11 @@ __all__ = [
     "labelled_records",
     "labelled_summary",
     "labelled_table",
+    "parent_depths",
     "random_floor",
+    "run_labelled",
     "summarize_labelled",
+    "withheld_cutoffs",
 ]
 
 _DASH = "\u2013"
@@ -53,11 +65,14 @@ class FormatFix:
 
     ``where`` names the place in the file (pool, trajectory, question ids); ``kind`` is a short
     word the format's loader documents (e.g. ``ambiguous``, ``scalar_target``, ``no_gold``).
+    ``namespace`` is the namespace (pool, item) the fix belongs to, ``None`` for the file as a
+    whole: :meth:`LabelledDataset.head` keeps only the fixes of the namespaces it keeps.
     """
 
     where: str
     kind: str
     detail: str
+    namespace: str | None = None
 
     def __str__(self) -> str:
         return f"{self.where}: {self.kind}: {self.detail}"
@@ -94,7 +109,8 @@ class LabelledDataset:
         return tuple(seen)
 
     def head(self, n: int) -> LabelledDataset:
-        """The first ``n`` namespaces (pools, items) and their questions: for quick runs."""
+        """The first ``n`` namespaces (pools, items), their questions and their data fixes (and
+        the file-wide fixes): for quick runs."""
         data = self.data.head(n)
         ids = {c.id for c in data.conversations}
 
@@ -102,8 +118,22 @@ class LabelledDataset:
             return {key: value for key, value in mapping.items() if key[0] in ids}
 
         return replace(self, data=data, kinds=keep(self.kinds), extras=keep(self.extras),
+                       fixes=tuple(f for f in self.fixes
+                                   if f.namespace is None or f.namespace in ids),
                        parent={c: p for c, p in self.parent.items() if c in ids},
                        parent_gold=keep(self.parent_gold))
+
+    @property
+    def n_scorable(self) -> int:
+        """Questions that can be scored at some level: with gold ids or gold parent units."""
+        return sum(1 for c in self.data.conversations for q in c.questions
+                   if q.gold or self.parent_gold.get((q.conversation_id, q.index)))
+
+    def parent_only(self) -> list[Question]:
+        """The questions with gold parent units but no gold ids: scored at the parent level
+        only, in dataset order."""
+        return [q for c in self.data.conversations for q in c.questions
+                if not q.gold and self.parent_gold.get((q.conversation_id, q.index))]
 
     def kind_of(self, result: QuestionResult) -> str:
         """The kind of an asked question."""
@@ -114,13 +144,52 @@ class LabelledDataset:
         parents = self.parent.get(result.question.conversation_id, {})
         return list(dict.fromkeys(parents[d] for d in result.ranking if d in parents))
 
+    def parent_depth(self, result: QuestionResult, k: int) -> int | None:
+        """How many parent units the lifted ranking scores exactly: the ranked ones, or
+        ``None`` (every cut-off) when the ranking is complete: shorter than ``k`` (the
+        retriever had no more to give) or reaching every parent of the namespace."""
+        ranked = len(self.parent_ranking(result))
+        parents = self.parent.get(result.question.conversation_id, {})
+        if len(result.ranking) < k or ranked >= len(set(parents.values())):
+            return None
+        return ranked
 
-def _sets(dataset: LabelledDataset, run: RunResult) -> dict[str, list[QuestionResult]]:
+
+def run_labelled(dataset: LabelledDataset, retriever: Retriever, *, k: int = 50,
+                 progress: Progress | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> RunResult:
+    """:func:`~remem.eval.harness.run_locomo`, then the questions with parent gold only
+    (:meth:`LabelledDataset.parent_only`), asked the same way; their results carry no
+    item-level metrics. Results come in dataset order; the timing covers every query."""
+    run = run_locomo(dataset.data, retriever, k=k, progress=progress, clock=clock)
+    extra: list[QuestionResult] = []
+    for question in dataset.parent_only():
+        started = clock()
+        ranking = list(retriever.rank(question.conversation_id, question.question, k))[:k]
+        extra.append(QuestionResult(question, tuple(ranking), {},
+                                    (clock() - started) * 1000.0))
+    if not extra:
+        return run
+    order = {(q.conversation_id, q.index): i for i, q in enumerate(
+        q for c in dataset.data.conversations for q in c.questions)}
+    results = sorted((*run.results, *extra),
+                     key=lambda r: order[(r.question.conversation_id, r.question.index)])
+    timing = Timing(run.timing.ingest_s, tuple(r.latency_ms for r in results))
+    return RunResult(tuple(results), timing, run.k)
+
+
+def _sets(dataset: LabelledDataset, run: RunResult, level: str = "item"
+          ) -> dict[str, list[QuestionResult]]:
+    """The results of each set; at the item level only those with gold ids, at the parent
+    level only those with gold parent units."""
     sets: dict[str, list[QuestionResult]] = {"main": []}
     sets.update({kind: [] for kind in dataset.kind_order})
     if dataset.apart is not None:
         sets[dataset.apart] = []
     for result in run.results:
+        key = (result.question.conversation_id, result.question.index)
+        if not (result.question.gold if level == "item" else dataset.parent_gold.get(key)):
+            continue
         kind = dataset.kind_of(result)
         if kind != dataset.apart:
             sets["main"].append(result)
@@ -132,19 +201,50 @@ def summarize_labelled(dataset: LabelledDataset, run: RunResult, *, resamples: i
                        seed: int = 0, level: str = "item") -> dict[str, SetSummary]:
     """A :class:`SetSummary` for ``main``, each kind and the apart set.
 
-    ``level="item"`` scores the rankings as they are; ``level="parent"`` scores them lifted to
-    parent units (:meth:`LabelledDataset.parent_ranking`) against the parent gold.
+    ``level="item"`` scores the rankings as they are, over the questions with gold ids;
+    ``level="parent"`` scores them lifted to parent units
+    (:meth:`LabelledDataset.parent_ranking`) against the parent gold, and gives ``None`` for a
+    cut-off deeper than some question's exact depth (:func:`parent_depths`).
     """
     out: dict[str, SetSummary] = {}
-    for name, results in _sets(dataset, run).items():
+    depths = parent_depths(dataset, run) if level == "parent" else {}
+    for name, results in _sets(dataset, run, level).items():
         if level == "item":
-            rows = [r.metrics for r in results]
-        else:
-            rows = [question_metrics(dataset.parent_ranking(r), gold)
-                    for r in results
-                    if (gold := dataset.parent_gold.get(
-                        (r.question.conversation_id, r.question.index)))]
-        out[name] = summarize(rows, resamples=resamples, seed=seed)
+            out[name] = summarize([r.metrics for r in results], resamples=resamples, seed=seed)
+            continue
+        rows = [question_metrics(dataset.parent_ranking(r), dataset.parent_gold[
+            (r.question.conversation_id, r.question.index)]) for r in results]
+        depth = depths[name]
+        exact = [m for m in HEADLINE if depth is None or _cutoff(m) <= depth]
+        summary = summarize(rows, exact, resamples=resamples, seed=seed)
+        out[name] = SetSummary(summary.n, {m: summary.mean.get(m) for m in HEADLINE},
+                               summary.ci)
+    return out
+
+
+def _cutoff(metric: str) -> int:
+    """The cut-off of ``recall@10``-like metric names; 0 for those without one (MRR)."""
+    _, at, depth = metric.partition("@")
+    return int(depth) if at else 0
+
+
+def parent_depths(dataset: LabelledDataset, run: RunResult) -> dict[str, int | None]:
+    """Per set, the fewest parent units any of its questions' lifted rankings scores exactly
+    (:meth:`LabelledDataset.parent_depth`); ``None`` when every ranking is complete."""
+    out: dict[str, int | None] = {}
+    for name, results in _sets(dataset, run, "parent").items():
+        depths = [d for r in results if (d := dataset.parent_depth(r, run.k)) is not None]
+        out[name] = min(depths, default=None)
+    return out
+
+
+def withheld_cutoffs(depths: Mapping[str, int | None]) -> dict[str, tuple[str, ...]]:
+    """The headline metrics not reported for each set of ``depths`` (empty ones left out)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, depth in depths.items():
+        withheld = tuple(m for m in HEADLINE if depth is not None and _cutoff(m) > depth)
+        if withheld:
+            out[name] = withheld
     return out
 
 
@@ -189,7 +289,8 @@ def labelled_records(dataset: LabelledDataset, run: RunResult) -> Iterator[dict[
             "answer": q.answer,
             "gold": list(q.gold),
             "ranking": list(result.ranking),
-            "metrics": {name: result.metrics[name] for name in HEADLINE},
+            # None at the item level for a question with parent gold only
+            "metrics": {name: result.metrics.get(name) for name in HEADLINE},
             "latency_ms": result.latency_ms,
         }
         if key in dataset.parent_gold:

@@ -11,16 +11,22 @@ The protocol:
 1. **One namespace per item** (its ``question_id``): a question searches only its own haystack.
 2. **One memory per turn**, keyed ``"{session_id}:{i}"`` (``i`` the 0-based position in the
    session); the indexed text is ``"{role}: {content}"``; the session's date is the event time.
-3. **Gold** = the turns marked ``has_answer: true``. The same rankings are also scored at the
-   **session level**: each ranked turn's session, deduplicated, against ``answer_session_ids``
-   (or, when the item has none, the sessions holding a gold turn).
+3. **Gold** = the turns marked ``has_answer: true`` (the strings ``"true"``/``"false"`` are
+   read as booleans). The same rankings are also scored at the **session level**: each ranked
+   turn's session, deduplicated, against ``answer_session_ids`` (or, when the item has none,
+   the sessions holding a gold turn). An item with answer sessions but no marked turn is
+   scored at the session level only.
 4. **Abstention questions** (``question_id`` ending in ``_abs``: the haystack does not hold the
    answer) are reported apart, like LoCoMo's category 5; the others are grouped by
    ``question_type``.
 
-Data fixes (:class:`~remem.eval.labelled.FormatFix`): ``no_gold`` (no turn is marked: the
-question is skipped), ``dropped_absent`` (an answer session id the haystack lacks),
-``time_unparsed`` (a session date that cannot be read: the one before it is used).
+Data fixes (:class:`~remem.eval.labelled.FormatFix`, each naming its item as namespace):
+``no_gold`` (no turn is marked and no answer session is known: the question is skipped),
+``session_gold_only`` (no turn is marked, but ``answer_session_ids`` names sessions: scored at
+the session level only), ``not_boolean`` (``has_answer`` values that are not booleans: the
+strings ``"true"``/``"false"`` are read as such, any other value as false),
+``dropped_absent`` (an answer session id the haystack lacks), ``time_unparsed`` (a session date
+that cannot be read: the one before it is used).
 """
 
 from __future__ import annotations
@@ -82,15 +88,20 @@ def parse_longmemeval(data: Any, *, source: str = "<data>", sha256: str = "") ->
                 f"{source}: item {position}: question_id {item.qid!r} is used twice")
         fixes.extend(item.fixes)
         questions: tuple[Question, ...] = ()
-        if item.gold:
+        if item.gold or item.gold_sessions:
             questions = (Question(item.qid, 0, item.question, 0, item.gold, item.answer),)
             key = (item.qid, 0)
             kinds[key] = ABSTENTION if item.qid.endswith(_ABSTENTION_SUFFIX) else item.type
             extras[key] = {"question_type": item.type, "question_date": item.question_date}
             parent_gold[key] = item.gold_sessions
-        else:
-            fixes.append(FormatFix(item.qid, "no_gold",
-                                   "no turn is marked has_answer; question skipped"))
+        if not item.gold and item.gold_sessions:
+            fixes.append(FormatFix(item.qid, "session_gold_only", (
+                "no turn is marked has_answer; scored at the session level only, against "
+                f"answer_session_ids {list(item.gold_sessions)!r}"), item.qid))
+        elif not item.gold:
+            fixes.append(FormatFix(item.qid, "no_gold", (
+                "no turn is marked has_answer and no answer session is in the haystack; "
+                "question skipped"), item.qid))
         parent[item.qid] = {t.dia_id: sid for t, sid in zip(item.turns, item.turn_sessions,
                                                                strict=True)}
         now = max((t.event_time for t in item.turns),
@@ -137,6 +148,7 @@ class _Item:
         self.turn_sessions: list[str] = []
         gold: list[str] = []
         gold_sessions: list[str] = []
+        odd_marks: list[str] = []  # has_answer values that are not booleans
         last = datetime.fromisoformat(_EPOCH_TEXT)
         for number, (sid, date_text, session) in enumerate(zip(ids, dates, sessions,
                                                                strict=True), start=1):
@@ -145,7 +157,7 @@ class _Item:
             if when is None:
                 self.fixes.append(FormatFix(f"{self.qid} session {sid}", "time_unparsed", (
                     f"date {date_text!r} cannot be read; the session before it gives the "
-                    "time")))
+                    "time"), self.qid))
                 when = last
             last = when
             if not isinstance(session, list):
@@ -161,12 +173,17 @@ class _Item:
                 content: str = _field(raw_turn, "content", str, t_where)
                 dia_id = f"{sid}:{index}"
                 rows.append((dia_id, role, f"{role}: {content}", when))
-                if raw_turn.get("has_answer") is True:
+                if _has_answer(raw_turn.get("has_answer"), odd_marks, dia_id):
                     gold.append(dia_id)
                     if sid not in gold_sessions:
                         gold_sessions.append(sid)
             self.turns.extend(session_turns(self.qid, number, rows, last_time=when))
             self.turn_sessions.extend([sid] * len(rows))
+        if odd_marks:
+            self.fixes.append(FormatFix(self.qid, "not_boolean", (
+                f"{len(odd_marks)} has_answer value(s) are not booleans ({odd_marks[0]}"
+                f"{', ...' if len(odd_marks) > 1 else ''}); 'true'/'false' read as booleans, "
+                "anything else as false"), self.qid))
         self.gold = tuple(gold)
         answer_sessions = raw.get("answer_session_ids")
         if isinstance(answer_sessions, list) and answer_sessions:
@@ -177,6 +194,15 @@ class _Item:
                     kept.append(sid)
                 elif sid not in known:
                     self.fixes.append(FormatFix(self.qid, "dropped_absent", (
-                        f"answer session {sid!r} is not in the haystack")))
+                        f"answer session {sid!r} is not in the haystack"), self.qid))
             gold_sessions = kept or gold_sessions
         self.gold_sessions = tuple(gold_sessions)
+
+
+def _has_answer(value: Any, odd: list[str], dia_id: str) -> bool:
+    """Whether a turn's ``has_answer`` marks it: ``true``, or the string ``"true"``; a value
+    that is not a boolean (nor absent) is noted in ``odd`` for the item's fix."""
+    if value is None or isinstance(value, bool):
+        return value is True
+    odd.append(f"{dia_id}: {value!r}")
+    return isinstance(value, str) and value.strip().lower() == "true"

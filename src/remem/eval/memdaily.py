@@ -12,14 +12,21 @@ The protocol:
    is read as named groups: each list of trajectories under a key path (``simple/roles`` in the
    merged release, whose top level is the question type) is one pool. All trajectories of a pool
    share one namespace, so a question searches every message of its pool, not only its own
-   trajectory's (with ``pool="trajectory"`` each trajectory is its own namespace instead).
+   trajectory's (with ``pool="trajectory"`` each trajectory is its own namespace instead). A
+   value that is neither (``"version": "1.0"``) is skipped and logged ``skipped``; a file with
+   no pool at all is an error. A trajectory without ``question_list`` or ``QA`` (or with
+   ``null`` there) has no questions (logged ``no_questions``); its messages stay in the pool.
 2. **One memory per message**, its id ``"{tid}:{mid}"``; the indexed text is the message alone.
    ``time`` is the memory's event time (read from ``"2024年04月01日 周一 08:39"``, ISO 8601 and
    a few other spellings); ``place`` is metadata.
 3. **Gold** = the messages of the question's own trajectory named by ``target_step_id``: a list
-   or a single value (logged ``scalar_target``), ints or digit strings (logged ``rewritten``);
-   an id the trajectory lacks is dropped (``dropped_absent``), a repeated one too
-   (``deduplicated``); a question left without gold is skipped (``no_gold``).
+   or a single value (logged ``scalar_target``), a list of lists (flattened one level, logged
+   ``flattened``), of ints or digit strings; a string spelled otherwise than the mid
+   (``"05"`` for mid 5) or an integral float (``1.0``) is logged ``rewritten``. An id the
+   trajectory lacks is dropped (``dropped_absent``), a repeated one too (``deduplicated``),
+   a value that is no id at all too (``dropped_token``); a question left without gold is
+   skipped (``no_gold``). Wherever an id is read (``tid``, ``mid``, ``qid``, targets), an
+   integral float is read as its int (``1.0`` is ``1``).
 4. **Ambiguous questions.** A question text asked in several trajectories of one pool has
    several right answers there; every such question is excluded and logged ``ambiguous``.
 5. **Kinds** (the report's categories): a question's own ``type`` (or ``kind``) field, else
@@ -142,11 +149,17 @@ def parse_memdaily(data: Any, *, source: str = "<data>", sha256: str = "",
     """
     if pool not in POOLINGS:
         raise InvalidInputError(f"pool must be one of {', '.join(POOLINGS)}; got {pool!r}")
-    groups = _groups(data, source, name)
+    groups, skipped = _groups(data, source, name)
     if not groups:
+        found = "; found only " + ", ".join(
+            f"{path} ({_kind(value)})" for path, value in skipped) if skipped else ""
         raise InvalidInputError(f"{source}: no trajectories found (expected a JSON list of "
-                                "trajectories, or an object whose values are such lists)")
+                                "trajectories, or an object whose values are such lists)"
+                                + found)
     builder = _Builder(source)
+    builder.fixes.extend(FormatFix(path, "skipped", (
+        f"{_kind(value)} {_short(value)} is not a list of trajectories; ignored"))
+        for path, value in skipped)
     for group_name, top_key, trajectories in groups:
         parsed = [_parse_trajectory(raw, f"{source}: {group_name} trajectory {position}",
                                     position)
@@ -186,16 +199,20 @@ class _Trajectory:
     messages: tuple[_Message, ...]
     questions: tuple[_Question, ...]
     time_fixes: int
+    no_questions: bool = False
 
 
-def _groups(data: Any, source: str, name: str) -> list[tuple[str, str | None, list[Any]]]:
-    """Every list of trajectories in the file: (pool name, top-level key, trajectories)."""
+def _groups(data: Any, source: str, name: str
+            ) -> tuple[list[tuple[str, str | None, list[Any]]], list[tuple[str, Any]]]:
+    """Every list of trajectories in the file: (pool name, top-level key, trajectories); and
+    (key path, value) for each value that is neither such a list nor an object of them."""
     if isinstance(data, list):
-        return [(name, None, data)]
+        return [(name, None, data)], []
     if not isinstance(data, dict):
         raise InvalidInputError(f"{source}: expected a JSON list of trajectories or an object "
                                 f"of such lists, got {_kind(data)}")
     found: list[tuple[str, str | None, list[Any]]] = []
+    skipped: list[tuple[str, Any]] = []
 
     def walk(value: Any, path: list[str]) -> None:
         if isinstance(value, list):
@@ -203,12 +220,28 @@ def _groups(data: Any, source: str, name: str) -> list[tuple[str, str | None, li
         elif isinstance(value, dict) and "message_list" not in value:
             for key, child in value.items():
                 walk(child, [*path, str(key)])
-        else:
+        elif isinstance(value, dict):  # a bare trajectory where a list of them belongs
             raise InvalidInputError(f"{source}: {'/'.join(path) or 'the top level'}: expected "
-                                    f"a list of trajectories, got {_kind(value)}")
+                                    "a list of trajectories, got one trajectory object; put "
+                                    "it in a list")
+        else:  # metadata beside the pools ("version": "1.0"): not ours to read
+            skipped.append(("/".join(path), value))
 
     walk(data, [])
-    return found
+    return found, skipped
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _integral(value: Any) -> Any:
+    """``1.0`` as ``1`` (ids written by tools that store every number as a float); any other
+    value unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _text(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
@@ -218,10 +251,18 @@ def _text(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True
     if key not in obj:
         raise InvalidInputError(f"{where}: missing {key!r}")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)  # a few answers and ids are numbers
+        return str(value)  # a few answers are numbers
     if not isinstance(value, str):
         raise InvalidInputError(f"{where}: {key!r} must be a string, got {_kind(value)}")
     return value
+
+
+def _id(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+    """An id field (``tid``, ``mid``, ``qid``) as text: ints and integral floats alike."""
+    value = obj.get(key)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return _text(obj, key, where, required=required)
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -232,7 +273,7 @@ def _object(value: Any, where: str) -> Mapping[str, Any]:
 
 def _parse_trajectory(raw: Any, where: str, position: int) -> _Trajectory:
     obj = _object(raw, where)
-    tid = _text(obj, "tid", where, required=False) or str(position)
+    tid = _id(obj, "tid", where, required=False) or str(position)
     where = f"{where} (tid {tid})"
     raw_messages = obj.get("message_list")
     if not isinstance(raw_messages, list):
@@ -246,22 +287,22 @@ def _parse_trajectory(raw: Any, where: str, position: int) -> _Trajectory:
         time_text = _text(message, "time", m_where, required=False)
         when = parse_loose_time(time_text) if time_text else None
         unparsed += when is None
-        messages.append(_Message(_text(message, "mid", m_where) or "",
+        messages.append(_Message(_id(message, "mid", m_where) or "",
                                  _text(message, "message", m_where) or "", when,
                                  _text(message, "place", m_where, required=False)))
     mids = [m.mid for m in messages]
     if len(set(mids)) != len(mids):
         dup = next(m for m in mids if mids.count(m) > 1)
         raise InvalidInputError(f"{where}: mid {dup!r} is used by more than one message")
-    if "question_list" in obj:
+    raw_questions: list[Any] = []
+    if obj.get("question_list") is not None:
         raw_questions = obj["question_list"]
         if not isinstance(raw_questions, list):
             raise InvalidInputError(f"{where}: 'question_list' must be a list, got "
                                     f"{_kind(raw_questions)}")
-    elif "QA" in obj:  # the merged release: one question per trajectory
+    elif obj.get("QA") is not None:  # the merged release: one question per trajectory
         raw_questions = [obj["QA"]]
-    else:
-        raise InvalidInputError(f"{where}: missing 'question_list' (or 'QA')")
+    no_questions = obj.get("question_list") is None and obj.get("QA") is None
     questions: list[_Question] = []
     for index, raw_question in enumerate(raw_questions):
         q_where = f"{where}: question_list[{index}]"
@@ -270,20 +311,26 @@ def _parse_trajectory(raw: Any, where: str, position: int) -> _Trajectory:
             raise InvalidInputError(f"{q_where}: missing 'target_step_id'")
         kind = qa.get("type", qa.get("kind"))
         questions.append(_Question(
-            index, _text(qa, "qid", q_where, required=False) or str(index),
+            index, _id(qa, "qid", q_where, required=False) or str(index),
             _text(qa, "question", q_where) or "", _text(qa, "answer", q_where, required=False),
             qa["target_step_id"], kind if isinstance(kind, str) and kind else None))
-    return _Trajectory(tid, tuple(messages), tuple(questions), unparsed)
+    return _Trajectory(tid, tuple(messages), tuple(questions), unparsed, no_questions)
 
 
 # -- building the dataset -------------------------------------------------------------------
 
 
-def _targets(raw: Any) -> tuple[list[Any], bool]:
-    """The target ids as a list, and whether they were given as one scalar value."""
-    if isinstance(raw, list):
-        return raw, False
-    return [raw], True
+def _targets(raw: Any) -> tuple[list[Any], bool, bool]:
+    """The target ids as a list, whether they were given as one scalar value, and whether a
+    list of lists was flattened (one level: ``[[0, 1]]`` is ``[0, 1]``)."""
+    if not isinstance(raw, list):
+        return [raw], True, False
+    if not any(isinstance(target, list) for target in raw):
+        return raw, False, False
+    flat: list[Any] = []
+    for target in raw:
+        flat.extend(target if isinstance(target, list) else [target])
+    return flat, False, True
 
 
 class _Builder:
@@ -306,6 +353,11 @@ class _Builder:
             raise InvalidInputError(f"{self.source}: {pool}: tid {dup!r} is used by more than "
                                     "one trajectory (message ids are '{tid}:{mid}')")
         turns = self._turns(pool, trajectories)
+        for trajectory in trajectories:
+            if trajectory.no_questions:
+                self.fixes.append(FormatFix(f"{pool} tid {trajectory.tid}", "no_questions", (
+                    "no 'question_list' (or 'QA'): no questions; its messages stay in the "
+                    "pool"), pool))
         asked = Counter(q.text.strip() for t in trajectories
                         for q in {q.text.strip(): q for q in t.questions}.values())
         questions: list[Question] = []
@@ -315,12 +367,12 @@ class _Builder:
                 if asked[q.text.strip()] > 1:
                     self.fixes.append(FormatFix(where, "ambiguous", (
                         f"{q.text!r} is asked in {asked[q.text.strip()]} trajectories of the "
-                        "pool, with a gold in each; excluded")))
+                        "pool, with a gold in each; excluded"), pool))
                     continue
-                gold = self._gold(where, trajectory, q)
+                gold = self._gold(pool, where, trajectory, q)
                 if not gold:
                     self.fixes.append(FormatFix(where, "no_gold", (
-                        f"no usable target in {q.targets!r}; question skipped")))
+                        f"no usable target in {q.targets!r}; question skipped"), pool))
                     continue
                 index = len(questions)
                 questions.append(Question(pool, index, q.text, 0, gold, q.answer))
@@ -336,37 +388,43 @@ class _Builder:
             if trajectory.time_fixes:
                 self.fixes.append(FormatFix(f"{pool} tid {trajectory.tid}", "time_unparsed", (
                     f"{trajectory.time_fixes} message time(s) missing or unreadable; each "
-                    "takes the time of the message before it")))
+                    "takes the time of the message before it"), pool))
             turns.extend(session_turns(pool, session, (
                 (f"{trajectory.tid}:{message.mid}", SPEAKER, message.text, message.time)
                 for message in trajectory.messages), last_time=_EPOCH))
         return turns
 
-    def _gold(self, where: str, trajectory: _Trajectory, q: _Question) -> tuple[str, ...]:
-        targets, scalar = _targets(q.targets)
+    def _gold(self, pool: str, where: str, trajectory: _Trajectory, q: _Question
+              ) -> tuple[str, ...]:
+        def fix(kind: str, detail: str) -> None:
+            self.fixes.append(FormatFix(where, kind, detail, pool))
+
+        targets, scalar, flattened = _targets(q.targets)
         if scalar:
-            self.fixes.append(FormatFix(where, "scalar_target", (
-                f"target_step_id {q.targets!r} is a single value; read as [{q.targets!r}]")))
+            fix("scalar_target",
+                f"target_step_id {q.targets!r} is a single value; read as [{q.targets!r}]")
+        if flattened:
+            fix("flattened", f"target_step_id {q.targets!r} is nested; read as {targets!r}")
         known = {m.mid for m in trajectory.messages}
         gold: list[str] = []
-        for target in targets:
+        for raw in targets:
+            target = _integral(raw)
             if isinstance(target, bool) or not isinstance(target, int | str):
-                self.fixes.append(FormatFix(where, "dropped_token", (
-                    f"target {target!r} is not a message id")))
+                fix("dropped_token", f"target {raw!r} is not a message id")
                 continue
             mid = str(target).strip()
             if isinstance(target, str) and mid.lstrip("-").isdigit() and mid not in known:
                 mid = str(int(mid))  # "05" -> "5"
-            if isinstance(target, str) and mid in known and target != mid:
-                self.fixes.append(FormatFix(where, "rewritten",
-                                            f"target {target!r} read as mid {mid}"))
+            respelled = isinstance(raw, float) or (isinstance(target, str) and target != mid)
+            if mid in known and respelled:
+                fix("rewritten", f"target {raw!r} read as mid {mid}")
             if mid not in known:
-                self.fixes.append(FormatFix(where, "dropped_absent", (
-                    f"target {target!r} is not a mid of trajectory {trajectory.tid}")))
+                fix("dropped_absent", f"target {raw!r} is not a mid of trajectory "
+                                      f"{trajectory.tid}")
                 continue
             dia_id = f"{trajectory.tid}:{mid}"
             if dia_id in gold:
-                self.fixes.append(FormatFix(where, "deduplicated", f"target {mid} listed twice"))
+                fix("deduplicated", f"target {mid} listed twice")
                 continue
             gold.append(dia_id)
         return tuple(gold)
