@@ -430,18 +430,19 @@ def _config(dataset: LocomoDataset, *, file: Path, mode: str, k: int, backend: s
 
 
 #: data fixes that leave a question out of the run
-_EXCLUDING: Final = ("ambiguous", "no_gold", "no_questions")
+_EXCLUDING: Final = ("ambiguous", "no_gold")
 
 
 def _unscorable(dataset: LabelledDataset, file: Path, json_output: bool, hint: str) -> str:
     """The one-line reason a run has no question to score, and the fix."""
     counts = Counter(f.kind for f in dataset.fixes if f.kind in _EXCLUDING)
+    where = "run without --json to see them" if json_output else "listed above"
     if counts:
-        where = "run without --json to see them" if json_output else "listed above"
         tally = ", ".join(f"{n} {kind}" for kind, n in counts.items())
         why = f"every question was excluded ({tally}; see the data fixes, {where})"
     else:
-        why = "it holds no questions"
+        why = "it holds no questions" + (f" (see the data fixes, {where})"
+                                         if dataset.fixes else "")
     return f"{file}: no question can be scored: {why}; {hint}"
 
 
@@ -572,9 +573,10 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
                   unit="messages", stages=stages, extra_config={"pool": pool},
-                  hint="a question asked in several trajectories of a pool is ambiguous "
-                       "there (--pool trajectory keeps it), and a question needs a "
-                       "target_step_id naming a mid of its own trajectory")
+                  hint="questions come from question_list (or QA); one asked in several "
+                       "trajectories of a pool is ambiguous there (--pool trajectory keeps "
+                       "it), and one needs a target_step_id naming a mid of its own "
+                       "trajectory")
 
 
 @eval_group.command(name="longmemeval")

@@ -356,8 +356,8 @@ class _Builder:
         for trajectory in trajectories:
             if trajectory.no_questions:
                 self.fixes.append(FormatFix(f"{pool} tid {trajectory.tid}", "no_questions", (
-                    "no 'question_list' (or 'QA'): no questions; its messages stay in the "
-                    "pool"), pool))
+                    "'question_list' and 'QA' are missing or null: no questions; its messages "
+                    "stay in the pool as distractors"), pool))
         asked = Counter(q.text.strip() for t in trajectories
                         for q in {q.text.strip(): q for q in t.questions}.values())
         questions: list[Question] = []
