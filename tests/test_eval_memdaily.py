@@ -208,6 +208,15 @@ def test_a_byte_order_mark_is_read_past(tmp_path: Path) -> None:
     assert len(load_memdaily(path).data.conversations[0].turns) == 1
 
 
+def test_a_byte_order_mark_is_read_past_in_locomo_files_too(tmp_path: Path) -> None:
+    from remem.eval.locomo import load_locomo
+
+    source = DATA / "locomo_facts_mini.json"
+    path = tmp_path / "bom_locomo.json"
+    path.write_bytes(b"\xef\xbb\xbf" + source.read_bytes())
+    assert load_locomo(path).conversations == load_locomo(source).conversations
+
+
 def test_limit_pools() -> None:
     doc = run_json(ZH, "--mode", "keyword", "--limit-pools", "1")
     assert doc["config"]["namespaces"] == 1 and doc["main"]["n"] == 4

@@ -187,7 +187,7 @@ def load_locomo(path: str | Path) -> LocomoDataset:
     """
     raw = Path(path).read_bytes()
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8-sig"))  # a leading byte-order mark is allowed
     except UnicodeDecodeError as exc:
         raise InvalidInputError(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
