@@ -12,7 +12,8 @@ The scoring here is pure; the store's candidate code (:mod:`remem.store.candidat
 candidates' session and order and hands the shares to the ranking as an extra signal
 (``"neighbours"`` in ``hit.details``). Only candidates of the search (found by a signal, under
 its prefix, filter and time range) lend and receive a share. Items without a session or a
-whole-number order take no part.
+whole-number order take no part. A session is one namespace's: a search over a prefix holding
+two conversations, each with a "session 1", keeps them apart.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ __all__ = ["Neighbours", "Position", "Shares", "neighbour_shares", "position_of"
 
 #: where a turn sits: (session, order within the session)
 Position = tuple[Hashable, int]
+
+#: an item's (namespace, key), the tie-break every backend agrees on
+SortKey = tuple[tuple[str, ...], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +89,31 @@ def position_of(value: object, stage: Neighbours) -> Position | None:
 
 
 def neighbour_shares(scores: Mapping[int, float], positions: Mapping[int, Position],
-                     stage: Neighbours) -> dict[int, float]:
+                     stage: Neighbours, *,
+                     tie_keys: Mapping[int, SortKey] | None = None) -> dict[int, float]:
     """Item id -> the best score (negative ones count 0) among the lenders next to it: the
     turns up to ``stage.before`` before it or ``stage.after`` after it in its session. Lenders
-    are the ``stage.top`` best of ``scores`` (ties by id), or all of them; only items of
-    ``scores`` with a share above 0 are returned. The caller multiplies by ``stage.weight``."""
+    are the ``stage.top`` best of ``scores`` (ties by ``tie_keys``, the items' (namespace,
+    key), else by id), or all of them; where two lenders hold one position the better lends.
+    Only items of ``scores`` with a share above 0 are returned. The caller multiplies by
+    ``stage.weight``.
+
+    A session value names a session only within its namespace: a caller ranking several
+    namespaces scopes the session of each position by it (the store's candidate code passes
+    ``((namespace, session), order)``)."""
     lenders = list(scores)
     if stage.top is not None:
-        lenders = sorted(lenders, key=lambda i: (-scores[i], i))[:stage.top]
-    by_position = {positions[i]: max(scores[i], 0.0) for i in lenders if i in positions}
+        # ties by (namespace, key), which every backend agrees on; ids differ between them
+        # (an updated item gets a new id in memory, keeps its row id in SQLite)
+        if tie_keys is not None:
+            lenders = sorted(lenders, key=lambda i: (-scores[i], tie_keys[i]))[:stage.top]
+        else:
+            lenders = sorted(lenders, key=lambda i: (-scores[i], i))[:stage.top]
+    by_position: dict[Position, float] = {}
+    for item_id in lenders:
+        where = positions.get(item_id)
+        if where is not None:
+            by_position[where] = max(by_position.get(where, 0.0), scores[item_id], 0.0)
     shares: dict[int, float] = {}
     for item_id in scores:
         where = positions.get(item_id)

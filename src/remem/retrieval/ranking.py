@@ -226,11 +226,20 @@ class Ranking:
 
     @property
     def group_field(self) -> str | None:
-        """The value field the session stages group by (``None``: neither is on)."""
+        """The value field of the first session stage on, ``sessions`` then ``spread``
+        (``None``: neither is on). Each stage groups by its own field: see
+        :attr:`group_fields`."""
         for stage in (self.sessions, self.spread):
             if stage is not None:
                 return stage.field
         return None
+
+    @property
+    def group_fields(self) -> tuple[str, ...]:
+        """The distinct value fields the session stages group by, ``sessions``'s first
+        (empty: neither is on)."""
+        fields = (stage.field for stage in (self.sessions, self.spread) if stage is not None)
+        return tuple(dict.fromkeys(fields))
 
 
 def _is_number(value: object) -> bool:
@@ -256,15 +265,18 @@ def rank_candidates(
     now: float | None = None,
     vectors: Callable[[Sequence[int]], Mapping[int, npt.NDArray[np.float32]]] | None = None,
     boosts: Mapping[str, tuple[float, Sequence[Candidate]]] | None = None,
-    groups: Callable[[Sequence[int]], Mapping[int, Hashable]] | None = None,
+    groups: Callable[[str, Sequence[int]], Mapping[int, Hashable]] | None = None,
 ) -> list[Ranked]:
     """Fuse, weigh and diversify; return the best ``needed`` results, best first.
 
     ``boosts``: extra signals found by expansion stages, ``name -> (weight, candidates)``,
     each min-max normalised and added after fusion, times its weight and the best fused
     score (as is the session stage's score). ``event_times``,
-    ``vectors`` and ``groups`` (item id -> session) are called once, with the ids of the fused
-    candidates, only when recency, MMR or a session stage needs them.
+    ``vectors`` and ``groups`` (``(field, ids)`` -> item id -> its session) are called once
+    (``groups`` once per session field), with the ids of the fused candidates, only when
+    recency, MMR or a session stage needs them. A session value names a session within its
+    namespace only: two conversations under the prefix, each with a "session 1", are two
+    sessions.
     """
     fused = _fuse(signals, ranking)
     # stage weights are relative to the best fused score, so they mean the same with one
@@ -272,13 +284,15 @@ def rank_candidates(
     scale = max((r.score for r in fused), default=0.0)
     if boosts and scale > 0:
         fused = _add_boosts(fused, boosts, scale)
-    sessions: Mapping[int, Hashable] = {}
-    if ranking.group_field is not None and fused:
+    by_field: dict[str, Mapping[int, Hashable]] = {}
+    if ranking.group_fields and fused:
         if groups is None:
             raise InvalidInputError("session stages need the items' session field")
-        sessions = groups([r.item_id for r in fused])
+        by_field = {name: _scoped(groups(name, [r.item_id for r in fused]), fused)
+                    for name in ranking.group_fields}
     if ranking.sessions is not None and fused:
-        added = session_boosts({r.item_id: r.score for r in fused}, sessions, ranking.sessions)
+        added = session_boosts({r.item_id: r.score for r in fused},
+                               by_field[ranking.sessions.field], ranking.sessions)
         for entry in fused:
             entry.score += scale * added[entry.item_id]
     if ranking.recency is not None and fused:
@@ -290,12 +304,22 @@ def rank_candidates(
     fused.sort(key=lambda r: (-r.score, r.sort_key))
     if ranking.spread is not None:
         by_id = {r.item_id: r for r in fused}
-        fused = [by_id[i] for i in spread_order(list(by_id), sessions, ranking.spread)]
+        fused = [by_id[i] for i in spread_order(list(by_id),
+                                                by_field.get(ranking.spread.field, {}),
+                                                ranking.spread)]
     if ranking.mmr is not None and len(fused) > 1:
         if vectors is None:
             raise InvalidInputError("MMR needs item vectors")
         return _mmr(fused, vectors([r.item_id for r in fused]), ranking.mmr, needed)
     return fused[:needed]
+
+
+def _scoped(groups: Mapping[int, Hashable], fused: Sequence[Ranked]
+            ) -> dict[int, Hashable]:
+    """Each item's group as (namespace, value): a session value is only meaningful within
+    its namespace (the first part of the sort key)."""
+    return {r.item_id: (r.sort_key[0], groups[r.item_id]) for r in fused
+            if r.item_id in groups}
 
 
 def _fuse(signals: Mapping[str, Sequence[Candidate]], ranking: Ranking) -> list[Ranked]:

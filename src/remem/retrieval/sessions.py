@@ -11,7 +11,10 @@ pure code over the fused candidates:
   had their turn, so a question whose evidence is spread over sessions is not answered by one
   session's near-duplicates.
 
-Items without the field form no session: they keep their score and are never capped.
+Items without the field form no session: they keep their score and are never capped. A
+session is one namespace's: the ranking hands these functions each item's group as (namespace,
+value), so two conversations under a searched prefix, each with a "session 1", stay apart.
+Each stage groups by its own ``field``.
 """
 
 from __future__ import annotations

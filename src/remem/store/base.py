@@ -549,7 +549,7 @@ class BaseStore(ABC):
             depth=ranking.candidates) if ranking.staged else {}
         ranked = rank_candidates(lists, ranking, needed=needed, event_times=source.event_times,
                                  now=prepared.now, vectors=source.item_vectors, boosts=boosts,
-                                 groups=group_reader(source, ranking.group_field))
+                                 groups=group_reader(source))
         return ranked[op.offset:needed]
 
     def _keyword_text(self, value: Mapping[str, Any]) -> str:

@@ -119,14 +119,20 @@ def expand_candidates(source: CandidateSource, ranking: Ranking,
                       item_texts: Callable[[Mapping[str, Any]], str] | None,
                       tokenize: Callable[[str], list[str]] | None,
                       bm25: BM25Params, depth: int) -> Boosts:
-    """Run ``ranking``'s feedback and entity stages: the vector list may be replaced by a
-    search from the moved query, and extra keyword lists come back as boosts for
-    :func:`~remem.retrieval.ranking.rank_candidates`. ``item_texts`` turns a value into its
-    keyword text and ``tokenize`` that into terms (``None``: no keyword index). The
-    mentions and neighbours stages run last, on the final candidate lists."""
-    boosts = _expand(source, ranking, lists, query=query, query_vector=query_vector,
-                     query_terms=query_terms, item_texts=item_texts, tokenize=tokenize,
-                     bm25=bm25, depth=depth)
+    """Run ``ranking``'s candidate stages and return their boosts for
+    :func:`~remem.retrieval.ranking.rank_candidates`. First the stages that search again
+    (query parts, feedback, entities): the vector list may be replaced by a search from the
+    moved query, and extra keyword lists come back as boosts. Then the stages that read the
+    candidates (speakers, timing, questions, reports, mentions, neighbours) run on the final
+    lists. ``item_texts`` turns a value into its keyword text and ``tokenize`` that into
+    terms (``None``: no keyword index)."""
+    found = _search_again(source, ranking, lists, query=query, query_vector=query_vector,
+                          query_terms=query_terms, item_texts=item_texts, tokenize=tokenize,
+                          bm25=bm25, depth=depth)
+    # the per-candidate marks read the final lists: an item feedback dropped from the vector
+    # list is no candidate any more, and a mark alone must not bring it back
+    boosts = _candidate_marks(source, ranking, lists, query)
+    boosts.update(found)
     if ranking.mentions is not None and tokenize is not None and "keyword" in lists:
         mentions = _mention_shares(source, lists, ranking.mentions, query_terms, tokenize)
         if mentions:
@@ -150,21 +156,22 @@ def _neighbour_shares(source: CandidateSource, ranking: Ranking,
     scale = max((r.score for r in fused), default=0.0)
     if scale <= 0.0:
         return Shares()
-    positions = {item_id: where for item_id, value in
+    keys = {r.item_id: r.sort_key for r in fused}
+    # a session value is scoped by its namespace (the first part of the sort key): two
+    # conversations under the prefix may both have a session 1
+    positions = {item_id: ((keys[item_id][0], where[0]), where[1]) for item_id, value in
                  source.item_values([r.item_id for r in fused]).items()
                  if (where := position_of(value, stage)) is not None}
-    shares = neighbour_shares({r.item_id: r.score for r in fused}, positions, stage)
-    keys = {r.item_id: r.sort_key for r in fused}
+    shares = neighbour_shares({r.item_id: r.score for r in fused}, positions, stage,
+                              tie_keys=keys)
     return Shares(sorted(((i, keys[i], share / scale) for i, share in shares.items()),
                          key=lambda c: (-c[2], c[1])))
 
 
-def _expand(source: CandidateSource, ranking: Ranking, lists: dict[str, list[Candidate]], *,
-            query: str, query_vector: npt.NDArray[np.float32] | None,
-            query_terms: Sequence[str],
-            item_texts: Callable[[Mapping[str, Any]], str] | None,
-            tokenize: Callable[[str], list[str]] | None, bm25: BM25Params,
-            depth: int) -> Boosts:
+def _candidate_marks(source: CandidateSource, ranking: Ranking,
+                     lists: Mapping[str, Sequence[Candidate]], query: str) -> Boosts:
+    """The stages that mark candidates of ``lists`` by their own value: speakers, timing,
+    questions and reports, each a list of the marked candidates scoring 1."""
     boosts: Boosts = {}
     if ranking.speakers is not None:
         boosts["speakers"] = (ranking.speakers.weight,
@@ -182,6 +189,19 @@ def _expand(source: CandidateSource, ranking: Ranking, lists: dict[str, list[Can
         boosts["reports"] = (ranking.reports.weight,
                              _text_matches(source, lists, ranking.reports.field,
                                            is_self_report))
+    return boosts
+
+
+def _search_again(source: CandidateSource, ranking: Ranking,
+                  lists: dict[str, list[Candidate]], *, query: str,
+                  query_vector: npt.NDArray[np.float32] | None, query_terms: Sequence[str],
+                  item_texts: Callable[[Mapping[str, Any]], str] | None,
+                  tokenize: Callable[[str], list[str]] | None, bm25: BM25Params,
+                  depth: int) -> Boosts:
+    """The stages that search the source again: one keyword search per part of a
+    coordinated query, then from the first pass's top hits the feedback (which may replace
+    ``lists["vector"]``) and the entities."""
+    boosts: Boosts = {}
     if ranking.decompose is not None and tokenize is not None and "keyword" in lists:
         boosts.update(_part_boosts(source, query, ranking.decompose.weight, tokenize, bm25,
                                    depth))
@@ -310,14 +330,13 @@ def _bm25(hits: KeywordHits, terms: Sequence[str], params: BM25Params,
                        limit=depth)
 
 
-def group_reader(source: CandidateSource, field: str | None
-                 ) -> Callable[[Sequence[int]], Mapping[int, Hashable]] | None:
-    """Item id -> the value of its ``field`` (the session), for the session stages; items
-    whose field is missing, null or not a scalar form no session."""
-    if field is None:
-        return None
+def group_reader(source: CandidateSource
+                 ) -> Callable[[str, Sequence[int]], Mapping[int, Hashable]]:
+    """``(field, ids)`` -> item id -> the value of its ``field`` (the session), for the
+    session stages, each reading its own field; items whose field is missing, null or not a
+    scalar form no session. The ranking scopes each value by the item's namespace."""
 
-    def read(ids: Sequence[int]) -> Mapping[int, Hashable]:
+    def read(field: str, ids: Sequence[int]) -> Mapping[int, Hashable]:
         out: dict[int, Hashable] = {}
         for item_id, value in source.item_values(ids).items():
             group = value.get(field) if isinstance(value, Mapping) else None
