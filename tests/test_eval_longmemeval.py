@@ -238,6 +238,8 @@ def test_the_command_scores_session_only_items_and_blanks_shallow_cut_offs(
     assert "warning: session level: " in result.stderr and "a deeper --k" in result.stderr
     sessions_table = result.stdout.split("sessions (each ranking")[1]
     assert "\u2013" in sessions_table.splitlines()[3]  # the main row
+    assert "\u2013: deeper than the sessions the top 4 turns of some question reach" in " ".join(
+        sessions_table.split())
     doc = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
     assert doc["main"]["n"] == 1 and doc["session_level"]["main"]["n"] == 2
     assert doc["session_level"]["main"]["recall@50"] is None

@@ -479,6 +479,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
     sets = summarize_labelled(dataset, run, resamples=bootstrap, seed=seed)
     parent_sets = (summarize_labelled(dataset, run, resamples=bootstrap, seed=seed,
                                       level="parent") if dataset.parent_gold else None)
+    withheld: dict[str, tuple[str, ...]] = {}
     if parent_sets is not None:
         depths = parent_depths(dataset, run)
         withheld = withheld_cutoffs(depths)
@@ -511,7 +512,10 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
         _print_table(labelled_table(dataset, parent_sets, resamples=bootstrap,
                                     title=f"{dataset.parent_name}s (each ranking lifted to "
                                           f"its {dataset.parent_name}s, deduplicated)",
-                                    unit=f"{dataset.parent_name}s"))
+                                    unit=f"{dataset.parent_name}s",
+                                    note=(f"\u2013: deeper than the {parent}s the top {k} "
+                                          f"{unit} of some question reach" if withheld
+                                          else None)))
     click.echo(timing_line(run.timing, dataset.data.n_turns).replace("turns", unit))
     click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
                f"stages {','.join(_stage_names(stages)) or 'none'}")

@@ -313,12 +313,15 @@ def _cell(summary: SetSummary, metric: str, *, with_ci: bool) -> Text:
 def labelled_table(dataset: LabelledDataset, sets: Mapping[str, SetSummary], *,
                    title: str | None = None, floor: SetSummary | None = None,
                    seed: int = 0, resamples: int = 0,
-                   unit: str = "messages") -> Table:
+                   unit: str = "messages", note: str | None = None) -> Table:
     """One row per set (main, each kind, the apart set) with n and every headline metric, the
-    bootstrap interval under each figure when computed, then the random floor."""
+    bootstrap interval under each figure when computed, then the random floor; ``note`` ends
+    the caption."""
     caption = f"R@k = recall@k (fractions of the gold {unit} found in the top k)"
     if resamples:
         caption += f"; second lines: 95% bootstrap CI ({resamples} resamples over questions)"
+    if note:
+        caption += f"; {note}"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
                   show_edge=False, pad_edge=False)
     table.add_column("set", no_wrap=True)
