@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from remem.embed import FakeEmbedder
 from remem.retrieval.expansion import Feedback
@@ -18,7 +20,14 @@ from remem.retrieval.neighbours import Neighbours, neighbour_shares
 from remem.retrieval.ranking import Ranking, rank_candidates
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.timing import Timing
-from remem.store import BaseStore, IndexConfig, InMemoryStore, KeywordConfig, SQLiteStore
+from remem.store import (
+    BaseStore,
+    IndexConfig,
+    InMemoryStore,
+    KeywordConfig,
+    PutOp,
+    SQLiteStore,
+)
 
 Factory = Callable[..., BaseStore]
 
@@ -225,3 +234,43 @@ def test_a_mark_does_not_bring_back_what_feedback_dropped(make_store: Factory) -
     assert "k0" in first_pass and "k0" not in [key for key, _ in plain]  # feedback drops it
     # k0, the only turn saying when, is no candidate after feedback: timing marks nothing
     assert timed == plain
+
+
+# -- property: a conversation's session numbers mean nothing to another ---------------------------
+
+WORDS = ["pottery", "kiln", "glaze", "lake", "camping", "dog", "run", "book", "paint", "race"]
+
+pools = st.lists(st.tuples(st.sampled_from(["A", "B"]),
+                           st.lists(st.sampled_from(WORDS), min_size=1, max_size=5),
+                           st.integers(min_value=1, max_value=3),
+                           st.sampled_from(["Melanie", "Caroline"])),
+                 min_size=2, max_size=16)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pool=pools, query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+       updated=st.sets(st.integers(min_value=0, max_value=15), max_size=4))
+def test_renumbering_one_conversations_sessions_changes_nothing(
+        pool: list[tuple[str, list[str], int, str]], query: list[str],
+        updated: set[int]) -> None:
+    """Over a prefix holding two conversations, B's sessions renumbered apart from A's rank
+    exactly as when they share numbers, with the session stages, spread by speaker and
+    neighbours on; memory and SQLite agree (some items written twice, so their ids differ)."""
+    ranking = Ranking(sessions=Sessions(depth=2), spread=Spread(field="speaker", per_session=2),
+                      neighbours=Neighbours(before=1, after=1, top=3))
+    keyword = KeywordConfig(fields=("text",))
+    runs: list[list[tuple[str, str, float]]] = []
+    for offset in (0, 100):
+        for store in (InMemoryStore(keyword=keyword), SQLiteStore(":memory:", keyword=keyword)):
+            with store:
+                puts = [PutOp(("conv", conv), f"k{i:02d}", {
+                    "text": " ".join(words), "speaker": speaker, "turn": 1 + i // 2,
+                    "session": session + (offset if conv == "B" else 0)})
+                    for i, (conv, words, session, speaker) in enumerate(pool)]
+                store.batch(puts)
+                store.batch([puts[i] for i in sorted(updated) if i < len(puts)])
+                runs.append([(hit.namespace[-1], hit.key, round(hit.score, 9))
+                             for hit in store.search(("conv",), query=" ".join(query),
+                                                     limit=10, mode="keyword",
+                                                     ranking=ranking)])
+    assert runs[1:] == runs[:1] * 3
