@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
 from remem.retrieval.expansion import proper_nouns
+from remem.retrieval.memo import memoise_short_texts
 from remem.retrieval.options import check_field, check_number
 
 __all__ = ["Mentions", "mention_shares", "mentioned_names"]
@@ -60,17 +60,13 @@ class Mentions:
         check_number("Mentions", "max_share", self.max_share, high=1.0)
 
 
+@memoise_short_texts(16_384)
 def mentioned_names(text: str) -> tuple[str, ...]:
     """The names ``text`` mentions: capitalised words that do not start a sentence and, in
     Chinese, the person names jieba tags (:func:`remem.retrieval.expansion.proper_nouns`).
 
-    Texts up to 1,000 characters are cached (the last 16,384): a store's searches keep
-    meeting the same candidates, and tagging is most of what the stage costs."""
-    return _cached_names(text) if len(text) <= 1000 else tuple(proper_nouns(text))
-
-
-@lru_cache(maxsize=16_384)
-def _cached_names(text: str) -> tuple[str, ...]:
+    Memoised for short texts (:mod:`remem.retrieval.memo`): tagging is most of what the
+    stage costs."""
     return tuple(proper_nouns(text))
 
 

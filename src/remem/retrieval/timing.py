@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from remem.errors import InvalidInputError
+from remem.retrieval.memo import memoise_short_texts
 from remem.retrieval.options import check_field, check_number
 
 __all__ = ["QuestionTurns", "Timing", "asks_when", "has_chinese_time_expression",
@@ -135,23 +135,11 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ZH_QUESTION_END = ("\uff1f", "吗", "呢")
 
 
-# the same candidates come back for many queries of one scope, so the two tests the stages run
-# on every candidate are memoised, for texts up to this long only: 8,192 long texts would hold
-# megabytes each, and a search reads few of them
-_CACHED_CHARS = 1000
-
-
+@memoise_short_texts(8192)
 def has_time_expression(text: str) -> bool:
     """Whether ``text`` says when, in everyday English or Chinese
     (:func:`has_english_time_expression`, :func:`has_chinese_time_expression`)."""
-    return _cached_time(text) if len(text) <= _CACHED_CHARS else _says_when(text)
-
-
-def _says_when(text: str) -> bool:
     return has_english_time_expression(text) or has_chinese_time_expression(text)
-
-
-_cached_time = lru_cache(maxsize=8192)(_says_when)
 
 
 def has_english_time_expression(text: str) -> bool:
@@ -178,21 +166,16 @@ def asks_when(query: str) -> bool:
     return _WHEN.search(query) is not None or _ZH_WHEN.search(query) is not None
 
 
+@memoise_short_texts(8192)
 def is_question(text: str) -> bool:
     """Whether ``text`` ends in a question mark (or, in Chinese, in a full-width one or the
     particles 吗 and 呢), once a trailing bracketed aside (such as an image caption,
     ``"[shares a photo of ...]"``) is set apart."""
-    return _cached_question(text) if len(text) <= _CACHED_CHARS else _asks(text)
-
-
-def _asks(text: str) -> bool:
     end = _without_aside(text).rstrip()
     if end.endswith("?"):
         return True
     return end.endswith(_ZH_QUESTION_END) and _HAN.search(end) is not None
 
-
-_cached_question = lru_cache(maxsize=8192)(_asks)
 
 
 def _without_aside(text: str) -> str:
