@@ -6,8 +6,8 @@ One browser and one server for the package (seconds, not minutes); each test get
 browser context, so cookies never leak from one test to the next. Package scope, not session:
 Playwright's sync API keeps an event loop running on the main thread while it is open, where
 remem's sync calls refuse to block, so the browser must be gone before the rest of the suite
-runs. Chromium missing is never a skip: as root the fixture installs it with apt-get (as
-``.ci/run`` does), otherwise the session fails saying how to install it.
+runs. Chromium missing is never a skip and never installed from here: the session fails
+naming ``make system-deps`` (which ``.ci/run`` runs).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""The browser side of the tests: Debian's Chromium (installed when missing), and a
+"""The browser side of the tests: Debian's Chromium (which must be installed), and a
 :class:`Tab` (one page of a fresh browser context) that logs in, searches, takes
 screenshots and checks the basics every page owes: no console error, labelled controls."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,29 +24,16 @@ SHOTS = Path(os.environ.get("REMEM_UI_SCREENSHOTS")
 VIEWPORT: ViewportSize = {"width": 1100, "height": 760}
 
 
-def ensure_chromium(executable: Path = CHROMIUM, *, may_install: bool | None = None) -> Path:
-    """``executable``, with Debian's ``chromium`` installed by apt-get when it is missing and
-    ``may_install`` (default: running as root with apt-get); otherwise the session fails
-    naming the install command (never a skip: the browser tests are part of the suite)."""
+def ensure_chromium(executable: Path = CHROMIUM) -> Path:
+    """``executable`` when it exists; otherwise the session fails naming the command that
+    installs it (never a skip: the browser tests are part of the suite; and never an install
+    from inside the test run: a test run does not change the machine, ``make system-deps``
+    and ``.ci/run`` do)."""
     if executable.exists():
         return executable
-    fix = ("install Debian's Chromium first: sudo apt-get update && sudo apt-get install -y "
-           f"chromium (the browser tests in tests/browser drive {executable})")
-    if may_install is None:
-        may_install = os.geteuid() == 0 and shutil.which("apt-get") is not None
-    if not may_install:
-        pytest.fail(f"{executable} is missing; {fix}", pytrace=False)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(command)} failed ({done.returncode}): "
-                        f"{done.stderr[-2000:]}; {fix}", pytrace=False)
-    if not executable.exists():
-        pytest.fail(f"apt-get installed chromium but {executable} is still missing; {fix}",
-                    pytrace=False)
-    return executable
-
+    pytest.fail(f"{executable} is missing: install Debian's Chromium first with `make "
+                "system-deps` (as root: apt-get update && apt-get install -y chromium); the "
+                f"browser tests in tests/browser drive {executable}", pytrace=False)
 
 
 @dataclass
