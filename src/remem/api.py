@@ -92,7 +92,6 @@ from remem.memory.results import (
 )
 from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
-from remem.store.base import refuse_in_event_loop
 from remem.store.types import Namespace, SearchMode, validate_namespace
 
 if TYPE_CHECKING:
@@ -268,7 +267,6 @@ class Memory:
     def run(self, request: MemoryRequest[R]) -> R:
         """Run one memory request and return its result: ``run(SearchRequest(query="tea",
         user_id="alice"))`` is ``search("tea", user_id="alice")``."""
-        refuse_in_event_loop("Memory", request.operation or "run")
         if isinstance(request, ContextRequest):  # no thread store: pass one to context()
             return cast(R, assemble(self, request))
         if isinstance(request, ExportRequest):
@@ -407,7 +405,6 @@ class Memory:
         :class:`~remem.context.ContextSection` objects, highest priority first. Whole items
         are kept or dropped (lowest priority first); the result renders to a string or to
         messages and reports tokens per section and what was left out."""
-        refuse_in_event_loop("Memory", "context")
         arguments = _args(locals())
         del arguments["threads"]
         return assemble(self, ContextRequest.of(**arguments), threads)

@@ -237,7 +237,9 @@ class Client:
     tenant every request acts for, sent as the ``X-Remem-Tenant`` header (default: the key's
     own tenant; the server refuses it from any other key with
     :class:`~remem.errors.PermissionDeniedError`). ``timeout``: seconds per request. The
-    client is thread-safe; close it (or use ``with``) to release connections.
+    client is thread-safe; close it (or use ``with``) to release connections. The sync methods
+    use httpx's blocking client, so they also work where an event loop runs (a notebook cell),
+    holding it for the request; the ``a``-prefixed twins use the async client.
     """
 
     def __init__(self, url: str, api_key: str | None = None, *, tenant: str | None = None,

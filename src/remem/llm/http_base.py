@@ -137,12 +137,11 @@ class HTTPChatModel:
         return self._usage
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        """Send ``request`` and return the answer (retrying transient failures)."""
-        if _loop_running():
-            raise UsageError(
-                f"{type(self).__name__}.complete() was called inside a running event loop, "
-                "where it would block every other task; use `await model.acomplete(...)` "
-                "(or remem.llm.agenerate) there")
+        """Send ``request`` and return the answer (retrying transient failures).
+
+        A plain blocking call over httpx's sync client: it also works on a thread whose event
+        loop is running (a notebook cell), holding that loop until the answer arrives; use
+        :meth:`acomplete` where other tasks must keep running."""
         flow = self._flow(request)
         payload = next(flow)
         client = self._sync_client()
@@ -371,13 +370,6 @@ class HTTPChatModel:
                 slots = self._slots_by_loop[loop] = asyncio.Semaphore(self._max_concurrency)
             return self._pools.get(loop), slots
 
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _require(cls: str, ok: bool, name: str, rule: str, value: object) -> None:

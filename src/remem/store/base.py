@@ -9,6 +9,12 @@
   share their timestamps.
 * Embedding happens before anything is written, for all puts and queries of the batch at once.
   An embedder failure therefore leaves the store untouched.
+
+The blocking methods are plain blocking calls (SQLite, psycopg's sync pool, in-process
+dicts): nothing in them needs an event loop, so they also work on a thread whose loop is
+running (a Jupyter cell, a sync call inside an ``async def`` graph node) and hold that loop for
+the length of the call, as LangGraph's own sync savers do. The async twins run them in a worker
+thread, so the loop keeps serving other tasks.
 """
 
 from __future__ import annotations
@@ -83,7 +89,6 @@ __all__ = [
     "index_texts",
     "keyword_text",
     "match_namespaces",
-    "refuse_in_event_loop",
 ]
 
 #: how close two ``updated_at`` readings must be to count as the same version: Item timestamps
@@ -243,20 +248,6 @@ def check_ops(ops: Iterable[Op]) -> list[Op]:
     return op_list
 
 
-def refuse_in_event_loop(owner: str, method: str) -> None:
-    """Raise :class:`UsageError` if a blocking ``method`` is called on the thread of a
-    running event loop, where it would stall every task; the message names the async twin."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise UsageError(
-        f"{owner}.{method}() blocks and was called inside a running event loop, where it "
-        f"would stall every other task: use `await ....a{method}(...)` instead (or run the "
-        "sync call in a worker thread, e.g. asyncio.to_thread)"
-    )
-
-
 def literal_prefix(pattern: Namespace | None) -> Namespace:
     """The labels of a match pattern before its first wildcard (what an index can narrow on)."""
     if pattern is None:
@@ -340,7 +331,6 @@ class BaseStore(ABC):
         """Execute operations in order as one atomic unit and return one result per operation:
         ``Item | None`` for gets, ``list[SearchItem]`` for searches, ``list[tuple]`` for
         list_namespaces, ``int`` for counts, ``None`` for puts and deletes."""
-        refuse_in_event_loop(type(self).__name__, "batch")
         op_list = check_ops(ops)
         if not op_list:
             return []
@@ -586,7 +576,6 @@ class BaseStore(ABC):
     def get(self, namespace: Sequence[str], key: str, *,
             refresh_ttl: bool | None = None) -> Item | None:
         """The item at ``namespace`` / ``key``, or ``None`` if absent or expired."""
-        refuse_in_event_loop(type(self).__name__, "get")
         result = self.batch([GetOp(_ns(namespace), key, refresh_ttl)])[0]
         assert result is None or isinstance(result, Item)
         return result
@@ -597,12 +586,10 @@ class BaseStore(ABC):
             event_at: datetime | float | None = None) -> None:
         """Insert or replace an item. See :class:`PutOp` for ``ttl``, ``index`` and
         ``event_at``."""
-        refuse_in_event_loop(type(self).__name__, "put")
         self.batch([PutOp(_ns(namespace), key, value, ttl=ttl, index=index, event_at=event_at)])
 
     def delete(self, namespace: Sequence[str], key: str) -> None:
         """Delete an item; deleting a missing item is not an error."""
-        refuse_in_event_loop(type(self).__name__, "delete")
         self.batch([DeleteOp(_ns(namespace), key)])
 
     def search(self, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
@@ -612,7 +599,6 @@ class BaseStore(ABC):
                event_before: datetime | float | None = None) -> list[SearchItem]:
         """Items under ``namespace_prefix`` matching ``filter`` (and the event-time range),
         ranked by ``query`` if given, else newest first. See :class:`SearchOp`."""
-        refuse_in_event_loop(type(self).__name__, "search")
         op = SearchOp(_ns(namespace_prefix), filter, query, limit, offset, refresh_ttl, mode,
                       ranking, event_after, event_before)
         result = self.batch([op])[0]
@@ -623,7 +609,6 @@ class BaseStore(ABC):
                         suffix: Sequence[str] | None = None, max_depth: int | None = None,
                         limit: int = 100, offset: int = 0) -> list[Namespace]:
         """Distinct namespaces, sorted; see :class:`ListNamespacesOp`."""
-        refuse_in_event_loop(type(self).__name__, "list_namespaces")
         op = ListNamespacesOp(
             _ns(prefix) if prefix is not None else None,
             _ns(suffix) if suffix is not None else None,
@@ -639,7 +624,6 @@ class BaseStore(ABC):
               event_before: datetime | float | None = None) -> int:
         """How many live items :meth:`search` without a query would list for these
         arguments, all pages together; see :class:`CountOp`."""
-        refuse_in_event_loop(type(self).__name__, "count")
         result = self.batch([CountOp(_ns(namespace_prefix), filter, event_after,
                                      event_before)])[0]
         assert isinstance(result, int)

@@ -42,7 +42,6 @@ from remem.errors import (
 )
 from remem.messages.types import Message, new_id
 from remem.store import is_dsn
-from remem.store.base import refuse_in_event_loop
 from remem.store.types import NOT_PROVIDED, NotProvided, validate_value
 from remem.threads import schema as sql
 from remem.threads._aio import in_thread
@@ -399,7 +398,6 @@ class ThreadStore(ThreadAPI):
 
     def run(self, request: ThreadRequest[R]) -> R:
         """Run one thread request against the database and return its result."""
-        refuse_in_event_loop(type(self).__name__, getattr(request, "operation", "") or "run")
         handler = getattr(self, f"_op_{request.operation}", None)
         if handler is None or not isinstance(request, ThreadRequest):
             raise UsageError(f"{type(request).__name__} is not a thread request; build one "
