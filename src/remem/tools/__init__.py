@@ -1,4 +1,5 @@
-"""Agent tools: memory management in the hot path, exported for OpenAI and Anthropic.
+"""Agent tools: memory management in the hot path, exported for OpenAI (chat completions and
+Responses, strict or not), Anthropic, the OpenAI Agents SDK and LangChain.
 
 >>> from remem import FakeEmbedder
 >>> from remem.api import Memory
@@ -14,9 +15,16 @@
 
 from remem.tools.archival import ArchivalTools, ConversationTools
 from remem.tools.blocks import BlockTools
-from remem.tools.export import to_anthropic_tool, to_openai_tool
+from remem.tools.export import (
+    Toolset,
+    strict_parameters,
+    to_anthropic_tool,
+    to_openai_tool,
+    to_responses_tool,
+)
 from remem.tools.files import FileTools
 from remem.tools.memory import ACTIONS, MemoryTools, tool_runner
 
 __all__ = ["ACTIONS", "ArchivalTools", "BlockTools", "ConversationTools", "FileTools",
-           "MemoryTools", "to_anthropic_tool", "to_openai_tool", "tool_runner"]
+           "MemoryTools", "Toolset", "strict_parameters", "to_anthropic_tool", "to_openai_tool",
+           "to_responses_tool", "tool_runner"]

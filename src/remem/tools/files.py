@@ -38,7 +38,7 @@ from remem.llm.base import ToolSpec
 from remem.messages.types import Message, ToolCall
 from remem.requests import Request
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
-from remem.tools.export import to_anthropic_tool, to_openai_tool
+from remem.tools.export import to_anthropic_tool, to_openai_tool, to_responses_tool
 from remem.tools.schema import request_schema
 
 __all__ = ["FILE_TOOLS", "MIN_BUDGET", "FileTools", "RequestTools", "fit_list", "to_text"]
@@ -106,6 +106,11 @@ class RequestTools(ABC):
     def openai_tools(self) -> list[dict[str, Any]]:
         """The tools in OpenAI's chat-completions format."""
         return [to_openai_tool(spec) for spec in self.specs()]
+
+    def responses_tools(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """The tools in OpenAI's Responses API format (``strict``: parameters in the form
+        strict mode takes, see :func:`~remem.tools.export.strict_parameters`)."""
+        return [to_responses_tool(spec, strict=strict) for spec in self.specs()]
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
         """The tools in Anthropic's Messages API format."""

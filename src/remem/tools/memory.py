@@ -36,7 +36,7 @@ from remem.memory.requests import DeleteRequest, MemoryRequest, SearchRequest, U
 from remem.memory.results import ChangeResult, SearchResult
 from remem.messages.types import Message, ToolCall
 from remem.store.types import Namespace
-from remem.tools.export import to_anthropic_tool, to_openai_tool
+from remem.tools.export import to_anthropic_tool, to_openai_tool, to_responses_tool
 from remem.tools.schema import request_schema
 
 if TYPE_CHECKING:
@@ -162,6 +162,11 @@ class MemoryTools:
     def openai_tools(self) -> list[dict[str, Any]]:
         """Both tools in OpenAI's chat-completions format."""
         return [to_openai_tool(spec) for spec in self.specs()]
+
+    def responses_tools(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """Both tools in OpenAI's Responses API format (``strict``: parameters in the form
+        strict mode takes, see :func:`~remem.tools.export.strict_parameters`)."""
+        return [to_responses_tool(spec, strict=strict) for spec in self.specs()]
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
         """Both tools in Anthropic's Messages API format."""
