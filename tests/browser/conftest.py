@@ -5,9 +5,9 @@ server holds).
 One browser and one server for the package (seconds, not minutes); each test gets a fresh
 browser context, so cookies never leak from one test to the next. Package scope, not session:
 Playwright's sync API keeps an event loop running on the main thread while it is open, where
-remem's sync calls refuse to block, so the browser must be gone before the rest of the suite
-runs. Chromium missing is never a skip and never installed from here: the session fails
-naming ``make system-deps`` (which ``.ci/run`` runs).
+``asyncio.run`` (which many other tests call) refuses to start, so the browser must be gone
+before the rest of the suite runs. Chromium missing is never a skip and never installed from
+here: the session fails naming ``make system-deps`` (which ``.ci/run`` runs).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -37,8 +36,7 @@ def _write(db: str) -> str:
 def local_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """``remem ui`` on a file written by the Python API: its URL and a memory's id."""
     db = str(tmp_path_factory.mktemp("local-ui") / "local.db")
-    with ThreadPoolExecutor(1) as pool:  # off Playwright's running event loop
-        memory_id = pool.submit(_write, db).result()
+    memory_id = _write(db)  # on Playwright's running event loop: remem's sync calls work
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # a file, not a pipe: a full pipe would block the server

@@ -9,7 +9,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -166,10 +165,9 @@ def serve_world() -> Iterator[Seeded]:
     directory = tempfile.mkdtemp(prefix="remem-browser-")
     db = os.path.join(directory, "inspected.db")
     try:
-        # Playwright's sync API keeps an event loop running on this thread, where remem's
-        # sync calls refuse to block: the keys are made on a thread of their own
-        with ThreadPoolExecutor(1) as pool:
-            alpha, beta, human, admin = pool.submit(_make_keys, db).result()
+        # made on this thread even while Playwright's sync API keeps its event loop running
+        # here: remem's sync calls work on a running loop
+        alpha, beta, human, admin = _make_keys(db)
         policy = os.path.join(directory, "file-policy.json")
         with open(policy, "w") as file:
             json.dump({"default": "allow", "rules": [
