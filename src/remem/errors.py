@@ -15,8 +15,11 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── PathError                       a file path is refused (escapes its root, bad name)
     │   ├── EditError                       an edit's old text is missing or not unique
     │   ├── FrontmatterError                a SKILL.md frontmatter is malformed (names the file)
-    │   └── BlockLimitError                 a memory block edit would pass its character limit
+    │   ├── BlockLimitError                 a memory block edit would pass its character limit
+    │   ├── RecordFormatError               a record about to be written would not read back
+    │   └── ApprovalEditError               an approval's arguments are refused (edit, etag)
     ├── NotFoundError (LookupError)         a thread, checkpoint, memory or event does not exist
+    │   └── BadRecordError                  a stored record cannot be read (remem doctor)
     ├── ConflictError                       a write lost a race (version check); retry it
     │   └── FileConflictError               a file or block changed since its etag was read
     ├── UsageError                          the API is used in a way it does not support
@@ -43,6 +46,8 @@ working. Messages name the offending value, the rule it broke and how to fix it:
 from __future__ import annotations
 
 __all__ = [
+    "ApprovalEditError",
+    "BadRecordError",
     "BlockLimitError",
     "ConfigError",
     "ConflictError",
@@ -70,6 +75,7 @@ __all__ = [
     "QuotaExceededError",
     "RateLimitError",
     "ReadOnlyError",
+    "RecordFormatError",
     "RememError",
     "StoreError",
     "StructuredOutputError",
@@ -217,6 +223,22 @@ class FrontmatterError(InvalidInputError):
 
 class BlockLimitError(InvalidInputError):
     """A memory block edit would make its value longer than the block's character limit."""
+
+
+class RecordFormatError(InvalidInputError):
+    """A record a family is about to write would not read back with the family's own parser
+    (nothing was written); the message names the family, the record and why."""
+
+
+class ApprovalEditError(InvalidInputError):
+    """An approval's arguments are refused before it runs: an edit with a key the operation
+    does not take, a changed path or a value of the wrong type, or an etag that is malformed
+    or unknown to the file; the message names them and the fix."""
+
+
+class BadRecordError(NotFoundError):
+    """A stored record does not parse: listings leave it out, and reading or changing that
+    record itself raises this, naming it. ``remem doctor --repair`` moves it aside."""
 
 
 class ReadOnlyError(UsageError):

@@ -37,10 +37,17 @@ from remem.background.jobs import Job, Submission
 from remem.background.queue import JobQueue
 from remem.llm.base import Usage
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_sync
+from remem.memory.history import BULK_CHANGE
 from remem.memory.locking import LockSettings
-from remem.memory.operations import BULK_CHANGE
 from remem.memory.reconcile import ChangeContext, Plan, Skip, plan_delete, plan_edit
-from remem.memory.records import IDS_NAMESPACE, MemoryRecord, current_filter, normalize_text
+from remem.memory.records import (
+    IDS_NAMESPACE,
+    MemoryRecord,
+    current_filter,
+    memory_or_none,
+    memory_records,
+    normalize_text,
+)
 from remem.memory.writer import commit
 from remem.messages.types import Message
 from remem.retrieval.tokenize import DefaultTokenizer
@@ -194,7 +201,8 @@ def consolidate_flow(namespace: Namespace, *, now: float, lock: LockSettings,
         [page] = yield StoreBatch([SearchOp(namespace, filter=current_filter(), limit=_PAGE,
                                             offset=offset)])
         assert isinstance(page, list)
-        records += [MemoryRecord.from_item(item) for item in page if isinstance(item, Item)]
+        # a record that does not parse is left alone (reported; remem doctor repairs it)
+        records += memory_records(item for item in page if isinstance(item, Item))
         if len(page) < _PAGE:
             break
         offset += _PAGE
@@ -264,8 +272,8 @@ def merge_flow(namespace: Namespace, keeper: MemoryRecord, others: Sequence[Memo
 
     def plan_for(results: list[Any], head: int) -> Flow[Plan]:
         plan = Plan()
-        now_records = [MemoryRecord.from_item(i) if isinstance(i, Item) else None
-                       for i in results]
+        # one that does not parse now counts as changed since (the merge is skipped)
+        now_records = [memory_or_none(i) if isinstance(i, Item) else None for i in results]
         if any(r is None or r.invalid_at is not None for r in now_records):
             plan.skipped.append(Skip("changed since", content, keeper.id))
             return plan

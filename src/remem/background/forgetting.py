@@ -37,7 +37,7 @@ from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings
 from remem.memory.operations import delete_flow
 from remem.memory.reconcile import ChangeContext
-from remem.memory.records import MemoryRecord, current_filter
+from remem.memory.records import MemoryRecord, current_filter, memory_records
 from remem.store.types import Item, Namespace, SearchOp
 from remem.tokens import DEFAULT_COUNTER
 
@@ -152,7 +152,8 @@ def _current(namespace: Namespace) -> Flow[list[MemoryRecord]]:
         [page] = yield StoreBatch([SearchOp(namespace, filter=current_filter(), limit=1000,
                                             offset=offset)])
         assert isinstance(page, list)
-        records += [MemoryRecord.from_item(i) for i in page if isinstance(i, Item)]
+        # a record that does not parse is left alone (reported; remem doctor repairs it)
+        records += memory_records(i for i in page if isinstance(i, Item))
         if len(page) < 1000:
             return [r for r in records if tuple(r.namespace) == tuple(namespace)]
         offset += 1000

@@ -16,7 +16,7 @@ from typing import Any
 
 from remem.context.types import ContextItem, ContextScope
 from remem.memory.namespaces import NamespaceTemplate
-from remem.memory.records import MemoryRecord
+from remem.memory.records import MemoryRecord, memory_records
 from remem.memory.results import SearchResult
 from remem.messages.types import Message
 from remem.store.types import SearchItem
@@ -74,8 +74,8 @@ class ProfileSection:
         return template.fill(values)
 
     def _items(self, found: Sequence[SearchItem]) -> list[ContextItem]:
-        records = sorted((MemoryRecord.from_item(item) for item in found),
-                         key=lambda record: record.id)
+        # a profile record that does not parse is left out (reported), never fatal
+        records = sorted(memory_records(found), key=lambda record: record.id)
         return [ContextItem(record.id, profile_lines(record.content), order=position)
                 for position, record in enumerate(records)
                 if record.invalid_at is None and profile_lines(record.content)]

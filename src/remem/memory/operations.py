@@ -16,7 +16,15 @@ from typing import Any
 from remem.errors import ConflictError, ImportFormatError, InvalidInputError, NotFoundError
 from remem.memory.chunks import chunk_index_fields
 from remem.memory.flow import Flow, StoreBatch
-from remem.memory.history import HistoryEvent, event_ops, id_index_op
+from remem.memory.history import (
+    BULK_CHANGE,
+    HistoryEvent,
+    event_ops,
+    history_events,
+    id_index_op,
+    read_event,
+    read_id_entry,
+)
 from remem.memory.locking import LockSettings
 from remem.memory.namespaces import check_user_namespace
 from remem.memory.observers import Touched
@@ -37,10 +45,13 @@ from remem.memory.records import (
     as_of_filter,
     current_filter,
     history_namespace,
+    memory_records,
+    read_memory,
 )
 from remem.memory.results import ChangeResult, MemoryHit, MemoryPage, SearchResult
 from remem.memory.writer import commit
 from remem.retrieval.ranking import Ranking, Recency
+from remem.store.bad_records import parse_items
 from remem.store.base import BaseStore
 from remem.store.types import (
     GetOp,
@@ -77,8 +88,6 @@ HISTORY_LIMIT = 10_000
 DEFAULT_CANDIDATES = 100
 #: memories read per store batch when listing a whole scope (delete_all)
 SCAN_PAGE = 1000
-#: ``type`` of the id-index entry that marks a change undone as a whole (delete_all)
-BULK_CHANGE = "bulk_change"
 
 
 # -- lookups ----------------------------------------------------------------------------------
@@ -97,7 +106,7 @@ def locate_flow(object_id: str, what: str = "memory") -> Flow[Namespace]:
     item = found[0]
     if not isinstance(item, Item):
         raise NotFoundError(f"no {what} with id {object_id!r}; search for it or list history")
-    return tuple(item.value["namespace"])
+    return read_id_entry(item, f"{what} {object_id!r}").namespace
 
 
 def get_flow(memory_id: str) -> Flow[MemoryRecord]:
@@ -110,8 +119,9 @@ def get_flow(memory_id: str) -> Flow[MemoryRecord]:
             f"memory {memory_id!r} was deleted for good; its history keeps its last state "
             "(history(), and undo() brings it back)"
         )
+    record = read_memory(item)
     yield Touched((item.key,))  # a read counts as a use (remem.memory.observers)
-    return MemoryRecord.from_item(item)
+    return record
 
 
 def search_filter(filters: Mapping[str, Any] | None, as_of: datetime | float | None,
@@ -163,9 +173,11 @@ def search_flow(namespace_prefix: Namespace, query: str | None = None, *,
     found = yield StoreBatch([op])
     items = found[0]
     assert isinstance(items, list)
-    if items:  # the hits count as uses (remem.memory.observers)
-        yield Touched(tuple(item.key for item in items))
-    return SearchResult(tuple(MemoryHit.from_item(item) for item in items))
+    # a record that does not parse is left out (and reported), never fatal to the others
+    hits = parse_items(items, MemoryHit.from_item, family="memories")
+    if hits:  # the hits count as uses (remem.memory.observers)
+        yield Touched(tuple(hit.memory.id for hit in hits))
+    return SearchResult(tuple(hits))
 
 
 def get_all_flow(namespace_prefix: Namespace, *, filters: Mapping[str, Any] | None = None,
@@ -179,7 +191,8 @@ def get_all_flow(namespace_prefix: Namespace, *, filters: Mapping[str, Any] | No
                                        limit=limit + 1, offset=offset)])
     items = found[0]
     assert isinstance(items, list)
-    records = tuple(MemoryRecord.from_item(item) for item in items[:limit])
+    # the page is the store's (a record left out for not parsing still moves the offset)
+    records = tuple(memory_records(items[:limit]))
     return MemoryPage(records, offset + limit if len(items) > limit else None)
 
 
@@ -191,8 +204,8 @@ def history_flow(memory_id: str) -> Flow[list[HistoryEvent]]:
                                        limit=HISTORY_LIMIT)])
     items = found[0]
     assert isinstance(items, list)
-    events = [HistoryEvent.from_value(item.value) for item in items
-              if item.namespace == history_namespace(namespace)]
+    events = history_events(item for item in items
+                            if item.namespace == history_namespace(namespace))
     return sorted(events, key=lambda e: (e.at, e.id))
 
 
@@ -218,7 +231,7 @@ def update_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *,
         item = results[0]
         if not isinstance(item, Item):
             raise NotFoundError(f"memory {memory_id!r} was deleted for good")
-        record = MemoryRecord.from_item(item)
+        record = read_memory(item)
         if record.invalid_at is not None:
             raise InvalidInputError(
                 f"memory {memory_id!r} is no longer current (invalidated); add a new memory, "
@@ -244,8 +257,7 @@ def delete_flow(memory_id: str, ctx: ChangeContext, lock: LockSettings, *, hard:
         item = results[0]
         if not isinstance(item, Item):
             raise NotFoundError(f"memory {memory_id!r} was already deleted for good")
-        return plan_delete(MemoryRecord.from_item(item), ctx, hard=hard,
-                           expected_version=version)
+        return plan_delete(read_memory(item), ctx, hard=hard, expected_version=version)
 
     plan = yield from commit(namespace, [GetOp(namespace, memory_id)], plan_for, lock)
     return ChangeResult.of(plan)
@@ -293,10 +305,12 @@ def _delete_each(ctx: ChangeContext, hard: bool, marker: PutOp
                  ) -> Callable[[list[Any], int], Plan]:
     def plan_for(results: list[Any], head: int) -> Plan:
         plan = Plan()
-        for item in results:
-            # gone, or no longer current, since the scan: nothing left to delete
-            if isinstance(item, Item) and (hard or item.value.get("status") == "current"):
-                plan.extend(plan_delete(MemoryRecord.from_item(item), ctx, hard=hard))
+        # gone, or no longer current, since the scan: nothing left to delete; a record
+        # that does not parse is left as it is (remem doctor repairs it)
+        found = [item for item in results if isinstance(item, Item)
+                 and (hard or item.value.get("status") == "current")]
+        for record in memory_records(found):
+            plan.extend(plan_delete(record, ctx, hard=hard))
         if plan.ops:
             plan.ops.append(marker)
         return plan
@@ -313,22 +327,22 @@ def undo_flow(event_id: str, ctx: ChangeContext, lock: LockSettings) -> Flow[Cha
     item = found[0]
     if not isinstance(item, Item):
         raise NotFoundError(f"no event with id {event_id!r}")
-    event = HistoryEvent.from_value(item.value)
+    event = read_event(item)
     # the events of the same call, and whether the call was a bulk change (delete_all);
     # events written before change ids existed look up their own id entry instead
     mark, siblings = yield StoreBatch([
         GetOp(IDS_NAMESPACE, event.change_id or event.id),
         SearchOp(where, filter={"change_id": event.change_id}, limit=HISTORY_LIMIT)])
     if isinstance(mark, Item) and mark.value.get("type") == BULK_CHANGE:
-        return (yield from _undo_bulk(event.change_id, tuple(mark.value["namespace"]), ctx,
-                                      lock))
-    group = [HistoryEvent.from_value(i.value) for i in siblings]
+        prefix = read_id_entry(mark, f"change {event.change_id!r}").namespace
+        return (yield from _undo_bulk(event.change_id, prefix, ctx, lock))
+    group = history_events(siblings)
     events = undo_targets(event, group)
     memory_ids = [e.memory_id for e in events]
     reads: list[Op] = [GetOp(namespace, memory_id) for memory_id in memory_ids]
 
     def plan_for(results: list[Any], head: int) -> Flow[Plan]:
-        state = {memory_id: (MemoryRecord.from_item(r) if isinstance(r, Item) else None)
+        state = {memory_id: (read_memory(r) if isinstance(r, Item) else None)
                  for memory_id, r in zip(memory_ids, results, strict=True)}
         plan = plan_undo(events, state, ctx)
         restored = [c.memory for c in plan.changes if c.op == "restore"]
@@ -347,8 +361,7 @@ def _undo_bulk(change_id: str, prefix: Namespace, ctx: ChangeContext,
     found = yield StoreBatch([SearchOp(history_namespace(prefix),
                                        filter={"change_id": change_id}, limit=HISTORY_LIMIT)])
     by_namespace: dict[Namespace, list[HistoryEvent]] = {}
-    for item in found[0]:
-        event = HistoryEvent.from_value(item.value)
+    for event in history_events(found[0]):
         if event.op != "restore":
             by_namespace.setdefault(event.namespace, []).append(event)
     changes: list[Change] = []
@@ -364,12 +377,17 @@ def _undo_bulk(change_id: str, prefix: Namespace, ctx: ChangeContext,
 def _undo_each(namespace: Namespace, events: list[HistoryEvent], ctx: ChangeContext
                ) -> Callable[[list[Any], int], Flow[Plan]]:
     def plan_for(results: list[Any], head: int) -> Flow[Plan]:
-        state = {e.memory_id: (MemoryRecord.from_item(r) if isinstance(r, Item) else None)
-                 for e, r in zip(events, results, strict=True)}
+        # a memory whose record does not parse is skipped like one changed since
+        readable = {r.id: r for r in memory_records(r for r in results if isinstance(r, Item))}
+        state = {e.memory_id: readable.get(e.memory_id) for e in events}
+        unreadable = {e.memory_id for e, r in zip(events, results, strict=True)
+                      if isinstance(r, Item) and e.memory_id not in readable}
         skipped: list[Skip] = []
         todo = []
         for event in events:
-            if _same_state(state[event.memory_id], event.record_after()):
+            if event.memory_id in unreadable:
+                skipped.append(Skip("unreadable record", None, event.memory_id))
+            elif _same_state(state[event.memory_id], event.record_after()):
                 todo.append(event)
             else:
                 skipped.append(Skip("changed since", None, event.memory_id))
@@ -379,8 +397,8 @@ def _undo_each(namespace: Namespace, events: list[HistoryEvent], ctx: ChangeCont
         if hashes:
             current = yield StoreBatch([SearchOp(namespace, filter={
                 **current_filter(), "content_hash": {"$in": hashes}}, limit=len(hashes) + 10)])
-            taken = {i.value["content_hash"]: i.key for i in current[0]
-                     if i.namespace == namespace and i.key not in before}
+            taken = {r.content_hash: r.id for r in memory_records(current[0])
+                     if r.namespace == namespace and r.id not in before}
         restore = []
         for event in todo:
             record = before[event.memory_id]
@@ -426,16 +444,18 @@ def _refuse_duplicates(namespace: Namespace, records: Sequence[MemoryRecord],
 
 def export_lines(store: BaseStore, namespace_prefix: Namespace = ()) -> Iterator[str]:
     """JSONL lines: every memory record and archived version (``{"memory": ..., "key":
-    ...}``) then every history event (``{"event": ...}``) under ``namespace_prefix``."""
+    ...}``) then every history event (``{"event": ...}``) under ``namespace_prefix``.
+    Records and events that do not parse are left out (and reported): an import would
+    refuse them; ``remem doctor`` finds them."""
     for item in store.iter_items(namespace_prefix):
-        if item.value.get("type") in ("memory", "memory_version"):
+        if item.value.get("type") in ("memory", "memory_version") and memory_records([item]):
             value = dict(item.value)
             yield json.dumps({"memory": value, "namespace": list(item.namespace),
                               "key": item.key, "created_at": item.created_at.timestamp(),
                               "updated_at": item.updated_at.timestamp()},
                              ensure_ascii=False)
     for item in store.iter_items(history_namespace(namespace_prefix)):
-        if item.value.get("type") == "memory_event":
+        if item.value.get("type") == "memory_event" and history_events([item]):
             yield json.dumps({"event": item.value}, ensure_ascii=False)
 
 

@@ -34,12 +34,24 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from remem.memory.chunks import CHUNK_CHARS, CHUNKS_FIELD, chunk_text
 from remem.messages.types import new_id
+from remem.store.bad_records import (
+    int_field,
+    kind_of,
+    object_field,
+    optional_text,
+    parse_items,
+    parse_or_none,
+    parse_or_raise,
+    text_field,
+    text_list,
+    time_field,
+)
 from remem.store.types import Item, Namespace
 
 __all__ = [
@@ -58,8 +70,11 @@ __all__ = [
     "current_filter",
     "history_namespace",
     "locks_namespace",
+    "memory_or_none",
+    "memory_records",
     "new_memory_id",
     "normalize_text",
+    "read_memory",
     "version_key",
 ]
 
@@ -175,8 +190,11 @@ class Source:
         """Read :meth:`to_dict` output (``None`` is an empty source)."""
         if not data:
             return cls()
-        return cls(data.get("thread_id"), tuple(data.get("message_ids") or ()),
-                   data.get("input_hash"))
+        if not isinstance(data, Mapping):
+            raise TypeError(f"source must be a JSON object, got {kind_of(data)}")
+        return cls(optional_text(data.get("thread_id"), "source.thread_id"),
+                   text_list(data.get("message_ids"), "source.message_ids"),
+                   optional_text(data.get("input_hash"), "source.input_hash"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,17 +291,30 @@ class MemoryRecord:
     @classmethod
     def from_value(cls, namespace: Namespace, value: Mapping[str, Any], *,
                    created_at: float = 0.0, updated_at: float = 0.0) -> MemoryRecord:
-        """Read a store value written by :meth:`to_value`."""
+        """Read a store value written by :meth:`to_value`; a value of another shape raises
+        ``ValueError`` or ``TypeError`` naming the field (what readers skip and report:
+        :mod:`remem.store.bad_records`)."""
+        if not isinstance(value, Mapping):
+            raise TypeError(f"a memory record must be a JSON object, got {kind_of(value)}")
+        content = value["content"]
+        if not isinstance(content, str | dict):
+            raise TypeError(f"content must be text or a JSON object, got {kind_of(content)}")
+        version = int_field(value.get("version", 1), "version", minimum=1)
         return cls(
-            id=str(value["id"]), namespace=tuple(namespace), content=value["content"],
-            kind=str(value.get("kind", "fact")), schema=str(value.get("schema", "Fact")),
-            valid_at=float(value.get("valid_at") or 0.0), invalid_at=value.get("invalid_at"),
-            event_time=value.get("event_time"), source=Source.from_dict(value.get("source")),
-            content_hash=str(value.get("content_hash") or ""),
-            version=int(value.get("version", 1)), metadata=dict(value.get("metadata") or {}),
-            supersedes=value.get("supersedes"), superseded_by=value.get("superseded_by"),
-            created_at=created_at, updated_at=updated_at, valid_until=value.get("valid_until"),
-            recorded_at=float(value.get("recorded_at") or 0.0),
+            id=text_field(value["id"], "id"), namespace=tuple(namespace), content=content,
+            kind=text_field(value.get("kind", "fact"), "kind"),
+            schema=text_field(value.get("schema", "Fact"), "schema"),
+            valid_at=time_field(value.get("valid_at"), "valid_at") or 0.0,
+            invalid_at=time_field(value.get("invalid_at"), "invalid_at"),
+            event_time=time_field(value.get("event_time"), "event_time"),
+            source=Source.from_dict(value.get("source")),
+            content_hash=text_field(value.get("content_hash") or "", "content_hash"),
+            version=version, metadata=dict(object_field(value.get("metadata"), "metadata")),
+            supersedes=optional_text(value.get("supersedes"), "supersedes"),
+            superseded_by=optional_text(value.get("superseded_by"), "superseded_by"),
+            created_at=created_at, updated_at=updated_at,
+            valid_until=time_field(value.get("valid_until"), "valid_until"),
+            recorded_at=time_field(value.get("recorded_at"), "recorded_at") or 0.0,
         )
 
     @classmethod
@@ -298,3 +329,23 @@ class MemoryRecord:
         from remem.memory.wire import dump
 
         return dump(self)
+
+
+def memory_records(items: Iterable[Item]) -> list[MemoryRecord]:
+    """The records of store items, in order; an item that does not parse is left out and
+    reported (:mod:`remem.store.bad_records`)."""
+    return parse_items(items, MemoryRecord.from_item, family="memories")
+
+
+def memory_or_none(item: Item) -> MemoryRecord | None:
+    """The record of one store item, or ``None`` (reported) when it does not parse."""
+    return parse_or_none(MemoryRecord.from_item, item, family="memories",
+                         namespace=item.namespace, key=item.key)
+
+
+def read_memory(item: Item) -> MemoryRecord:
+    """The record of one store item the caller needs (a get, an edit): one that does not
+    parse raises :class:`~remem.errors.BadRecordError` naming it."""
+    return parse_or_raise(MemoryRecord.from_item, item, family="memories",
+                          namespace=item.namespace, key=item.key,
+                          what=f"memory {item.key!r}")

@@ -48,6 +48,7 @@ from remem.memory.records import (
     Source,
     content_hash,
     current_filter,
+    memory_records,
     normalize_text,
 )
 from remem.memory.writer import commit, head_of, head_op
@@ -82,7 +83,8 @@ class AddResult:
     ``changes``: applied changes (``add``, ``invalidate``...), each with its history event id;
     ``skipped``: decided changes that were not needed (duplicates); ``usage``: LLM calls and
     tokens; ``write_attempts``: how many times the write phase ran (> 1 after a conflict);
-    ``rejected``: problems in a model answer that the model then fixed.
+    ``rejected``: problems in a model answer that the model then fixed; ``inferred``: whether
+    a chat model extracted the memories (``False``: the text was stored as given).
     """
 
     namespace: Namespace
@@ -91,6 +93,7 @@ class AddResult:
     usage: Usage = field(default_factory=Usage)
     write_attempts: int = 0
     rejected: tuple[str, ...] = ()
+    inferred: bool = True
 
     @property
     def added(self) -> list[MemoryRecord]:
@@ -112,6 +115,7 @@ class AddResult:
                       "output_tokens": self.usage.output_tokens},
             "write_attempts": self.write_attempts,
             "rejected": list(self.rejected),
+            "inferred": self.inferred,
         }
 
 
@@ -247,17 +251,17 @@ class MemoryStoreManager:
         found: dict[str, MemoryRecord] = {}
         for result in results:
             assert isinstance(result, list)
-            for item in result:
+            # a record that does not parse is no candidate (reported, never fatal)
+            for record in memory_records(i for i in result if isinstance(i, Item)):
                 if len(found) >= self.max_candidates:
                     break
-                assert isinstance(item, Item)
-                found.setdefault(item.key, MemoryRecord.from_item(item))
+                found.setdefault(record.id, record)
         return list(found.values())
 
     @staticmethod
     def _is_exact_duplicate(exact: Sequence[Item], messages: Sequence[Message],
                             digest: str, schemas: Sequence[str]) -> MemoryRecord | None:
-        records = [MemoryRecord.from_item(item) for item in exact]
+        records = memory_records(exact)
         for record in records:
             if record.source.input_hash == digest:
                 return record
@@ -378,7 +382,8 @@ class MemoryStoreManager:
         extraction = Extraction(inserts=tuple(memories))
         plan = yield from self._write(namespace, [], extraction, source or Source(),
                                       event_time, metadata, actor, None, idempotency_key)
-        return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), 1)
+        return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), 1,
+                         inferred=False)
 
     def _context(self, source: Source, event_time: float | None,
                  metadata: Mapping[str, Any] | None, actor: str, extracted: bool,
@@ -432,9 +437,9 @@ class MemoryStoreManager:
         records: dict[str, MemoryRecord] = {}
         for result in results:
             found = result if isinstance(result, list) else [result]
-            for item in found:
-                if isinstance(item, Item) and item.value.get("type") == "memory":
-                    records.setdefault(item.key, MemoryRecord.from_item(item))
+            memories = [i for i in found if isinstance(i, Item) and i.value.get("type") == "memory"]
+            for record in memory_records(memories):
+                records.setdefault(record.id, record)
         current = {k: r for k, r in records.items() if r.invalid_at is None}
         by_hash = {r.content_hash: r for r in current.values()}
         return plan_changes(extraction, ns, current, by_hash, ctx, hard_delete=self.hard_delete)

@@ -1,19 +1,32 @@
-"""Apply a plan under the namespace's write lock, in one batch, and check it landed."""
+"""Apply a plan under the namespace's write lock, in one batch, and check it landed.
+
+Every record a plan puts (memories, archived versions, history events, id index entries) is
+read back with its family's parser first: a plan that would write a record readers cannot
+parse is refused (:class:`~remem.errors.RecordFormatError`) and nothing is written.
+
+The namespace's change counter (the head) is a bookkeeping item too. One that does not
+parse reads as ``0`` (reported like any bad record) and the commit then writes ``1`` over
+it, which repairs it: the counter only has to differ between two readings with a commit in
+between, and every commit writes a good value, so a bad head can never block a write.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any
 
 from remem.errors import ConflictError
 from remem.memory.flow import Flow, StoreBatch
+from remem.memory.history import HistoryEvent, IdEntry
 from remem.memory.locking import LockSettings, acquire, release_op
 from remem.memory.observers import Wrote
 from remem.memory.reconcile import Plan
-from remem.memory.records import HEADS_NAMESPACE
+from remem.memory.records import HEADS_NAMESPACE, IDS_NAMESPACE, MemoryRecord
+from remem.store.bad_records import check_record, int_field, parse_or_none
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result
 
-__all__ = ["commit", "head_of", "head_op"]
+__all__ = ["check_ops", "commit", "head_of", "head_op"]
 
 
 def head_key(namespace: Namespace) -> str:
@@ -26,9 +39,41 @@ def head_op(namespace: Namespace) -> GetOp:
     return GetOp(HEADS_NAMESPACE, head_key(namespace))
 
 
+def _count(item: Item) -> int:
+    return int_field(item.value.get("n", 0), "n", minimum=0)
+
+
 def head_of(result: Result) -> int:
-    """The counter read by :func:`head_op`: how many commits changed the namespace."""
-    return int(result.value.get("n", 0)) if isinstance(result, Item) else 0
+    """The counter read by :func:`head_op`: how many commits changed the namespace (``0``
+    when absent, or when it does not parse: see the module docstring)."""
+    if not isinstance(result, Item):
+        return 0
+    count = parse_or_none(_count, result, family="memory_heads", namespace=result.namespace,
+                          key=result.key)
+    return count or 0
+
+
+def _parser(op: PutOp) -> tuple[str, Callable[[Mapping[str, Any]], object]] | None:
+    """The family and parser of a memory bookkeeping or record put (``None``: not one)."""
+    kind = op.value.get("type")
+    if kind in ("memory", "memory_version"):
+        return "memories", lambda value: MemoryRecord.from_value(op.namespace, value)
+    if kind == "memory_event":
+        return "memory_history", HistoryEvent.from_value
+    if op.namespace == IDS_NAMESPACE:
+        return "memory_ids", IdEntry.from_value
+    return None
+
+
+def check_ops(ops: Sequence[Op]) -> None:
+    """Refuse (:class:`~remem.errors.RecordFormatError`) a batch putting a memory record,
+    history event or id index entry that its family's parser would not read back."""
+    for op in ops:
+        if isinstance(op, PutOp):
+            found = _parser(op)
+            if found is not None:
+                check_record(found[1], op.value, family=found[0], namespace=op.namespace,
+                             key=op.key)
 
 
 def _changes(ops: Sequence[Op]) -> tuple[tuple[float, str], ...]:
@@ -59,6 +104,7 @@ def commit(namespace: Namespace, reads: Sequence[Op],
         plan = (yield from planned) if isinstance(planned, Generator) else planned
         if not plan.ops:
             return plan
+        check_ops(plan.ops)
         checks = [GetOp(ns, key) for ns, key, _ in plan.guards]
         bump = PutOp(HEADS_NAMESPACE, head_key(namespace), {"type": "head", "n": head + 1},
                      index=False, ttl=None)

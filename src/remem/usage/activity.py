@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from remem.memory.history import history_events
 from remem.memory.records import HISTORY_LABEL, RESERVED_LABEL
 from remem.usage.records import DayWindow, day_of
 
@@ -98,11 +99,14 @@ def count_history(store: Any, window: DayWindow, *,
     when = {"at": {"$gte": window.start(), "$lt": window.end()}}
     events: list[tuple[float, str]] = []
     complete = True
+    read = 0
     while True:
-        page = store.search(prefix, filter=when, limit=min(PAGE, max_events + 1 - len(events)),
-                            offset=len(events))
-        events += [(float(item.value["at"]), str(item.value.get("op", ""))) for item in page]
-        if len(events) > max_events:
+        page = store.search(prefix, filter=when, limit=min(PAGE, max_events + 1 - read),
+                            offset=read)
+        read += len(page)
+        # an event that does not parse is left out (reported), never fatal to the count
+        events += [(e.at, e.op) for e in history_events(page)]
+        if read > max_events:
             events, complete = events[:max_events], False
             break
         if len(page) < PAGE:
