@@ -319,3 +319,111 @@ def test_random_sequences_match_in_memory_saver(location: Callable[[], str], see
         assert _grouped(_comparable(got)) == _grouped(_comparable(want))
     finally:
         saver.close()
+
+
+# -- branches: a fork never changes what another branch holds ------------------------------
+
+class Steps(TypedDict):
+    value: Annotated[list[str], operator.add]
+
+
+def _steps(saver: BaseCheckpointSaver[Any]) -> Any:
+    """a -> b -> c, each appending its letter (b appends "b1")."""
+    graph = StateGraph(Steps)
+    graph.add_node("a", lambda state: {"value": ["a"]})
+    graph.add_node("b", lambda state: {"value": ["b1"]})
+    graph.add_node("c", lambda state: {"value": ["c"]})
+    graph.add_edge(START, "a")
+    graph.add_edge("a", "b")
+    graph.add_edge("b", "c")
+    return graph.compile(checkpointer=saver)
+
+
+def _fork(app: Any, thread: str) -> dict[str, Any]:
+    """Run a thread, fork it after "a" with b's write edited, run the fork, and read both
+    branches back (and replay the original from after "a")."""
+    config: Any = {"configurable": {"thread_id": thread}}
+    first = app.invoke({"value": []}, config)["value"]
+    original = app.get_state(config)
+    after_a = next(s for s in app.get_state_history(config) if s.next == ("b",))
+    fork = app.update_state(after_a.config, {"value": ["edited"]}, as_node="b")
+    forked = app.invoke(None, fork)["value"]
+    original_again = app.get_state(original.config).values["value"]
+    fork_again = app.get_state(fork).values["value"]
+    replayed = app.invoke(None, after_a.config)["value"]
+    return {"first": first, "forked": forked, "replayed": replayed,
+            "original_again": original_again, "fork_again": fork_again,
+            "original_after_replay": app.get_state(original.config).values["value"],
+            "after_a_again": app.get_state(after_a.config).values["value"],
+            "latest": app.get_state(config).values["value"],
+            "checkpoints": len(list(app.get_state_history(config)))}
+
+
+FORKED = {"first": ["a", "b1", "c"], "forked": ["a", "edited", "c"],
+          "replayed": ["a", "b1", "c"], "original_again": ["a", "b1", "c"],
+          "original_after_replay": ["a", "b1", "c"],
+          "fork_again": ["a", "edited"], "after_a_again": ["a"], "latest": ["a", "b1", "c"],
+          "checkpoints": 10}
+
+
+def test_a_fork_leaves_every_other_branch_intact(location: Callable[[], str]) -> None:
+    saver = _saver(location())
+    try:
+        got = _fork(_steps(saver), "t")
+        assert got == _fork(_steps(InMemorySaver()), "t")
+        # with versions shared across branches the original read back the fork's values
+        assert got == FORKED
+    finally:
+        saver.close()
+
+
+def test_versions_are_unique_ordered_strings() -> None:
+    saver = RememSaver.open()
+    first = saver.get_next_version(None)
+    assert isinstance(first, str) and first.startswith("0" * 31 + "1.")
+    second, sibling = saver.get_next_version(first), saver.get_next_version(first)
+    assert first < second and first < sibling and second != sibling  # two branches
+    assert second.startswith("0" * 31 + "2.")
+    # LangGraph's own savers' strings continue from their counter
+    assert saver.get_next_version("00000000000000000000000000000041.0.6697367414225304"
+                                  ).startswith("0" * 30 + "42.")
+    assert saver.get_next_version(7) == 8  # threads saved with integer versions stay so
+    with pytest.raises(InvalidInputError, match="counter"):
+        saver.get_next_version("v2")
+    saver.close()
+
+
+class _IntegerSaver(RememSaver):
+    """RememSaver as earlier releases saved: LangGraph's default integer versions."""
+
+    get_next_version = BaseCheckpointSaver.get_next_version  # type: ignore[assignment]
+
+
+def test_threads_saved_with_integer_versions_still_read_and_run(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    old = _IntegerSaver.open(path)
+    _fork(_steps(old), "old")  # the stored fork reuses the original branch's versions
+    old.close()
+    saver = RememSaver.open(path)
+    app = _steps(saver)
+    config: Any = {"configurable": {"thread_id": "old"}}
+    try:
+        history = list(app.get_state_history(config))
+        finals = sorted(s.values["value"] for s in history if not s.next)
+        # each branch reads its own values: the blob on the checkpoint's own ancestry
+        assert finals == [["a", "b1", "c"], ["a", "b1", "c"], ["a", "edited", "c"]]
+        before = saver.get_tuple(config)
+        assert before is not None and before.checkpoint["channel_versions"]
+        assert all(isinstance(v, int) for v in before.checkpoint["channel_versions"].values())
+        # the old thread runs on (integer versions kept: LangGraph compares them) and forks
+        assert app.invoke({"value": ["more"]}, config)["value"] == [
+            "a", "b1", "c", "more", "a", "b1", "c"]
+        latest = saver.get_tuple(config)
+        assert latest is not None
+        assert all(isinstance(v, int) for v in latest.checkpoint["channel_versions"].values())
+        after_a = next(s for s in app.get_state_history(config) if s.next == ("b",))
+        app.invoke(None, app.update_state(after_a.config, {"value": ["again"]}, as_node="b"))
+        assert app.get_state(latest.config).values["value"] == [
+            "a", "b1", "c", "more", "a", "b1", "c"]
+    finally:
+        saver.close()

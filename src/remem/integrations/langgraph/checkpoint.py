@@ -14,6 +14,12 @@ Every operation is written once as a generator of thread requests
 drift. Reading a checkpoint reads the records of its namespace (their count bounds the cost);
 time travel and forks are LangGraph's own: a run from an old ``checkpoint_id`` saves new
 checkpoints whose parent is that one.
+
+Branches never share a channel version: :meth:`RememSaver.get_next_version` makes them as
+LangGraph's own savers do (a counter and a random fraction), so a blob, found by channel and
+version, belongs to one branch. Threads saved by earlier releases carry LangGraph's default
+integer versions, which two branches can share: there the blob a checkpoint reads is its own
+or its nearest ancestor's (:class:`_Namespace`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import random
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -112,6 +119,49 @@ def _records(flow_key: str) -> Flow:
         offset += _PAGE
 
 
+class _Namespace:
+    """The records of one LangGraph thread and namespace, indexed once per read: the newest
+    record of each checkpoint id, every blob with the checkpoint that wrote it, and the
+    pending writes of each checkpoint (the first write of a task's index kept)."""
+
+    def __init__(self, thread_id: str, ns: str, records: Sequence[RememCheckpoint]) -> None:
+        self.thread_id, self.ns = thread_id, ns
+        self.checkpoints: dict[str, Mapping[str, Any]] = {}
+        self.blobs: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
+        self.writes: dict[str, dict[tuple[str, int], tuple[str, str, list[str], str]]] = {}
+        for saved in reversed(records):  # oldest first
+            data = saved.state[_KEY]
+            if data["kind"] == "checkpoint":
+                self.checkpoints[data["id"]] = data
+                for channel, version, typed in data["blobs"]:
+                    self.blobs.setdefault((channel, json.dumps(version)), []).append(
+                        (data["id"], typed))
+            elif data["kind"] == "writes":
+                kept = self.writes.setdefault(data["checkpoint_id"], {})
+                for task_id, channel, typed, path, idx in data["writes"]:
+                    if idx < 0 or (task_id, idx) not in kept:
+                        kept[(task_id, idx)] = (task_id, channel, typed, path)
+
+    def blob(self, record: Mapping[str, Any], channel: str, version: Any) -> list[str] | None:
+        """The value of ``channel`` at ``version`` as ``record`` sees it. Several records
+        wrote the same channel and version only with integer versions (threads saved before
+        :meth:`RememSaver.get_next_version` made versions unique), one per branch: the one
+        on ``record``'s branch is the record itself or its nearest ancestor that wrote it."""
+        found = self.blobs.get((channel, json.dumps(version)))
+        if not found:
+            return None
+        if len(found) > 1:
+            by_writer = dict(found)  # a checkpoint saved twice: its newest record
+            current: Any = record["id"]
+            seen: set[str] = set()
+            while current is not None and current not in seen:
+                if current in by_writer:
+                    return by_writer[current]
+                seen.add(current)
+                current = (self.checkpoints.get(current) or {}).get("parent")
+        return found[-1][1]  # the only one, or (off every branch we know) the newest
+
+
 class RememSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpoints in remem threads (``ThreadStore`` on SQLite or PostgreSQL).
 
@@ -137,6 +187,18 @@ class RememSaver(BaseCheckpointSaver[str]):
         """Close the thread store if :meth:`open` opened it."""
         if self._owns and isinstance(self.threads, ThreadStore):
             self.threads.close()
+
+    def __enter__(self) -> RememSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RememSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
 
     # -- drivers ------------------------------------------------------------------------------
 
@@ -170,31 +232,20 @@ class RememSaver(BaseCheckpointSaver[str]):
 
     # -- flows --------------------------------------------------------------------------------
 
-    def _tuple(self, thread_id: str, ns: str, record: Mapping[str, Any],
-               records: Sequence[RememCheckpoint]) -> CheckpointTuple:
-        """A checkpoint record as LangGraph's tuple: channel values from the blobs of the
-        namespace, pending writes of this checkpoint in LangGraph's order."""
-        blobs: dict[tuple[str, str], list[str]] = {}
-        writes: dict[tuple[str, int], tuple[str, str, list[str], str]] = {}
-        for saved in reversed(records):  # oldest first: a write kept first stays
-            data = saved.state[_KEY]
-            if data["kind"] == "checkpoint":
-                for channel, version, typed in data["blobs"]:
-                    blobs[(channel, json.dumps(version))] = typed
-            elif data["kind"] == "writes" and data["checkpoint_id"] == record["id"]:
-                for task_id, channel, typed, path, idx in data["writes"]:
-                    if idx >= 0 and (task_id, idx) in writes:
-                        continue
-                    writes[(task_id, idx)] = (task_id, channel, typed, path)
+    def _tuple(self, space: _Namespace, record: Mapping[str, Any]) -> CheckpointTuple:
+        """A checkpoint record as LangGraph's tuple: channel values from the blobs of its
+        branch, pending writes of this checkpoint in LangGraph's order."""
         checkpoint: Checkpoint = self.serde.loads_typed(_untyped(record["checkpoint"]))
         values = {}
         for channel, version in checkpoint["channel_versions"].items():
-            typed = blobs.get((channel, json.dumps(version)))
+            typed = space.blob(record, channel, version)
             if typed is not None and typed[0] != "empty":
                 values[channel] = self.serde.loads_typed(_untyped(typed))
+        writes = space.writes.get(record["id"], {})
         ordered = sorted(writes.items(), key=lambda entry: writes_sort_key(
             entry[1][3], entry[0][0], entry[0][1]))
         parent = record.get("parent")
+        thread_id, ns = space.thread_id, space.ns
         return CheckpointTuple(
             config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                      "checkpoint_id": record["id"]}},
@@ -210,13 +261,13 @@ class RememSaver(BaseCheckpointSaver[str]):
         thread_id = _thread_id(config)
         ns = str(_configurable(config).get("checkpoint_ns", ""))
         records = yield from _records(thread_key(thread_id, ns))
-        saved = [r.state[_KEY] for r in records if r.state[_KEY]["kind"] == "checkpoint"]
+        space = _Namespace(thread_id, ns, records)
         wanted = get_checkpoint_id(config)
-        chosen = [r for r in saved if r["id"] == wanted] if wanted else saved
-        if not chosen:
-            return None
-        record = max(chosen, key=lambda r: r["id"])
-        return self._tuple(thread_id, ns, record, records)
+        if wanted:
+            record = space.checkpoints.get(wanted)
+        else:
+            record = space.checkpoints[max(space.checkpoints)] if space.checkpoints else None
+        return None if record is None else self._tuple(space, record)
 
     def _list_flow(self, config: RunnableConfig | None, filter: Mapping[str, Any] | None,
                    before: RunnableConfig | None, limit: int | None) -> Flow:
@@ -242,11 +293,9 @@ class RememSaver(BaseCheckpointSaver[str]):
         out: list[CheckpointTuple] = []
         for info in infos:
             thread_id, ns = str(info.metadata["lg_thread"]), str(info.metadata["lg_ns"])
-            records = yield from _records(info.thread_id)
-            saved = sorted((r.state[_KEY] for r in records
-                            if r.state[_KEY]["kind"] == "checkpoint"),
-                           key=lambda r: r["id"], reverse=True)
-            for record in saved:
+            space = _Namespace(thread_id, ns, (yield from _records(info.thread_id)))
+            for record in sorted(space.checkpoints.values(), key=lambda r: r["id"],
+                                 reverse=True):
                 if wanted and record["id"] != wanted:
                     continue
                 if before_id and record["id"] >= before_id:
@@ -257,7 +306,7 @@ class RememSaver(BaseCheckpointSaver[str]):
                         continue
                 if limit is not None and len(out) >= limit:
                     return out
-                out.append(self._tuple(thread_id, ns, record, records))
+                out.append(self._tuple(space, record))
         return out
 
     def _ensure_thread(self, thread_id: str, ns: str) -> Flow:
@@ -314,6 +363,21 @@ class RememSaver(BaseCheckpointSaver[str]):
                 return None
 
     # -- LangGraph's API ----------------------------------------------------------------------
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> Any:
+        """The version after ``current``, as LangGraph's SQL savers make them: a zero-padded
+        counter and a random fraction (``"000...0003.0.4217..."``), so versions order by the
+        counter and two branches forked from one checkpoint never share one (their blobs
+        would overwrite each other). Integer versions (threads saved by earlier remem
+        releases) stay integers: LangGraph takes the ``max`` of a checkpoint's versions,
+        which cannot compare an integer with a string."""
+        if isinstance(current, int):
+            return current + 1
+        counter = str(current).split(".")[0] if current is not None else "0"
+        if not counter.isdigit():
+            raise InvalidInputError(f"channel version {current!r} is not one LangGraph's savers "
+                                    f"make: an integer, or a string '<counter>.<fraction>'")
+        return f"{int(counter) + 1:032}.{random.random():016}"
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the latest)."""
