@@ -172,8 +172,11 @@ def test_filter_translation_and_refusals() -> None:
         translate_filter({"a": {"$regex": "x"}})
     with pytest.raises(FilterError, match="not mixed"):
         translate_filter({"a": {"$eq": 1, "b": 2}})
-    with pytest.raises(FilterError, match="dots"):
-        translate_filter({"a.b": 1})
+    # a dotted key is a path, as LangGraph's SqliteStore reads it; inside an object, refused
+    assert translate_filter({"a.b": 1, "c": {"$gt": float("inf")}}) == {
+        "a.b": {"$eq": 1}, "c": {"$in": []}}
+    with pytest.raises(FilterError, match="nested"):
+        translate_filter({"a": {"b.c": 1}})
     with pytest.raises(UnsupportedError, match=r"\[\*\]"):
         RememStore.open(":memory:", index={"dims": 64, "embed": embed,
                                            "fields": ["sections[*].text"]})

@@ -6,30 +6,42 @@ the adapter is a pure translation (:func:`plan_batch` turns LangGraph's ops into
 :func:`results_of` turns remem's results back) between a sync and an async shell that run one
 remem batch each.
 
-Where the two differ, the adapter follows LangGraph (its ``InMemoryStore``, which the
-conformance test runs beside it):
+Where LangGraph's own stores differ, the adapter follows its ``SqliteStore`` for what a
+persistent store must decide (filters, TTL, labels) and its ``InMemoryStore`` for batch
+semantics; their test suites, run on it, are the referee:
 
 * reads in a batch see the store as it was before the batch; its puts apply after them (the
   last put of a key wins). remem runs a batch in order, so the adapter moves reads first.
-* ``PutOp.value=None`` deletes; ``ttl`` is in minutes (remem: seconds).
+* ``PutOp.value=None`` deletes; ``ttl`` is in minutes (remem: seconds). Reads refresh a TTL
+  when they ask to, and by default only with ``ttl={"refresh_on_read": True}``.
 * a query is a vector search when the store has an index, and is ignored otherwise
   (``mode=`` picks remem's keyword or hybrid search instead).
-* filters: LangGraph's ``{"field": value}`` and ``{"field": {"$op": value}}`` on top-level
-  fields, nested objects matching as a part (``{"a": {"b": 1}}``).
+* filters: ``{"field": value}`` and ``{"field": {"$op": value}}``, a dotted field a path
+  into nested objects, nested objects matching as a part (``{"a": {"b": 1}}``); operands
+  remem's filter language refuses (non-finite floats, integers past 64 bits, strings with
+  NUL) become the conditions they amount to.
+* namespaces follow LangGraph's label rules (no ``.``, no NUL, non-empty strings) and raise
+  :class:`InvalidNamespaceError`; labels remem cannot store (control characters, ``"*"``) are
+  kept under an escaped form (:func:`encode_label`) that no LangGraph label can take.
 
 The remaining differences are listed in ``docs/integrations.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from remem.embed.base import normalize_rows
-from remem.errors import ConfigError, FilterError, InvalidInputError, UnsupportedError
+from remem.embed.base import Embedder, normalize_rows
+from remem.errors import ConfigError, InvalidInputError, NamespaceError, UnsupportedError
 from remem.store import BaseStore as RememBaseStore
 from remem.store import IndexConfig as RememIndexConfig
 from remem.store import open_store
@@ -37,14 +49,12 @@ from remem.store import types as remem
 
 try:
     from langgraph.store.base import (
-        NOT_PROVIDED,
         BaseStore,
         Embeddings,
         GetOp,
         IndexConfig,
         Item,
         ListNamespacesOp,
-        MatchCondition,
         Op,
         PutOp,
         Result,
@@ -53,27 +63,50 @@ try:
         TTLConfig,
         ensure_embeddings,
     )
+    from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
 except ImportError as error:  # pragma: no cover - the extra is missing
     raise ConfigError("remem.integrations.langgraph needs LangGraph: pip install "
                       "'remem[langgraph]'") from error
 
-__all__ = ["LangGraphEmbedder", "RememStore", "plan_batch", "results_of", "translate_filter"]
+from remem.integrations.langgraph.translate import (
+    InvalidNamespaceError,
+    checked_ttl,
+    decode_label,
+    decoded_namespace,
+    encode_label,
+    langgraph_ttl,
+    match_conditions,
+    matches_condition,
+    minutes,
+    namespace_labels,
+    put_ttl,
+    remem_ttl,
+    translate_filter,
+)
+
+__all__ = ["InvalidNamespaceError", "LangGraphEmbedder", "RememStore", "decode_label",
+           "encode_label", "plan_batch", "results_of", "translate_filter"]
+
+logger = logging.getLogger("remem.integrations.langgraph")
 
 SearchMode = Literal["langgraph", "auto", "hybrid", "keyword", "vector"]
 """How a query is searched: ``"langgraph"`` (vectors when indexed, else the query is
 ignored, as LangGraph's stores do) or one of remem's modes."""
 
-#: LangGraph's operators, then remem's own (an extension: LangGraph's stores refuse them)
-_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte",
-                        "$in", "$nin", "$exists", "$contains"})
+#: SqliteStore's sweep interval when neither the call nor the TTL config names one
+_SWEEP_MINUTES = 5.0
 
+
+# -- the index ---------------------------------------------------------------------------------
 
 class LangGraphEmbedder:
     """A LangChain ``Embeddings`` (or anything LangGraph's ``index["embed"]`` takes: a
     function of a list of texts) as a remem embedder. ``model`` is recorded with the vectors;
-    the store refuses to mix vectors of different models, so give a stable name."""
+    the store refuses to mix vectors of different models, so give a stable name. ``config``:
+    the LangGraph index config it came from (``RememStore.index_config`` shows it)."""
 
-    def __init__(self, embed: Any, dims: int, *, model: str | None = None) -> None:
+    def __init__(self, embed: Any, dims: int, *, model: str | None = None,
+                 config: Mapping[str, Any] | None = None) -> None:
         if isinstance(embed, str):
             raise UnsupportedError(
                 f"index embed {embed!r} names a provider model, which would be downloaded or "
@@ -83,6 +116,7 @@ class LangGraphEmbedder:
             raise InvalidInputError(f"index dims must be a positive integer, got {dims!r}")
         self._dims = dims
         self._model = model or f"langgraph:{type(self._embeddings).__name__}-{dims}"
+        self.config: dict[str, Any] | None = dict(config) if config is not None else None
 
     @property
     def model(self) -> str:
@@ -93,6 +127,11 @@ class LangGraphEmbedder:
     def dims(self) -> int:
         """The vector length (LangGraph's ``index["dims"]``)."""
         return self._dims
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The LangChain ``Embeddings`` that embeds (``embed`` itself, or a wrapper of it)."""
+        return self._embeddings
 
     def _array(self, vectors: Sequence[Sequence[float]], count: int) -> npt.NDArray[np.float32]:
         array = np.asarray(vectors, dtype=np.float32).reshape(count, -1) if count else \
@@ -113,10 +152,26 @@ class LangGraphEmbedder:
         return self._array([self._embeddings.embed_query(text) for text in texts], len(texts))
 
 
+class RememEmbeddings(Embeddings):
+    """A remem embedder as a LangChain ``Embeddings`` (``RememStore.embeddings`` of a store
+    whose index was not given in LangGraph's form)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed stored texts."""
+        return [[float(x) for x in row] for row in self.embedder.embed_documents(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query."""
+        return [float(x) for x in self.embedder.embed_queries([text])[0]]
+
+
 def _field_path(path: str) -> str:
     if path == "$":
         return path
-    if not path or any(char in path for char in "[]{}*,"):
+    if not isinstance(path, str) or not path or any(char in path for char in "[]{}*,"):
         raise UnsupportedError(
             f"index field {path!r}: remem indexes '$' (the whole value) or dotted paths "
             "('text', 'doc.title'); array and multi-field paths ([*], {a,b}) are not "
@@ -125,104 +180,40 @@ def _field_path(path: str) -> str:
 
 
 def remem_index(index: IndexConfig) -> RememIndexConfig:
-    """LangGraph's index config (``dims``, ``embed``, ``fields``) as remem's."""
+    """LangGraph's index config (``dims``, ``embed``, ``fields``; ``SqliteStore``'s
+    ``text_fields`` is read as ``fields``) as remem's."""
     if not isinstance(index, Mapping) or "dims" not in index or "embed" not in index:
         raise InvalidInputError("index must be a dict with 'dims' and 'embed' (and optionally "
                                 f"'fields'), got {index!r}")
-    fields = tuple(_field_path(path) for path in (index.get("fields") or ["$"]))
-    return RememIndexConfig(LangGraphEmbedder(index["embed"], index["dims"]), fields=fields)
+    given: Any = index.get("fields") or index.get("text_fields") or ["$"]
+    fields = tuple(_field_path(path) for path in ([given] if isinstance(given, str) else given))
+    return RememIndexConfig(LangGraphEmbedder(index["embed"], index["dims"], config=index),
+                            fields=fields)
 
 
-def _filter_of(prefix: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, Mapping):
-        operators = [key for key in value if isinstance(key, str) and key.startswith("$")]
-        if operators:
-            unknown = sorted(set(operators) - _OPERATORS)
-            if unknown or len(operators) != len(value):
-                raise FilterError(
-                    f"filter {prefix!r}: the operators are $eq, $ne, $gt, $gte, $lt, $lte "
-                    f"(and remem's $in, $nin, $exists, $contains), not mixed with fields; "
-                    f"got {sorted(value)}")
-            out[prefix] = dict(value)
-            return
-        if not value:
-            out[prefix] = {"$exists": True}  # an empty object matches any object
-            return
-        for key, inner in value.items():
-            _filter_of(f"{prefix}.{_label(key)}", inner, out)
-        return
-    if isinstance(value, list | tuple):
-        raise UnsupportedError(
-            f"filter {prefix!r}: remem does not match a whole list; match its elements with "
-            f"{{'{prefix}': {{'$contains': element}}}} (one condition per element)")
-    out[prefix] = {"$eq": value}
+def _langgraph_index(index: RememIndexConfig | None
+                     ) -> tuple[IndexConfig | None, Embeddings | None]:
+    """A remem store's index as LangGraph's ``index_config`` and ``embeddings``."""
+    if index is None:
+        return None, None
+    embedder = index.embedder
+    if isinstance(embedder, LangGraphEmbedder) and embedder.config is not None:
+        return IndexConfig(**embedder.config), embedder.embeddings  # type: ignore[typeddict-item]
+    embeddings = RememEmbeddings(embedder)
+    return IndexConfig(dims=index.dims, embed=embeddings, fields=list(index.fields)), embeddings
 
 
-def _label(key: Any) -> str:
-    if not isinstance(key, str) or not key or "." in key:
-        raise FilterError(f"filter field {key!r}: remem reads dots as paths; use fields "
-                          "without '.' (or nested objects)")
-    return key
-
-
-def translate_filter(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """LangGraph's filter as remem's filter language: equality on top-level fields, nested
-    objects matched as a part (dotted paths), ``$eq``... operators kept. A whole list as the
-    value is refused (:class:`~remem.errors.UnsupportedError`, naming ``$contains``)."""
-    if not filter:
-        return None
-    out: dict[str, Any] = {}
-    for key, value in filter.items():
-        _filter_of(_label(key), value, out)
-    return out
-
+# -- items ------------------------------------------------------------
 
 def _item(item: remem.Item) -> Item:
-    return Item(value=dict(item.value), key=item.key, namespace=tuple(item.namespace),
+    return Item(value=dict(item.value), key=item.key, namespace=decoded_namespace(item.namespace),
                 created_at=item.created_at, updated_at=item.updated_at)
 
 
 def _search_item(item: remem.SearchItem, scored: bool) -> SearchItem:
-    return SearchItem(namespace=tuple(item.namespace), key=item.key, value=dict(item.value),
-                      created_at=item.created_at, updated_at=item.updated_at,
-                      score=item.score if scored else None)
-
-
-def _ttl(ttl: Any) -> Any:
-    if ttl is NOT_PROVIDED:
-        return remem.NOT_PROVIDED
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
-        raise InvalidInputError(f"ttl must be a positive number of minutes or None, got {ttl!r}")
-    return float(ttl) * 60  # LangGraph counts minutes, remem seconds
-
-
-def _namespace_match(conditions: Sequence[MatchCondition] | None
-                     ) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None,
-                                list[MatchCondition]]:
-    prefix = suffix = None
-    rest: list[MatchCondition] = []
-    for condition in conditions or ():
-        if condition.match_type == "prefix" and prefix is None:
-            prefix = tuple(condition.path)
-        elif condition.match_type == "suffix" and suffix is None:
-            suffix = tuple(condition.path)
-        elif condition.match_type in ("prefix", "suffix"):
-            rest.append(condition)
-        else:
-            raise InvalidInputError(f"match_type must be 'prefix' or 'suffix', got "
-                                    f"{condition.match_type!r}")
-    return prefix, suffix, rest
-
-
-def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    part = namespace[:len(path)] if condition.match_type == "prefix" else \
-        namespace[len(namespace) - len(path):]
-    return all(p in ("*", label) for p, label in zip(path, part, strict=True))
+    return SearchItem(namespace=decoded_namespace(item.namespace), key=item.key,
+                      value=dict(item.value), created_at=item.created_at,
+                      updated_at=item.updated_at, score=item.score if scored else None)
 
 
 class _Plan:
@@ -236,14 +227,26 @@ class _Plan:
 
 def plan_batch(ops: Iterable[Op], *, indexed: bool, mode: SearchMode) -> _Plan:
     """LangGraph ops as one remem batch: the reads first (they see the store as it was), then
-    the writes in order (the last put of a key wins)."""
+    the writes in order (the last put of a key wins). A namespace either side refuses raises
+    :class:`InvalidNamespaceError` before anything runs."""
+    try:
+        return _plan(ops, indexed=indexed, mode=mode)
+    except InvalidNamespaceError:
+        raise
+    except NamespaceError as error:  # remem's own rules (label length, depth, keys)
+        raise InvalidNamespaceError(str(error)) from error
+
+
+def _plan(ops: Iterable[Op], *, indexed: bool, mode: SearchMode) -> _Plan:
     plan = _Plan()
     writes: list[remem.Op] = []
     for op in ops:
         if isinstance(op, GetOp):
             plan.answers.append(("get", len(plan.ops), None))
-            plan.ops.append(remem.GetOp(tuple(op.namespace), str(op.key), op.refresh_ttl))
+            plan.ops.append(remem.GetOp(namespace_labels(op.namespace, "namespace"), str(op.key),
+                                        bool(op.refresh_ttl)))
         elif isinstance(op, SearchOp):
+            prefix = namespace_labels(op.namespace_prefix, "namespace prefix")
             if op.limit <= 0:
                 plan.answers.append(("empty", None, None))
                 continue
@@ -258,30 +261,31 @@ def plan_batch(ops: Iterable[Op], *, indexed: bool, mode: SearchMode) -> _Plan:
                 search_mode = mode
             plan.answers.append(("search", len(plan.ops), query is not None))
             plan.ops.append(remem.SearchOp(
-                tuple(op.namespace_prefix), filter=translate_filter(op.filter), query=query,
-                limit=op.limit, offset=op.offset, refresh_ttl=op.refresh_ttl,
-                mode=search_mode))
+                prefix, filter=translate_filter(op.filter), query=query, limit=op.limit,
+                offset=op.offset, refresh_ttl=bool(op.refresh_ttl), mode=search_mode))
         elif isinstance(op, ListNamespacesOp):
+            prefix_path, suffix, rest = match_conditions(op.match_conditions)
             if op.limit <= 0:
                 plan.answers.append(("empty", None, None))
                 continue
-            prefix, suffix, rest = _namespace_match(op.match_conditions)
             if rest:  # more conditions than remem's one prefix and one suffix: filter here
                 plan.answers.append(("namespaces", len(plan.ops), (rest, op)))
-                plan.ops.append(remem.ListNamespacesOp(prefix, suffix, None, limit=1_000_000))
+                plan.ops.append(remem.ListNamespacesOp(prefix_path, suffix, None,
+                                                       limit=1_000_000))
             else:
                 plan.answers.append(("namespaces", len(plan.ops), None))
-                plan.ops.append(remem.ListNamespacesOp(prefix, suffix, op.max_depth,
+                plan.ops.append(remem.ListNamespacesOp(prefix_path, suffix, op.max_depth,
                                                        limit=op.limit, offset=op.offset))
         elif isinstance(op, PutOp):
             plan.answers.append(("put", None, None))
+            namespace = namespace_labels(op.namespace, "namespace")
             if op.value is None:
-                writes.append(remem.DeleteOp(tuple(op.namespace), str(op.key)))
+                writes.append(remem.DeleteOp(namespace, str(op.key)))
             else:
                 index = op.index if op.index is None or op.index is False else [
                     _field_path(path) for path in op.index]
-                writes.append(remem.PutOp(tuple(op.namespace), str(op.key), op.value,
-                                          ttl=_ttl(op.ttl), index=index))
+                writes.append(remem.PutOp(namespace, str(op.key), op.value,
+                                          ttl=put_ttl(op.ttl), index=index))
         else:
             raise InvalidInputError(f"unknown LangGraph store operation {type(op).__name__}")
     plan.ops.extend(writes)
@@ -301,11 +305,11 @@ def results_of(plan: _Plan, results: Sequence[remem.Result]) -> list[Result]:
                         if isinstance(item, remem.SearchItem)])
         elif kind == "namespaces":
             assert isinstance(found, list)
-            namespaces = [tuple(ns) for ns in found if isinstance(ns, tuple)]
+            namespaces = [decoded_namespace(ns) for ns in found if isinstance(ns, tuple)]
             if extra is not None:
                 rest, op = extra
                 namespaces = [ns for ns in namespaces
-                              if all(_matches(condition, ns) for condition in rest)]
+                              if all(matches_condition(condition, ns) for condition in rest)]
                 if op.max_depth is not None:
                     namespaces = sorted({ns[:op.max_depth] for ns in namespaces})
                 namespaces = namespaces[op.offset:op.offset + op.limit]
@@ -317,14 +321,28 @@ def results_of(plan: _Plan, results: Sequence[remem.Result]) -> list[Result]:
     return out
 
 
+@contextlib.contextmanager
+def _namespace_errors() -> Iterator[None]:
+    try:
+        yield
+    except LangGraphNamespaceError as error:
+        if isinstance(error, InvalidNamespaceError):
+            raise
+        raise InvalidNamespaceError(str(error)) from error
+
+
 class RememStore(BaseStore):
     """LangGraph's store API over a remem store.
 
-    ``RememStore(store)`` wraps a store you opened (its index and keyword config apply);
+    ``RememStore(store)`` wraps a store you opened (its index, keyword and TTL config apply);
     :meth:`open` opens one by location (a SQLite path, ``":memory:"``, ``"memory://"`` or a
     ``postgresql://`` DSN) with LangGraph's ``index`` config (``dims``, ``embed``,
     ``fields``). ``ttl``: LangGraph's TTL config (``default_ttl`` in minutes,
-    ``refresh_on_read``). ``mode``: how queries are searched (see :data:`SearchMode`).
+    ``refresh_on_read``, ``sweep_interval_minutes`` for :meth:`start_ttl_sweeper`); left out,
+    the wrapped store's. ``mode``: how queries are searched (see :data:`SearchMode`).
+
+    ``index_config`` is LangGraph's dict (``dims``, ``embed``, ``fields``...) and
+    ``embeddings`` its LangChain ``Embeddings``, both ``None`` without an index.
     """
 
     supports_ttl: bool = True
@@ -338,9 +356,14 @@ class RememStore(BaseStore):
             raise InvalidInputError(f"mode must be langgraph, auto, hybrid, keyword or vector, "
                                     f"got {mode!r}")
         self.store = store
-        self.ttl_config = ttl
+        # refresh_on_read is always present, so LangGraph's get/search default to it
+        self.ttl_config: TTLConfig = checked_ttl(ttl) if ttl is not None else \
+            langgraph_ttl(store.ttl)
         self.mode: SearchMode = mode
+        self.index_config, self.embeddings = _langgraph_index(store.index)
         self._owns_store = owns_store
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
 
     @classmethod
     def open(cls, location: str = ":memory:", *, index: IndexConfig | None = None,
@@ -348,13 +371,22 @@ class RememStore(BaseStore):
              **options: Any) -> RememStore:
         """Open (creating if needed) a remem store at ``location`` for LangGraph. Other
         options go to :func:`remem.store.open_store`."""
-        store = open_store(location, index=remem_index(index) if index else None, **options)
-        return cls(store, ttl=ttl, mode=mode, owns_store=True)
+        store = open_store(location, index=remem_index(index) if index else None,
+                           ttl=remem_ttl(ttl), **options)
+        try:
+            return cls(store, ttl=ttl if ttl is not None else TTLConfig(), mode=mode,
+                       owns_store=True)
+        except BaseException:
+            store.close()
+            raise
 
-    @property
-    def index_config(self) -> RememIndexConfig | None:
-        """The remem store's vector index (``None``: no semantic search)."""
-        return self.store.index
+    def setup(self) -> None:
+        """Create or upgrade the remem store's tables (idempotent; :meth:`open` has)."""
+        self.store.setup()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        await asyncio.to_thread(self.store.setup)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run LangGraph ops as one remem batch."""
@@ -366,8 +398,130 @@ class RememStore(BaseStore):
         plan = plan_batch(ops, indexed=self.store.index is not None, mode=self.mode)
         return results_of(plan, await self.store.abatch(plan.ops) if plan.ops else [])
 
+    # LangGraph's friendly methods check labels before batching and raise its own class;
+    # these raise remem's InvalidNamespaceError (both classes) instead
+
+    def get(self, *args: Any, **kwargs: Any) -> Item | None:
+        """LangGraph's ``get`` (see ``langgraph.store.base.BaseStore``)."""
+        with _namespace_errors():
+            return super().get(*args, **kwargs)
+
+    def search(self, *args: Any, **kwargs: Any) -> list[SearchItem]:
+        """LangGraph's ``search``."""
+        with _namespace_errors():
+            return super().search(*args, **kwargs)
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        """LangGraph's ``put`` (``ttl`` in minutes)."""
+        with _namespace_errors():
+            super().put(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> None:
+        """LangGraph's ``delete``."""
+        with _namespace_errors():
+            super().delete(*args, **kwargs)
+
+    def list_namespaces(self, *args: Any, **kwargs: Any) -> list[tuple[str, ...]]:
+        """LangGraph's ``list_namespaces``."""
+        with _namespace_errors():
+            return super().list_namespaces(*args, **kwargs)
+
+    async def aget(self, *args: Any, **kwargs: Any) -> Item | None:
+        """Async :meth:`get`."""
+        with _namespace_errors():
+            return await super().aget(*args, **kwargs)
+
+    async def asearch(self, *args: Any, **kwargs: Any) -> list[SearchItem]:
+        """Async :meth:`search`."""
+        with _namespace_errors():
+            return await super().asearch(*args, **kwargs)
+
+    async def aput(self, *args: Any, **kwargs: Any) -> None:
+        """Async :meth:`put`."""
+        with _namespace_errors():
+            await super().aput(*args, **kwargs)
+
+    async def adelete(self, *args: Any, **kwargs: Any) -> None:
+        """Async :meth:`delete`."""
+        with _namespace_errors():
+            await super().adelete(*args, **kwargs)
+
+    async def alist_namespaces(self, *args: Any, **kwargs: Any) -> list[tuple[str, ...]]:
+        """Async :meth:`list_namespaces`."""
+        with _namespace_errors():
+            return await super().alist_namespaces(*args, **kwargs)
+
+    # -- TTL sweeping, as LangGraph's SQL stores ----------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items now; how many. (Reads never return expired items anyway:
+        sweeping reclaims space.)"""
+        return self.store.sweep()
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await self.store.asweep()
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None
+                          ) -> concurrent.futures.Future[None]:
+        """Sweep every ``sweep_interval_minutes`` (else the TTL config's, else 5) in a daemon
+        thread until :meth:`stop_ttl_sweeper`, :meth:`close` or the returned future is
+        cancelled. Calling it while a sweeper runs starts no second one."""
+        interval = minutes(sweep_interval_minutes, "sweep_interval_minutes") or minutes(
+            self.ttl_config.get("sweep_interval_minutes"), "sweep_interval_minutes") or \
+            _SWEEP_MINUTES
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        future.add_done_callback(lambda done: self._sweeper_stop.set()
+                                 if done.cancelled() else None)
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return future
+        self._sweeper_stop.clear()
+        stop = self._sweeper_stop
+
+        def loop() -> None:
+            while not stop.wait(interval * 60):
+                try:
+                    swept = self.sweep_ttl()
+                    if swept:
+                        logger.info("swept %d expired store items", swept)
+                except Exception:  # keep sweeping; reads are correct without it
+                    logger.exception("TTL sweep failed")
+            if not future.done():
+                future.set_result(None)
+
+        self._sweeper = threading.Thread(target=loop, name="remem-langgraph-ttl", daemon=True)
+        self._sweeper.start()
+        return future
+
+    async def astart_ttl_sweeper(self, sweep_interval_minutes: float | None = None
+                                 ) -> concurrent.futures.Future[None]:
+        """Async :meth:`start_ttl_sweeper` (the sweeper is a thread either way)."""
+        return RememStore.start_ttl_sweeper(self, sweep_interval_minutes)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; ``False`` if it was still running after ``timeout``
+        seconds (``None``: wait for it)."""
+        return self._stop_sweeper(timeout)
+
+    def _stop_sweeper(self, timeout: float | None) -> bool:
+        sweeper = self._sweeper
+        if sweeper is None:
+            return True
+        self._sweeper_stop.set()
+        if sweeper is not threading.current_thread():
+            sweeper.join(timeout)
+        if sweeper.is_alive():
+            return False
+        self._sweeper = None
+        return True
+
+    async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Async :meth:`stop_ttl_sweeper`."""
+        return await asyncio.to_thread(self._stop_sweeper, timeout)
+
     def close(self) -> None:
-        """Close the remem store if :meth:`open` opened it."""
+        """Stop the sweeper; close the remem store if :meth:`open` opened it."""
+        self._stop_sweeper(None)
         if self._owns_store:
             self.store.close()
 
