@@ -427,3 +427,34 @@ def test_threads_saved_with_integer_versions_still_read_and_run(tmp_path: Path) 
             "a", "b1", "c", "more", "a", "b1", "c"]
     finally:
         saver.close()
+
+
+def test_langgraph_checkpoint_conformance_suite(location: Callable[[], str]) -> None:
+    """LangGraph's checkpointer conformance suite (langgraph-checkpoint-conformance): every
+    capability and check InMemorySaver passes, RememSaver passes."""
+    conformance = pytest.importorskip("langgraph.checkpoint.conformance")
+    place = location()
+
+    @conformance.checkpointer_test(name="RememSaver")
+    async def remem_saver() -> Any:
+        saver = _saver(place)
+        yield saver
+        saver.close()
+
+    @conformance.checkpointer_test(name="InMemorySaver")
+    async def memory_saver() -> Any:
+        yield InMemorySaver()
+
+    def summary(registered: Any) -> dict[str, tuple[Any, int, int, list[str]]]:
+        report = asyncio.run(conformance.validate(registered))
+        return {name: (result.passed, result.tests_passed, result.tests_failed,
+                       result.failures) for name, result in report.results.items()}
+
+    ours, theirs = summary(remem_saver), summary(memory_saver)
+    assert ours == theirs
+    base = ("put", "put_writes", "get_tuple", "list", "delete_thread")
+    assert all(ours[name][0] is True for name in base)
+    assert sum(ours[name][1] for name in base) >= 40  # the checks ran
+    # the optional capabilities neither saver implements: reported, not run
+    assert {name for name, (passed, *_) in ours.items() if passed is None} == {
+        "copy_thread", "delete_for_runs", "prune"}
