@@ -448,3 +448,33 @@ def test_a_sync_call_among_running_tasks_does_not_deadlock(where: Callable[[], s
         threads.close()
         store.close()
         mem.close()
+
+
+@pytest.mark.parametrize("where", ["memory.db", ":memory:"])
+def test_a_sync_write_behind_a_task_of_its_own_loop_fails_fast(tmp_path: Path,
+                                                               where: str) -> None:
+    """The task holds the scope's write lock and cannot resume while the loop's thread
+    blocks: the sync write says so at once instead of waiting out the lock's 10 s TTL."""
+    import time
+
+    from remem.errors import ConflictError
+
+    path = str(tmp_path / where) if where != ":memory:" else where
+    with Memory.open(path, embedder=FakeEmbedder()) as mem:
+        async def main() -> float:
+            task = asyncio.create_task(mem.aadd("Alice drinks tea", user_id="alice",
+                                                infer=False))
+            await asyncio.sleep(0)  # the task sends its locking batch to a worker thread
+            time.sleep(0.5)  # which takes the lock; the task cannot resume meanwhile
+            started = time.monotonic()
+            with pytest.raises(ConflictError, match=r"await the async method"):
+                mem.add("Alice lives in Lyon", user_id="alice", infer=False)
+            waited = time.monotonic() - started
+            await task
+            mem.add("Alice lives in Lyon", user_id="alice", infer=False)  # lock free again
+            return waited
+
+        waited = asyncio.run(main())
+        assert waited < 5.0  # not the ticket's TTL
+        assert sorted(m.text for m in mem.get_all(user_id="alice")) == [
+            "Alice drinks tea", "Alice lives in Lyon"]

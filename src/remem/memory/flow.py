@@ -8,6 +8,8 @@ calls. So ``Memory.add`` and ``Memory.aadd`` run the same code and cannot drift 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import os
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
@@ -24,7 +26,31 @@ from remem.messages.types import Message
 from remem.store.base import BaseStore
 from remem.store.types import Op
 
-__all__ = ["Effect", "Flow", "Pause", "StoreBatch", "StructuredCall", "run_async", "run_sync"]
+__all__ = ["Effect", "Flow", "Pause", "StoreBatch", "StructuredCall", "driver", "run_async",
+           "run_sync"]
+
+#: the event loop whose task drives the flow being run (set by :func:`run_async` for its
+#: task only; unset while :func:`run_sync` drives one, even on a loop's thread)
+_DRIVING_LOOP: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "remem_driving_loop", default=None)
+
+
+def driver() -> dict[str, int | None]:
+    """Who drives the current flow: this process, and the event loop whose task does (``None``
+    for a blocking :func:`run_sync`), so a write lock can tell a holder that a blocking call
+    on the same loop's thread would starve."""
+    return {"pid": os.getpid(), "loop": _DRIVING_LOOP.get()}
+
+
+def blocked_loop() -> int | None:
+    """The id of the event loop a blocking call made now would hold up: the loop running on
+    this thread, when the current flow is driven by :func:`run_sync` (else ``None``)."""
+    if _DRIVING_LOOP.get() is not None:
+        return None
+    try:
+        return id(asyncio.get_running_loop())
+    except RuntimeError:
+        return None
 
 T = TypeVar("T")
 
@@ -106,6 +132,7 @@ def run_sync(flow: Flow[T], store: BaseStore | None = None,
 async def run_async(flow: Flow[T], store: BaseStore | None = None,
                     model: ChatModel | None = None) -> T:
     """Drive ``flow`` with awaitable calls (store batches run in a worker thread)."""
+    _DRIVING_LOOP.set(id(asyncio.get_running_loop()))  # this task's context only
     value: Any = None
     error: BaseException | None = None
     while True:

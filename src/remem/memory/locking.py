@@ -12,6 +12,11 @@ queues them), so of two writers the later batch sees the earlier ticket: a write
 lock only when its ticket is the only one. Otherwise it removes its ticket and tries again
 after a random pause. Because the reads that validate a plan run in the acquiring batch,
 they see a state no other writer can change until the release.
+
+A ticket names its holder's process and, for an async writer, its event loop. A blocking
+writer on a loop's thread that finds the lock held by a task of that same loop fails at once
+(:class:`ConflictError` naming the async twin): the task cannot finish while the thread
+blocks, so waiting would only run out the ticket's TTL.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from remem.errors import ConflictError
-from remem.memory.flow import Flow, Pause, StoreBatch
+from remem.memory.flow import Flow, Pause, StoreBatch, blocked_loop, driver
 from remem.memory.records import GATES_NAMESPACE, locks_namespace
 from remem.messages.types import new_id
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
@@ -60,7 +65,8 @@ def acquire(namespace: Namespace, reads: Sequence[Op], settings: LockSettings,
             # whose batches run at READ COMMITTED, its row lock queues them, so each sees the
             # tickets of those before it (SQLite and the in-memory store serialise anyway)
             PutOp(GATES_NAMESPACE, label, {"type": "gate"}, index=False, ttl=None),
-            PutOp(where, token, {"type": "lock", "ns": label}, ttl=settings.ttl, index=False),
+            PutOp(where, token, {"type": "lock", "ns": label, **driver()}, ttl=settings.ttl,
+                  index=False),
             # exact namespace only: tickets of deeper namespaces share the prefix
             SearchOp(where, filter={"ns": label}, limit=2, refresh_ttl=False),
             *reads,
@@ -71,6 +77,14 @@ def acquire(namespace: Namespace, reads: Sequence[Op], settings: LockSettings,
         if [item.key for item in holders] == [token]:
             return token, results[3:]
         yield StoreBatch([DeleteOp(where, token)])
+        starved = blocked_loop()
+        if starved is not None and any(
+                item.value.get("loop") == starved and item.value.get("pid") == driver()["pid"]
+                for item in holders if item.key != token):
+            raise ConflictError(
+                f"namespace {namespace!r} is being written by a task of the event loop this "
+                "blocking call runs on; the task cannot finish while the call waits: await "
+                "the async method (e.g. `await memory.aadd(...)`) or await the task first")
         attempt += 1
         if clock() > deadline:
             raise ConflictError(
