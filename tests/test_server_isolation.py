@@ -666,13 +666,20 @@ def test_keys_are_stored_hashed(world: World) -> None:
 
 
 def test_an_admin_key_acts_for_the_tenant_its_header_names(world: World) -> None:
-    """With ``X-Remem-Tenant: alpha`` an admin key sees exactly what A's own key sees;
-    without the header it acts for its own tenant, which holds none of A's data."""
+    """With ``X-Remem-Tenant: alpha`` an admin key sees what A's own key sees, and in the
+    raw store also A's files and approvals (which only admins read there); without the
+    header it acts for its own tenant, which holds none of A's data."""
     keys = world.client.app.state.remem.keys  # type: ignore[attr-defined]
     admin = {"Authorization": f"Bearer {keys.create('ops', admin=True)[0]}"}
     as_alpha = World(world.client, {**admin, "X-Remem-Tenant": "alpha"}, world.b,
                      world.memory_id, world.event_id, world.checkpoint_id)
-    assert as_alpha.a_state() == world.a_state()
+    seen, mine = as_alpha.a_state(), world.a_state()
+    assert seen[0] == mine[0] and seen[2:] == mine[2:]
+    everything = [world.client.post("/v1/store/search", json={"limit": 1000}, headers=who
+                                    ).json()["items"] for who in (as_alpha.a, world.a)]
+    extra = [i for i in everything[0] if i not in everything[1]]
+    assert [i for i in everything[0] if i not in extra] == everything[1]
+    assert all(i["namespace"][0] in ("files", "approvals") for i in extra), extra
     own = world.client.post("/v1/store/search", json={"namespace_prefix": NS}, headers=admin)
     assert own.status_code == 200 and own.json() == {"items": []}
     r = world.client.get(f"/v1/memories/{world.memory_id}", headers=admin)
@@ -726,8 +733,8 @@ def test_who_a_request_acts_as() -> None:
     plain = ApiKey("a" * 12, "beta", False, "", 0.0)
     admin = ApiKey("b" * 12, "ops", True, "", 0.0, admin=True)
     assert acting_principal(plain, None) == Principal("beta", False, "a" * 12)
-    assert acting_principal(admin, None) == Principal("ops", True, "b" * 12)
-    assert acting_principal(admin, " alpha ") == Principal("alpha", True, "b" * 12)
+    assert acting_principal(admin, None) == Principal("ops", True, "b" * 12, admin=True)
+    assert acting_principal(admin, " alpha ") == Principal("alpha", True, "b" * 12, admin=True)
     with pytest.raises(PermissionDeniedError, match="only an admin key"):
         acting_principal(plain, "beta")  # even its own tenant: the header is an admin's
     with pytest.raises(PermissionDeniedError, match="--no-auth"):

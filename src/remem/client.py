@@ -51,6 +51,7 @@ from remem.errors import (
     QuotaExceededError,
     ReadOnlyError,
     RememError,
+    ReservedNamespaceError,
     StoreError,
     UnsupportedError,
     UsageError,
@@ -100,6 +101,7 @@ _ERRORS: dict[str, type[RememError]] = {
     "store_unavailable": StoreError, "index_config": ConflictError,
     "quota_exceeded": QuotaExceededError,
     "read_only": ReadOnlyError, "permission_denied": PermissionDeniedError,
+    "reserved_namespace": ReservedNamespaceError,
 }
 
 #: requests whose whole value is the body of a POST to this path

@@ -27,6 +27,8 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     │   ├── ReadOnlyError                   a read-only file or memory block cannot be changed
     │   ├── QuotaExceededError              a write would pass a tenant's storage quota
     │   └── PermissionDeniedError           a file permission rule denies the operation
+    │       └── ReservedNamespaceError      a raw store write (or a governed read) names a
+    │                                       family's root; names the family's API instead
     ├── ConfigError                         a setting is missing or invalid (names the setting)
     ├── IndexConfigError                    vectors from another embedder or dimension
     ├── EmbeddingError                      an embedder failed (model missing, HTTP error)
@@ -262,6 +264,20 @@ class FileConflictError(ConflictError):
 
 class PermissionDeniedError(UsageError):
     """A file permission rule denies the operation (see :mod:`remem.files.permissions`)."""
+
+
+class ReservedNamespaceError(PermissionDeniedError):
+    """The raw store refuses a namespace under a root a family owns (see
+    :mod:`remem.store.reserved`): every write there, and a read of a root whose reads a
+    policy governs unless the caller is an admin. ``root`` is the reserved label, ``family``
+    its owner and ``use`` the API to go through instead (an HTTP route and a CLI command)."""
+
+    def __init__(self, message: str, *, root: str = "", family: str = "",
+                 use: str = "") -> None:
+        super().__init__(message)
+        self.root = root
+        self.family = family
+        self.use = use
 
 
 class QuotaExceededError(UsageError):

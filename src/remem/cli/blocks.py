@@ -34,6 +34,7 @@ from remem.cli.files import open_files
 from remem.cli.options import RequestCommand, build_request, option_name, request_params
 from remem.requests import Request
 from remem.store import Namespace
+from remem.store.reserved import BLOCKS
 
 __all__ = ["blocks_group"]
 
@@ -45,7 +46,7 @@ def _blocks(db: str, namespace: Namespace) -> Iterator[Blocks]:
 
 
 def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--namespace", "-n", type=NamespaceType(), default="blocks",
+    fn = click.option("--namespace", "-n", type=NamespaceType(), default=BLOCKS,
                       show_default=True, help="The store namespace holding the blocks, "
                                               "dot-separated.")(fn)
     return db_option("The store (SQLite path or postgresql:// DSN).")(fn)

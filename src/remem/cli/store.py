@@ -1,4 +1,11 @@
-"""``remem store``: put, get, search and maintain items of a long-term store file."""
+"""``remem store``: put, get, search and maintain items of a long-term store file.
+
+The commands reach the store through a :class:`~remem.store.guarded.GuardedStore` of the whole
+store, as its operator: every item may be read (``namespaces --all`` lists remem's own
+bookkeeping too), but ``put``, ``delete`` and ``import`` refuse a namespace under a family's
+root (memories, files, approvals, blocks, ``_remem``..., also inside a server's
+``tenants.T``), naming the family's command instead; ``import --restore`` writes a
+whole-store export back as it is (:mod:`remem.store.reserved`)."""
 
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ from remem.cli.common import (
     make_embedder,
 )
 from remem.cli.render import emit_json, print_item, results_table, write_atomically
+from remem.errors import ReservedNamespaceError
 from remem.settings import EMBEDDERS
 from remem.store import (
     NOT_PROVIDED,
@@ -45,6 +53,8 @@ from remem.store import (
     is_dsn,
     open_store,
 )
+from remem.store.guarded import GuardedStore
+from remem.store.reserved import is_bookkeeping
 from remem.store.types import SearchMode
 
 __all__ = ["EMBEDDERS", "StoreSettings", "store_group"]
@@ -52,9 +62,6 @@ __all__ = ["EMBEDDERS", "StoreSettings", "store_group"]
 SEARCH_MODES = ("auto", "hybrid", "keyword", "vector")
 
 MEMORY_DB = ":memory:"
-#: the first label of remem's own namespaces (remem.memory.records.RESERVED_LABEL, and the
-#: server's "_remem_server")
-INTERNAL_PREFIX = "_remem"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,11 +76,16 @@ class StoreSettings:
     _store: BaseStore | None = field(default=None, repr=False)
 
     def open(self, *, create: bool = False) -> BaseStore:
-        """Open the store (once per command); it is closed when the command ends.
+        """The store (opened once per command, closed when the command ends) as the
+        operator's raw view: reads anything, refuses writes under a family's root.
 
         Without ``create``, a missing database file is an error rather than a new empty file,
         so a mistyped ``--db`` does not look like an empty store.
         """
+        return GuardedStore(self.open_unguarded(create=create), admin=True, whole_store=True)
+
+    def open_unguarded(self, *, create: bool = False) -> BaseStore:
+        """The store itself, for ``import --restore`` only (see :meth:`open`)."""
         if self._store is not None:
             return self._store
         if (not create and self.db != MEMORY_DB and not is_dsn(self.db)
@@ -309,8 +321,8 @@ def search(settings: StoreSettings, prefix: Namespace, filter_: dict[str, Any] |
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Skip the first N namespaces.")
 @click.option("--all", "show_all", is_flag=True,
-              help="Also list remem's own bookkeeping namespaces (_remem..., e.g. memory "
-                   "history and API keys).")
+              help="Also list remem's own bookkeeping namespaces (_remem and _remem_server, "
+                   "e.g. memory history and API keys).")
 @store_options()
 @pass_settings
 def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namespace | None,
@@ -333,9 +345,9 @@ def namespaces(settings: StoreSettings, prefix: Namespace | None, suffix: Namesp
 
 
 def _is_internal(namespace: Namespace) -> bool:
-    """remem's bookkeeping (memory history, id aliases, gates, API keys) lives under labels
-    starting with ``_remem``."""
-    return bool(namespace) and namespace[0].startswith(INTERNAL_PREFIX)
+    """remem's bookkeeping (memory history, id aliases, gates, API keys): the bookkeeping
+    roots of :mod:`remem.store.reserved`, also inside a server's tenants."""
+    return is_bookkeeping(namespace, whole_store=True)
 
 
 def _user_namespaces(store: BaseStore, prefix: Namespace | None, suffix: Namespace | None,
@@ -401,18 +413,28 @@ def _items(count: int) -> str:
 
 @store_group.command("import")
 @click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.option("--restore", is_flag=True,
+              help="Write every line as it is, family namespaces included (memories, files, "
+                   "_remem...): restoring a whole-store export. Without it such a line stops "
+                   "the import.")
 @store_options(embedder=True)
 @pass_settings
-def import_(settings: StoreSettings, file: IO[str]) -> None:
+def import_(settings: StoreSettings, file: IO[str], restore: bool) -> None:
     """Put every item of a JSON Lines export (FILE, or - for stdin) into the store.
 
     Timestamps and TTLs are kept; existing items with the same namespace and key are replaced.
     Items are written in atomic batches of 500: a bad line stops the import, and the batches
-    before it stay written. With --embedder, imported items are embedded.
+    before it stay written. With --embedder, imported items are embedded. A line under a
+    family's namespace (memories, files, _remem...) stops it too, unless --restore.
     """
-    store = settings.open(create=True)
-    count = _with_progress(settings, "importing",
-                           lambda progress: import_jsonl(store, file, progress=progress))
+    store = (settings.open_unguarded(create=True) if restore
+             else settings.open(create=True))
+    try:
+        count = _with_progress(settings, "importing",
+                               lambda progress: import_jsonl(store, file, progress=progress))
+    except ReservedNamespaceError as refused:
+        raise CommandFailed(f"{refused}; the batches before it stay written. To restore a "
+                            "whole-store export as it is, pass --restore") from None
     if settings.json:
         emit_json({"imported": count})
     else:

@@ -26,6 +26,7 @@ from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_async, run_s
 from remem.messages.types import Message
 from remem.retrieval.ranking import Ranking
 from remem.store.base import BaseStore
+from remem.store.reserved import EPISODES
 from remem.store.types import DeleteOp, Item, PutOp, SearchOp, validate_namespace
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
 
@@ -63,7 +64,7 @@ class EpisodeStore:
     """Episodes under ``prefix`` in ``store``; ``index_fields`` are embedded and keyword
     indexed (default: the situation, which new situations are compared with)."""
 
-    def __init__(self, store: BaseStore, *, prefix: Sequence[str] = ("episodes",),
+    def __init__(self, store: BaseStore, *, prefix: Sequence[str] = (EPISODES,),
                  index_fields: Sequence[str] = ("situation",)) -> None:
         if not isinstance(store, BaseStore):
             raise InvalidInputError(

@@ -38,6 +38,7 @@ from remem.files.types import FileEvent, FileInfo, FileRecord, etag_of
 from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings, acquire, release_op
 from remem.store.base import BaseStore
+from remem.store.reserved import FILES
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, validate_namespace
 
 __all__ = ["StoreFileBackend"]
@@ -74,7 +75,7 @@ class StoreFileBackend(RecordBackend):
     ``lock``: how long a crashed writer may block a path, and how long a writer waits.
     """
 
-    def __init__(self, store: BaseStore, namespace: Sequence[str] = ("files",), *,
+    def __init__(self, store: BaseStore, namespace: Sequence[str] = (FILES,), *,
                  ttl: float | None = None, lock: LockSettings | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         super().__init__(clock=clock)

@@ -64,6 +64,7 @@ from remem.memory.grounding import date_to_timestamp, reference_time, timed_conv
 from remem.messages.types import Message
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
 from remem.store.namespace_codec import encode_ns
+from remem.store.reserved import GRAPH
 from remem.store.types import validate_namespace
 
 __all__ = ["Graph"]
@@ -132,7 +133,7 @@ class Graph:
         return cls(storage_at(location, schema=schema), namespace, **kwargs)
 
     @classmethod
-    def in_memory(cls, namespace: Sequence[str] = ("graph",), **kwargs: Any) -> Graph:
+    def in_memory(cls, namespace: Sequence[str] = (GRAPH,), **kwargs: Any) -> Graph:
         """A graph in this process's memory (SQLite ``":memory:"``)."""
         return cls(SQLiteGraphStorage(":memory:"), namespace, **kwargs)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from remem.errors import InvalidInputError, NamespaceError
 from remem.memory.records import RESERVED_LABEL
+from remem.store.reserved import MEMORIES
 from remem.store.types import Namespace, validate_namespace
 
 __all__ = ["NamespaceTemplate", "check_user_namespace", "resolve_scope", "scope_namespace"]
@@ -109,7 +110,7 @@ def check_user_namespace(namespace: Namespace) -> Namespace:
 def scope_namespace(user_id: str | None = None, agent_id: str | None = None,
                     thread_id: str | None = None) -> Namespace:
     """The default namespace of a scope (see the module docstring)."""
-    labels: list[str] = ["memories"]
+    labels: list[str] = [MEMORIES]
     for name, value in (("user", user_id), ("agent", agent_id)):
         if value is not None:
             labels += [name, _label(name, value)]

@@ -52,6 +52,7 @@ from remem.store.bad_records import (
     text_list,
     time_field,
 )
+from remem.store.reserved import BOOKKEEPING
 from remem.store.types import Item, Namespace
 
 __all__ = [
@@ -78,7 +79,7 @@ __all__ = [
     "version_key",
 ]
 
-RESERVED_LABEL: Final = "_remem"
+RESERVED_LABEL: Final = BOOKKEEPING
 IDS_NAMESPACE: Final = (RESERVED_LABEL, "ids")
 HEADS_NAMESPACE: Final = (RESERVED_LABEL, "heads")
 GATES_NAMESPACE: Final = (RESERVED_LABEL, "gates")

@@ -39,6 +39,7 @@ from remem.errors import ConflictError, InvalidInputError, NotFoundError
 from remem.memory.flow import Flow, StoreBatch, run_async, run_sync
 from remem.procedural.templates import check_variables, render, variables
 from remem.store.base import BaseStore
+from remem.store.reserved import PROMPTS
 from remem.store.types import GetOp, Item, PutOp, SearchOp, validate_namespace
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ class PromptRegistry:
     'Greet Ada warmly, by name.'
     """
 
-    def __init__(self, store: BaseStore, *, prefix: Sequence[str] = ("prompts",)) -> None:
+    def __init__(self, store: BaseStore, *, prefix: Sequence[str] = (PROMPTS,)) -> None:
         if not isinstance(store, BaseStore):
             raise InvalidInputError(
                 f"store must be a remem BaseStore, got {type(store).__name__}; open one with "

@@ -59,7 +59,7 @@ def verified_key(state: ServerState, token: str | None) -> ApiKey | None:
 
 def _home(key: ApiKey | None) -> Principal:
     return Principal(LOCAL_TENANT) if key is None else Principal(key.tenant, key.read_only,
-                                                                 key.key_id)
+                                                                 key.key_id, key.admin)
 
 
 def authenticate(state: ServerState, token: str | None) -> Principal:
@@ -87,7 +87,7 @@ def acting_principal(key: ApiKey | None, requested: str | None) -> Principal:
         tenant = check_tenant(requested.strip())
     except InvalidInputError as exc:
         raise InvalidInputError(f"header {TENANT_HEADER}: {exc}") from None
-    return Principal(tenant, key.read_only, key.key_id)
+    return Principal(tenant, key.read_only, key.key_id, key.admin)
 
 
 def tenant_header_of(headers: Sequence[tuple[bytes, bytes]]) -> str | None:

@@ -35,6 +35,7 @@ from remem.errors import (
     PermissionDeniedError,
     ReadOnlyError,
     RememError,
+    ReservedNamespaceError,
     StoreError,
     UsageError,
 )
@@ -54,7 +55,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (400, "bad request (invalid JSON, an unsupported option)"),
         (401, "missing or invalid API key"),
         (403, "read-only key used for a write (`forbidden`), a read-only file or block "
-              "(`read_only`), or a file rule denies the operation (`permission_denied`)"),
+              "(`read_only`), a file rule denies the operation (`permission_denied`), or a "
+              "raw store operation names a family's namespace (`reserved_namespace`)"),
         (404, "not found"),
         (409, "conflict (a concurrent change)"),
         (413, "request body too large (`too_large`), or the write would pass one of the "
@@ -73,6 +75,7 @@ ERROR_STATUS: Sequence[tuple[type[Exception], int, str]] = (
     (NotFoundError, 404, "not_found"),
     (ConflictError, 409, "conflict"),
     (ReadOnlyError, 403, "read_only"),
+    (ReservedNamespaceError, 403, "reserved_namespace"),
     (PermissionDeniedError, 403, "permission_denied"),
     (UsageError, 400, "unsupported"),
     (IndexConfigError, 409, "index_config"),

@@ -35,7 +35,6 @@ from starlette.applications import Starlette
 from remem.context.assemble import ContextRequest, assemble
 from remem.context.wire import ContextOut
 from remem.errors import InvalidInputError, RememError, UnsupportedError
-from remem.memory.records import RESERVED_LABEL
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -54,6 +53,7 @@ from remem.server.errors import classify
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.netguard import is_loopback, rebinding_refusal
 from remem.server.state import Principal, ServerState
+from remem.store.reserved import BLOCKS, is_bookkeeping
 from remem.tools.schema import request_properties
 
 __all__ = ["CONTEXT_TOOL", "FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED",
@@ -311,10 +311,11 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         def call(who: Principal) -> dict[str, Any]:
             if not 1 <= limit <= 1000:
                 raise InvalidInputError(f"limit must be between 1 and 1000, got {limit}")
+            # the raw store as a client sees it (no files or approvals unless an admin key);
             # remem's bookkeeping (ids, history, locks) is not the agent's business
-            found = state.store_for(who).list_namespaces(
+            found = state.raw_store_for(who).list_namespaces(
                 prefix=tuple(prefix) if prefix else None, limit=limit + 1000)
-            shown = [list(ns) for ns in found if ns[0] != RESERVED_LABEL]
+            shown = [list(ns) for ns in found if not is_bookkeeping(ns)]
             return {"namespaces": shown[:limit]}
         return await run(ctx, False, call)  # type: ignore[no-any-return]
 
@@ -383,7 +384,7 @@ def add_block_tools(server: MCPServer, state: ServerState, run: Any, agent_id: s
     from remem.tools.blocks import BLOCK_TOOLS, BlockTools
 
     def make(who: Principal) -> AgentTools:
-        blocks = Blocks(StoreFileBackend(state.store_for(who), ("blocks",)))
+        blocks = Blocks(StoreFileBackend(state.store_for(who), (BLOCKS,)))
         return BlockTools(blocks, agent_id, actor=f"mcp:{who.tenant}")
 
     add_agent_tools(server, run, BLOCK_TOOLS, frozenset(BLOCK_TOOLS), make)

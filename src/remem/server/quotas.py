@@ -1,11 +1,12 @@
 """Storage quotas per tenant: how many items and how many bytes of values a tenant may keep.
 
-What counts: every item of the tenant's store outside remem's bookkeeping (``"_remem"``):
-memories (current and invalidated), raw store items, and the thread search index. Its
-size is the value as compact UTF-8 JSON (vectors and index rows are not counted). History,
-ids and locks are bookkeeping: they are not counted and never refused, so an undo or a
-hard delete always goes through, and frees room. The tenant's temporal graphs count too:
-each episode, entity and fact is an item, its text its size (:mod:`remem.graph.quota`).
+What counts: every item of the tenant's store outside remem's bookkeeping (``"_remem"``, the
+bookkeeping root of :mod:`remem.store.reserved`): memories (current and invalidated), raw
+store items, and the thread search index. Its size is the value as compact UTF-8 JSON
+(vectors and index rows are not counted). History, ids and locks are bookkeeping: they are
+not counted and never refused, so an undo or a hard delete always goes through, and frees
+room. The tenant's temporal graphs count too: each episode, entity and fact is an item, its
+text its size (:mod:`remem.graph.quota`).
 
 How it is enforced: the tenant's store is a :class:`QuotaStore`, which checks each write
 batch before it runs. A batch that would leave the tenant over a quota writes nothing and
@@ -39,13 +40,12 @@ from typing import Any
 
 from remem.errors import ConfigError, QuotaExceededError
 from remem.store import BaseStore, DeleteOp, GetOp, Item, Op, PutOp, Result
+from remem.store.reserved import BOOKKEEPING, is_bookkeeping
 from remem.store.scoped import ScopedStore
 
 __all__ = ["BOOKKEEPING", "FRESH_SECONDS", "Quota", "QuotaExceededError", "QuotaStore", "Usage",
            "batch_growth", "measure", "value_bytes"]
 
-#: the top namespace label of remem's bookkeeping items, which quotas do not count
-BOOKKEEPING = "_remem"
 #: a refusal is decided on a count at most this old (seconds)
 FRESH_SECONDS = 1.0
 
@@ -96,7 +96,7 @@ def value_bytes(value: Mapping[str, Any]) -> int:
 
 
 def _counted(namespace: Sequence[str]) -> bool:
-    return not namespace or namespace[0] != BOOKKEEPING
+    return not is_bookkeeping(namespace)
 
 
 def measure(items: Iterable[Item]) -> Usage:

@@ -31,6 +31,7 @@ from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, error_response
 from remem.server.schemas import Label
 from remem.store.base import BaseStore
+from remem.store.reserved import APPROVALS, FILES
 
 __all__ = ["approvals_for", "router"]
 
@@ -44,8 +45,8 @@ ApprovalId = Annotated[str, Path(min_length=5, max_length=64, pattern=r"^apr_[A-
 def approvals_for(store: BaseStore, tree: str = "default") -> Approvals:
     """The approvals of file tree ``tree`` in a tenant's scoped ``store`` (where a
     server-side :class:`~remem.files.permissions.GuardedFiles` parks them)."""
-    return Approvals(StoreFileBackend(store, ("approvals", tree)),
-                     StoreFileBackend(store, ("files", tree)))
+    return Approvals(StoreFileBackend(store, (APPROVALS, tree)),
+                     StoreFileBackend(store, (FILES, tree)))
 
 
 def _listing(status: Annotated[str, Query(description=(

@@ -37,6 +37,7 @@ from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, error_response
 from remem.server.schemas import Label
 from remem.server.state import Principal
+from remem.store.reserved import BLOCKS
 
 __all__ = ["add_block_admin_tools", "blocks_for", "router"]
 
@@ -53,7 +54,7 @@ BlockPath = Annotated[Label, Path(description="a block id")]
 
 def blocks_for(store: Any) -> Blocks:
     """The blocks of a tenant's scoped ``store`` (the layout the server and MCP share)."""
-    return Blocks(StoreFileBackend(store, ("blocks",)))
+    return Blocks(StoreFileBackend(store, (BLOCKS,)))
 
 
 async def _do(request: Request, who: Principal, work: Callable[[Blocks], Any],

@@ -1,5 +1,12 @@
 """``/v1/store``: the raw long-term store of the caller's tenant (items, search, counts,
-namespaces)."""
+namespaces).
+
+Every route takes its store from :meth:`ServerState.raw_store_for`, a
+:class:`~remem.store.guarded.GuardedStore`: a write under a family's root (memories, files,
+approvals, blocks, prompts, episodes, graph, threads, remem's ``_remem`` bookkeeping) is a
+403 ``reserved_namespace`` naming the family's API, and so is a read of files or approvals
+unless the key is an admin key; a search, count or listing over every root leaves those out
+(see :mod:`remem.store.reserved` for the table)."""
 
 from __future__ import annotations
 
@@ -60,7 +67,7 @@ def _item(item: Any) -> dict[str, Any]:
 async def put_item(body: PutItemBody, who: Writer, request: Request) -> dict[str, Any]:
     """Store ``value`` at ``namespace`` / ``key`` (replacing what is there)."""
     state = server_state(request)
-    store = state.store_for(who)
+    store = state.raw_store_for(who)
     await state.run(lambda: store.put(
         tuple(body.namespace), body.key, body.value,
         ttl=body.ttl if body.ttl is not None else NOT_PROVIDED, index=body.index,
@@ -73,7 +80,7 @@ async def get_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], who:
                    request: Request) -> dict[str, Any]:
     """The item at ``namespace`` / ``key`` (404 if absent or expired)."""
     state = server_state(request)
-    item = await state.run(lambda: state.store_for(who).get(tuple(namespace), key))
+    item = await state.run(lambda: state.raw_store_for(who).get(tuple(namespace), key))
     if item is None:
         raise NotFoundError(f"no item with key {key!r} in namespace {list(namespace)!r}")
     return _item(item)
@@ -84,7 +91,7 @@ async def delete_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], w
                       request: Request) -> dict[str, Any]:
     """Delete the item (deleting a missing item is not an error)."""
     state = server_state(request)
-    await state.run(lambda: state.store_for(who).delete(tuple(namespace), key))
+    await state.run(lambda: state.raw_store_for(who).delete(tuple(namespace), key))
     return {"ok": True}
 
 
@@ -92,7 +99,7 @@ async def delete_item(namespace: NamespaceQuery, key: Annotated[Key, Query()], w
 async def search_items(body: StoreSearchBody, who: Reader, request: Request) -> dict[str, Any]:
     """Items under ``namespace_prefix`` matching ``filter``, ranked by ``query`` when given."""
     state = server_state(request)
-    found: list[SearchItem] = await state.run(lambda: state.store_for(who).search(
+    found: list[SearchItem] = await state.run(lambda: state.raw_store_for(who).search(
         tuple(body.namespace_prefix), query=body.query, filter=body.filter, limit=body.limit,
         offset=body.offset, mode=body.mode, event_after=body.event_after,
         event_before=body.event_before))
@@ -104,7 +111,7 @@ async def count_items(body: StoreCountBody, who: Reader, request: Request) -> di
     """How many live items under ``namespace_prefix`` match ``filter`` and the event-time
     range: what a search without a query lists over all its pages."""
     state = server_state(request)
-    found = await state.run(lambda: state.store_for(who).count(
+    found = await state.run(lambda: state.raw_store_for(who).count(
         tuple(body.namespace_prefix), filter=body.filter, event_after=body.event_after,
         event_before=body.event_before))
     return {"count": found}
@@ -121,7 +128,7 @@ async def list_namespaces(
 ) -> dict[str, Any]:
     """Distinct namespaces (``*`` in ``prefix``/``suffix`` matches any one label)."""
     state = server_state(request)
-    found = await state.run(lambda: state.store_for(who).list_namespaces(
+    found = await state.run(lambda: state.raw_store_for(who).list_namespaces(
         prefix=tuple(prefix) if prefix else None, suffix=tuple(suffix) if suffix else None,
         max_depth=max_depth, limit=limit, offset=offset))
     return {"namespaces": [list(ns) for ns in found]}

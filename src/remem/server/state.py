@@ -23,6 +23,7 @@ from remem.server.keys import KeyStore, tenant_prefix
 from remem.server.quotas import Quota, QuotaStore
 from remem.server.ratelimit import RateLimiter
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
+from remem.store.guarded import GuardedStore
 from remem.store.scoped import ScopedStore
 
 if TYPE_CHECKING:
@@ -153,11 +154,14 @@ class ServerConfig:
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who makes a request: the key's tenant, and whether it may write."""
+    """Who makes a request: the key's tenant, whether it may write, and whether its key is an
+    admin key (which may also read the family roots a policy governs through the raw store,
+    for repair: :meth:`ServerState.raw_store_for`)."""
 
     tenant: str
     read_only: bool = False
     key_id: str | None = None
+    admin: bool = False
 
 
 def open_server_store(config: ServerConfig) -> BaseStore:
@@ -231,6 +235,13 @@ class ServerState:
             return (QuotaStore(self.store, prefix, quota, tenant=tenant)
                     if quota.active else ScopedStore(self.store, prefix))
         return self._scoped.get(tenant, build)
+
+    def raw_store_for(self, principal: Principal) -> GuardedStore:
+        """The tenant's store as the raw store surfaces (``/v1/store``, the MCP
+        ``list_namespaces`` tool) may use it: no write under a family's root, no read of a
+        governed root unless ``principal`` is an admin (:mod:`remem.store.guarded`). Those
+        surfaces take their store from here only; :meth:`store_for` is the families'."""
+        return GuardedStore(self.store_for(principal), admin=principal.admin)
 
     def memory_for(self, principal: Principal) -> Memory:
         """The :class:`~remem.api.Memory` facade over the tenant's scoped store."""

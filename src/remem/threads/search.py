@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from remem.errors import InvalidInputError
 from remem.messages.types import Message
 from remem.store.base import BaseStore
+from remem.store.reserved import THREADS
 from remem.store.types import DeleteOp, Namespace, PutOp, SearchMode, validate_namespace
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class ThreadIndex:
     """
 
     def __init__(self, store: BaseStore, *, owner_key: str = "user_id",
-                 namespace: Sequence[str] = ("threads",),
+                 namespace: Sequence[str] = (THREADS,),
                  roles: Sequence[str] = ("user", "assistant")) -> None:
         self.store = store
         self.owner_key = owner_key

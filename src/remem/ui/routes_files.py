@@ -19,6 +19,7 @@ from remem.files.base import FileBackend
 from remem.files.store import StoreFileBackend
 from remem.files.types import FileEvent
 from remem.server.state import Principal
+from remem.store.reserved import BLOCKS, FILES
 from remem.ui.views import word_diff
 from remem.ui.web import Inspector, inspector
 
@@ -42,7 +43,7 @@ def _files(ui: Inspector, who: Principal,
     user. Reads are checked here rather than through ``GuardedFiles``, which would park an
     approval for an ``ask``: looking at a page must never ask a human for anything."""
     if ui.tenant_of(who) is None:
-        return StoreFileBackend(ui.memory(who).store, ("files", tree)), lambda path: "allow"
+        return StoreFileBackend(ui.memory(who).store, (FILES, tree)), lambda path: "allow"
     from remem.server.routes_files import guarded_files
 
     actor = f"key:{who.key_id}" if who.key_id else "user"
@@ -51,7 +52,7 @@ def _files(ui: Inspector, who: Principal,
 
 
 def _blocks(ui: Inspector, who: Principal) -> Blocks:
-    return Blocks(StoreFileBackend(ui.memory(who).store, ("blocks",)))
+    return Blocks(StoreFileBackend(ui.memory(who).store, (BLOCKS,)))
 
 
 def _timeline(events: list[FileEvent],

@@ -1,0 +1,269 @@
+"""The raw store as a client may use it: family roots refused, in one place.
+
+:class:`GuardedStore` wraps a store (a tenant's :class:`~remem.store.scoped.ScopedStore` on
+the server, the whole store in the CLI) and checks every operation of every batch against the
+registry of reserved roots (:mod:`remem.store.reserved`) before any I/O. Every raw store
+surface (``/v1/store``, the MCP ``list_namespaces`` tool, ``remem store``) reaches the store
+only through it, so a rule a family enforces in its own API cannot be walked around there:
+
+* a put or delete under a reserved root raises
+  :class:`~remem.errors.ReservedNamespaceError` naming the family and the API to use, for
+  every caller (admins included: a family's records are written through its API only);
+* a read (get, search, count, namespace listing) under a root whose reads a policy governs
+  (files, approvals) raises it too, unless the view is an admin's (``admin=True``), who may
+  read them for repair;
+* a read spanning every root (an empty prefix, or a listing whose prefix starts with ``*``)
+  never returns governed records to a non-admin: a count subtracts them exactly, in the same
+  batch; a listing pages past them exactly; a search reads a wider window (from offset 0)
+  and drops them, reading past at most :data:`HIDDEN_WINDOW` of them for one page, so a
+  page can come back short when more of them rank first (search under a prefix then).
+
+Checks happen before the batch runs, so a refused batch writes nothing. A batch without a
+spanning read is passed on whole; one with such reads runs as one batch of the inner store
+(its reads still see its writes), plus follow-up reads when a search or listing must look
+further.
+
+>>> from remem.store import open_store
+>>> from remem.errors import ReservedNamespaceError
+>>> raw = GuardedStore(open_store(":memory:"))
+>>> raw.put(("notes",), "n1", {"text": "hi"})
+>>> try:
+...     raw.put(("files", "default", "files", "/memories"), "a.md", {"content": "x"})
+... except ReservedNamespaceError as refused:
+...     print(refused.family, "->", refused.use)
+files -> /v1/files (read, write, edit, ls, glob, grep, undo) (CLI: remem files)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final
+
+from remem.errors import ReservedNamespaceError, UsageError
+from remem.store.base import BaseStore, Prepared, check_ops, literal_prefix
+from remem.store.reserved import GOVERNED, TENANTS, ReservedRoot, root_of
+from remem.store.types import (
+    CountOp,
+    DeleteOp,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Namespace,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    validate_namespace,
+)
+
+__all__ = ["HIDDEN_WINDOW", "GuardedStore"]
+
+#: most records of governed roots a spanning search reads past to fill one page
+HIDDEN_WINDOW: Final = 10_000
+#: namespaces fetched per page when a spanning listing pages past governed ones
+_LIST_PAGE: Final = 500
+
+
+def _write_refused(namespace: Namespace, root: ReservedRoot,
+                   tenant: str | None) -> ReservedNamespaceError:
+    scope = f" of tenant {tenant!r}" if tenant is not None and root.label != TENANTS else ""
+    return ReservedNamespaceError(
+        f"namespace {list(namespace)!r} is under {root.label!r}{scope}, where the "
+        f"{root.family} family keeps {root.holds}: the raw store never writes there, since "
+        f"that would go around the family's rules; use {root.use}",
+        root=root.label, family=root.family, use=root.use)
+
+
+def _read_refused(namespace: Namespace, root: ReservedRoot) -> ReservedNamespaceError:
+    return ReservedNamespaceError(
+        f"namespace {list(namespace)!r} is under {root.label!r}, where the {root.family} "
+        f"family keeps {root.holds}, and a policy governs who reads them: the raw store "
+        f"shows them to admin keys only (for repair); read them with {root.use}",
+        root=root.label, family=root.family, use=root.use)
+
+
+def _read_at(op: Op) -> Namespace:
+    """The namespace (or literal prefix) a read op is confined to (``()``: every root)."""
+    if isinstance(op, GetOp):
+        return op.namespace
+    if isinstance(op, SearchOp | CountOp):
+        return op.namespace_prefix
+    assert isinstance(op, ListNamespacesOp)
+    return literal_prefix(op.prefix)
+
+
+def _spans(op: Op) -> bool:
+    """Whether ``op`` reads under every root at once."""
+    return isinstance(op, SearchOp | CountOp | ListNamespacesOp) and not _read_at(op)
+
+
+def _shown(namespace: Namespace) -> bool:
+    return not namespace or namespace[0] not in GOVERNED
+
+
+class GuardedStore(BaseStore):
+    """``inner`` as a raw store surface may use it; see the module docstring.
+
+    ``admin``: the caller may read governed roots (an admin key, or the operator at the
+    command line). ``whole_store``: ``inner`` is a server's whole store, not one scope, so
+    the server's own labels are reserved too and each ``("tenants", T)`` scope is checked
+    inside (only an operator's view: ``admin`` must be set). ``hidden_window``: how many
+    governed records a search over every root reads past for one page. ``close()`` does not
+    close ``inner``; its owner does.
+    """
+
+    def __init__(self, inner: BaseStore, *, admin: bool = False, whole_store: bool = False,
+                 hidden_window: int = HIDDEN_WINDOW) -> None:
+        if whole_store and not admin:
+            raise UsageError("a guarded view of a whole store is the operator's: pass "
+                             "admin=True, or guard a tenant's scoped store instead")
+        super().__init__(index=inner.index, ttl=inner.ttl,
+                         keyword=inner.keyword if inner.keyword is not None else False,
+                         clock=inner.clock)
+        self.inner = inner
+        self.admin = admin
+        self.whole_store = whole_store
+        self.hidden_window = hidden_window
+
+    # -- the one check ------------------------------------------------------------------------
+
+    def check(self, op: Op) -> None:
+        """Raise :class:`ReservedNamespaceError` if ``op`` may not run through this view."""
+        if isinstance(op, PutOp | DeleteOp):
+            found = root_of(op.namespace, whole_store=self.whole_store)
+            if found is not None:
+                raise _write_refused(op.namespace, *found)
+            return
+        self._check_read(_read_at(op))
+
+    def _check_read(self, namespace: Namespace) -> None:
+        if self.admin or not namespace:
+            return
+        found = root_of(namespace)
+        if found is not None and found[0].governed_reads:
+            raise _read_refused(namespace, found[0])
+
+    # -- the store protocol -------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Check every op, then run them on the inner store (see the module docstring)."""
+        op_list = check_ops(ops)
+        for op in op_list:
+            self.check(op)
+        if self.admin or not any(_spans(op) for op in op_list):
+            return self.inner.batch(op_list)
+        return self._spanning(op_list)
+
+    def _spanning(self, op_list: list[Op]) -> list[Result]:
+        """Run a batch holding reads over every root for a non-admin: each such read is
+        widened (counts of the governed roots beside a count, a wider window for a search
+        or listing) in the one inner batch, then trimmed of governed records."""
+        sent: list[Op] = []
+        spans: list[tuple[int, int]] = []
+        for op in op_list:
+            start = len(sent)
+            if not _spans(op):
+                sent.append(op)
+            elif isinstance(op, CountOp):
+                sent.append(op)
+                sent.extend(dataclasses.replace(op, namespace_prefix=(label,))
+                            for label in sorted(GOVERNED))
+            elif isinstance(op, SearchOp):
+                sent.append(dataclasses.replace(op, limit=op.offset + op.limit, offset=0))
+            else:
+                assert isinstance(op, ListNamespacesOp)
+                sent.append(dataclasses.replace(
+                    op, limit=max(op.offset + op.limit, _LIST_PAGE), offset=0))
+            spans.append((start, len(sent)))
+        results = self.inner.batch(sent)
+        out: list[Result] = []
+        for op, (start, end) in zip(op_list, spans, strict=True):
+            first = results[start]
+            if not _spans(op):
+                out.append(first)
+            elif isinstance(op, CountOp):
+                hidden = [n for n in results[start + 1:end] if isinstance(n, int)]
+                assert isinstance(first, int) and len(hidden) == end - start - 1
+                out.append(first - sum(hidden))
+            elif isinstance(op, SearchOp):
+                out.append(self._search_on(op, first))  # type: ignore[arg-type]
+            else:
+                assert isinstance(op, ListNamespacesOp)
+                out.append(self._list_on(op, first))  # type: ignore[arg-type]
+        return out
+
+    def _search_on(self, op: SearchOp, found: list[SearchItem]) -> list[SearchItem]:
+        """The page ``op`` asks for, from ``found`` (its results from offset 0 with a
+        window of offset + limit), read again with wider windows while governed records
+        fill it, up to ``hidden_window`` of them."""
+        wanted = op.offset + op.limit
+        window, most = wanted, wanted + self.hidden_window
+        while True:
+            shown = [item for item in found if _shown(item.namespace)]
+            if len(shown) >= wanted or len(found) < window or window >= most:
+                return shown[op.offset:wanted]
+            hidden = len(found) - len(shown)
+            window = min(max(window * 4, wanted + 2 * hidden), most)
+            again = self.inner.batch([dataclasses.replace(op, limit=window, offset=0)])[0]
+            assert isinstance(again, list)
+            found = again  # type: ignore[assignment]
+
+    def _list_on(self, op: ListNamespacesOp, found: list[Namespace]) -> list[Namespace]:
+        """The page ``op`` asks for, paging through the sorted listing past governed
+        namespaces (exact: a listing is sorted, so pages never overlap)."""
+        wanted = op.offset + op.limit
+        page = max(wanted, _LIST_PAGE)
+        shown = [ns for ns in found if _shown(ns)]
+        start = 0
+        while len(shown) < wanted and len(found) == page:
+            start += page
+            more = self.inner.batch([dataclasses.replace(op, limit=page, offset=start)])[0]
+            assert isinstance(more, list)
+            found = more  # type: ignore[assignment]
+            shown.extend(ns for ns in found if _shown(ns))
+        return shown[op.offset:wanted]
+
+    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        raise AssertionError("GuardedStore.batch delegates to the inner store")  # pragma: no cover
+
+    def setup(self) -> None:
+        """Set up the inner store (idempotent)."""
+        self.inner.setup()
+
+    def close(self) -> None:
+        """Nothing to release: the inner store belongs to whoever opened it."""
+
+    def sweep(self) -> int:
+        """Sweep expired items of the inner store."""
+        return self.inner.sweep()
+
+    def reindex(self, namespace_prefix: Sequence[str] = (), *, batch_size: int = 500,
+                progress: Callable[[int], None] | None = None) -> int:
+        """Reindex the inner store's items under the prefix: maintenance that writes every
+        value back unchanged, so reserved roots are reindexed too (a governed prefix is
+        refused to a non-admin, as a read of it is)."""
+        prefix = validate_namespace(tuple(namespace_prefix), allow_empty=True,
+                                    what="namespace_prefix")
+        self._check_read(prefix)
+        return self.inner.reindex(prefix, batch_size=batch_size, progress=progress)
+
+    def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
+        """Every live item under ``namespace_prefix`` this view may read."""
+        prefix = validate_namespace(tuple(namespace_prefix), allow_empty=True,
+                                    what="namespace_prefix")
+        self._check_read(prefix)
+        for item in self.inner.iter_items(prefix):
+            if self.admin or _shown(item.namespace):
+                yield item
+
+    def _ttl_of(self, namespace: Namespace, key: str) -> float | None:
+        self._check_read(namespace)
+        return self.inner.ttl_of(namespace, key)
+
+    def _holds_vectors(self) -> bool:
+        return self.inner._holds_vectors()
+
+    def _vector_models(self) -> list[str]:
+        return self.inner._vector_models()
