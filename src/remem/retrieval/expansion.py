@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.retrieval.options import check_count, check_number
+from remem.retrieval.tokenize import han_pieces
 
 __all__ = ["Entities", "Feedback", "distinctive_terms", "feedback_vector", "han_names",
            "proper_nouns"]
@@ -156,7 +157,11 @@ def han_names(text: str) -> list[str]:
     """
     if not _HAN.search(text):
         return []
-    tagged: list[tuple[str, str]] = [pair for pair in _tagger().tag(text) if pair[0].strip()]
+    # tagged in pieces: the tagger holds the interpreter lock while it works, which a long
+    # text would make other threads wait out (a megabyte of Chinese takes most of a second)
+    tagger = _tagger()
+    tagged: list[tuple[str, str]] = [pair for piece in han_pieces(text)
+                                     for pair in tagger.tag(piece) if pair[0].strip()]
     found: dict[str, None] = {}
     index = 0
     while index < len(tagged):
