@@ -13,6 +13,7 @@ from xml.sax.saxutils import escape, quoteattr
 from remem.errors import BlockLimitError, EditError, InvalidInputError, ReadOnlyError
 from remem.files.core import check_content
 from remem.files.render import Overflow, Rendered, check_budget
+from remem.store.bad_records import int_field, kind_of, text_field
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
 
 __all__ = [
@@ -76,10 +77,15 @@ class BlockSpec:
 
     @classmethod
     def from_json(cls, text: str) -> BlockSpec:
-        """Read :meth:`to_json` text."""
-        data: dict[str, Any] = json.loads(text)
-        return cls(data["label"], data.get("value", ""), int(data.get("limit", DEFAULT_LIMIT)),
-                   data.get("description", ""), bool(data.get("read_only", False)))
+        """Read :meth:`to_json` text; other text raises ``ValueError`` or ``TypeError``
+        naming the field (what readers skip and report: :mod:`remem.store.bad_records`)."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise TypeError(f"a block must be a JSON object, got {kind_of(data)}")
+        return cls(data["label"], text_field(data.get("value", ""), "value"),
+                   int_field(data.get("limit", DEFAULT_LIMIT), "limit"),
+                   text_field(data.get("description", ""), "description"),
+                   data.get("read_only", False))
 
 
 @dataclass(frozen=True, slots=True)

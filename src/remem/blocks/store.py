@@ -6,13 +6,17 @@ Layout under ``root`` (default ``/blocks``): ``<root>/<block id>.json`` holds a 
 order. A block attached to several agents is one file: an edit by one agent is what the
 others see next. Agent edits re-read and retry once on a conflict (two agents appending to a
 shared block both land); a caller's ``etag=`` is never retried.
+
+A block file or an agent's list that does not parse (:mod:`remem.store.bad_records`) is left
+out of listings and renderings (an agent's bad list reads as no blocks); reading or changing
+that block, or attaching to that agent, raises :class:`~remem.errors.BadRecordError` until
+``remem doctor --repair`` moves it aside. What is written is checked to read back first.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from remem.blocks.core import (
     Block,
@@ -23,16 +27,47 @@ from remem.blocks.core import (
     replace_value,
     rethink_value,
 )
-from remem.errors import FileConflictError, InvalidInputError, NotFoundError
+from remem.errors import BadRecordError, FileConflictError, InvalidInputError, NotFoundError
 from remem.files.base import FileBackend
 from remem.files.paths import join, normalize_dir
 from remem.files.render import Rendered
-from remem.files.types import ABSENT, FileEvent
+from remem.files.types import ABSENT, FileEvent, FileRead
+from remem.store.bad_records import (
+    check_record,
+    kind_of,
+    parse_each,
+    parse_or_none,
+    parse_or_raise,
+)
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
 
 __all__ = ["Blocks"]
 
 _AGENTS = "_agents"
+
+
+def agent_block_ids(text: str) -> list[str]:
+    """The block ids of an agent's list (``{"blocks": [...]}``); other text raises
+    ``ValueError`` or ``TypeError``."""
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise TypeError(f"an agent's list must be a JSON object, got {kind_of(data)}")
+    ids = data["blocks"]
+    if not isinstance(ids, list):
+        raise TypeError(f"blocks must be a list of block ids, got {kind_of(ids)}")
+    return [check_name(b, "blocks[]") for b in ids]
+
+
+def block_of(path: str, read: FileRead) -> Block:
+    """The block a file at ``path`` (``<root>/<id>.json``) holds."""
+    block_id = check_name(path.rsplit("/", 1)[1].removesuffix(".json"), "block id")
+    return Block(block_id, BlockSpec.from_json(read.content), read.etag)
+
+
+def _at(path: str) -> tuple[tuple[str, ...], str]:
+    """A file's directory and name: where a bad block or list is reported."""
+    directory, _, name = path.rpartition("/")
+    return (directory or "/",), name
 
 
 class Blocks:
@@ -54,28 +89,40 @@ class Blocks:
                description: str = "", read_only: bool = False, actor: str = "user") -> Block:
         """A new block; :class:`~remem.errors.FileConflictError` if the id is taken."""
         spec = BlockSpec(label, value, limit, description, read_only)
-        info = self.files.write(self._path(block_id), spec.to_json(), etag=ABSENT, actor=actor)
+        info = self.files.write(self._path(block_id), self._text(block_id, spec), etag=ABSENT,
+                                actor=actor)
         assert info.etag is not None
         return Block(block_id, spec, info.etag)
 
+    def _text(self, block_id: str, spec: BlockSpec) -> str:
+        """The stored text of ``spec``, checked to read back."""
+        text = spec.to_json()
+        namespace, key = _at(self._path(block_id))
+        check_record(BlockSpec.from_json, text, family="blocks", namespace=namespace, key=key)
+        return text
+
     def get(self, block_id: str) -> Block:
         """The block with ``block_id``."""
+        path = self._path(block_id)
         try:
-            read = self.files.read(self._path(block_id))
+            read = self.files.read(path)
         except NotFoundError:
             raise NotFoundError(f"no block with id {block_id!r}; list them with "
                                 "Blocks.list_blocks()") from None
-        return Block(block_id, BlockSpec.from_json(read.content), read.etag)
+        namespace, key = _at(path)
+        return parse_or_raise(lambda r: block_of(path, r), read, family="blocks",
+                              namespace=namespace, key=key, what=f"block {block_id!r}")
 
     def list_blocks(self) -> list[Block]:
-        """Every block, by id."""
-        out = []
+        """Every block, by id (one that does not parse is left out and reported)."""
+        reads = []
         for info in self.files.glob("*.json", self.root):
-            block_id = info.path.rsplit("/", 1)[1].removesuffix(".json")
             try:
-                out.append(self.get(block_id))
-            except (NotFoundError, InvalidInputError):
-                continue
+                reads.append(self.files.read(info.path))
+            except NotFoundError:
+                continue  # deleted meanwhile
+        out = parse_each(reads, lambda r: block_of(r.path, r), family="blocks",
+                         where=lambda r: _at(r.path))
         return sorted(out, key=lambda b: b.id)
 
     def update(self, block_id: str, *, value: str | None = None, limit: int | None = None,
@@ -89,7 +136,7 @@ class Blocks:
                          spec.limit if limit is None else limit,
                          spec.description if description is None else description,
                          spec.read_only if read_only is None else read_only)
-        info = self.files.write(self._path(block_id), spec.to_json(),
+        info = self.files.write(self._path(block_id), self._text(block_id, spec),
                                 etag=current.etag if etag is None else etag, actor=actor)
         assert info.etag is not None
         return Block(block_id, spec, info.etag)
@@ -110,24 +157,37 @@ class Blocks:
     # -- agents -----------------------------------------------------------------------------
 
     def attached(self, agent_id: str) -> list[str]:
-        """The ids of the blocks attached to ``agent_id``, in order."""
+        """The ids of the blocks attached to ``agent_id``, in order (none when its list
+        does not parse: reported, see the module docstring)."""
+        path = self._agent_path(agent_id)
         try:
-            data: dict[str, Any] = json.loads(self.files.read(self._agent_path(agent_id))
-                                              .content)
+            read = self.files.read(path)
         except NotFoundError:
             return []
-        return [str(b) for b in data.get("blocks", [])]
+        namespace, key = _at(path)
+        ids = parse_or_none(agent_block_ids, read.content, family="block_agents",
+                            namespace=namespace, key=key)
+        return ids or []
 
     def _set_attached(self, agent_id: str, change: Callable[[list[str]], list[str]]) -> None:
         path = self._agent_path(agent_id)
+        namespace, key = _at(path)
         for attempt in range(5):  # attachments change rarely: a short retry on a race
             try:
                 read = self.files.read(path)
-                ids, etag = json.loads(read.content)["blocks"], read.etag
-            except NotFoundError:
+                ids = parse_or_raise(agent_block_ids, read.content, family="block_agents",
+                                     namespace=namespace, key=key,
+                                     what=f"the block list of agent {agent_id!r}")
+                etag = read.etag
+            except NotFoundError as exc:
+                if isinstance(exc, BadRecordError):
+                    raise
                 ids, etag = [], ABSENT
+            text = json.dumps({"blocks": change(list(ids))})
+            check_record(agent_block_ids, text, family="block_agents", namespace=namespace,
+                         key=key)
             try:
-                self.files.write(path, json.dumps({"blocks": change(list(ids))}), etag=etag)
+                self.files.write(path, text, etag=etag)
                 return
             except FileConflictError:
                 if attempt == 4:
@@ -137,7 +197,7 @@ class Blocks:
         """Show the block to ``agent_id`` (after its other blocks); labels must stay unique
         per agent, since tools name blocks by label."""
         block = self.get(block_id)
-        taken = {self.get(b).label: b for b in self.attached(agent_id) if b != block_id}
+        taken = {b.label: b.id for b in self.blocks_of(agent_id) if b.id != block_id}
         if block.label in taken:
             raise InvalidInputError(
                 f"agent {agent_id!r} already has a block labelled {block.label!r} "
@@ -175,7 +235,7 @@ class Blocks:
             block = self.by_label(agent_id, label)
             spec = change(block.spec)
             try:
-                info = self.files.write(self._path(block.id), spec.to_json(),
+                info = self.files.write(self._path(block.id), self._text(block.id, spec),
                                         etag=block.etag, actor=actor)
             except FileConflictError:
                 if attempt == 1:

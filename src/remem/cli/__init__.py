@@ -16,6 +16,7 @@ from remem.cli.blocks import blocks_group
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
 from remem.cli.context import context_command
+from remem.cli.doctor import doctor_command
 from remem.cli.episodes import episodes_group
 from remem.cli.eval import eval_group
 from remem.cli.files import files_group
@@ -61,6 +62,7 @@ cli.add_command(context_command)
 cli.add_command(approvals_group)
 cli.add_command(ui_command)
 cli.add_command(usage_command)
+cli.add_command(doctor_command)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp

@@ -31,12 +31,7 @@ def text_hash(kind: TextKind, text: str) -> bytes:
 
 
 class VectorMemo:
-    """A thread-safe LRU of ``(model, text hash) -> unit vector`` holding at most ``size``.
-
-    One memo serves every thread of a store (and every tenant of a server): each method holds
-    the lock for the whole of its work, and the vectors it keeps are read-only views, so no
-    caller can change a vector another thread is handed (writing to one raises
-    ``ValueError``)."""
+    """A thread-safe LRU of ``(model, text hash) -> unit vector`` holding at most ``size``."""
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
@@ -59,14 +54,9 @@ class VectorMemo:
         """Remember ``vectors``, evicting the least recently used beyond ``size``."""
         if self.size <= 0:
             return
-        kept = {}
-        for digest, vector in vectors.items():
-            view = vector.view()
-            view.flags.writeable = False
-            kept[digest] = view
         with self._lock:
-            for digest, view in kept.items():
-                self._entries[(model, digest)] = view
+            for digest, vector in vectors.items():
+                self._entries[(model, digest)] = vector
                 self._entries.move_to_end((model, digest))
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)

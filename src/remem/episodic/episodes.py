@@ -25,6 +25,7 @@ from remem.llm.structured import Structured
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_async, run_sync
 from remem.messages.types import Message
 from remem.retrieval.ranking import Ranking
+from remem.store.bad_records import check_record, parse_items, parse_or_raise
 from remem.store.base import BaseStore
 from remem.store.reserved import EPISODES
 from remem.store.types import DeleteOp, Item, PutOp, SearchOp, validate_namespace
@@ -33,7 +34,7 @@ from remem.tokens import DEFAULT_COUNTER, TokenCounter
 if TYPE_CHECKING:
     from remem.episodic.requests import EpisodeRequest
 
-__all__ = ["EpisodeStore", "Extracted"]
+__all__ = ["EpisodeStore", "Extracted", "episode_of"]
 
 R = TypeVar("R")
 
@@ -77,8 +78,12 @@ class EpisodeStore:
     # -- flows ----------------------------------------------------------------------------------
 
     def _put(self, episode: Episode) -> PutOp:
-        return PutOp(self.prefix, episode.id, episode.model_dump(mode="json"),
-                     index=list(self.index_fields), event_at=episode.created_at)
+        value = episode.model_dump(mode="json")
+        # what is written must read back (remem.store.bad_records)
+        check_record(Episode.model_validate, value, family="episodes", namespace=self.prefix,
+                     key=episode.id)
+        return PutOp(self.prefix, episode.id, value, index=list(self.index_fields),
+                     event_at=episode.created_at)
 
     def _add_flow(self, episodes: Sequence[Any]) -> Flow[list[Episode]]:
         if isinstance(episodes, Mapping | BaseModel):
@@ -122,7 +127,9 @@ class EpisodeStore:
                           candidates=max(100, limit))
         [found] = yield StoreBatch([SearchOp(self.prefix, filter, query, limit,
                                              ranking=ranking)])
-        return [(_episode(item), item.score or 0.0) for item in found]
+        # an episode that does not parse is left out (and reported), never fatal
+        return parse_items(found, lambda item: (episode_of(item), item.score or 0.0),
+                           family="episodes")
 
     # -- blocking API ---------------------------------------------------------------------------
 
@@ -140,7 +147,8 @@ class EpisodeStore:
         item = self.store.get(self.prefix, episode_id)
         if item is None:
             raise NotFoundError(f"no episode {episode_id!r} under {'.'.join(self.prefix)}")
-        return _episode(item)
+        return parse_or_raise(episode_of, item, family="episodes", namespace=item.namespace,
+                              key=item.key, what=f"episode {episode_id!r}")
 
     def delete(self, episode_id: str) -> None:
         """Delete an episode (a missing one is not an error)."""
@@ -149,7 +157,8 @@ class EpisodeStore:
     def list(self, *, limit: int = 100, offset: int = 0) -> list[Episode]:
         """Episodes, newest first."""
         found = self.store.search(self.prefix, limit=limit, offset=offset)
-        return [_episode(item) for item in found if item.namespace == self.prefix]
+        return parse_items((item for item in found if item.namespace == self.prefix), episode_of,
+                           family="episodes")
 
     def search(self, query: str, *, limit: int = 10, mmr: float | None = None,
                filter: Mapping[str, Any] | None = None) -> builtins.list[Episode]:
@@ -252,6 +261,11 @@ def _relevant(ranked: list[tuple[Episode, float]], floor: float) -> list[Episode
     return [episode for episode, score in ranked if score >= floor * top]
 
 
-def _episode(item: Item) -> Episode:
-    return Episode.model_validate(item.value)
+def episode_of(item: Item) -> Episode:
+    """The episode an item holds (pydantic's ValidationError, a ValueError, if it does not
+    parse); its id must be the item's key."""
+    episode = Episode.model_validate(item.value)
+    if episode.id != item.key:
+        raise ValueError(f"id is {episode.id!r} but the episode is kept under {item.key!r}")
+    return episode
 

@@ -21,20 +21,33 @@ A process killed between 1 and 3 leaves the approval ``running``; :meth:`Approva
 they are older than a grace period: ``done`` if the tagged change is in history, else it
 runs the operation now (still only if the file is as it was when approved) or marks it
 ``failed`` saying the change was not made.
+
+A human's edit of the arguments (``edited_arguments``) is checked against the operation's
+arguments before the claim, so a refused edit leaves the approval pending: a key the
+operation does not take is refused naming it, the path cannot be changed (reject and let
+the agent ask again), and a value of the wrong type names its field
+(:class:`~remem.errors.ApprovalEditError`). An ``etag`` that is not an etag, or one the file
+never had, is refused as malformed or unknown (rather than failing later as "changed since
+the approval"); without a history the backend can only tell the file's current etag.
+
+An approval file that does not parse (:mod:`remem.store.bad_records`) is left out of
+listings; showing or resolving it raises :class:`~remem.errors.BadRecordError`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from remem.errors import (
+    ApprovalEditError,
     ConflictError,
     FileConflictError,
     InvalidInputError,
@@ -43,11 +56,23 @@ from remem.errors import (
     UsageError,
 )
 from remem.files.base import FileBackend
+from remem.files.core import MAX_FILE_CHARS
 from remem.files.paths import normalize_dir
-from remem.files.types import ABSENT, FileEvent, etag_of
+from remem.files.types import ABSENT, FileEvent, FileRead, etag_of
 from remem.requests import JsonObject, Request
+from remem.store.bad_records import (
+    check_record,
+    kind_of,
+    object_field,
+    optional_text,
+    parse_each,
+    parse_or_raise,
+    text_field,
+    time_field,
+)
 
 __all__ = [
+    "ARGUMENTS",
     "Approval",
     "ApprovalStatus",
     "Approvals",
@@ -56,11 +81,74 @@ __all__ = [
     "ListApprovalsRequest",
     "RecoverRequest",
     "RejectRequest",
+    "approval_of",
+    "check_arguments",
 ]
 
 ApprovalStatus: TypeAlias = Literal["pending", "running", "done", "rejected", "failed"]
+_STATUSES: tuple[str, ...] = ("pending", "running", "done", "rejected", "failed")
 #: operations that change a file (the ones that must run at most once)
 _CHANGES = frozenset({"write", "edit", "delete", "undo"})
+#: what an etag looks like (remem.files.types.etag_of)
+_ETAG = re.compile(r"[0-9a-f]{20}")
+_APPROVAL_ID = re.compile(r"apr_[A-Za-z0-9]+")
+
+
+class _Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+_Etag = Annotated[str | None, Field(max_length=64)]
+
+
+class _ReadArguments(_Arguments):
+    offset: Annotated[int, Field(ge=0)] = 0
+    limit: Annotated[int | None, Field(ge=1)] = None
+    ls: bool = False
+    history: bool = False
+
+
+class _WriteArguments(_Arguments):
+    content: Annotated[str, Field(max_length=MAX_FILE_CHARS)]
+    etag: _Etag = None
+
+
+class _EditArguments(_Arguments):
+    old: Annotated[str, Field(min_length=1, max_length=MAX_FILE_CHARS)]
+    new: Annotated[str, Field(max_length=MAX_FILE_CHARS)]
+    replace_all: bool = False
+    etag: _Etag = None
+
+
+class _EtagArguments(_Arguments):
+    etag: _Etag = None
+
+
+#: the arguments each parked operation takes (what GuardedFiles parks, what an edit may set)
+ARGUMENTS: Mapping[str, type[_Arguments]] = {
+    "read": _ReadArguments, "write": _WriteArguments, "edit": _EditArguments,
+    "delete": _EtagArguments, "undo": _EtagArguments,
+}
+
+
+def _problems(exc: ValidationError, where: str) -> str:
+    return "; ".join(f"{where}.{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+                     for e in exc.errors(include_url=False))
+
+
+def check_arguments(operation: str, arguments: Mapping[str, Any],
+                    where: str = "arguments") -> dict[str, Any]:
+    """``arguments`` if they are what ``operation`` takes (as parked), else ``ValueError``
+    naming the field."""
+    model = ARGUMENTS.get(operation)
+    if model is None:
+        raise ValueError(f"operation must be one of {', '.join(ARGUMENTS)}, got "
+                         f"{kind_of(operation)}")
+    try:
+        model.model_validate(dict(arguments))
+    except ValidationError as exc:
+        raise ValueError(_problems(exc, where)) from None
+    return dict(arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +200,45 @@ class Approval:
 
     @classmethod
     def from_value(cls, data: Mapping[str, Any], etag: str = "") -> Approval:
-        """Read :meth:`to_value` (older records lack the claim fields)."""
-        return cls(data["id"], data["operation"], data["path"], data["arguments"],
-                   data["scope"], data["status"], data["created_at"], data.get("reason", ""),
-                   data.get("result"), etag, data.get("actor"), data.get("base_etag"),
-                   data.get("claimed_at"), data.get("requested_by"))
+        """Read :meth:`to_value` (older records lack the claim fields); another shape raises
+        ``ValueError`` or ``TypeError`` naming the field."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"an approval must be a JSON object, got {kind_of(data)}")
+        approval_id = text_field(data["id"], "id")
+        if not _APPROVAL_ID.fullmatch(approval_id):
+            raise ValueError(f"id must look like 'apr_...', got {approval_id!r}")
+        operation = text_field(data["operation"], "operation")
+        arguments = check_arguments(operation, object_field(data["arguments"], "arguments"))
+        status = text_field(data["status"], "status")
+        if status not in _STATUSES:
+            raise ValueError(f"status must be one of {', '.join(_STATUSES)}, got {status!r}")
+        created = time_field(data["created_at"], "created_at")
+        if created is None:
+            raise TypeError("created_at must be a number of seconds since the epoch, got null")
+        result = data.get("result")
+        if result is not None:
+            object_field(result, "result")
+        return cls(approval_id, operation, text_field(data["path"], "path"), arguments,
+                   optional_text(data["scope"], "scope"), status, created,
+                   text_field(data.get("reason", ""), "reason"), result, etag,
+                   optional_text(data.get("actor"), "actor"),
+                   optional_text(data.get("base_etag"), "base_etag"),
+                   time_field(data.get("claimed_at"), "claimed_at"),
+                   optional_text(data.get("requested_by"), "requested_by"))
+
+
+def approval_of(read: FileRead) -> Approval:
+    """The approval an approval file holds (its name must be its id)."""
+    approval = Approval.from_value(json.loads(read.content), read.etag)
+    name = read.path.rsplit("/", 1)[-1].removesuffix(".json")
+    if name != approval.id:
+        raise ValueError(f"id is {approval.id!r} but the file is named {name!r}.json")
+    return approval
+
+
+def _at(path: str) -> tuple[tuple[str, ...], str]:
+    directory, _, name = path.rpartition("/")
+    return (directory or "/",), name
 
 
 def approval_tag(approval_id: str) -> str:
@@ -148,18 +270,29 @@ class Approvals:
         (e.g. an API key id) may not approve it itself."""
         approval = Approval(f"apr_{uuid.uuid4().hex[:20]}", operation, path, dict(arguments),
                             scope, "pending", self.clock(), requested_by=requested_by)
-        self.store.write(self._path(approval.id), json.dumps(approval.to_value()),
-                         etag=ABSENT)
+        self.store.write(self._path(approval.id), self._text(approval), etag=ABSENT)
         return Interrupt(approval.id, operation, path, dict(arguments), scope)
+
+    def _text(self, approval: Approval) -> str:
+        """The stored text of ``approval``, checked to read back (nothing malformed is
+        written)."""
+        text = json.dumps(approval.to_value())
+        namespace, key = _at(self._path(approval.id))
+        check_record(lambda t: Approval.from_value(json.loads(t)), text, family="approvals",
+                     namespace=namespace, key=key)
+        return text
 
     def get(self, approval_id: str) -> Approval:
         """The approval with ``approval_id``."""
+        path = self._path(approval_id)
         try:
-            read = self.store.read(self._path(approval_id))
+            read = self.store.read(path)
         except NotFoundError:
             raise NotFoundError(f"no approval {approval_id!r}; list them with "
                                 "Approvals.pending()") from None
-        return Approval.from_value(json.loads(read.content), read.etag)
+        namespace, key = _at(path)
+        return parse_or_raise(approval_of, read, family="approvals", namespace=namespace,
+                              key=key, what=f"approval {approval_id!r}")
 
     def pending(self) -> list[Approval]:
         """Approvals waiting for a human, oldest first."""
@@ -167,11 +300,15 @@ class Approvals:
 
     def list_approvals(self, status: str | None = "pending") -> list[Approval]:
         """Approvals with ``status`` (``None``: every one), oldest first."""
-        found = []
+        reads = []
         for info in self.store.glob("*.json", self.root):
-            approval = self.get(info.path.rsplit("/", 1)[1].removesuffix(".json"))
-            if status is None or approval.status == status:
-                found.append(approval)
+            try:
+                reads.append(self.store.read(info.path))
+            except NotFoundError:
+                continue  # deleted meanwhile
+        # one that does not parse is left out (and reported), never fatal to the others
+        parsed = parse_each(reads, approval_of, family="approvals", where=lambda r: _at(r.path))
+        found = [a for a in parsed if status is None or a.status == status]
         return sorted(found, key=lambda a: (a.created_at, a.id))
 
     def run(self, request: ListApprovalsRequest | ApproveRequest | RejectRequest
@@ -195,7 +332,7 @@ class Approvals:
 
     def _store_claim(self, approval: Approval, claimed: Approval) -> Approval:
         try:  # the etag makes the claim race-free: of two resolvers one wins
-            info = self.store.write(self._path(approval.id), json.dumps(claimed.to_value()),
+            info = self.store.write(self._path(approval.id), self._text(claimed),
                                     etag=approval.etag)
         except FileConflictError:
             raise ConflictError(f"approval {approval.id!r} was resolved meanwhile; an "
@@ -226,7 +363,8 @@ class Approvals:
             raise PermissionDeniedError(
                 f"approval {approval_id!r} was asked for with this same key; a human must "
                 "approve it with another key (the one that asked may only reject it)")
-        args = {**approval.arguments, **(arguments or {})}
+        args = self._edited(approval, arguments)
+        self._check_etag(approval, args.get("etag"))
         base = None
         if approval.operation in _CHANGES:
             current = self.files.stat(approval.path)
@@ -234,6 +372,54 @@ class Approvals:
         return self._store_claim(approval, replace(
             approval, arguments=args, status="running", actor=actor, base_etag=base,
             claimed_at=self.clock()))
+
+    def _edited(self, approval: Approval, edits: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The parked arguments with a human's ``edits`` merged over them, checked against
+        what the operation takes (see the module docstring)."""
+        edits = dict(edits or {})
+        if "path" in edits:
+            if edits["path"] != approval.path:
+                raise ApprovalEditError(
+                    f"edited_arguments.path: an approval edit cannot change the path (this "
+                    f"{approval.operation} was parked for {approval.path!r}, the edit names "
+                    f"{edits['path']!r}); reject it and let the agent ask again for the "
+                    "other path")
+            del edits["path"]
+        takes = list(ARGUMENTS[approval.operation].model_fields) \
+            if approval.operation in ARGUMENTS else []
+        unknown = sorted(set(edits) - set(takes))
+        if unknown:
+            raise ApprovalEditError(
+                f"edited_arguments has {', '.join(unknown)}, which a {approval.operation} does "
+                f"not take; it takes {', '.join(takes) or 'nothing'} (the path cannot be "
+                "edited)")
+        merged = {**approval.arguments, **edits}
+        try:
+            return check_arguments(approval.operation, merged, "edited_arguments")
+        except ValueError as exc:
+            raise ApprovalEditError(f"{exc}; fix the edited value") from None
+
+    def _check_etag(self, approval: Approval, etag: Any) -> None:
+        """Refuse an ``etag`` that is not one, or that the file never had (only a history
+        tells: without one, an etag other than the current one fails at execution)."""
+        if approval.operation not in _CHANGES or etag is None or etag == ABSENT:
+            return
+        fix = ("approve with edited_arguments {\"etag\": null} to run it on the file as it "
+               "is now, or reject it")
+        if not isinstance(etag, str) or not _ETAG.fullmatch(etag):
+            raise ApprovalEditError(
+                f"etag {etag!r} of this {approval.operation} of {approval.path!r} is malformed: "
+                f"an etag is the 20 hexadecimal digits a read returned, or {ABSENT!r}; {fix}")
+        current = self.files.stat(approval.path)
+        if (current is not None and current.etag == etag) or not self.files.keeps_history:
+            return
+        had = {etag_of(text) for event in self.files.history(approval.path)
+               for text in (event.before, event.after) if text is not None}
+        if etag not in had:
+            now = current.etag if current is not None else "none: the file does not exist"
+            raise ApprovalEditError(
+                f"etag {etag!r} of this {approval.operation} of {approval.path!r} is unknown: "
+                f"the file never had it (its current etag is {now}); {fix}")
 
     def execute(self, claimed: Approval) -> Approval:
         """Step 2: run a claimed approval's operation unless its change is already in
@@ -266,13 +452,13 @@ class Approvals:
         """Step 3: store the outcome of :meth:`execute` (unless another process stored one
         first: then that one)."""
         try:
-            info = self.store.write(self._path(outcome.id), json.dumps(outcome.to_value()),
+            info = self.store.write(self._path(outcome.id), self._text(outcome),
                                     etag=outcome.etag or None)
         except FileConflictError:
             stored = self.get(outcome.id)
             if stored.status != "running":
                 return stored
-            info = self.store.write(self._path(outcome.id), json.dumps(outcome.to_value()),
+            info = self.store.write(self._path(outcome.id), self._text(outcome),
                                     etag=stored.etag)
         assert info.etag is not None
         return replace(outcome, etag=info.etag)

@@ -35,6 +35,7 @@ from remem.errors import FrontmatterError, NotFoundError
 from remem.files.base import FileBackend
 from remem.files.paths import join, normalize_dir
 from remem.files.render import Overflow, Rendered, check_budget
+from remem.store.bad_records import BadRecord, reason_of, report
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
 
 __all__ = ["Skill", "SkillInfo", "Skills", "parse_skill"]
@@ -150,8 +151,9 @@ def _jsonable(value: Any) -> Any:
 class Skills:
     """The skills in folders under ``root`` of ``files`` (see the module docstring).
 
-    ``strict``: a malformed ``SKILL.md`` makes :meth:`list` raise; otherwise it is skipped
-    and reported in :attr:`errors` (one bad skill does not hide the others).
+    ``strict``: a malformed ``SKILL.md`` makes :meth:`list` raise; otherwise it is skipped,
+    reported in :attr:`errors` and counted like every record that does not parse
+    (:mod:`remem.store.bad_records`): one bad skill does not hide the others.
     """
 
     def __init__(self, files: FileBackend, root: str = "/skills", *,
@@ -187,6 +189,8 @@ class Skills:
                 if self.strict:
                     raise
                 errors[info.path] = exc
+                directory, _, name = info.path.rpartition("/")
+                report(BadRecord("skills", (directory,), name, reason_of(exc)))
                 continue
             cache[info.path] = (read.etag, skill)
             skills.append(skill)

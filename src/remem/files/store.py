@@ -34,9 +34,18 @@ from typing import Any
 from remem.files import core
 from remem.files.base import RecordBackend, ScanHint
 from remem.files.paths import segments
-from remem.files.types import FileEvent, FileInfo, FileRecord, etag_of
+from remem.files.types import FileEvent, FileInfo, FileRecord, etag_of, file_op
 from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings, acquire, release_op
+from remem.store.bad_records import (
+    check_record,
+    int_field,
+    optional_text,
+    parse_items,
+    parse_or_raise,
+    text_field,
+    time_field,
+)
 from remem.store.base import BaseStore
 from remem.store.reserved import FILES
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, validate_namespace
@@ -48,6 +57,19 @@ _PAGE = 1000
 
 def _path_label(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
+
+
+def _event(item: Item) -> FileEvent:
+    return FileEvent.from_value(item.value)
+
+
+def _valued(parse: Callable[[Item], FileRecord]) -> Callable[[Item], Item]:
+    """A parser that checks an item with ``parse`` and keeps the item (listings read its
+    stored etag and size)."""
+    def check(item: Item) -> Item:
+        parse(item)
+        return item
+    return check
 
 
 #: the records written before records kept ``name`` (and ``depth``, ``etag``, ``size``)
@@ -98,13 +120,42 @@ class StoreFileBackend(RecordBackend):
 
     # -- records <-> items ------------------------------------------------------------------
 
-    @staticmethod
-    def _record(item: Item | None) -> FileRecord | None:
+    def path_of(self, namespace: Namespace, key: str) -> str:
+        """The path a record kept at ``namespace`` / ``key`` of this backend must hold."""
+        return "/" + "/".join([*(label[1:] for label in namespace[len(self._files):]), key])
+
+    def _checked(self, namespace: Namespace, key: str, value: dict[str, Any]) -> FileRecord:
+        """The record a stored value holds; another shape (or another path than where it is
+        kept) raises ``ValueError`` or ``TypeError`` naming the field."""
+        path = text_field(value["path"], "path")
+        if path != self.path_of(namespace, key):
+            raise ValueError(f"path is {path!r} but the record is kept for "
+                             f"{self.path_of(namespace, key)!r}")
+        modified = time_field(value["modified_at"], "modified_at")
+        if modified is None:
+            raise TypeError("modified_at must be a number of seconds since the epoch, got null")
+        for name in ("etag", "name"):
+            optional_text(value.get(name), name)
+        if value.get("size") is not None:
+            int_field(value["size"], "size", minimum=0)
+        return FileRecord(path, optional_text(value.get("content"), "content"),
+                          int_field(value["version"], "version", minimum=1), modified,
+                          optional_text(value.get("previous"), "previous"),
+                          file_op(value.get("last_op", "write")))
+
+    def record_of(self, item: Item) -> FileRecord:
+        """The file record a store item under this backend holds; one that does not parse
+        raises ``ValueError`` or ``TypeError`` naming the field (``remem doctor`` reads
+        records with it)."""
+        return self._checked(item.namespace, item.key, item.value)
+
+    def _record(self, item: Item | None, path: str) -> FileRecord | None:
+        """The record of ``path`` held by ``item``; one that does not parse raises
+        :class:`~remem.errors.BadRecordError` (it is never written over: its history stays)."""
         if item is None:
             return None
-        v = item.value
-        return FileRecord(v["path"], v.get("content"), int(v["version"]),
-                          float(v["modified_at"]), v.get("previous"), v.get("last_op", "write"))
+        return parse_or_raise(self.record_of, item, family="files", namespace=item.namespace,
+                              key=item.key, what=f"file {path!r}")
 
     @staticmethod
     def _info(value: dict[str, Any]) -> FileInfo:
@@ -133,11 +184,12 @@ class StoreFileBackend(RecordBackend):
 
     def _load(self, path: str) -> FileRecord | None:
         namespace, key = self._where(path)
-        return self._record(self.store.get(namespace, key, refresh_ttl=False))
+        return self._record(self.store.get(namespace, key, refresh_ttl=False), path)
 
     def _values(self, directory: str, hint: ScanHint | None) -> Iterator[dict[str, Any]]:
         """The values of the live records under ``directory``, each path once; with a
-        ``hint``, only those of its name and depth (and records older than those fields)."""
+        ``hint``, only those of its name and depth (and records older than those fields).
+        A record that does not parse is left out (and reported)."""
         where = self._dir_ns(directory)
         filter_ = _scan_filter(hint)
         seen: set[str] = set()
@@ -145,7 +197,7 @@ class StoreFileBackend(RecordBackend):
         while True:  # pages; a file changed meanwhile may move, the keys dedupe it
             page = self.store.search(where, filter=filter_, limit=_PAGE, offset=offset,
                                      refresh_ttl=False)
-            for item in page:
+            for item in parse_items(page, _valued(self.record_of), family="files"):
                 value = item.value
                 if value.get("content") is not None and value["path"] not in seen:
                     seen.add(value["path"])
@@ -171,11 +223,18 @@ class StoreFileBackend(RecordBackend):
         namespace, key = self._where(path)
 
         def writes(current: Item | None) -> list[Op]:
-            change = plan(self._record(current))
+            change = plan(self._record(current, path))
             changes.append(change)
-            return [PutOp(namespace, key, self._value(change.record), ttl=self.ttl, index=False),
-                    PutOp(self._history_ns(path), f"{change.event.version:010d}",
-                          change.event.to_value(), ttl=self.ttl, index=False)]
+            value, event = self._value(change.record), change.event.to_value()
+            event_key = f"{change.event.version:010d}"
+            # what is written must read back (remem.store.bad_records)
+            check_record(lambda v: self._checked(namespace, key, v), value, family="files",
+                         namespace=namespace, key=key)
+            check_record(FileEvent.from_value, event, family="file_history",
+                         namespace=self._history_ns(path), key=event_key)
+            return [PutOp(namespace, key, value, ttl=self.ttl, index=False),
+                    PutOp(self._history_ns(path), event_key, event, ttl=self.ttl,
+                          index=False)]
 
         yield from self._locked_flow(path, writes)
         return changes[0]
@@ -213,7 +272,8 @@ class StoreFileBackend(RecordBackend):
         while True:  # from the first page each time: a rewritten record leaves the filter
             page = self.store.search(self._files, filter=_OLDER, limit=_PAGE,
                                      refresh_ttl=False)
-            paths = [item.value["path"] for item in page if item.value["path"] not in tried]
+            found = [r.path for r in parse_items(page, self.record_of, family="files")]
+            paths = [path for path in found if path not in tried]
             if not paths:
                 return rewritten
             for path in paths:
@@ -227,7 +287,7 @@ class StoreFileBackend(RecordBackend):
         def writes(current: Item | None) -> list[Op]:
             if current is None or "name" in current.value:
                 return []  # gone, or rewritten by a change meanwhile
-            record = self._record(current)
+            record = self._record(current, path)
             assert record is not None
             done.append(True)
             return [PutOp(namespace, key, self._value(record), ttl=self.ttl, index=False)]
@@ -241,8 +301,8 @@ class StoreFileBackend(RecordBackend):
         where = self._history_ns(path)
         while True:
             page = self.store.search(where, limit=_PAGE, offset=offset, refresh_ttl=False)
-            events.extend(FileEvent.from_value(item.value) for item in page
-                          if item.namespace == where)
+            events.extend(parse_items((item for item in page if item.namespace == where),
+                                      _event, family="file_history"))
             if len(page) < _PAGE:
                 break
             offset += _PAGE

@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
+from remem.store.bad_records import int_field, kind_of, optional_text, text_field, time_field
+
 __all__ = [
     "ABSENT",
     "FileEvent",
@@ -15,6 +17,7 @@ __all__ = [
     "FileRecord",
     "GrepMatch",
     "etag_of",
+    "file_op",
 ]
 
 #: pass as ``etag=`` to write only if the file does not exist yet
@@ -23,6 +26,15 @@ ABSENT: Final = "absent"
 #: ``write``: created or replaced; ``edit``: string replacement; ``delete``: removed;
 #: ``undo``: a change reverted
 FileEventOp: TypeAlias = Literal["write", "edit", "delete", "undo"]
+_FILE_OPS: Final[tuple[FileEventOp, ...]] = ("write", "edit", "delete", "undo")
+
+
+def file_op(value: Any) -> FileEventOp:
+    """``value`` if it names a file event's operation, else ``ValueError``."""
+    for op in _FILE_OPS:
+        if value == op:
+            return op
+    raise ValueError(f"op must be one of {', '.join(_FILE_OPS)}, got {kind_of(value)}")
 
 
 def etag_of(content: str) -> str:
@@ -104,10 +116,16 @@ class FileEvent:
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> FileEvent:
-        """Read a value written by :meth:`to_value`."""
-        return cls(path=value["path"], version=int(value["version"]), op=value["op"],
-                   before=value.get("before"), after=value.get("after"),
-                   at=float(value["at"]), actor=str(value.get("actor", "user")))
+        """Read a value written by :meth:`to_value`; another shape raises ``ValueError`` or
+        ``TypeError`` naming the field."""
+        at = time_field(value["at"], "at")
+        if at is None:
+            raise TypeError("at must be a number of seconds since the epoch, got null")
+        return cls(path=text_field(value["path"], "path"),
+                   version=int_field(value["version"], "version", minimum=1),
+                   op=file_op(value["op"]), before=optional_text(value.get("before"), "before"),
+                   after=optional_text(value.get("after"), "after"), at=at,
+                   actor=text_field(value.get("actor", "user"), "actor"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from remem.graph.profile import ProfileChange, ProfileSlot, SlotChange, TimelineEvent
+from remem.graph.rows import json_list, parse_rows
 from remem.graph.storage import Tx
+from remem.store.bad_records import int_field, text_field, time_field
 
-__all__ = ["ProfileRows"]
+__all__ = ["ProfileRows", "event_of_row"]
+
+
+def event_of_row(row: Sequence[Any]) -> TimelineEvent:
+    """A timeline event row (``ValueError``/``TypeError`` naming the column if it does not
+    parse)."""
+    id_, happened_at, text, tags, episode_id, recorded_at = row
+    happened, recorded = time_field(happened_at, "happened_at"), time_field(recorded_at,
+                                                                            "recorded_at")
+    if happened is None or recorded is None:
+        raise TypeError("happened_at and recorded_at must be numbers of seconds since the "
+                        "epoch, got null")
+    return TimelineEvent(int_field(id_, "id"), happened, text_field(text, "text"),
+                         json_list(tags, "tags", str),
+                         None if episode_id is None else int_field(episode_id, "episode_id"),
+                         recorded)
 
 
 class ProfileRows:
@@ -95,5 +113,4 @@ class ProfileRows:
             query += " AND happened_at < ?"
             params.append(until)
         rows = self.tx.execute(query + " ORDER BY happened_at, id", params).fetchall()
-        return [TimelineEvent(int(r[0]), r[1], r[2], tuple(json.loads(r[3])),
-                              None if r[4] is None else int(r[4]), r[5]) for r in rows]
+        return parse_rows(rows, event_of_row, self.ns, "graph_events")

@@ -11,8 +11,8 @@ import itertools
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +23,27 @@ from remem.graph.storage import Tx
 from remem.graph.types import Entity, Episode, Fact
 from remem.retrieval.bm25 import BM25Params
 from remem.retrieval.tokenize import Tokenizer
+from remem.store.bad_records import (
+    int_field,
+    kind_of,
+    optional_text,
+    parse_each,
+    text_field,
+    time_field,
+)
+from remem.store.namespace_codec import decode_ns
 
-__all__ = ["Rows"]
+__all__ = ["Rows", "entity_of_row", "episode_of_row", "fact_of_row", "json_list", "parse_rows"]
+
+R = TypeVar("R")
+
+
+def parse_rows(rows: Sequence[Sequence[Any]], parser: Callable[[Sequence[Any]], R], ns: str,
+               table: str) -> list[R]:
+    """``parser`` over the ``rows`` of ``table`` in graph namespace ``ns`` (encoded), whose
+    first column is the id; a row that does not parse is left out and reported."""
+    return parse_each(rows, parser, family="graph",
+                      where=lambda row: ((*decode_ns(ns), table), str(row[0])))
 
 
 def _json(value: Any) -> str:
@@ -35,24 +54,58 @@ def _blob(vector: npt.NDArray[np.float32] | None) -> bytes | None:
     return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
 
 
+def json_list(text: Any, name: str, kind: type) -> tuple[Any, ...]:
+    """A JSON array column of ``kind`` values (``ValueError``/``TypeError`` otherwise)."""
+    data = json.loads(text_field(text, name))
+    if not isinstance(data, list) or not all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in data):
+        raise TypeError(f"{name} must be a JSON array of {kind.__name__}, got {kind_of(data)}")
+    return tuple(data)
+
+
+def _required_time(value: Any, name: str) -> float:
+    found = time_field(value, name)
+    if found is None:
+        raise TypeError(f"{name} must be a number of seconds since the epoch, got null")
+    return found
+
+
 def fact_of_row(row: Sequence[Any]) -> Fact:
-    """The fact a row read with :data:`~remem.graph.schema.FACT_COLUMNS` holds."""
+    """The fact a row read with :data:`~remem.graph.schema.FACT_COLUMNS` holds; a row that
+    does not parse raises ``ValueError`` or ``TypeError`` naming the column."""
     (id_, subject_id, predicate, object_id, value, fact, valid_at, invalid_at, recorded_at,
      expired_at, episodes) = row
-    return Fact(id=int(id_), subject_id=int(subject_id), predicate=predicate,
-                object_id=None if object_id is None else int(object_id), value=value,
-                fact=fact, valid_at=valid_at, invalid_at=invalid_at,
-                recorded_at=recorded_at, expired_at=expired_at,
-                episodes=tuple(json.loads(episodes)))
+    return Fact(id=int_field(id_, "id"), subject_id=int_field(subject_id, "subject_id"),
+                predicate=text_field(predicate, "predicate"),
+                object_id=None if object_id is None else int_field(object_id, "object_id"),
+                value=optional_text(value, "value"), fact=text_field(fact, "fact"),
+                valid_at=time_field(valid_at, "valid_at"),
+                invalid_at=time_field(invalid_at, "invalid_at"),
+                recorded_at=_required_time(recorded_at, "recorded_at"),
+                expired_at=time_field(expired_at, "expired_at"),
+                episodes=json_list(episodes, "episodes", int))
 
 
-def _entity_of_row(row: Sequence[Any]) -> Entity:
+def entity_of_row(row: Sequence[Any]) -> Entity:
     id_, name, type_, aliases, summary, created_at, updated_at = row
-    return Entity(id=int(id_), name=name, type=type_, aliases=tuple(json.loads(aliases)),
-                  summary=summary, created_at=created_at, updated_at=updated_at)
+    return Entity(id=int_field(id_, "id"), name=text_field(name, "name"),
+                  type=text_field(type_, "type"), aliases=json_list(aliases, "aliases", str),
+                  summary=text_field(summary, "summary"),
+                  created_at=_required_time(created_at, "created_at"),
+                  updated_at=_required_time(updated_at, "updated_at"))
+
+
+def episode_of_row(row: Sequence[Any]) -> Episode:
+    id_, content, event_at, recorded_at, source_ids, source = row
+    return Episode(int_field(id_, "id"), text_field(content, "content"),
+                   _required_time(event_at, "event_at"),
+                   _required_time(recorded_at, "recorded_at"),
+                   json_list(source_ids, "source_ids", str), text_field(source, "source"))
 
 
 _BM25 = BM25Params()
+#: the tables whose rows are read with a parser (and removed by remem doctor --repair)
+_REMOVABLE = ("graph_entities", "graph_facts", "graph_episodes", "graph_events")
 _ENTITY_SELECT = f"SELECT {', '.join(schema.ENTITY_COLUMNS)} FROM graph_entities"
 
 
@@ -66,6 +119,37 @@ class Rows:
         self.tokenizer = tokenizer
         #: term -> (documents when counted, document frequency): see :meth:`_term_df`
         self.df_cache: dict[str, tuple[int, int]] = {} if df_cache is None else df_cache
+
+    def _parsed(self, rows: Sequence[Sequence[Any]], parser: Callable[[Sequence[Any]], R],
+                table: str) -> list[R]:
+        """``parser`` over ``rows`` (their first column is the id); a row that does not
+        parse is left out and reported (:mod:`remem.store.bad_records`) as
+        ``<table>/<id>`` in the graph's namespace."""
+        return parse_rows(rows, parser, self.ns, table)
+
+    def remove_row(self, table: str, row_id: int) -> None:
+        """Delete row ``row_id`` of ``table`` in this graph with what indexes it (the
+        postings and edges of a fact, the name keys and terms of an entity): what
+        ``remem doctor --repair`` does to a row that does not parse, after keeping a copy.
+        Facts about a removed entity stay (their names show its id)."""
+        if table not in _REMOVABLE:
+            raise ValueError(f"no graph table {table!r}; one of {', '.join(_REMOVABLE)}")
+        if table == "graph_facts":
+            found = self.tx.execute("SELECT n_terms FROM graph_facts WHERE ns = ? AND id = ?",
+                                    (self.ns, row_id)).fetchone()
+            self.tx.execute("DELETE FROM graph_fact_terms WHERE ns = ? AND fact_id = ?",
+                            (self.ns, row_id))
+            self.tx.execute("DELETE FROM graph_edges WHERE fact_id = ?", (row_id,))
+            length = found[0] if found is not None else None
+            if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+                self.tx.execute("UPDATE graph_stats SET n_docs = n_docs - 1, total_len = "
+                                "total_len - ? WHERE ns = ?", (length, self.ns))
+                self.df_cache.clear()
+        elif table == "graph_entities":
+            for index in ("graph_entity_keys", "graph_entity_terms"):
+                self.tx.execute(f"DELETE FROM {index} WHERE ns = ? AND entity_id = ?",
+                                (self.ns, row_id))
+        self.tx.execute(f"DELETE FROM {table} WHERE ns = ? AND id = ?", (self.ns, row_id))
 
     # -- episodes ---------------------------------------------------------------------------
 
@@ -83,8 +167,7 @@ class Rows:
         rows = self.tx.execute(
             "SELECT id, content, event_at, recorded_at, source_ids, source FROM "
             "graph_episodes WHERE ns = ? ORDER BY event_at, id", (self.ns,)).fetchall()
-        return [Episode(int(r[0]), r[1], r[2], r[3], tuple(json.loads(r[4])), r[5])
-                for r in rows]
+        return self._parsed(rows, episode_of_row, "graph_episodes")
 
     # -- entities ---------------------------------------------------------------------------
 
@@ -140,7 +223,7 @@ class Rows:
             marks = ", ".join("?" for _ in wanted)
             rows = self.tx.execute(f"{_ENTITY_SELECT} WHERE ns = ? AND id IN ({marks})",
                                    (self.ns, *wanted)).fetchall()
-        return {int(r[0]): _entity_of_row(r) for r in rows}
+        return {e.id: e for e in self._parsed(rows, entity_of_row, "graph_entities")}
 
     def by_keys(self, keys: Iterable[str]) -> set[int]:
         """Entities having any of these normalised names or aliases."""
@@ -179,7 +262,7 @@ class Rows:
             args += [self.ns, *wanted, limit]
         rows = self.tx.execute(f"{_ENTITY_SELECT} WHERE ns = ? AND id IN "
                                f"({' UNION '.join(parts)})", (self.ns, *args)).fetchall()
-        return {int(r[0]): _entity_of_row(r) for r in rows}
+        return {e.id: e for e in self._parsed(rows, entity_of_row, "graph_entities")}
 
     def entity_vectors(self, after: int) -> list[tuple[int, bytes]]:
         """``(id, embedding)`` of the entities with an id above ``after``, by id."""
@@ -248,8 +331,8 @@ class Rows:
                 return {}
             query += f" AND f.id IN ({', '.join('?' for _ in wanted)})"
             args.extend(wanted)
-        return {f.id: f for f in map(fact_of_row, self.tx.execute(query + " ORDER BY f.id",
-                                                                  args).fetchall())}
+        rows = self.tx.execute(query + " ORDER BY f.id", args).fetchall()
+        return {f.id: f for f in self._parsed(rows, fact_of_row, "graph_facts")}
 
     def valid_ids(self, ids: Iterable[int], *, as_of: float | None,
                   known_at: float | None) -> set[int]:
@@ -278,8 +361,8 @@ class Rows:
         for end in ("subject_id", "object_id"):
             query = (f"{schema.select_facts()} WHERE f.{end} IN ({marks}) AND f.ns = ? "
                      f"AND {valid}{live}")
-            for row in self.tx.execute(query, (*wanted, self.ns, *params)).fetchall():
-                fact = fact_of_row(row)
+            rows = self.tx.execute(query, (*wanted, self.ns, *params)).fetchall()
+            for fact in self._parsed(rows, fact_of_row, "graph_facts"):
                 found[fact.id] = fact
         return [found[i] for i in sorted(found)]
 

@@ -26,7 +26,7 @@ from remem.memory.records import HEADS_NAMESPACE, IDS_NAMESPACE, MemoryRecord
 from remem.store.bad_records import check_record, int_field, parse_or_none
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result
 
-__all__ = ["check_ops", "commit", "head_of", "head_op"]
+__all__ = ["check_ops", "commit", "head_count", "head_of", "head_op"]
 
 
 def head_key(namespace: Namespace) -> str:
@@ -39,7 +39,8 @@ def head_op(namespace: Namespace) -> GetOp:
     return GetOp(HEADS_NAMESPACE, head_key(namespace))
 
 
-def _count(item: Item) -> int:
+def head_count(item: Item) -> int:
+    """The count a head item holds (``ValueError``/``TypeError`` if it does not parse)."""
     return int_field(item.value.get("n", 0), "n", minimum=0)
 
 
@@ -48,7 +49,7 @@ def head_of(result: Result) -> int:
     when absent, or when it does not parse: see the module docstring)."""
     if not isinstance(result, Item):
         return 0
-    count = parse_or_none(_count, result, family="memory_heads", namespace=result.namespace,
+    count = parse_or_none(head_count, result, family="memory_heads", namespace=result.namespace,
                           key=result.key)
     return count or 0
 

@@ -38,6 +38,17 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from remem.errors import ConflictError, InvalidInputError, NotFoundError
 from remem.memory.flow import Flow, StoreBatch, run_async, run_sync
 from remem.procedural.templates import check_variables, render, variables
+from remem.store.bad_records import (
+    check_record,
+    int_field,
+    kind_of,
+    optional_text,
+    parse_items,
+    parse_or_raise,
+    text_field,
+    text_list,
+    time_field,
+)
 from remem.store.base import BaseStore
 from remem.store.reserved import PROMPTS
 from remem.store.types import GetOp, Item, PutOp, SearchOp, validate_namespace
@@ -46,11 +57,13 @@ if TYPE_CHECKING:
     from remem.llm.base import ChatModel
     from remem.procedural.requests import PromptRequest
 
-__all__ = ["PromptKind", "PromptRegistry", "PromptVersion", "diff_texts"]
+__all__ = ["PromptKind", "PromptRegistry", "PromptVersion", "diff_texts", "prompt_head_of",
+           "prompt_version_of"]
 
 R = TypeVar("R")
 
 PromptKind = Literal["create", "update", "rollback"]
+_KINDS: tuple[PromptKind, ...] = ("create", "update", "rollback")
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _WRITE_ATTEMPTS = 5
@@ -129,14 +142,52 @@ class PromptVersion:
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> PromptVersion:
-        """Read a dict written by :meth:`to_dict`."""
+        """Read a dict written by :meth:`to_dict`; another shape raises ``ValueError`` or
+        ``TypeError`` naming the field (what readers skip and report:
+        :mod:`remem.store.bad_records`)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a prompt version must be a JSON object, got {kind_of(data)}")
+        kind = data.get("kind", "update")
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {kind_of(kind)}")
+        trajectories = data.get("trajectories") or []
+        if not isinstance(trajectories, list) or not all(
+                isinstance(t, dict) for t in trajectories):
+            raise TypeError(f"trajectories must be a list of objects, got "
+                            f"{kind_of(trajectories)}")
+        rolled_back_to = data.get("rolled_back_to")
         return PromptVersion(
-            name=data["name"], version=int(data["version"]), text=data["text"],
-            variables=tuple(data.get("variables", ())), author=data.get("author", ""),
-            reason=data.get("reason", ""), created_at=float(data.get("created_at", 0.0)),
-            kind=data.get("kind", "update"),
-            trajectories=tuple(data.get("trajectories", ())),
-            rolled_back_to=data.get("rolled_back_to"), change_id=data.get("change_id"))
+            name=_check_name(text_field(data["name"], "name")),
+            version=int_field(data["version"], "version", minimum=1),
+            text=text_field(data["text"], "text"),
+            variables=text_list(data.get("variables"), "variables"),
+            author=text_field(data.get("author", ""), "author"),
+            reason=text_field(data.get("reason", ""), "reason"),
+            created_at=time_field(data.get("created_at"), "created_at") or 0.0, kind=kind,
+            trajectories=tuple(trajectories),
+            rolled_back_to=None if rolled_back_to is None else int_field(
+                rolled_back_to, "rolled_back_to", minimum=1),
+            change_id=optional_text(data.get("change_id"), "change_id"))
+
+
+def _head_of(name: str, value: Mapping[str, Any]) -> PromptVersion:
+    """The latest version a head value holds (``{"name", "record", "write_id"}``); its
+    record must be a version of prompt ``name`` (the head's key)."""
+    record = PromptVersion.from_dict(value["record"])
+    if record.name != name:
+        raise ValueError(f"record.name is {record.name!r} but the head is kept for {name!r}")
+    optional_text(value.get("write_id"), "write_id")
+    return record
+
+
+def prompt_head_of(item: Item) -> PromptVersion:
+    """The latest version a head item holds (``remem doctor`` reads heads with it)."""
+    return _head_of(item.key, item.value)
+
+
+def prompt_version_of(item: Item) -> PromptVersion:
+    """The version a version item holds."""
+    return PromptVersion.from_dict(item.value)
 
 
 def diff_texts(old: str, new: str, *, old_label: str = "before", new_label: str = "after",
@@ -194,10 +245,13 @@ class PromptRegistry:
     # -- flows ----------------------------------------------------------------------------------
 
     def _head(self, item: Any) -> PromptVersion | None:
+        """The latest version a head holds; one that does not parse raises
+        :class:`~remem.errors.BadRecordError` (it is never written over)."""
         if item is None:
             return None
         assert isinstance(item, Item)
-        return PromptVersion.from_dict(item.value["record"])
+        return parse_or_raise(prompt_head_of, item, family="prompts", namespace=item.namespace,
+                              key=item.key, what=f"prompt {item.key!r}")
 
     def _write_flow(self, name: str, change: _Change) -> Flow[PromptVersion]:
         for _ in range(_WRITE_ATTEMPTS):
@@ -216,9 +270,12 @@ class PromptRegistry:
                         "again) and retry")
             new = change.build(current)
             write_id = uuid.uuid4().hex
+            head = {"name": name, "record": new.to_dict(), "write_id": write_id}
+            # what is written must read back (remem.store.bad_records)
+            check_record(lambda v: _head_of(name, v), head, family="prompts",
+                         namespace=self._heads, key=name)
             ops: list[Any] = [PutOp(
-                self._heads, name, {"name": name, "record": new.to_dict(), "write_id": write_id},
-                index=False,
+                self._heads, name, head, index=False,
                 if_updated_at=item.updated_at.timestamp() if item is not None else None)]
             if current is not None:  # the previous head's version gets its own item (repair)
                 ops.append(PutOp(self._versions_ns(name), f"{current.version:08d}",
@@ -270,8 +327,8 @@ class PromptRegistry:
         while True:
             [page] = yield StoreBatch([SearchOp(self._versions_ns(name), limit=_PAGE,
                                                 offset=offset)])
-            for item in page:
-                entry = PromptVersion.from_dict(item.value)
+            # a version that does not parse is left out (and reported)
+            for entry in parse_items(page, prompt_version_of, family="prompts"):
                 if entry.version <= current.version:  # a crashed loser's future version: skip
                     found[entry.version] = entry
             if len(page) < _PAGE:
@@ -285,8 +342,9 @@ class PromptRegistry:
         offset = 0
         while True:
             [page] = yield StoreBatch([SearchOp(self._heads, limit=_PAGE, offset=offset)])
-            out.extend(PromptVersion.from_dict(item.value["record"]) for item in page
-                       if item.namespace == self._heads)
+            # a head that does not parse is left out (and reported), never fatal to the list
+            out.extend(parse_items((item for item in page if item.namespace == self._heads),
+                                   prompt_head_of, family="prompts"))
             if len(page) < _PAGE:
                 break
             offset += _PAGE

@@ -5,6 +5,11 @@ template (never the raw path, which would carry ids) and status, the requests in
 and when the server started. It names no tenant: it needs no key, so anyone who can reach
 the port can read it.
 
+``remem_bad_records_skipped_total{family=...}`` counts the stored records reads skipped
+because they do not parse (:mod:`remem.store.bad_records`; every skip counts, so one bad
+record read by three listings counts three): a value above zero means ``remem doctor`` has
+something to report.
+
 Per-tenant series (requests by tenant and status class) are kept apart and served only at
 ``/metrics/tenants`` to the operator's bearer token (``remem serve --metrics-token``);
 without a token that route does not exist.
@@ -39,6 +44,8 @@ from prometheus_client import (
 )
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+
+from remem.store.bad_records import FAMILIES, BadRecord, add_listener
 
 __all__ = ["BUCKETS", "CONTENT_TYPE", "MULTIPROC_VAR", "TENANT_PREFIX", "Metrics",
            "MetricsMiddleware", "install_tenant_metrics", "prepare_multiprocess_dir",
@@ -117,9 +124,19 @@ class Metrics:
         self.tenant_requests = Counter(
             f"{TENANT_PREFIX}http_requests", "HTTP requests by tenant and status class "
             "(2xx, 4xx, ...).", ["tenant", "status_class"], registry=self._own)
+        self.bad_records = Counter(
+            "remem_bad_records_skipped", "Stored records reads skipped because they do not "
+            "parse, by family (each skip counts; remem doctor lists and repairs them).",
+            ["family"], registry=self._own)
+        for family in FAMILIES:  # every family's series exists from the start, at 0
+            self.bad_records.labels(family)
+        add_listener(self._skipped)  # held weakly: goes with this object
         #: collectors read at each scrape, beside the counters (the job queue's gauges)
         self.extra: list[Collector] = []
         self._bound = False
+
+    def _skipped(self, bad: BadRecord) -> None:
+        self.bad_records.labels(bad.family).inc()
 
     def bind(self, app: Any) -> None:
         """Add the gauges of ``app``'s job queue (read from its database at each scrape, so

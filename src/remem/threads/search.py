@@ -21,19 +21,33 @@ never returns a message its thread no longer holds, even when a crash came in be
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from remem.errors import InvalidInputError
 from remem.messages.types import Message
+from remem.store.bad_records import (
+    check_record,
+    int_field,
+    parse_items,
+    text_field,
+    time_field,
+)
 from remem.store.base import BaseStore
 from remem.store.reserved import THREADS
-from remem.store.types import DeleteOp, Namespace, PutOp, SearchMode, validate_namespace
+from remem.store.types import (
+    DeleteOp,
+    Namespace,
+    PutOp,
+    SearchItem,
+    SearchMode,
+    validate_namespace,
+)
 
 if TYPE_CHECKING:
     from remem.threads.store import ThreadStore
 
-__all__ = ["MessageMatch", "ThreadHit", "ThreadIndex"]
+__all__ = ["MessageMatch", "ThreadHit", "ThreadIndex", "index_entry_of"]
 
 NO_OWNER = "_"
 
@@ -70,6 +84,25 @@ class ThreadHit:
         from remem.threads.wire import dump_value
 
         return dump_value(self)
+
+
+def index_entry_of(value: Mapping[str, Any]) -> tuple[str, MessageMatch]:
+    """The thread id and message an index entry's value holds."""
+    thread_id = text_field(value["thread_id"], "thread_id")
+    if not thread_id:
+        raise ValueError("thread_id is empty")
+    created = time_field(value.get("created_at"), "created_at")
+    return thread_id, MessageMatch(
+        text_field(value["message_id"], "message_id"),
+        int_field(value["position"], "position", minimum=0),
+        text_field(value["role"], "role"), text_field(value["text"], "text"), 0.0,
+        created or 0.0)
+
+
+def _entry(item: SearchItem) -> tuple[str, str, MessageMatch]:
+    """``(thread id, owner, match)`` of a search hit on the index."""
+    thread_id, match = index_entry_of(item.value)
+    return thread_id, item.namespace[-1], replace(match, score=float(item.score or 0.0))
 
 
 class ThreadIndex:
@@ -111,6 +144,9 @@ class ThreadIndex:
             for offset, message in enumerate(messages)
             if message.role in self.roles and message.text.strip()
         ]
+        for op in ops:  # what is written must read back (remem.store.bad_records)
+            check_record(index_entry_of, op.value, family="thread_index", namespace=op.namespace,
+                         key=op.key)
         if ops:
             self.store.batch(ops)
         return len(ops)
@@ -169,15 +205,11 @@ class ThreadIndex:
         found = self.store.search(self.namespace_for(owner), query=query,
                                   limit=min(100, limit * per_thread * 4), mode=mode)
         grouped: dict[str, tuple[str, list[MessageMatch]]] = {}
-        for item in found:
-            value = item.value
-            tid = str(value.get("thread_id", ""))
-            if not tid or tid in skip:
+        # an index entry that does not parse is left out (and reported), never fatal
+        for tid, owner, match in parse_items(found, _entry, family="thread_index"):
+            if tid in skip:
                 continue
-            match = MessageMatch(str(value.get("message_id", "")), int(value.get("position", 0)),
-                                 str(value.get("role", "")), str(value.get("text", "")),
-                                 float(item.score or 0.0), float(value.get("created_at", 0.0)))
-            grouped.setdefault(tid, (item.namespace[-1], []))[1].append(match)
+            grouped.setdefault(tid, (owner, []))[1].append(match)
         kept = keep({tid: matches for tid, (_, matches) in grouped.items()}) if keep \
             else {tid: matches for tid, (_, matches) in grouped.items()}
         hits = [ThreadHit(tid, grouped[tid][0], matches[0].score,
