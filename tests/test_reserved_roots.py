@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from remem.embed import FakeEmbedder
-from remem.errors import ReservedNamespaceError, UsageError
+from remem.errors import ReservedNamespaceError
 from remem.files.permissions import Policy, rules
 from remem.llm import ChatRequest, ScriptedModel
 from remem.server import ServerConfig, create_app
@@ -157,8 +157,9 @@ def test_the_registry_is_what_each_family_uses_by_default() -> None:
     graph.close()
     assert KEYS_NAMESPACE[0] == SECRET_NAMESPACE[0] == SERVER
     assert tenant_prefix("acme")[0] == TENANTS
-    assert {root.label for root in ROOTS.values() if root.governed_reads} == GOVERNED == {
-        FILES, APPROVALS}
+    assert {root.label for root in ROOTS.values()
+            if root.governed_reads and not root.server_only} == GOVERNED == {FILES, APPROVALS}
+    assert ROOTS[SERVER].governed_reads  # keys and secrets: in a whole store, admins only
     store.close()
 
 
@@ -290,13 +291,31 @@ def test_a_batch_sees_its_own_writes_through_a_spanning_read(inner: BaseStore) -
     assert results[3] == [("notes",)]
 
 
-def test_a_whole_store_view_is_an_operators() -> None:
-    with pytest.raises(UsageError, match="admin=True"):
-        GuardedStore(InMemoryStore(), whole_store=True)
-    whole = GuardedStore(InMemoryStore(), admin=True, whole_store=True)
-    whole.put((TENANTS, "acme", "notes"), "k", {"text": "x"})
-    for namespace in ((TENANTS, "acme", FILES, "default"), (TENANTS, "acme"),
-                      (SERVER, "api_keys"), (BOOKKEEPING, "ids")):
-        with pytest.raises(ReservedNamespaceError):
-            whole.put(namespace, "k", {})
-    assert whole.get((TENANTS, "acme", "notes"), "k") is not None
+def test_a_whole_store_view_checks_inside_each_tenant() -> None:
+    """``remem store`` (admin) and a keyless server's local tenant (not) see the whole
+    store: the server's own labels and every tenant's roots are checked there."""
+    inner = InMemoryStore()
+    for namespace in ((TENANTS, "acme", "notes"), (TENANTS, "acme", FILES, "default"),
+                      (TENANTS, "beta", APPROVALS, "default"), (SERVER, "api_keys"),
+                      (FILES, "default"), ("notes",), (TENANTS, "beta", "x")):
+        inner.put(namespace, "k", {"text": "x"})
+    for admin in (False, True):
+        whole = GuardedStore(inner, admin=admin, whole_store=True)
+        whole.put((TENANTS, "acme", "notes"), "k2", {"text": "x"})
+        for namespace in ((TENANTS, "acme", FILES, "default"), (TENANTS, "acme"),
+                          (SERVER, "api_keys"), (BOOKKEEPING, "ids"), (MEMORIES,)):
+            with pytest.raises(ReservedNamespaceError):
+                whole.put(namespace, "k", {})
+    raw = GuardedStore(inner, whole_store=True)
+    for namespace in ((TENANTS, "acme", FILES, "default"), (SERVER, "api_keys"),
+                      (FILES, "default")):
+        with pytest.raises(ReservedNamespaceError, match="admin keys only"):
+            raw.get(namespace, "k")
+    visible = [(TENANTS, "acme", "notes"), (TENANTS, "beta", "x"), ("notes",)]
+    assert sorted(i.namespace for i in raw.search(limit=100)) == sorted(
+        [*visible, (TENANTS, "acme", "notes")])  # k and k2
+    assert raw.count() == 4 and raw.count((TENANTS,)) == 3 and raw.count((TENANTS, "beta")) == 1
+    assert raw.list_namespaces() == sorted(visible)
+    assert raw.list_namespaces(prefix=(TENANTS, "*", "*")) == sorted(visible[:2])
+    admin = GuardedStore(inner, admin=True, whole_store=True)
+    assert admin.count() == 8 and len(admin.list_namespaces()) == 7

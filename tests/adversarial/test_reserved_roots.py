@@ -329,3 +329,25 @@ def test_the_guard_holds_on_postgresql(pg_database: str) -> None:
         _http_matrix(world)
         _reads(world)
         _family_apis_still_work(world)
+
+
+def test_a_keyless_server_guards_the_raw_store_too(tmp_path: Path) -> None:
+    """Without API keys (loopback only) the local tenant is no admin: the policy's files
+    stay behind ``/v1/files``, and no family root is written raw."""
+    app = create_app(ServerConfig(db=str(tmp_path / "keyless.db"), auth=False, mcp=False))
+    state: ServerState = app.state.remem
+    set_file_policy(state, Policy(rules(POLICY), "allow"))
+    approvals_for(state.store_for(Principal("local"))).files.write("/secrets/key.txt", SECRET)
+    with TestClient(app) as http:
+        secret = {"namespace": ["files", "default", "files", "/secrets"], "key": "key.txt"}
+        for response in (http.get("/v1/store/items", params=secret),
+                         http.put("/v1/store/items", json={**secret, "value": {"x": 1}}),
+                         http.put("/v1/store/items", json={"namespace": ["_remem", "heads"],
+                                                           "key": "k", "value": {"n": 1}})):
+            assert response.status_code == 403, response.text
+            assert response.json()["error"] == "reserved_namespace"
+        found = _ok(http.post("/v1/store/search", json={"limit": 1000}))["items"]
+        assert SECRET not in json.dumps(found)
+        assert not any(i["namespace"][0] in GOVERNED for i in found)
+        assert http.post("/v1/files/read", json={"path": "/secrets/key.txt"}).status_code == 403
+    state.close()

@@ -31,7 +31,12 @@ def text_hash(kind: TextKind, text: str) -> bytes:
 
 
 class VectorMemo:
-    """A thread-safe LRU of ``(model, text hash) -> unit vector`` holding at most ``size``."""
+    """A thread-safe LRU of ``(model, text hash) -> unit vector`` holding at most ``size``.
+
+    One memo serves every thread of a store (and every tenant of a server): each method holds
+    the lock for the whole of its work, and the vectors it keeps are read-only views, so no
+    caller can change a vector another thread is handed (writing to one raises
+    ``ValueError``)."""
 
     def __init__(self, size: int = 10_000) -> None:
         self.size = size
@@ -54,9 +59,14 @@ class VectorMemo:
         """Remember ``vectors``, evicting the least recently used beyond ``size``."""
         if self.size <= 0:
             return
+        kept = {}
+        for digest, vector in vectors.items():
+            view = vector.view()
+            view.flags.writeable = False
+            kept[digest] = view
         with self._lock:
-            for digest, vector in vectors.items():
-                self._entries[(model, digest)] = vector
+            for digest, view in kept.items():
+                self._entries[(model, digest)] = view
                 self._entries.move_to_end((model, digest))
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)

@@ -3,6 +3,10 @@
 A store's searches keep meeting the same candidates, so the stages that read each candidate's
 text remember what they read, but only for texts up to :data:`SHORT_TEXT` characters: a cache
 of a few thousand long documents would hold megabytes each, and a search reads few of them.
+
+A store's threads (and a server's tenants) share these memos: ``functools.lru_cache`` keeps its
+table consistent under threads, and the wrapped readings are pure functions of the text, so a
+race at worst reads one text twice (``tests/test_cache_races.py``).
 """
 
 from __future__ import annotations

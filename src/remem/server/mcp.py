@@ -313,9 +313,11 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
                 raise InvalidInputError(f"limit must be between 1 and 1000, got {limit}")
             # the raw store as a client sees it (no files or approvals unless an admin key);
             # remem's bookkeeping (ids, history, locks) is not the agent's business
-            found = state.raw_store_for(who).list_namespaces(
-                prefix=tuple(prefix) if prefix else None, limit=limit + 1000)
-            shown = [list(ns) for ns in found if not is_bookkeeping(ns)]
+            raw = state.raw_store_for(who)
+            found = raw.list_namespaces(prefix=tuple(prefix) if prefix else None,
+                                        limit=limit + 1000)
+            shown = [list(ns) for ns in found
+                     if not is_bookkeeping(ns, whole_store=raw.whole_store)]
             return {"namespaces": shown[:limit]}
         return await run(ctx, False, call)  # type: ignore[no-any-return]
 

@@ -1,22 +1,26 @@
 """The raw store as a client may use it: family roots refused, in one place.
 
 :class:`GuardedStore` wraps a store (a tenant's :class:`~remem.store.scoped.ScopedStore` on
-the server, the whole store in the CLI) and checks every operation of every batch against the
-registry of reserved roots (:mod:`remem.store.reserved`) before any I/O. Every raw store
-surface (``/v1/store``, the MCP ``list_namespaces`` tool, ``remem store``) reaches the store
-only through it, so a rule a family enforces in its own API cannot be walked around there:
+the server; the whole store for ``remem store`` and a keyless server's local tenant, where the
+server's own labels and each ``("tenants", T)`` scope are checked too) and checks every
+operation of every batch against the registry of reserved roots (:mod:`remem.store.reserved`)
+before any I/O. Every raw store surface (``/v1/store``, the MCP ``list_namespaces`` tool,
+``remem store``) reaches the store only through it, so a rule a family enforces in its own API
+cannot be walked around there:
 
 * a put or delete under a reserved root raises
   :class:`~remem.errors.ReservedNamespaceError` naming the family and the API to use, for
   every caller (admins included: a family's records are written through its API only);
 * a read (get, search, count, namespace listing) under a root whose reads a policy governs
-  (files, approvals) raises it too, unless the view is an admin's (``admin=True``), who may
-  read them for repair;
-* a read spanning every root (an empty prefix, or a listing whose prefix starts with ``*``)
-  never returns governed records to a non-admin: a count subtracts them exactly, in the same
-  batch; a listing pages past them exactly; a search reads a wider window (from offset 0)
-  and drops them, reading past at most :data:`HIDDEN_WINDOW` of them for one page, so a
-  page can come back short when more of them rank first (search under a prefix then).
+  (files, approvals; in a whole store also the server's keys and secrets) raises it too,
+  unless the view is an admin's (``admin=True``), who may read them for repair;
+* a read spanning governed roots without naming one (an empty prefix, a listing whose prefix
+  starts with ``*``; in a whole store also ``("tenants",)`` and ``("tenants", T)``) never
+  returns governed records to a non-admin: a count subtracts theirs exactly, in the same
+  batch (a whole store lists its tenants first); a listing pages past them exactly; a
+  search reads a wider window (from offset 0) and drops them, reading past at most
+  :data:`HIDDEN_WINDOW` of them for one page, so a page can come back short when more of
+  them rank first (search under a prefix then).
 
 Checks happen before the batch runs, so a refused batch writes nothing. A batch without a
 spanning read is passed on whole; one with such reads runs as one batch of the inner store
@@ -40,9 +44,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final
 
-from remem.errors import ReservedNamespaceError, UsageError
+from remem.errors import ReservedNamespaceError
 from remem.store.base import BaseStore, Prepared, check_ops, literal_prefix
-from remem.store.reserved import GOVERNED, TENANTS, ReservedRoot, root_of
+from remem.store.reserved import GOVERNED, ROOTS, TENANTS, ReservedRoot, root_of
 from remem.store.types import (
     CountOp,
     DeleteOp,
@@ -94,31 +98,19 @@ def _read_at(op: Op) -> Namespace:
     return literal_prefix(op.prefix)
 
 
-def _spans(op: Op) -> bool:
-    """Whether ``op`` reads under every root at once."""
-    return isinstance(op, SearchOp | CountOp | ListNamespacesOp) and not _read_at(op)
-
-
-def _shown(namespace: Namespace) -> bool:
-    return not namespace or namespace[0] not in GOVERNED
-
-
 class GuardedStore(BaseStore):
     """``inner`` as a raw store surface may use it; see the module docstring.
 
     ``admin``: the caller may read governed roots (an admin key, or the operator at the
     command line). ``whole_store``: ``inner`` is a server's whole store, not one scope, so
-    the server's own labels are reserved too and each ``("tenants", T)`` scope is checked
-    inside (only an operator's view: ``admin`` must be set). ``hidden_window``: how many
-    governed records a search over every root reads past for one page. ``close()`` does not
-    close ``inner``; its owner does.
+    the server's own labels are reserved too (its keys and secrets governed) and each
+    ``("tenants", T)`` scope is checked inside. ``hidden_window``: how many governed records
+    a search over every root reads past for one page. ``close()`` does not close ``inner``;
+    its owner does.
     """
 
     def __init__(self, inner: BaseStore, *, admin: bool = False, whole_store: bool = False,
                  hidden_window: int = HIDDEN_WINDOW) -> None:
-        if whole_store and not admin:
-            raise UsageError("a guarded view of a whole store is the operator's: pass "
-                             "admin=True, or guard a tenant's scoped store instead")
         super().__init__(index=inner.index, ttl=inner.ttl,
                          keyword=inner.keyword if inner.keyword is not None else False,
                          clock=inner.clock)
@@ -141,9 +133,45 @@ class GuardedStore(BaseStore):
     def _check_read(self, namespace: Namespace) -> None:
         if self.admin or not namespace:
             return
-        found = root_of(namespace)
+        found = root_of(namespace, whole_store=self.whole_store)
         if found is not None and found[0].governed_reads:
             raise _read_refused(namespace, found[0])
+
+    def _shown(self, namespace: Namespace) -> bool:
+        """Whether a non-admin may see a record (or namespace) at ``namespace``."""
+        found = root_of(namespace, whole_store=self.whole_store)
+        return found is None or not found[0].governed_reads
+
+    def _spans(self, op: Op) -> bool:
+        """Whether a non-admin's read ``op`` reaches over governed roots without naming one:
+        an empty prefix (in a whole store also ``("tenants",)`` or ``("tenants", T)``)."""
+        if not isinstance(op, SearchOp | CountOp | ListNamespacesOp):
+            return False
+        at = _read_at(op)
+        return not at or (self.whole_store and at[0] == TENANTS and len(at) <= 2)
+
+    def _hidden_under(self, prefix: Namespace) -> list[Namespace]:
+        """The governed prefixes under a spanning ``prefix`` (disjoint, so their counts
+        add up): the governed roots, and in a whole store its own governed labels and each
+        tenant's governed roots (the tenants are listed first, outside the batch)."""
+        governed = sorted(GOVERNED)
+        if not self.whole_store:
+            return [(label,) for label in governed]
+        if len(prefix) == 2:
+            return [(*prefix, label) for label in governed]
+        tenants: list[Namespace] = []
+        while True:
+            page = self.inner.list_namespaces(prefix=(TENANTS,), max_depth=2,
+                                              limit=_LIST_PAGE, offset=len(tenants))
+            tenants.extend(page)
+            if len(page) < _LIST_PAGE:
+                break
+        inside: list[Namespace] = [(*tenant, label) for tenant in tenants
+                                   if len(tenant) == 2 for label in governed]
+        if prefix:  # ("tenants",)
+            return inside
+        top = sorted(label for label, root in ROOTS.items() if root.governed_reads)
+        return [*((label,) for label in top), *inside]
 
     # -- the store protocol -------------------------------------------------------------------
 
@@ -152,7 +180,7 @@ class GuardedStore(BaseStore):
         op_list = check_ops(ops)
         for op in op_list:
             self.check(op)
-        if self.admin or not any(_spans(op) for op in op_list):
+        if self.admin or not any(self._spans(op) for op in op_list):
             return self.inner.batch(op_list)
         return self._spanning(op_list)
 
@@ -164,12 +192,12 @@ class GuardedStore(BaseStore):
         spans: list[tuple[int, int]] = []
         for op in op_list:
             start = len(sent)
-            if not _spans(op):
+            if not self._spans(op):
                 sent.append(op)
             elif isinstance(op, CountOp):
                 sent.append(op)
-                sent.extend(dataclasses.replace(op, namespace_prefix=(label,))
-                            for label in sorted(GOVERNED))
+                sent.extend(dataclasses.replace(op, namespace_prefix=hidden)
+                            for hidden in self._hidden_under(op.namespace_prefix))
             elif isinstance(op, SearchOp):
                 sent.append(dataclasses.replace(op, limit=op.offset + op.limit, offset=0))
             else:
@@ -181,7 +209,7 @@ class GuardedStore(BaseStore):
         out: list[Result] = []
         for op, (start, end) in zip(op_list, spans, strict=True):
             first = results[start]
-            if not _spans(op):
+            if not self._spans(op):
                 out.append(first)
             elif isinstance(op, CountOp):
                 hidden = [n for n in results[start + 1:end] if isinstance(n, int)]
@@ -201,7 +229,7 @@ class GuardedStore(BaseStore):
         wanted = op.offset + op.limit
         window, most = wanted, wanted + self.hidden_window
         while True:
-            shown = [item for item in found if _shown(item.namespace)]
+            shown = [item for item in found if self._shown(item.namespace)]
             if len(shown) >= wanted or len(found) < window or window >= most:
                 return shown[op.offset:wanted]
             hidden = len(found) - len(shown)
@@ -215,14 +243,14 @@ class GuardedStore(BaseStore):
         namespaces (exact: a listing is sorted, so pages never overlap)."""
         wanted = op.offset + op.limit
         page = max(wanted, _LIST_PAGE)
-        shown = [ns for ns in found if _shown(ns)]
+        shown = [ns for ns in found if self._shown(ns)]
         start = 0
         while len(shown) < wanted and len(found) == page:
             start += page
             more = self.inner.batch([dataclasses.replace(op, limit=page, offset=start)])[0]
             assert isinstance(more, list)
             found = more  # type: ignore[assignment]
-            shown.extend(ns for ns in found if _shown(ns))
+            shown.extend(ns for ns in found if self._shown(ns))
         return shown[op.offset:wanted]
 
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
@@ -255,7 +283,7 @@ class GuardedStore(BaseStore):
                                     what="namespace_prefix")
         self._check_read(prefix)
         for item in self.inner.iter_items(prefix):
-            if self.admin or _shown(item.namespace):
+            if self.admin or self._shown(item.namespace):
                 yield item
 
     def _ttl_of(self, namespace: Namespace, key: str) -> float | None:

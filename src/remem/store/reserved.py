@@ -78,10 +78,10 @@ class ReservedRoot:
 
     ``family`` owns it and ``holds`` says what; ``route`` and ``command`` are the HTTP API and
     CLI command to use instead of the raw store. ``governed_reads``: a policy (the server's
-    file permissions) decides who reads these records, so the raw store shows them to admin
-    keys only. ``bookkeeping``: remem's own records, left out of plain namespace listings.
-    ``server_only``: the label is reserved at the top of a server's whole store only, not
-    inside a tenant's scope."""
+    file permissions; for the server's own items, being the operator) decides who reads these
+    records, so the raw store shows them to admins only. ``bookkeeping``: remem's own
+    records, left out of plain namespace listings. ``server_only``: the label is reserved at
+    the top of a server's whole store only, not inside a tenant's scope."""
 
     label: str
     family: str
@@ -125,8 +125,9 @@ ROOTS: Final[Mapping[str, ReservedRoot]] = _table(
                  "remem graph"),
     ReservedRoot(THREADS, "threads", "the thread search index", "/v1/threads",
                  "remem threads"),
-    ReservedRoot(SERVER, "server", "API keys and the inspector's secret",
-                 "no HTTP route", "remem keys", bookkeeping=True, server_only=True),
+    ReservedRoot(SERVER, "server", "API keys and the inspector's signing secret",
+                 "no HTTP route", "remem keys", governed_reads=True, bookkeeping=True,
+                 server_only=True),
     ReservedRoot(TENANTS, "server", "the tenants' scopes themselves",
                  "/v1/store with the tenant's own key",
                  "remem store put tenants.<tenant>.<label> ...",
@@ -136,9 +137,9 @@ ROOTS: Final[Mapping[str, ReservedRoot]] = _table(
 #: the labels reserved at the top of every family scope (a tenant's view, a local store)
 SCOPE_ROOTS: Final[frozenset[str]] = frozenset(
     label for label, root in ROOTS.items() if not root.server_only)
-#: the labels whose reads a policy governs
+#: the labels of a family scope whose reads a policy governs
 GOVERNED: Final[frozenset[str]] = frozenset(
-    label for label, root in ROOTS.items() if root.governed_reads)
+    label for label, root in ROOTS.items() if root.governed_reads and not root.server_only)
 
 
 def root_of(namespace: Sequence[str], *, whole_store: bool = False
