@@ -10,8 +10,11 @@ read their parameters, defaults and help from its fields. A parity test checks t
 surface takes the same parameters with the same defaults.
 
 Validation is strict (JSON ``false`` is not ``0``, ``"1"`` is not ``1``) and bounded (every
-string, list and number has a limit), the same from Python as over HTTP. A bad value raises
-:class:`~remem.errors.InvalidInputError` naming the field, the rule and the fix.
+string, list and number has a limit), the same from Python as over HTTP. No string of any
+field, at any depth, may hold the NUL character (U+0000), which no backend stores alike (see
+:mod:`remem.store.values`): it is refused here, before anything is written or a model is
+called. A bad value raises :class:`~remem.errors.InvalidInputError` naming the field, the
+rule and the fix.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     ValidationInfo,
+    field_validator,
 )
 
 from remem.errors import InvalidInputError
@@ -40,6 +44,7 @@ from remem.store.types import (
     NestingError,
     bounded_json,
 )
+from remem.store.values import nul_problem
 
 __all__ = [
     "MAX_JSON_CHARS",
@@ -185,6 +190,18 @@ class Request(BaseModel):
 
     #: the operation's name: the facade method that runs it (``"search"``: ``Memory.search``)
     operation: ClassVar[str] = ""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        """Refuse the NUL character in any string of a field (messages, metadata keys and
+        values, texts, queries), naming where it is."""
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        problem = nul_problem(value, info.field_name or "value")
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @classmethod
     def of(cls, **fields: Any) -> Self:

@@ -25,7 +25,9 @@ from remem.store.types import MAX_VALUE_DEPTH, validate_value
 INT64 = 2**63
 HINT = "use only dict, list, str, int, float, bool and None"
 
-_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+# valid Unicode without NUL, which no stored string may hold (its refusal is tested below)
+_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+                max_size=12)
 _leaf = (st.none() | st.booleans() | st.integers(-INT64, INT64 - 1)
          | st.floats(allow_nan=False, allow_infinity=False) | _text)
 _json = st.recursive(
@@ -64,10 +66,11 @@ def test_the_copy_and_text_equal_the_json_round_trip(value: dict[str, Any]) -> N
 
 
 @settings(max_examples=60, deadline=None)
-@given(value=_values, where=st.sampled_from(["nan", "inf", "-inf", "big", "small", "set"]))
+@given(value=_values, where=st.sampled_from(["nan", "inf", "-inf", "big", "small", "set",
+                                             "nul"]))
 def test_one_bad_leaf_anywhere_is_refused_by_name(value: dict[str, Any], where: str) -> None:
     bad: Any = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "big": INT64,
-                "small": -INT64 - 1, "set": {1}}[where]
+                "small": -INT64 - 1, "set": {1}, "nul": "a\x00b"}[where]
     value = {"outer": [value, {"bad": bad}]}
     with pytest.raises(InvalidValueError) as caught:
         PutOp(("ns",), "k", value)
@@ -76,6 +79,9 @@ def test_one_bad_leaf_anywhere_is_refused_by_name(value: dict[str, Any], where: 
     if where in ("big", "small"):
         assert message == (f"value.outer[1].bad = {bad} does not fit in a signed 64-bit "
                            "integer; store it as a string")
+    elif where == "nul":
+        assert message.startswith("value.outer[1].bad contains the NUL character at "
+                                  "position 1; remem stores no NUL characters")
     else:
         assert message.startswith("value is not JSON-serialisable: value.outer[1].bad ")
         assert message.endswith(f"{HINT} (finite numbers, valid Unicode)")
@@ -128,6 +134,18 @@ def test_only_dicts_are_objects() -> None:
     for leaf, name in ((b"x", "bytes"), (object(), "object"), (frozenset(), "frozenset")):
         with pytest.raises(InvalidValueError, match=rf"value\.a\[1\] is a {name};"):
             validate_value({"a": [0, leaf]})
+
+
+def test_nul_in_strings_and_keys_is_refused_by_path() -> None:
+    with pytest.raises(InvalidValueError, match=r"^value\.a\[0\]\.b contains the NUL "
+                                                r"character at position 3; remem stores no "
+                                                r"NUL characters \(U\+0000\), on any backend"):
+        validate_value({"a": [{"b": "ok \x00"}]})
+    with pytest.raises(InvalidValueError, match=r"^value\.a has the key 'k\\x00', which "
+                                                r"contains the NUL character"):
+        validate_value({"a": {"k\x00": 1}})
+    # a backslash and "u0000" is six ordinary characters, not a NUL
+    assert validate_value({"a": "\\u0000", "\\u0000": 1}) == {"a": "\\u0000", "\\u0000": 1}
 
 
 def test_lone_surrogates_in_strings_and_keys_are_refused_by_path() -> None:

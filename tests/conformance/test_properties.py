@@ -39,7 +39,8 @@ scalars = st.one_of(
     st.sampled_from([0.0, 1.0, -2.5, 1e300]),
     st.floats(allow_nan=False, allow_infinity=False),
     st.sampled_from(["", "x", "1", "tea", "Tea", "北京", "é", "😀"]),
-    st.text(st.characters(exclude_categories=("Cs",)), max_size=4),
+    # valid Unicode without NUL, which no backend stores (refused on every put)
+    st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=4),
 )
 json_values = st.recursive(
     scalars,

@@ -414,8 +414,10 @@ class PostgresJobStorage:
         except psycopg.errors.UniqueViolation as exc:
             raise ConflictError(f"a concurrent write created the same job first: "
                                 f"{exc.diag.message_detail or exc}; retry") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL error (schema {self.schema}): {exc}") from exc
+        except psycopg.Error as exc:  # refused data is the caller's (422), else a 503
+            from remem._postgres import database_error
+
+            raise database_error(exc, f"schema {self.schema}") from exc
 
     def close(self) -> None:
         self._closed = True

@@ -40,6 +40,7 @@ from remem.graph.profile import (
     ProfileSlot,
     TimelineEvent,
     XPatch,
+    parse_patches,
     plan_patch,
 )
 from remem.graph.profile_rows import ProfileRows
@@ -66,6 +67,7 @@ from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
 from remem.store.namespace_codec import encode_ns
 from remem.store.reserved import GRAPH
 from remem.store.types import validate_namespace
+from remem.store.values import nul_problem
 
 __all__ = ["Graph"]
 
@@ -211,6 +213,11 @@ class Graph:
             raise InvalidInputError("episode is empty: give text or messages with text")
         at = timestamp(event_at, "event_at")
         at = default_at if at is None else at
+        # refused before the model is called (the storage would refuse it after)
+        problem = nul_problem(episode, "episode") or nul_problem(list(source_ids),
+                                                                   "source_ids")
+        if problem is not None:
+            raise InvalidInputError(problem)
         quota = self.quota
         if quota is not None:  # the episode alone: a full tenant is refused before the call
             quota.admit_graph(1, text_bytes(content))
@@ -503,10 +510,7 @@ class Graph:
         """Change the profile by hand with JSON Patch operations (``add`` / ``replace`` /
         ``remove`` on ``/topic/sub_topic``), checked against the schema like the model's;
         returns the changes recorded (none when nothing changed)."""
-        try:
-            ops = [p if isinstance(p, XPatch) else XPatch.model_validate(p) for p in patch]
-        except ValueError as exc:
-            raise InvalidInputError(f"patch: {exc}") from None
+        ops = parse_patches(patch)
         now = self.clock()
         with self._profile_rows(True) as kept:
             assert self.profile_schema is not None

@@ -19,6 +19,8 @@ tables (``g002_profile``, :mod:`remem.graph.profile_rows`).
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +30,11 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from remem.errors import InvalidInputError
+from remem.store.values import nul_problem
 
 __all__ = ["DEFAULT_PROFILE", "Profile", "ProfileChange", "ProfileSchema", "ProfileSlot",
-           "SlotChange", "TimelineEvent", "Topic", "XEvent", "XPatch", "parse_path",
-           "plan_patch", "profile_prompt_lines"]
+           "SlotChange", "TimelineEvent", "Topic", "XEvent", "XPatch", "parse_patches",
+           "parse_path", "plan_patch", "profile_prompt_lines"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,49}$")
 #: longest value a slot keeps (a profile holds short statements, facts go in the graph)
@@ -104,6 +107,13 @@ DEFAULT_PROFILE = ProfileSchema({
 })
 
 
+def _no_nul(value: str | None) -> str | None:
+    problem = nul_problem(value, "value")
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 def parse_path(path: str) -> tuple[str, str]:
     """``/topic/sub_topic`` as ``(topic, sub_topic)``; anything else is refused."""
     parts = path.split("/")
@@ -125,14 +135,25 @@ class XPatch(BaseModel):
     @pydantic.field_validator("value", mode="before")
     @classmethod
     def _scalar_as_text(cls, value: Any) -> Any:
-        # a model may state an age as 34 or a list of hobbies: keep them as text
-        if isinstance(value, bool) or value is None:
-            return value if value is None else str(value).lower()
-        if isinstance(value, int | float):
-            return str(value)
-        if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
-            return ", ".join(str(v) for v in value)
-        return value
+        # a model may state an age as 34 or a list of hobbies: keep them as text. true/false
+        # and NaN or infinity (JSON's 1e400) say nothing a profile can keep: refused, naming
+        # the value (a model's answer goes back to it once with the error)
+        if value is None or isinstance(value, str):
+            return _no_nul(value)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, bool):
+                raise ValueError(f"{json.dumps(item)} is not a profile value: a value is text "
+                                 "(send e.g. \"yes\" or a short statement)")
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(f"{json.dumps(item)} is not a finite number: a value is "
+                                 "text or a finite number (kept as text)")
+            if not isinstance(item, str | int | float):
+                raise ValueError(f"a value is text, a number or a list of them, got "
+                                 f"{type(item).__name__}")
+        if isinstance(value, list):
+            return _no_nul(", ".join(str(v) for v in value))
+        return str(value)
 
     @pydantic.model_validator(mode="after")
     def _valid(self) -> XPatch:
@@ -140,6 +161,24 @@ class XPatch(BaseModel):
         if self.op != "remove" and not (self.value or "").strip():
             raise ValueError(f"{self.op} {self.path} needs a non-empty value")
         return self
+
+
+def parse_patches(patch: Sequence[Mapping[str, Any] | XPatch]) -> list[XPatch]:
+    """Hand-written patch operations (dicts or :class:`XPatch`) as values; a bad one raises
+    :class:`InvalidInputError` naming its position and field (``patch[0]: value: NaN is not
+    a finite number...``)."""
+    from remem.requests import invalid_input
+
+    ops = []
+    for position, op in enumerate(patch):
+        try:
+            ops.append(op if isinstance(op, XPatch) else XPatch.model_validate(dict(op)))
+        except pydantic.ValidationError as exc:
+            raise invalid_input(exc, f"patch[{position}]") from None
+        except (TypeError, ValueError) as exc:  # not a mapping at all
+            raise InvalidInputError(f"patch[{position}] must be an object with op, path and "
+                                    f"value: {exc}") from None
+    return ops
 
 
 class XEvent(BaseModel):

@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch
+from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch, parse_patches
 from remem.graph.requests import (
     EntityRequest,
     ExpandRequest,
@@ -101,8 +101,7 @@ class RemoteGraph:
                                      focal=focal, hops=hops, rerank=rerank)
 
     def _patch(self, patch: Sequence[Mapping[str, Any] | XPatch]) -> PatchProfileRequest:
-        ops = [p if isinstance(p, XPatch) else XPatch.model_validate(dict(p)) for p in patch]
-        return PatchProfileRequest.of(**self._user(), patch=ops)
+        return PatchProfileRequest.of(**self._user(), patch=parse_patches(patch))
 
     # -- sync ---------------------------------------------------------------------------------
 

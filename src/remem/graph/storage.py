@@ -13,11 +13,18 @@ a :class:`Tx`: ``execute`` (``?`` placeholders, translated for the dialect) and 
   ingests into the same graph queue while other graphs write in parallel. A read runs its
   statements in autocommit (under READ COMMITTED each statement reads its own snapshot in a
   transaction too, so BEGIN and COMMIT would only add round trips).
+
+Both refuse a statement whose text parameter holds the NUL character before running it
+(:func:`_refuse_nul`), so a value PostgreSQL cannot store is refused alike on SQLite; the
+graph's entry points check what the caller gave first, naming the field. A PostgreSQL error
+caused by the data (:func:`remem._postgres.database_error`) is an ``InvalidInputError``, any
+other a ``StoreError``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import threading
 import zlib
@@ -26,9 +33,10 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
 from remem._sqlite import SQLiteConnections
-from remem.errors import StoreError
+from remem.errors import InvalidInputError, StoreError
 from remem.graph import schema
 from remem.store.migrations import apply_sqlite
+from remem.store.values import NUL, nul_problem
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -74,6 +82,21 @@ class GraphStorage(Protocol):
         ...
 
 
+_TABLE = re.compile(r"\b(?:INTO|UPDATE|FROM)\s+(\w+)", re.IGNORECASE)
+
+
+def _refuse_nul(query: str, params: Sequence[Any]) -> None:
+    """Raise :class:`InvalidInputError` if a text parameter of ``query`` holds the NUL
+    character, naming the table and the value (SQLite would store it, PostgreSQL refuse it:
+    remem refuses it on both)."""
+    for position, param in enumerate(params):
+        if type(param) is str and NUL in param:
+            table = _TABLE.search(query)
+            where = f"a text for {table.group(1)}" if table else "a text"
+            problem = nul_problem(param, f"parameter {position + 1}") or ""
+            raise InvalidInputError(f"{where} ({param[:40]!r}) cannot be stored: {problem}")
+
+
 class _SQLiteTx:
     dialect = "sqlite"
 
@@ -81,12 +104,16 @@ class _SQLiteTx:
         self.conn = conn
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
+        _refuse_nul(query, params)
         return self.conn.execute(query, params)
 
     def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        for row in rows:
+            _refuse_nul(query, row)
         self.conn.executemany(query, rows)
 
     def insert(self, query: str, params: Sequence[Any]) -> int:
+        _refuse_nul(query, params)
         row_id = self.conn.execute(query, params).lastrowid
         assert row_id is not None
         return row_id
@@ -136,9 +163,12 @@ class _PostgresTx:
         self.conn = conn
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
+        _refuse_nul(query, params)
         return self.conn.execute(query.replace("?", "%s"), params)
 
     def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        for row in rows:
+            _refuse_nul(query, row)
         if rows:
             with self.conn.cursor() as cursor:
                 cursor.executemany(query.replace("?", "%s"), rows)
@@ -203,7 +233,9 @@ class PostgresGraphStorage:
                                  (0x67726170, zlib.crc32(ns.encode()) - 2**31))
                     yield _PostgresTx(conn)
         except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL error (schema {self.schema}): {exc}") from exc
+            from remem._postgres import database_error
+
+            raise database_error(exc, f"schema {self.schema}") from exc
 
     def close(self) -> None:
         self._closed = True

@@ -173,7 +173,9 @@ class OpenAIChatModel(HTTPChatModel):
         raw_message = {**raw_message, "role": "assistant"}
         if isinstance(raw_message.get("tool_calls"), list):
             raw_message["tool_calls"] = [_repair_arguments(c) for c in raw_message["tool_calls"]]
-        message = from_openai_message(raw_message, "choices[0].message")
+        # a provider's answer gains fields over time (audio, annotations, reasoning): read
+        # what remem keeps, drop the rest
+        message = from_openai_message(raw_message, "choices[0].message", extra="ignore")
         finish = _FINISH.get(str(choice.get("finish_reason")), "other")
         if message.tool_calls and finish == "stop":  # Ollama answers tool calls with "stop"
             finish = "tool_calls"

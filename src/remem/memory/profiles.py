@@ -23,7 +23,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from remem.errors import ConflictError, InvalidInputError, StructuredOutputError
+from remem.errors import (
+    ConflictError,
+    InvalidInputError,
+    InvalidValueError,
+    StructuredOutputError,
+)
 from remem.llm.base import ChatModel, Usage
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_async, run_sync
 from remem.memory.grounding import LANGUAGE_RULE, reference_line, timed_conversation
@@ -38,6 +43,7 @@ from remem.memory.writer import commit
 from remem.messages.types import Message
 from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, Namespace
+from remem.store.values import validated_value
 
 __all__ = ["PatchOperation", "ProfileManager", "ProfileResult", "profile_id"]
 
@@ -154,6 +160,10 @@ class ProfileManager:
             return None, str(exc)
         if not isinstance(patched, dict):
             return None, "the patched profile must stay a JSON object"
+        try:  # NaN, infinities, NUL: the schema's dump would turn NaN into null unasked
+            validated_value(patched)
+        except InvalidValueError as exc:
+            return None, f"the patched profile cannot be stored: {exc}"
         try:
             return self.schema.model_validate(patched).model_dump(mode="json"), ""
         except ValidationError as exc:

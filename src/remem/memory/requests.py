@@ -152,14 +152,26 @@ def _messages_json(messages: tuple[Message, ...]) -> Any:
 
 _CHAT_MESSAGE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "description": "an OpenAI-style chat message",
+    "description": "an OpenAI-style chat message, optionally with remem's id, created_at, "
+                   "metadata and is_error (as /v1/threads answers them); other fields are "
+                   "refused",
     "properties": {
-        "role": {"enum": ["system", "user", "assistant", "tool", "developer"]},
+        "role": {"enum": ["system", "user", "assistant", "tool", "developer", "function"]},
         "content": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
                               {"type": "array", "items": {"type": "object"}},
                               {"type": "null"}]},
+        "name": {"type": ["string", "null"]},
+        "tool_calls": {"type": ["array", "null"], "items": {"type": "object"}},
+        "tool_call_id": {"type": ["string", "null"]},
+        "function_call": {"type": ["object", "null"]},
+        "refusal": {"type": ["string", "null"]},
+        "id": {"type": ["string", "null"]},
+        "created_at": {"type": ["number", "null"]},
+        "metadata": {"type": ["object", "null"]},
+        "is_error": {"type": ["boolean", "null"]},
     },
     "required": ["role"],
+    "additionalProperties": False,
 }
 
 Messages = Annotated[

@@ -1,12 +1,14 @@
 """Helpers shared by the provider message converters: typed field access with errors that name
-the field (``messages[2].tool_calls[0].function.arguments``), and image URL handling."""
+the field (``messages[2].tool_calls[0].function.arguments``), the refusal of fields a
+converter does not read (:func:`refuse_unknown`), and image URL handling."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence, Set
+from typing import Any, Literal
 
 import pydantic
 
@@ -14,6 +16,7 @@ from remem.errors import MessageFormatError
 from remem.messages.types import ImagePart, Message, TextPart
 
 __all__ = [
+    "Extra",
     "build",
     "data_url",
     "field",
@@ -21,6 +24,8 @@ __all__ = [
     "image_url_part",
     "optional_str",
     "parse_arguments",
+    "refuse_unknown",
+    "remem_fields",
     "require_dict",
     "require_list",
     "require_str",
@@ -30,6 +35,53 @@ __all__ = [
 
 _DATA_URL = re.compile(r"^data:(?P<media>[\w.+-]+/[\w.+-]+)?(?:;[\w=-]+)*;base64,(?P<data>.*)$",
                        re.DOTALL)
+
+
+Extra = Literal["forbid", "ignore"]
+"""What a converter does with a key it does not read: ``"forbid"`` refuses it (what remem's
+surfaces use: a field silently dropped is a field the caller believes was kept), ``"ignore"``
+drops it (what remem's model clients use on a provider's answers, which gain fields over
+time)."""
+
+
+def refuse_unknown(data: Mapping[Any, Any], known: Set[str], where: str, what: str,
+                   extra: Extra) -> None:
+    """With ``extra="forbid"``, a :class:`MessageFormatError` naming the first key of
+    ``data`` not in ``known`` (and the keys that are); nothing with ``"ignore"``."""
+    if extra == "ignore":
+        return
+    for key in data:
+        if key not in known:
+            name = key if isinstance(key, str) else repr(key)
+            raise MessageFormatError(
+                f"{where} has the unknown field {name!r}: {what} takes "
+                f"{', '.join(sorted(known))}; unknown fields are refused, not dropped: "
+                "remove it (a message keeps free JSON in its metadata)")
+
+
+def remem_fields(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The fields of remem's own message JSON a provider dict may carry beside its own
+    (``id``, ``created_at``, ``metadata``, ``is_error``: what ``/v1/threads`` answers with),
+    checked, as :class:`Message` keyword arguments."""
+    out: dict[str, Any] = {}
+    if data.get("id") is not None:
+        out["id"] = require_str(data["id"], field(where, "id"), allow_empty=False)
+    created = data.get("created_at")
+    if created is not None:
+        if isinstance(created, bool) or not isinstance(created, int | float) or \
+                not math.isfinite(created):
+            raise MessageFormatError(f"{field(where, 'created_at')} must be a finite number "
+                                     f"of epoch seconds, got {_kind(created)}")
+        out["created_at"] = float(created)
+    if data.get("metadata") is not None:
+        out["metadata"] = dict(require_dict(data["metadata"], field(where, "metadata")))
+    is_error = data.get("is_error")
+    if is_error is not None:
+        if not isinstance(is_error, bool):
+            raise MessageFormatError(f"{field(where, 'is_error')} must be true or false, got "
+                                     f"{_kind(is_error)}")
+        out["is_error"] = is_error
+    return out
 
 
 def field(where: str, name: str | int) -> str:
@@ -104,12 +156,17 @@ def image_part(url: str, media_type: str | None, where: str) -> ImagePart:
         raise MessageFormatError(f"{where} is not a valid image: {exc}") from exc
 
 
-def image_url_part(part: Mapping[str, Any], where: str) -> ImagePart:
+def image_url_part(part: Mapping[str, Any], where: str, extra: Extra = "ignore") -> ImagePart:
     """An OpenAI-style ``{"type": "image_url", "image_url": {"url": ...}}`` block (the URL may
-    also stand directly under ``image_url``, as LangChain writes it)."""
+    also stand directly under ``image_url``, as LangChain writes it; ``detail`` is read and
+    dropped: remem keeps the image, not how a provider should look at it)."""
+    refuse_unknown(part, {"type", "image_url"}, where, "an image_url part", extra)
     image = part.get("image_url")
-    url = image if isinstance(image, str) else require_dict(
-        image, field(where, "image_url")).get("url")
+    if not isinstance(image, str):
+        image = require_dict(image, field(where, "image_url"))
+        refuse_unknown(image, {"url", "detail"}, field(where, "image_url"), "image_url",
+                       extra)
+    url = image if isinstance(image, str) else image.get("url")
     return image_part(require_str(url, field(where, "image_url.url"), allow_empty=False), None,
                       where)
 

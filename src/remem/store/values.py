@@ -1,6 +1,12 @@
 """JSON values of the long-term store: checked (nesting depth, keys, finite numbers, no lone
-surrogates) and copied in one walk, then encoded once, so a backend stores exactly what was
-validated and a caller's later mutation of its dict cannot reach the store.
+surrogates, no NUL characters) and copied in one walk, then encoded once, so a backend stores
+exactly what was validated and a caller's later mutation of its dict cannot reach the store.
+
+The NUL character (U+0000) is refused in every string remem stores, keys included, on every
+backend: PostgreSQL's ``text`` and ``jsonb`` cannot hold it, SQLite's JSON functions stop at
+it, so a value holding one would be stored on one backend and refused (or cut) on another.
+:func:`nul_problem` finds one anywhere in a value (requests, the graph and the threads check
+their strings with it); :func:`validated_value` refuses one in an item's value.
 """
 
 from __future__ import annotations
@@ -11,15 +17,24 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_json
+
 from remem.errors import InvalidValueError
 
-__all__ = ["MAX_VALUE_DEPTH", "NestingError", "bounded_json", "nesting_problem",
-           "validate_value", "validated_value"]
+__all__ = ["MAX_VALUE_DEPTH", "NUL", "NestingError", "bounded_json", "nesting_problem",
+           "nul_problem", "validate_value", "validated_value"]
 
 #: deepest nesting of objects and arrays in a value (the value itself is level 1): deeper
 #: values are refused when the op is built, so nothing is stored that cannot be read back
 MAX_VALUE_DEPTH: Final = 64
 
+
+#: the one character no stored string may hold (see the module docstring)
+NUL: Final = "\x00"
+#: what a message about a NUL character tells the caller to do
+_NUL_FIX: Final = ("remem stores no NUL characters (U+0000), on any backend: remove it, or "
+                   "replace it (with a space, or an escape of your own)")
 
 #: a path while walking a value: (parent path, key or index), ``None`` at the root
 _Path: TypeAlias = "tuple[_Path, str | int] | None"
@@ -63,6 +78,58 @@ def nesting_problem(value: Any, root: str, limit: int = MAX_VALUE_DEPTH) -> str 
                 stack.append((child, depth + 1, (path, step if isinstance(step, int)
                                                   else str(step))))
     return None
+
+
+def nul_problem(value: Any, root: str) -> str | None:
+    """Why ``value`` cannot be stored because it holds the NUL character, naming where (the
+    string or key under ``root``, ``root.a[2]``) and the fix; ``None`` if it holds none.
+
+    ``value`` is a string, or containers of them at any depth: mappings (keys and values),
+    lists, tuples, and pydantic models (their fields). Anything else holds no text. The walk
+    is iterative and stops at 10,000 levels, so a value that contains itself ends. It runs
+    on every request's fields: a container is first encoded by pydantic's serializer (in
+    Rust, a few times faster than the walk), which writes NUL as ``\\u0000``; only when that
+    text holds the escape (or cannot be made) does the walk look for where.
+    """
+    if type(value) is not str:
+        try:
+            if b"\\u0000" not in to_json(value, serialize_unknown=True):
+                return None
+        except (PydanticSerializationError, ValueError, TypeError, RecursionError):
+            pass  # the walk decides
+    stack: list[tuple[Any, _Path, int]] = [(value, None, 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        kind = type(node)
+        if kind is str or isinstance(node, str):
+            at = node.find(NUL)
+            if at >= 0:
+                return (f"{_render_path(root, path)} contains the NUL character at position "
+                        f"{at}; {_NUL_FIX}")
+            continue
+        if kind in _NO_TEXT or depth > 10_000:
+            continue
+        children: Any
+        if kind is dict or isinstance(node, Mapping):
+            for key in node:
+                if type(key) is str and NUL in key:
+                    return (f"{_render_path(root, path)} has the key {key!r}, which contains "
+                            f"the NUL character; {_NUL_FIX}")
+            children = [(k if type(k) is str else str(k), child) for k, child in node.items()]
+        elif kind is list or kind is tuple or isinstance(node, list | tuple):
+            children = list(enumerate(node))
+        elif isinstance(node, BaseModel):
+            children = list(node.__dict__.items())  # a model keeps its fields' values here
+        else:
+            continue
+        # pushed last to first, so the first NUL in reading order is the one reported
+        stack.extend((child, (path, step), depth + 1) for step, child in reversed(children)
+                     if type(child) not in _NO_TEXT)
+    return None
+
+
+#: types holding no text (what most leaves of a request are): never walked
+_NO_TEXT: Final = frozenset({int, float, bool, type(None), bytes})
 
 
 def validate_value(value: Any) -> dict[str, Any]:
@@ -109,7 +176,8 @@ def validated_value(value: Any) -> tuple[dict[str, Any], str]:
     """A JSON-clean deep copy of ``value`` and its compact JSON text.
 
     A value is a JSON object: a dict with string keys whose leaves are ``None``, ``bool``,
-    ``int`` (signed 64-bit), finite ``float`` or ``str`` (no lone surrogates), nesting at most
+    ``int`` (signed 64-bit), finite ``float`` or ``str`` (no lone surrogates, no NUL
+    character, in keys too), nesting at most
     :data:`MAX_VALUE_DEPTH` levels; ``int``, ``float`` and ``bool`` keys become strings as in
     JSON. The copy decouples the stored value from the caller's object, so mutating it later
     changes nothing in the store. One walk checks and copies (see :func:`_copy_dict`); the
@@ -125,6 +193,10 @@ def validated_value(value: Any) -> tuple[dict[str, Any], str]:
         text = _encode(copy)
         if _SURROGATE.search(text) is not None:
             _find_surrogate(copy)
+        # the encoder writes NUL as the escape \u0000 (a string holding a backslash then
+        # "u0000" matches too; the walk then finds nothing and the value is fine)
+        if "\\u0000" in text:
+            _find_nul(copy)
     except _BadNode as exc:
         raise InvalidValueError(exc.render()) from None
     return copy, text
@@ -167,7 +239,8 @@ class _BadNode(Exception):
     only built when a value is refused."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
-        self.kind = kind  # "deep", "int", "json", or "key" (a bad key, until its object is known)
+        # "deep", "int", "json", "nul", or "key" (a bad key, until its object is known)
+        self.kind = kind
         self.detail = detail
         self.steps: list[str | int] = []  # innermost first
 
@@ -181,6 +254,8 @@ class _BadNode(Exception):
         if self.kind == "int":
             return (f"{full} = {self.detail} does not fit in a signed 64-bit integer; store it "
                     "as a string")
+        if self.kind == "nul":
+            return f"{full} {self.detail}; {_NUL_FIX}"
         return f"value is not JSON-serialisable: {full} {self.detail}; {_NOT_JSON_HINT}"
 
 
@@ -301,6 +376,29 @@ def _json_key(key: Any) -> str:
             raise _BadNode("key", f"has the key {key!r}, which is not a finite number")
         return float.__repr__(key)
     raise _BadNode("key", f"has a key of type {type(key).__name__}; keys must be strings")
+
+
+def _find_nul(node: Any) -> None:
+    """Raise naming where a NUL character sits in a copied value (after a fast scan of its
+    text found the escape; a string holding a literal backslash and "u0000" gets here too,
+    and then nothing is raised)."""
+    if isinstance(node, str):
+        at = node.find(NUL)
+        if at >= 0:
+            raise _BadNode("nul", f"contains the NUL character at position {at}")
+        return
+    if isinstance(node, dict):
+        for key in node:
+            if NUL in key:
+                raise _BadNode("nul", f"has the key {key!r}, which contains the NUL character")
+    children = node.items() if isinstance(node, dict) else enumerate(node)
+    for step, child in children:
+        if isinstance(child, str | dict | list):
+            try:
+                _find_nul(child)
+            except _BadNode as exc:
+                exc.steps.append(step)
+                raise
 
 
 def _find_surrogate(node: Any) -> None:

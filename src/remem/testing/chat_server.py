@@ -199,7 +199,7 @@ def chat_completions_route(server: LoopbackServer, request: RecordedRequest) -> 
         return openai_error(400, f"response_format type {kind!r} is not supported by this "
                                  "server", param="response_format")
     try:
-        messages = tuple(from_openai(body.get("messages") or []))
+        messages = tuple(from_openai(body.get("messages") or [], extra="ignore"))
     except ValueError as exc:
         return openai_error(400, str(exc), param="messages")
     if not messages:

@@ -15,6 +15,10 @@ Design (see ``docs/postgres.md``):
   a deadlock or a serialization failure. A read-only batch is also retried when the connection
   dropped during COMMIT; a writing one then raises :class:`~remem.errors.StoreError` (the
   outcome is unknown, and replaying it could overwrite a newer write by someone else).
+  A statement the server refuses for its data (SQLSTATE classes 22 and 54: a character the
+  encoding lacks, an index row past its size limit) is neither retried nor a ``StoreError``:
+  it is the caller's :class:`~remem.errors.InvalidInputError`
+  (:func:`remem._postgres.database_error`), so a server answers 422, never 503.
 * Keyword search reads postings (term, item, tf) and computes BM25 in Python, exactly as the
   other backends do; filters compile to SQL over a jsonb shadow of each value
   (:func:`remem.store.filters_postgres.to_postgres`).
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from remem._postgres import database_error, is_refused_data
 from remem.errors import ConfigError, IndexConfigError, StoreError
 from remem.retrieval.ranking import Candidate
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig
@@ -305,6 +310,8 @@ class PostgresStore(SQLStore["Conn"]):
                 # jitter, so the transactions that collided do not collide again
                 time.sleep(random.uniform(0.005, 0.02 * 2 ** min(attempt, 5)))
             except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+                if is_refused_data(exc):  # a value past a limit (54xxx): retrying cannot help
+                    raise database_error(exc, self._where()) from exc
                 if isinstance(exc, errors.QueryCanceled):
                     raise StoreError(
                         f"a statement ran longer than statement_timeout "
@@ -323,7 +330,8 @@ class PostgresStore(SQLStore["Conn"]):
                 logger.info("retrying a batch after a connection failure: %s", exc)
                 time.sleep(min(0.05 * 2**attempt, 1.0))
             except psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL error on {self._where()}: {exc}") from exc
+                # refused data is the caller's (422); anything else the database's (503)
+                raise database_error(exc, self._where()) from exc
 
     # -- batch --------------------------------------------------------------------------------
 
