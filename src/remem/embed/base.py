@@ -8,6 +8,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from remem.errors import EmbeddingError
+
 __all__ = ["Embedder", "normalize_rows"]
 
 
@@ -40,15 +42,32 @@ class Embedder(Protocol):
         ...
 
 
-def normalize_rows(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
+def normalize_rows(vectors: npt.ArrayLike, *, model: str | None = None
+                   ) -> npt.NDArray[np.float32]:
     """Scale each row to unit length (zero rows stay zero), as float32.
 
-    Stores keep unit vectors so that a dot product is the cosine similarity.
+    Stores keep unit vectors so that a dot product is the cosine similarity. Each row is
+    divided by its largest magnitude before its norm is taken, in float64: squaring the raw
+    values overflows (in float32 past ~1.8e19, so a row of 3e38s, finite float32 values,
+    came out as a zero vector) or underflows to a zero norm. A row holding NaN or an
+    infinity has no direction: :class:`~remem.errors.EmbeddingError` names the row and
+    ``model`` (the embedder that returned it).
     """
-    array = np.asarray(vectors, dtype=np.float32)
+    array = np.asarray(vectors, dtype=np.float64)
     if array.ndim != 2:
         raise ValueError(f"expected a 2-d array of vectors, got shape {array.shape}")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        who = f"embedder {model!r}" if model else "the embedder"
+        raise EmbeddingError(
+            f"{who} returned NaN or infinite values (row {row} of {len(array)}), which have "
+            "no direction: fix or replace the embedder")
+    scale = np.abs(array).max(axis=1, keepdims=True) if array.shape[1] else \
+        np.ones((len(array), 1))
+    scale[scale == 0] = 1.0  # a zero row stays zero
+    scaled = array / scale  # every magnitude in [0, 1]: the squares cannot overflow
+    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
     norms[norms == 0] = 1.0
-    normalized: npt.NDArray[np.float32] = (array / norms).astype(np.float32, copy=False)
+    normalized: npt.NDArray[np.float32] = (scaled / norms).astype(np.float32)
     return normalized

@@ -28,7 +28,7 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from remem.embed.base import Embedder
+from remem.embed.base import Embedder, normalize_rows
 from remem.errors import InvalidInputError, NotFoundError, UsageError
 from remem.graph import extract
 from remem.graph.ingest import apply_facts, candidates, resolve
@@ -182,7 +182,9 @@ class Graph:
     def _embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32] | None]:
         if self.embedder is None or not texts:
             return [None] * len(texts)
-        return list(self.embedder.embed_documents(list(texts)))
+        # unit vectors, checked: a row of NaN, or of huge values, fails here naming the model
+        return list(normalize_rows(self.embedder.embed_documents(list(texts)),
+                                   model=self.embedder.model))
 
     # -- ingest -----------------------------------------------------------------------------
 
@@ -366,8 +368,8 @@ class Graph:
         plan = SearchPlan(query, limit, timestamp(as_of, "as_of"),
                           timestamp(known_at, "known_at"), focal_id, hops, rerank, fusion,
                           mmr_lambda, max(candidates, limit), max_postings)
-        query_vector = (None if self.embedder is None
-                        else self.embedder.embed_queries([query])[0])
+        query_vector = (None if self.embedder is None else normalize_rows(
+            self.embedder.embed_queries([query]), model=self.embedder.model)[0])
         with self._rows(False) as rows:
             if query_vector is not None:
                 self._fact_vectors.refresh(rows.fact_vectors)
