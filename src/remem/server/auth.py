@@ -7,12 +7,17 @@ is an admin key (``remem keys create --admin``): its request may name another te
 other key sending that header gets a 403 ``permission_denied``, so a client that believes
 it acts for another tenant learns at once that it does not. Every ``/v1`` route reads the
 header through :func:`principal`, the one dependency that says who is asking.
+
+Failed authentications are limited per client address (``/v1``, ``/mcp`` and the
+inspector's login alike; see :mod:`remem.server.ratelimit`): past the limit, an address's
+requests get a 429 with ``Retry-After`` before their key is looked up, unless the key is
+one this process verified moments ago (:func:`refuse_blocked_client`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Final
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Final
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -22,7 +27,8 @@ from remem.server.keys import ApiKey, check_tenant
 from remem.server.state import LOCAL_TENANT, Principal, ServerState
 
 __all__ = ["TENANT_HEADER", "Reader", "Writer", "acting_principal", "admit", "authenticate",
-           "principal", "request_principal", "server_state", "tenant_header_of", "token_of",
+           "client_address", "failed_authentication", "principal", "refuse_blocked_client",
+           "request_principal", "server_state", "tenant_header_of", "token_of",
            "verified_key", "writer"]
 
 #: the header an admin key names the tenant it acts for with
@@ -41,17 +47,50 @@ def server_state(request: Request) -> ServerState:
     return state
 
 
-def verified_key(state: ServerState, token: str | None) -> ApiKey | None:
+def client_address(scope: Mapping[str, Any]) -> str:
+    """The address an ASGI request came from (what failed authentications are counted by);
+    ``"unknown"`` when the server does not say."""
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def refuse_blocked_client(state: ServerState, address: str, token: str | None) -> None:
+    """An HTTP 429 with ``Retry-After`` if ``address`` made too many failed authentications
+    lately, unless ``token`` is a key verified within ``key_cache_seconds`` (checking it then
+    reads nothing, and a client sharing a proxy's address with a guesser keeps working)."""
+    wait = state.auth_failures.wait(address)
+    if wait <= 0:
+        return
+    if token and not state.keys.needs_read(token) and state.keys.verify(token) is not None:
+        return
+    raise HTTPException(429, f"too many failed authentications from this address; retry in "
+                             f"{wait:.0f} s with a valid API key",
+                        headers={"Retry-After": state.auth_failures.retry_after(wait)})
+
+
+def failed_authentication(state: ServerState, address: str) -> None:
+    """Count a failed authentication (an unknown, revoked or malformed key) of ``address``."""
+    state.auth_failures.check(address)
+
+
+def verified_key(state: ServerState, token: str | None,
+                 address: str | None = None) -> ApiKey | None:
     """The active key ``token`` is (``None`` when the server runs without auth), or an
-    HTTP 401."""
+    HTTP 401. With the client's ``address``, a failure is counted against it, and an
+    address over its limit gets a 429 before the key is looked up."""
     if not state.config.auth:
         return None
     if not token:
         raise HTTPException(401, "missing API key: send 'Authorization: Bearer <key>' (create "
                                  "one with 'remem keys create --tenant T')",
                             headers={"WWW-Authenticate": "Bearer"})
-    key = state.keys.verify(token.strip())
+    token = token.strip()
+    if address is not None:
+        refuse_blocked_client(state, address, token)
+    key = state.keys.verify(token)
     if key is None:
+        if address is not None:
+            failed_authentication(state, address)
         raise HTTPException(401, "invalid or revoked API key",
                             headers={"WWW-Authenticate": "Bearer"})
     return key
@@ -135,8 +174,9 @@ def admit(state: ServerState, who: Principal) -> None:
 
 
 async def request_principal(request: Request) -> Principal:
-    """Who makes ``request``: its key's own tenant (401 without a valid key, 400 with two),
-    counted against its rate (429). A key verified within the last ``key_cache_seconds`` is
+    """Who makes ``request``: its key's own tenant (401 without a valid key, 400 with two,
+    429 from an address with too many failed authentications), counted against its rate
+    (429). A key verified within the last ``key_cache_seconds`` is
     checked on the event loop; only a store read goes to a worker thread. The key is kept
     on ``request.state.remem_key`` for :func:`principal`."""
     cached: Principal | None = getattr(request.state, "remem_principal", None)
@@ -144,10 +184,13 @@ async def request_principal(request: Request) -> Principal:
         return cached
     token = token_of(request.scope.get("headers", ()))
     state = server_state(request)
+    address = client_address(request.scope)
+    if state.config.auth and token:  # on the loop, before a worker thread is taken
+        refuse_blocked_client(state, address, token.strip())
     if state.config.auth and token and state.keys.needs_read(token):
-        key = await state.run(lambda: verified_key(state, token))
+        key = await state.run(lambda: verified_key(state, token, address))
     else:
-        key = verified_key(state, token)
+        key = verified_key(state, token, address)
     who = _home(key)
     admit(state, who)
     request.state.remem_key = key

@@ -43,8 +43,8 @@ from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
 from remem.server.quotas import QuotaExceededError
 from remem.server.schemas import ErrorBody
 
-__all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "BodyLimitMiddleware", "ErrorBoundary",
-           "classify", "error_response", "install_error_handlers",
+__all__ = ["ERROR_RESPONSES", "ERROR_STATUS", "MODEL_RESPONSES", "BodyLimitMiddleware",
+           "ErrorBoundary", "classify", "error_response", "install_error_handlers",
            "refuse_repeated_query_parameters", "scrub"]
 
 logger = logging.getLogger("remem.server")
@@ -66,6 +66,16 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (503, "the database failed (`store_unavailable`): the body has an error id, the server "
               "log the details; nothing is acknowledged that did not commit"),
     )
+}
+
+#: the answer a route that calls the server's chat model may add (``responses=`` of the routes
+#: that do: memories with ``infer``, flush, graph episodes, prompt optimization, episode
+#: extraction, thread compaction)
+MODEL_RESPONSES: dict[int | str, dict[str, Any]] = {
+    502: {"model": ErrorBody, "description": (
+        "the server's chat model failed (`llm_failed`: unreachable, an HTTP error, or an "
+        "answer still invalid after one retry), or its embedder did (`embedding_failed`); "
+        "the body has an error id, the server log the details")},
 }
 
 #: remem errors -> (status, error kind); the first matching class wins

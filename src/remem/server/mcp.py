@@ -48,7 +48,14 @@ from remem.memory.requests import (
     UpdateRequest,
 )
 from remem.memory.wire import RESULT_MODELS
-from remem.server.auth import acting_principal, admit, tenant_header_of, token_of, verified_key
+from remem.server.auth import (
+    acting_principal,
+    admit,
+    client_address,
+    tenant_header_of,
+    token_of,
+    verified_key,
+)
 from remem.server.errors import classify
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.netguard import is_loopback, rebinding_refusal
@@ -423,13 +430,14 @@ def _raw_headers(headers: Any) -> list[tuple[bytes, bytes]]:
     return list(raw)
 
 
-def http_principal(state: ServerState, headers: Sequence[tuple[bytes, bytes]]) -> Principal:
+def http_principal(state: ServerState, headers: Sequence[tuple[bytes, bytes]],
+                   address: str | None = None) -> Principal:
     """Who an MCP request over HTTP acts as: its key's own tenant, or the tenant an admin key
     names in ``X-Remem-Tenant``, by the same rule as every ``/v1`` route
     (:func:`~remem.server.auth.acting_principal`). Raises HTTP 401/400, or
     :class:`~remem.errors.PermissionDeniedError` / :class:`~remem.errors.InvalidInputError`
     for the header."""
-    key = verified_key(state, token_of(headers))
+    key = verified_key(state, token_of(headers), address)
     return acting_principal(key, tenant_header_of(headers))
 
 
@@ -485,7 +493,8 @@ class McpAuthGate:
                                     else "forbidden", refused[1])
         headers = scope.get("headers", ())
         try:
-            who = await self.state.run(lambda: http_principal(self.state, headers))
+            address = client_address(scope)
+            who = await self.state.run(lambda: http_principal(self.state, headers, address))
             admit(self.state, who)
         except RememError as exc:  # the tenant header: the same answer as the /v1 routes
             return _json_answer(*classify(exc, "MCP request"))

@@ -35,7 +35,7 @@ from remem.graph.requests import (
 )
 from remem.graph.types import EntityPage, IngestResult
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES
+from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
 from remem.server.state import Principal
 
 __all__ = ["router"]
@@ -56,7 +56,8 @@ async def _run(http: HttpRequest, who: Principal, request: GraphRequest, *,
     return result
 
 
-@router.post("/episodes", response_model=IngestResult, summary="Ingest an episode")
+@router.post("/episodes", response_model=IngestResult, summary="Ingest an episode",
+             responses=MODEL_RESPONSES)
 async def ingest_episode(body: IngestEpisodeRequest, who: Writer,
                          http: HttpRequest) -> dict[str, Any]:
     """Learn entities, facts, profile changes and events from one episode with the server's

@@ -31,7 +31,7 @@ from remem.background.requests import (
 from remem.background.worker import Worker
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES
+from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
 from remem.server.state import Principal, ServerState
 
 __all__ = ["add_submit_tool", "install_in_process_worker", "jobs_queue", "router"]
@@ -155,7 +155,7 @@ async def submit_memories(body: SubmitRequest, who: Writer, http: HttpRequest) -
 
 
 @router.post("/memories/flush", response_model=JobsOut, summary="Run a thread's pending "
-             "extraction now", tags=["memories"])
+             "extraction now", tags=["memories"], responses=MODEL_RESPONSES)
 async def flush_memories(body: ThreadJobsRequest, who: Writer, http: HttpRequest) -> JobsOut:
     """Run the thread's pending extraction now and answer with the jobs and their results."""
     _needs_llm(http)

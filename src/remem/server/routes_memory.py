@@ -44,7 +44,7 @@ from remem.memory.wire import (
     SearchResultOut,
 )
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES
+from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
 from remem.server.schemas import DeleteMemoryQuery, UpdateMemoryBody
 from remem.server.state import Principal
 
@@ -69,7 +69,8 @@ async def _run(http: HttpRequest, who: Principal, request: MemoryRequest[Any], *
     return await state.run(lambda: memory.run(request), waits_on_llm=waits_on_llm)
 
 
-@router.post("/memories", response_model=AddResultOut, summary="Add memories")
+@router.post("/memories", response_model=AddResultOut, summary="Add memories",
+             responses=MODEL_RESPONSES)
 async def add_memories(body: AddRequest, who: Writer, http: HttpRequest) -> AddResultOut:
     """Remember what ``messages`` say: extracted by the server's LLM (``infer``), or stored
     as is (``infer: false``)."""

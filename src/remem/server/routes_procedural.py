@@ -56,7 +56,7 @@ from remem.procedural.requests import (
 )
 from remem.requests import Request
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES
+from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
 from remem.server.routes_jobs import JobOut
 from remem.server.state import Principal, ServerState
 
@@ -272,7 +272,7 @@ async def rollback_prompt(name: NamePath, body: RollbackBody,  # type: ignore[va
 
 
 @router.post("/prompts/{name}/optimize", summary="Optimize a prompt from feedback",
-             tags=["prompts"], response_model=OptimizeResult)
+             tags=["prompts"], response_model=OptimizeResult, responses=MODEL_RESPONSES)
 async def optimize_prompt(name: NamePath, body: OptimizeBody,  # type: ignore[valid-type]
                           who: Writer, http: HttpRequest) -> dict[str, Any]:
     """Rewrite the prompt from ``trajectories`` with the server's model: the candidate text,
@@ -334,7 +334,7 @@ async def select_examples(body: SelectExamplesRequest, who: Reader,
 
 
 @router.post("/episodes/extract", summary="Extract episodes from a conversation",
-             tags=["episodes"], response_model=ExtractedOut)
+             tags=["episodes"], response_model=ExtractedOut, responses=MODEL_RESPONSES)
 async def extract_episodes(body: ExtractEpisodesRequest, who: Writer,
                            http: HttpRequest) -> dict[str, Any]:
     """Extract and store the episodes of a finished conversation (one call of the server's

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES
+from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
 from remem.server.state import Principal
 from remem.threads.http import ROUTES, part_model
 from remem.threads.requests import (
@@ -78,10 +78,12 @@ def _from_http(request: type[Q]) -> Callable[..., Coroutine[Any, Any, Q]]:
 
 
 def _route(request: type[ThreadRequest[Any]]) -> Callable[[Callable[..., Any]], Any]:
-    """The route decorator of ``request``: method, path, summary and response model."""
+    """The route decorator of ``request``: method, path, summary, response model, and the
+    502 of a route that calls the server's model (compaction)."""
     route = ROUTES[request]
     return router.api_route(route.path, methods=[route.method], summary=route.summary,
-                            response_model=RESULT_MODELS[request])
+                            response_model=RESULT_MODELS[request],
+                            responses=MODEL_RESPONSES if request is CompactRequest else None)
 
 
 async def _answer(http: Request, who: Principal, request: ThreadRequest[Any], *,

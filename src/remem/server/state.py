@@ -21,7 +21,7 @@ from remem.errors import ConfigError
 from remem.llm.base import ChatModel
 from remem.server.keys import KeyStore, tenant_prefix
 from remem.server.quotas import Quota, QuotaStore
-from remem.server.ratelimit import RateLimiter
+from remem.server.ratelimit import RateLimiter, auth_failure_limiter
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.guarded import GuardedStore
 from remem.store.scoped import ScopedStore
@@ -190,6 +190,8 @@ class ServerState:
     _usage: UsageRecorder | None = None
     _jobs: JobQueue | None = None
     # one limiter per event loop: in-process harnesses serve the app from several loops
+    #: failed authentications per client address (always on: see remem.server.auth)
+    auth_failures: RateLimiter = field(default_factory=auth_failure_limiter)
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
         field(default_factory=weakref.WeakKeyDictionary)
 

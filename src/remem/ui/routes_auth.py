@@ -1,14 +1,17 @@
 """Login and logout: paste an API key, get a session (no login without auth: one local
-user); an admin key's session chooses the tenant it views (``/tenants``)."""
+user); an admin key's session chooses the tenant it views (``/tenants``). A failed login
+counts against the client's address like a failed ``/v1`` authentication
+(:mod:`remem.server.auth`): past the limit the form answers 429 with ``Retry-After``."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
 from remem.errors import InvalidInputError, PermissionDeniedError
+from remem.server.auth import client_address, failed_authentication, refuse_blocked_client
 from remem.server.keys import check_tenant, known_tenants
 from remem.server.state import Principal
 from remem.ui.web import Viewer, form_value, inspector, safe_next
@@ -46,8 +49,18 @@ async def login(request: Request) -> Response:
     if ui.local:
         return ui.redirect(request, target, viewer.cookie)
     token = form_value(fields, "api_key")
+    address = client_address(request.scope)
+    try:
+        refuse_blocked_client(ui.state, address, token)
+    except HTTPException as refused:
+        page = ui.page(request, viewer, "login.html", 429, next=target,
+                       problem=f"{refused.detail} (field api_key)")
+        page.headers.update(refused.headers or {})
+        return page
     key = await ui.run(lambda: ui.state.keys.verify(token)) if token else None
     if key is None:
+        if token:
+            failed_authentication(ui.state, address)
         problem = ("paste an API key (field api_key): create one with "
                    "'remem keys create --tenant T'") if not token else \
             "that API key is not valid or was revoked (field api_key)"
