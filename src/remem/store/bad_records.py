@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from remem.errors import BadRecordError, RecordFormatError
-from remem.store.types import Item, Namespace, from_timestamp
+from remem.store.types import Item, Namespace
 
 __all__ = [
     "FAMILIES",
@@ -69,6 +69,10 @@ FAMILIES: Final = (
 #: decoding errors and remem's InvalidInputError are ValueErrors; a missing field is a
 #: KeyError, a wrong type a TypeError or AttributeError, a huge number an OverflowError)
 READ_ERRORS: Final = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError)
+
+#: the epoch seconds a date can be made of (years 1 to 9999, UTC)
+_FIRST_TIME: Final = -62_135_596_800.0
+_LAST_TIME: Final = 253_402_300_799.0
 
 #: records already logged (logged once per process; later skips are counted only)
 _LOGGED_LIMIT: Final = 10_000
@@ -263,10 +267,8 @@ def time_field(value: Any, name: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds since the epoch, got "
                         f"{kind_of(value)}")
-    try:
-        from_timestamp(float(value))
-    except (OverflowError, OSError, ValueError):
-        raise ValueError(f"{name} = {value!r} is not a time a date can be made of") from None
+    if not _FIRST_TIME <= value <= _LAST_TIME:  # NaN compares false too
+        raise ValueError(f"{name} = {value!r} is not a time a date can be made of")
     return float(value)
 
 
