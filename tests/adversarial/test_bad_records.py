@@ -175,7 +175,7 @@ def _ids(store: BaseStore) -> None:
 
 
 @case("memory_heads", "the scope's change counter with n = 'many'",
-      "add to that scope (the head is repaired to 1), search")
+      "two adds to that scope (the first writes 1 over the bad head), search")
 def _heads(store: BaseStore) -> None:
     store.put(HEADS_NAMESPACE, head_key(USER), {"type": "head", "n": "many"}, index=False)
     skips = Skips("memory_heads")
@@ -279,7 +279,7 @@ def _approvals(store: BaseStore) -> Approvals:
 
 
 @case("approvals", "approval file with only an id and an operation",
-      "list (all, pending), get of a neighbour, approve a neighbour; get (BadRecordError)")
+      "list (all, pending), approve a neighbour; get of the bad one (BadRecordError)")
 def _approvals_case(store: BaseStore) -> None:
     approvals = _approvals(store)
     first = approvals.park("write", "/notes/x.md", {"content": "x", "etag": None}, None)
