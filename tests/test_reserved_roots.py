@@ -25,7 +25,7 @@ from remem.llm import ChatRequest, ScriptedModel
 from remem.server import ServerConfig, create_app
 from remem.server.routes_files import set_file_policy
 from remem.store import BaseStore, CountOp, ListNamespacesOp, PutOp, SearchOp, open_store
-from remem.store.guarded import GuardedStore
+from remem.store.guarded import SPLIT_LABELS, GuardedStore
 from remem.store.memory import InMemoryStore
 from remem.store.reserved import (
     APPROVALS,
@@ -234,18 +234,35 @@ def test_a_spanning_search_count_and_listing_leave_governed_roots_out(inner: Bas
     assert len(admin.search(limit=100)) == 40
 
 
-def test_a_search_reads_past_at_most_hidden_window_governed_records() -> None:
+def test_a_ranked_search_reads_past_at_most_hidden_window_governed_records() -> None:
     store = open_store(":memory:")
-    for n in range(15):  # five notes, then ten newer files
-        where = ("notes",) if n < 5 else (FILES, "default", "files", "/d")
-        store.batch([PutOp(where, f"k{n:02}", {"text": "x"}, created_at=float(n + 1),
-                           updated_at=float(n + 1))])
-    wide = GuardedStore(store).search(limit=2)
-    assert [(i.namespace, i.key) for i in wide] == [(("notes",), "k04"), (("notes",), "k03")]
+    for n in range(15):  # five notes, then ten files that rank above them
+        where, text = (("notes",), "tea") if n < 5 else ((FILES, "d", "files", "/d"),
+                                                          "tea tea tea")
+        store.put(where, f"k{n:02}", {"text": text})
+    assert {i.namespace[0] for i in store.search(query="tea", limit=10)} == {FILES}
+    wide = GuardedStore(store).search(query="tea", limit=2)
+    assert [i.namespace for i in wide] == [("notes",), ("notes",)]
     # past three files at most: the page comes back short (documented), never with a file
-    assert GuardedStore(store, hidden_window=3).search(limit=2) == []
-    assert [i.key for i in GuardedStore(store, hidden_window=10).search(limit=2)] == [
-        "k04", "k03"]
+    assert GuardedStore(store, hidden_window=3).search(query="tea", limit=2) == []
+    assert [i.key for i in GuardedStore(store, hidden_window=10).search(
+        query="tea", limit=2)] == [i.key for i in wide]
+    # newest first, the search runs per readable label: exact, whatever the window
+    assert [i.key for i in GuardedStore(store, hidden_window=1).search(limit=3)] == [
+        "k04", "k03", "k02"]
+    store.close()
+
+
+def test_a_newest_first_search_over_many_labels_reads_a_window() -> None:
+    store = open_store(":memory:")
+    for n in range(SPLIT_LABELS + 6):  # more labels than a search is split into
+        store.put((f"l{n:03}",), "k", {"text": "x"}, index=False)
+    for n in range(30):
+        store.put((FILES, "d"), f"f{n}", {"text": "x"}, index=False)
+    expected = [(i.namespace, i.key) for i in store.search(limit=200)
+                if i.namespace[0] != FILES]
+    got = GuardedStore(store).search(limit=5, offset=3)
+    assert [(i.namespace, i.key) for i in got] == expected[3:8]
     store.close()
 
 

@@ -18,9 +18,11 @@ cannot be walked around there:
   starts with ``*``; in a whole store also ``("tenants",)`` and ``("tenants", T)``) never
   returns governed records to a non-admin: a count subtracts theirs exactly, in the same
   batch (a whole store lists its tenants first); a listing pages past them exactly; a
-  search reads a wider window (from offset 0) and drops them, reading past at most
-  :data:`HIDDEN_WINDOW` of them for one page, so a page can come back short when more of
-  them rank first (search under a prefix then).
+  newest-first search of a scope runs as one search per readable top-level label (at most
+  :data:`SPLIT_LABELS` of them) merged in the backends' order, exactly; a ranked search (or
+  one over more labels, or a whole store) reads a wider window from offset 0 and drops
+  them, reading past at most :data:`HIDDEN_WINDOW` of them for one page, so its page can
+  come back short when more of them rank first (search under a prefix then).
 
 Checks happen before the batch runs, so a refused batch writes nothing. A batch without a
 spanning read is passed on whole; one with such reads runs as one batch of the inner store
@@ -62,10 +64,12 @@ from remem.store.types import (
     validate_namespace,
 )
 
-__all__ = ["HIDDEN_WINDOW", "GuardedStore"]
+__all__ = ["HIDDEN_WINDOW", "SPLIT_LABELS", "GuardedStore"]
 
 #: most records of governed roots a spanning search reads past to fill one page
 HIDDEN_WINDOW: Final = 10_000
+#: most top-level labels a newest-first search over every label is split into
+SPLIT_LABELS: Final = 64
 #: namespaces fetched per page when a spanning listing pages past governed ones
 _LIST_PAGE: Final = 500
 
@@ -86,6 +90,16 @@ def _read_refused(namespace: Namespace, root: ReservedRoot) -> ReservedNamespace
         f"family keeps {root.holds}, and a policy governs who reads them: the raw store "
         f"shows them to admin keys only (for repair); read them with {root.use}",
         root=root.label, family=root.family, use=root.use)
+
+
+def _newest(op: SearchOp, pages: Sequence[Result]) -> list[SearchItem]:
+    """``op``'s page from the first offset + limit items of each label, newest first, ties
+    by namespace then key (the order of a search without a query on every backend)."""
+    merged = [item for page in pages if isinstance(page, list) for item in page
+              if isinstance(item, SearchItem)]
+    merged.sort(key=lambda item: (item.namespace, item.key))
+    merged.sort(key=lambda item: item.updated_at, reverse=True)  # stable: ties keep order
+    return merged[op.offset:op.offset + op.limit]
 
 
 def _read_at(op: Op) -> Namespace:
@@ -184,10 +198,30 @@ class GuardedStore(BaseStore):
             return self.inner.batch(op_list)
         return self._spanning(op_list)
 
+    def _splits(self, op: Op) -> bool:
+        """Whether ``op`` is a newest-first search over every label of a scope, which can
+        be run as one search per visible label and merged, exactly."""
+        return (isinstance(op, SearchOp) and op.query is None and not self.whole_store
+                and self._spans(op))
+
+    def _visible_labels(self, op_list: list[Op]) -> list[str] | None:
+        """The scope's top-level labels a non-admin may read (with those the batch's own
+        puts add), or ``None`` when there are more than :data:`SPLIT_LABELS`."""
+        most = SPLIT_LABELS + len(GOVERNED)
+        listed = self.inner.list_namespaces(max_depth=1, limit=most + 1)
+        if len(listed) > most:
+            return None
+        labels = {ns[0] for ns in listed} | {op.namespace[0] for op in op_list
+                                             if isinstance(op, PutOp)}
+        return sorted(label for label in labels if label not in GOVERNED)
+
     def _spanning(self, op_list: list[Op]) -> list[Result]:
         """Run a batch holding reads over every root for a non-admin: each such read is
-        widened (counts of the governed roots beside a count, a wider window for a search
-        or listing) in the one inner batch, then trimmed of governed records."""
+        widened (counts of the governed roots beside a count, one search per visible label
+        for a newest-first search, a wider window for a ranked search or a listing) in the
+        one inner batch, then trimmed of governed records."""
+        labels = (self._visible_labels(op_list) if any(self._splits(op) for op in op_list)
+                  else None)
         sent: list[Op] = []
         spans: list[tuple[int, int]] = []
         for op in op_list:
@@ -198,6 +232,11 @@ class GuardedStore(BaseStore):
                 sent.append(op)
                 sent.extend(dataclasses.replace(op, namespace_prefix=hidden)
                             for hidden in self._hidden_under(op.namespace_prefix))
+            elif labels is not None and self._splits(op):
+                assert isinstance(op, SearchOp)
+                sent.extend(dataclasses.replace(op, namespace_prefix=(label,), offset=0,
+                                                limit=op.offset + op.limit)
+                            for label in labels)
             elif isinstance(op, SearchOp):
                 sent.append(dataclasses.replace(op, limit=op.offset + op.limit, offset=0))
             else:
@@ -215,6 +254,9 @@ class GuardedStore(BaseStore):
                 hidden = [n for n in results[start + 1:end] if isinstance(n, int)]
                 assert isinstance(first, int) and len(hidden) == end - start - 1
                 out.append(first - sum(hidden))
+            elif labels is not None and self._splits(op):
+                assert isinstance(op, SearchOp)
+                out.append(_newest(op, results[start:end]))
             elif isinstance(op, SearchOp):
                 out.append(self._search_on(op, first))  # type: ignore[arg-type]
             else:
