@@ -51,6 +51,7 @@ __all__ = [
     "MAX_MESSAGES",
     "MAX_TEXT",
     "AddRequest",
+    "ConversationMessages",
     "DeleteAllRequest",
     "DeleteRequest",
     "ExportRequest",
@@ -118,10 +119,19 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _checked_messages(value: Any) -> tuple[Message, ...]:
-    messages = to_messages(value)
-    if not messages or not any(message.text.strip() for message in messages):
+    messages = _checked_conversation(value)
+    if not any(message.text.strip() for message in messages):
         raise ValueError("nothing to remember: pass non-empty text or at least one message "
                          "with text")
+    return messages
+
+
+def _checked_conversation(value: Any) -> tuple[Message, ...]:
+    """Messages as a conversation keeps them: at least one, each within the limits, text or
+    not (a tool call, an empty answer, a framework's reasoning item)."""
+    messages = to_messages(value)
+    if not messages:
+        raise ValueError("no messages: pass text or at least one message")
     if len(messages) > MAX_MESSAGES:
         raise ValueError(f"at most {MAX_MESSAGES} messages per add, got {len(messages)}; "
                          "split the conversation into several adds")
@@ -185,6 +195,19 @@ Messages = Annotated[
     ]}),
 ]
 """Text or chat messages (OpenAI-style dicts, or remem ``Message`` values from Python)."""
+
+ConversationMessages = Annotated[
+    tuple[Message, ...],
+    BeforeValidator(_checked_conversation),
+    PlainSerializer(_messages_json, when_used="json"),
+    WithJsonSchema({"anyOf": [
+        {"type": "string", "maxLength": MAX_TEXT},
+        {"type": "array", "items": _CHAT_MESSAGE_SCHEMA, "minItems": 1,
+         "maxItems": MAX_MESSAGES},
+    ]}),
+]
+"""As :data:`Messages`, for a conversation's record (threads): a message needs no text, since
+a turn of only tool calls, or an empty answer, is still part of the conversation."""
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
 Kind = Annotated[str, StringConstraints(min_length=1, max_length=64)]

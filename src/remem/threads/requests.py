@@ -39,7 +39,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from remem.errors import InvalidInputError
 from remem.llm.base import ChatModel
-from remem.memory.requests import Messages
+from remem.memory.requests import ConversationMessages
 from remem.messages.types import Message
 from remem.requests import JsonObject, Limit, Offset, Request, ScopeId
 from remem.store.types import MAX_TTL
@@ -135,10 +135,11 @@ def _maybe_empty(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 FirstMessages = Annotated[
-    Messages | None, BeforeValidator(_none_if_empty),
-    WithJsonSchema(_maybe_empty(TypeAdapter(Messages).json_schema())),
+    ConversationMessages | None, BeforeValidator(_none_if_empty),
+    WithJsonSchema(_maybe_empty(TypeAdapter(ConversationMessages).json_schema())),
 ]
-"""A new thread's first messages: as :data:`~remem.memory.requests.Messages`, or none."""
+"""A new thread's first messages: as
+:data:`~remem.memory.requests.ConversationMessages`, or none."""
 
 
 def _local(kind: type, what: str) -> Any:
@@ -291,7 +292,9 @@ class AppendRequest(_OnThread[Checkpoint]):
 
     operation: ClassVar[str] = "append"
 
-    messages: Messages = Field(description="text, or chat messages (OpenAI-style)")
+    messages: ConversationMessages = Field(
+        description="text, or chat messages (OpenAI-style); a message needs no text (a turn "
+                    "of tool calls only is kept as it is)")
     expected_head: CheckpointId | None = Field(
         None, description="the head you last read; a conflict error if the thread moved on")
     metadata: JsonObject | None = Field(None, description="recorded on the checkpoint")
