@@ -145,8 +145,9 @@ def _cli(*argv: str) -> Any:
 def test_cli_flow_across_processes(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.db")
     with open_store(db) as store:  # an agent parks two writes, then its process ends
-        approvals_store = StoreFileBackend(store, ("approvals",))
-        files = StoreFileBackend(store, ("files",))
+        # the default tree of remem files, remem ui and /v1/files
+        approvals_store = StoreFileBackend(store, ("approvals", "default"))
+        files = StoreFileBackend(store, ("files", "default"))
         from remem.files.permissions import Approvals
 
         approvals = Approvals(approvals_store, files)

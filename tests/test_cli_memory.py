@@ -74,11 +74,18 @@ def test_export_import(db: str, tmp_path: Path) -> None:
 
 def test_add_without_a_model_names_the_settings(db: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a chat model an add stores the text as given and says so; --infer asks for
+    extraction and fails naming the settings and the fix."""
     for name in ("REMEM_LLM_PROVIDER", "REMEM_LLM_MODEL", "REMEM_LLM_BASE_URL",
                  "REMEM_LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    result = CliRunner().invoke(cli, ["add", "I live in Berlin", "--user", "u", "--db", db,
+    stored = CliRunner().invoke(cli, ["add", "I live in Berlin", "--user", "u", "--db", db,
                                       "--embedder", "fake"], prog_name="remem")
+    assert stored.exit_code == 0, stored.output
+    assert "I live in Berlin" in stored.stdout
+    assert "stored as given: no chat model is configured" in stored.stdout
+    result = CliRunner().invoke(cli, ["add", "I live in Berlin", "--user", "u", "--db", db,
+                                      "--embedder", "fake", "--infer"], prog_name="remem")
     assert result.exit_code == 1
     assert "REMEM_LLM_MODEL" in result.stderr and "--no-infer" in result.stderr
 

@@ -159,12 +159,22 @@ def test_405_lists_every_method_of_the_path(client: TestClient, method: str, pat
     assert r.headers["allow"] == allow
 
 
-def test_no_llm_means_infer_false(client: TestClient) -> None:
+def test_without_an_llm_an_add_stores_as_given_unless_infer_is_asked(
+        client: TestClient) -> None:
+    """infer left out: stored as given on a server without a chat model (the answer says
+    so); infer: true is a 400 naming the fix; infer: false stores as given."""
     r = client.post("/v1/memories", json={"messages": "I like tea", "user_id": "u"})
-    assert r.status_code == 400 and "infer" in r.json()["message"]
+    assert r.status_code == 200, r.text
+    assert r.json()["inferred"] is False
+    assert r.json()["changes"][0]["memory"]["text"] == "I like tea"
+    r = client.post("/v1/memories", json={"messages": "I like tea", "user_id": "u",
+                                          "infer": True})
+    assert r.status_code == 400 and r.json()["error"] == "unsupported"
+    assert "infer" in r.json()["message"] and "REMEM_LLM_MODEL" in r.json()["message"]
     r = client.post("/v1/memories", json={"messages": [{"role": "user", "content": "tea"}],
                                           "user_id": "u", "infer": False})
     assert r.status_code == 200 and r.json()["changes"][0]["memory"]["text"] == "tea"
+    assert r.json()["inferred"] is False
 
 
 def test_unexpected_errors_are_500_without_a_traceback() -> None:
@@ -202,13 +212,20 @@ def test_health_readiness_metrics_and_docs(client: TestClient) -> None:
     assert "swagger" in client.get("/docs").text.lower()
 
 
-def test_no_auth_mode_serves_the_local_tenant() -> None:
+def test_no_auth_mode_serves_the_databases_own_data() -> None:
+    """Without keys every request works on the database's own data (no tenant prefix), as
+    Memory.open and the CLI do (the operator's view of the file); the server's keys stay out
+    of reach."""
     app = create_app(ServerConfig(db=":memory:", mcp=False, auth=False))
     with TestClient(app) as c:
         assert c.put("/v1/store/items", json={"namespace": ["n"], "key": "k",
                                               "value": {}}).status_code == 200
+        refused = c.put("/v1/store/items", json={"namespace": ["_remem_server", "api_keys"],
+                                                 "key": "k", "value": {}})
+        assert refused.status_code == 403 and "reserved_namespace" in refused.text
     store = app.state.remem.store
-    assert store.get(("tenants", "local", "n"), "k") is not None
+    assert store.get(("n",), "k") is not None
+    assert store.get(("tenants", "local", "n"), "k") is None
     app.state.remem.close()
 
 

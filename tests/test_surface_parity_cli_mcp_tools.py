@@ -227,7 +227,7 @@ def test_mcp_tool_is_the_request(llm: bool) -> None:
     state = _state(llm=llm)
     listed = _tools(state)
     overrides = tool_defaults(state)
-    assert overrides == ({} if llm else {"infer": False})  # documented in docs/mcp.md
+    assert overrides == {}  # infer unset means auto on every surface (docs/mcp.md)
     for row in ROWS:
         if row.tool is None:
             continue

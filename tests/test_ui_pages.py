@@ -247,9 +247,12 @@ def test_static_files_and_home(srv: Server) -> None:
 
 def test_without_auth_one_local_user_needs_no_login() -> None:
     with server(auth=False) as local:
-        local.memory("local").add("a local note about tea", user_id="me", infer=False)
+        # the database's own data: what Memory.open and remem add write
+        local.memory("").add("a local note about tea", user_id="me", infer=False)
         browser = local.browser()
         page = browser.get("/ui/memories?q=tea")
         assert page.status_code == 200 and "a local note about tea" in page.text
+        # the header names what it shows: no tenant
+        assert 'data-tenant=""' in page.text and "the database's own data" in page.text
         assert 'id="logout"' not in page.text
         assert browser.get("/ui/login", follow_redirects=False).status_code == 303

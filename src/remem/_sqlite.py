@@ -1,4 +1,5 @@
-"""SQLite connections as every remem component opens them (the store, threads).
+"""SQLite connections as every remem component opens them (the store, threads), the WAL
+checkpoint a closing process runs, and online backups (:func:`backup_file`).
 
 One connection per thread to a file, in WAL mode with a busy timeout so writers queue instead
 of failing; ``:memory:`` has a single connection behind a lock (each connection would
@@ -9,15 +10,18 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from remem.errors import StoreError
 
-__all__ = ["Durability", "SQLiteConnections"]
+__all__ = ["CHECKPOINT_WAIT", "Backup", "Durability", "SQLiteConnections", "backup_file",
+           "checkpoint_file"]
 
 Durability = Literal["normal", "full"]
 
@@ -30,6 +34,9 @@ Durability = Literal["normal", "full"]
 # that checkpoints. Durability is unchanged: commits are in the WAL either way.
 _CHECKPOINT_PAGES = 10_000
 _WAL_KEPT_BYTES = 64 * 2**20  # a checkpoint that empties the WAL truncates it to this
+#: seconds :meth:`SQLiteConnections.checkpoint` waits for other processes' readers and writers
+#: (a closing process should not hang on a long read elsewhere)
+CHECKPOINT_WAIT = 2.0
 
 # One in-process write lock per database file, shared by every store, thread store and key
 # store of this process that opens it. Writers of one process then queue on this lock in
@@ -111,9 +118,110 @@ class SQLiteConnections:
             yield
 
     def close(self) -> None:
-        """Close every connection; later calls raise :class:`StoreError`."""
+        """Checkpoint the WAL into the database file (:meth:`checkpoint`), then close every
+        connection; later calls raise :class:`StoreError`."""
+        if not self.closed:
+            self.checkpoint()
         self.closed = True
         for conn in self._all:
             conn.close()
         self._all.clear()
         self._local = threading.local()
+
+    def checkpoint(self) -> bool:
+        """Copy every committed page from the WAL into the database file and empty the WAL
+        (``PRAGMA wal_checkpoint(TRUNCATE)``), so the file alone holds the data: a copy of
+        it without its ``-wal`` is complete. Returns whether it finished. Another process
+        reading or writing the file may keep it from finishing (SQLITE_BUSY after
+        :data:`CHECKPOINT_WAIT` seconds); then the pages stay in the WAL, as safe as before,
+        and whoever closes the file last checkpoints them. ``:memory:`` has no WAL: ``True``."""
+        if self.in_memory or self.closed or not self._all:
+            return True  # nothing opened here, so nothing of ours is in the WAL
+        with self._write_lock:  # not while this process's own writers are committing
+            return _truncate_wal(self._all[0], self.busy_timeout)
+
+
+def _truncate_wal(conn: sqlite3.Connection, busy_timeout: float) -> bool:
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(CHECKPOINT_WAIT * 1000)}")
+        try:
+            row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+    except sqlite3.Error:  # busy or locked: the WAL keeps the pages, nothing is lost
+        return False
+    return row is not None and row[0] == 0
+
+
+def checkpoint_file(path: str) -> bool:
+    """:meth:`SQLiteConnections.checkpoint` for the database file at ``path``, from a
+    connection of its own (any connection's checkpoint copies every commit of every
+    connection); under this process's write lock of the file. ``False``: another process
+    kept it from finishing. A missing file or ``:memory:`` has nothing to copy: ``True``."""
+    if path == ":memory:" or not Path(path).exists():
+        return True
+    with _write_lock_for(path):
+        try:
+            conn = sqlite3.connect(path, timeout=CHECKPOINT_WAIT, isolation_level=None)
+        except sqlite3.Error:
+            return False
+        try:
+            return _truncate_wal(conn, CHECKPOINT_WAIT)
+        finally:
+            conn.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Backup:
+    """What :func:`backup_file` wrote: the copy's path, its pages and bytes."""
+
+    path: str
+    pages: int
+    bytes: int
+
+
+def backup_file(source: str, target: str) -> Backup:
+    """Copy the SQLite database at ``source`` into a new file ``target`` with SQLite's online
+    backup API, safe while other connections and processes write to it.
+
+    The copy is one consistent snapshot: it is read in a single step inside one read
+    transaction, so it holds every transaction committed before the step began (those still
+    in ``source``'s WAL included) and none of a later one; in WAL mode that read blocks no
+    writer. It is written to a temporary file beside ``target``, checked
+    (``PRAGMA quick_check``), switched to a rollback journal (one self-contained file, no
+    ``-wal``), synced, and only then renamed to ``target``, so a failed backup leaves no
+    partial file. Raises :class:`StoreError` naming the file and the fix; ``target`` must not
+    exist (the caller decides about replacing it)."""
+    if not Path(source).is_file():
+        raise StoreError(f"no SQLite database at {source}; pass the file a server or "
+                         "Memory.open uses")
+    if Path(target).exists():
+        raise StoreError(f"{target} exists; remove it or choose another file")
+    parent = Path(target).resolve().parent
+    fd, temp = tempfile.mkstemp(prefix=f".{Path(target).name}.", suffix=".backup", dir=parent)
+    os.close(fd)
+    try:
+        src = sqlite3.connect(source, timeout=30.0, isolation_level=None)
+        try:
+            dst = sqlite3.connect(temp, isolation_level=None)
+            try:
+                src.backup(dst)  # pages=-1: every page in one step, one snapshot
+                dst.execute("PRAGMA journal_mode = DELETE")
+                check = dst.execute("PRAGMA quick_check").fetchone()
+                pages = int(dst.execute("PRAGMA page_count").fetchone()[0])
+            finally:
+                dst.close()
+        finally:
+            src.close()
+        if check is None or check[0] != "ok":
+            raise StoreError(f"the copy of {source} failed SQLite's quick_check ({check}); "
+                             "the database may be damaged: run PRAGMA integrity_check on it")
+        os.chmod(temp, Path(source).stat().st_mode & 0o777)  # as readable as the source
+        with open(temp, "rb+") as written:
+            os.fsync(written.fileno())
+        os.replace(temp, target)
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite error backing up {source} to {target}: {exc}") from exc
+    finally:
+        Path(temp).unlink(missing_ok=True)
+    return Backup(target, pages, Path(target).stat().st_size)

@@ -46,7 +46,7 @@ from remem.context.types import ContextResult, ContextSection
 from remem.embed.base import Embedder
 from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
-from remem.llm.config import require_model
+from remem.llm.config import model_from_env, require_model
 from remem.memory.flow import Flow, run_async, run_sync
 from remem.memory.history import HistoryEvent
 from remem.memory.locking import LockSettings
@@ -188,10 +188,20 @@ class Memory:
             except ConfigError as exc:
                 raise ConfigError(
                     f"add(infer=True) extracts memories with a chat model: {exc}. Or pass "
-                    "llm=... to Memory.open, or add(..., infer=False) (CLI: --no-infer) to "
-                    "store the text as is"
+                    "llm=... to Memory.open, or leave infer out or pass infer=False (CLI: "
+                    "--no-infer) to store the text as is"
                 ) from None
         return self._llm
+
+    def infers(self, request: AddRequest) -> bool:
+        """Whether ``request`` extracts with a chat model: its ``infer`` if set, else whether
+        a model is configured (``llm=`` given, or the ``REMEM_LLM_*`` settings; a setting
+        that cannot be read is a :class:`~remem.errors.ConfigError` naming it)."""
+        if request.infer is not None:
+            return request.infer
+        if self._llm is None:
+            self._llm = model_from_env()
+        return self._llm is not None
 
     def namespace_of(self, user_id: str | None = None, agent_id: str | None = None,
                      thread_id: str | None = None,
@@ -223,11 +233,12 @@ class Memory:
     def _flow(self, request: MemoryRequest[Any]) -> tuple[Flow[Any], ChatModel | None]:
         """The flow that runs ``request``, and the chat model it needs (if any)."""
         if isinstance(request, AddRequest):
+            infer = self.infers(request)
             flow = self.formation.add_flow(
-                request.messages, namespace=self._scope(request), infer=request.infer,
+                request.messages, namespace=self._scope(request), infer=infer,
                 metadata=request.metadata, actor=request.actor, thread_id=request.thread_id,
                 kind=request.kind, split=request.split)
-            return flow, self._model() if request.infer else None
+            return flow, self._model() if infer else None
         if isinstance(request, SearchRequest):
             # recency is measured from the moment searched (as_of), else from now
             ranking = search_ranking(
@@ -295,7 +306,7 @@ class Memory:
 
     def add(self, messages: MessagesInput, *, user_id: str | None = None,
             agent_id: str | None = None, thread_id: str | None = None,
-            namespace: Sequence[str] | None = None, infer: bool = True,
+            namespace: Sequence[str] | None = None, infer: bool | None = None,
             metadata: Mapping[str, Any] | None = None, kind: str = "fact",
             actor: str = "user", split: Split = "user_messages") -> AddResult:
         """Remember what ``messages`` say.
@@ -303,8 +314,10 @@ class Memory:
         ``infer=True`` extracts memories with one LLM call and reconciles them with what is
         stored (none for an exact duplicate); ``infer=False`` stores the text as is (kind
         ``kind``), embedded and searchable at once: one memory per user message, per turn
-        (``split="turns"``) or of the whole conversation (``split="none"``). The result
-        lists the changes, what was skipped, and the LLM calls and tokens it cost.
+        (``split="turns"``) or of the whole conversation (``split="none"``). Left unset, it
+        extracts when a chat model is configured and stores as is otherwise
+        (:meth:`infers`). The result lists the changes, what was skipped, whether a model
+        extracted them (``inferred``), and the LLM calls and tokens it cost.
         """
         return self.run(AddRequest.of(**_args(locals())))
 
@@ -413,7 +426,7 @@ class Memory:
 
     async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
                    agent_id: str | None = None, thread_id: str | None = None,
-                   namespace: Sequence[str] | None = None, infer: bool = True,
+                   namespace: Sequence[str] | None = None, infer: bool | None = None,
                    metadata: Mapping[str, Any] | None = None, kind: str = "fact",
                    actor: str = "user", split: Split = "user_messages") -> AddResult:
         """Async :meth:`add`."""

@@ -362,10 +362,11 @@ class Client:
 
     def add(self, messages: MessagesInput, *, user_id: str | None = None,
             agent_id: str | None = None, thread_id: str | None = None,
-            namespace: Sequence[str] | None = None, infer: bool = True,
+            namespace: Sequence[str] | None = None, infer: bool | None = None,
             metadata: Mapping[str, Any] | None = None, kind: str = "fact",
             split: Split = "user_messages") -> AddResult:
-        """:meth:`remem.api.Memory.add` on the server (its LLM does ``infer=True``)."""
+        """:meth:`remem.api.Memory.add` on the server: its LLM extracts (``infer=True``, or
+        unset on a server with one); without one an unset ``infer`` stores as is."""
         return self.run(AddRequest.of(**_args(locals())))
 
     def search(self, query: str | None = None, *, user_id: str | None = None,
@@ -434,7 +435,7 @@ class Client:
 
     async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
                    agent_id: str | None = None, thread_id: str | None = None,
-                   namespace: Sequence[str] | None = None, infer: bool = True,
+                   namespace: Sequence[str] | None = None, infer: bool | None = None,
                    metadata: Mapping[str, Any] | None = None, kind: str = "fact",
                    split: Split = "user_messages") -> AddResult:
         """Async :meth:`add`."""

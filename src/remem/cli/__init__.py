@@ -12,6 +12,7 @@ import click
 
 from remem import __version__
 from remem.cli.approvals import approvals_group
+from remem.cli.backup import backup_command
 from remem.cli.blocks import blocks_group
 from remem.cli.chat import chat_command
 from remem.cli.common import RememGroup
@@ -63,6 +64,7 @@ cli.add_command(approvals_group)
 cli.add_command(ui_command)
 cli.add_command(usage_command)
 cli.add_command(doctor_command)
+cli.add_command(backup_command)
 for _command in MEMORY_COMMANDS:  # remem add / search / get / list / update / delete ...
     cli.add_command(_command)
 for _command in SERVICE_COMMANDS:  # remem serve / keys / mcp

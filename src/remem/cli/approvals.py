@@ -3,11 +3,11 @@ parked for a human (``ask``, :mod:`remem.files.permissions`).
 
 ``ls``, ``approve`` and ``reject`` are built from their request values
 (:class:`~remem.files.permissions.ListApprovalsRequest`, :class:`ApproveRequest`,
-:class:`RejectRequest`), the bodies of ``/v1/approvals``. Without ``--tenant`` they work on
-the store namespaces ``--namespace`` (the approvals, default ``approvals``) and
-``--files-namespace`` (the files an approved operation changes, default ``files``: those of
-``remem files``); with ``--tenant T`` on what ``remem serve`` keeps for tenant T's file tree
-``--tree`` (what ``/v1/approvals`` shows). Output is JSON.
+:class:`RejectRequest`), the bodies of ``/v1/approvals``. They work on the approvals of
+file tree ``--tree`` (default ``default``: the tree of ``remem files``, ``remem ui`` and
+``/v1/files``), of the database's own data or, with ``--tenant T``, of what ``remem serve``
+keeps for tenant T (what ``/v1/approvals`` shows); ``--namespace`` and ``--files-namespace``
+name other store namespaces instead. Output is JSON.
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ __all__ = ["approvals_group"]
 def _where() -> list[click.Parameter]:
     return [
         db_param("The store (SQLite path or postgresql:// DSN)."),
-        click.Option(["--namespace", "-n"], type=NamespaceType(), default="approvals",
-                     show_default=True, help="The store namespace holding the approvals, "
-                                             "dot-separated (without --tenant)."),
-        click.Option(["--files-namespace"], type=NamespaceType(), default="files",
-                     show_default=True, help="The namespace of the files an approved "
-                                             "operation changes (without --tenant)."),
+        click.Option(["--namespace", "-n"], type=NamespaceType(), default=None,
+                     help="The store namespace holding the approvals, dot-separated "
+                          "(without --tenant; default: approvals.TREE)."),
+        click.Option(["--files-namespace"], type=NamespaceType(), default=None,
+                     help="The namespace of the files an approved operation changes "
+                          "(without --tenant; default: files.TREE, those of remem files)."),
         click.Option(["--tenant"], metavar="NAME", default=None,
                      help="Work on the approvals `remem serve` keeps for this tenant."),
         click.Option(["--tree"], default="default", show_default=True,
-                     help="With --tenant: which of the tenant's file trees."),
+                     help="Which file tree (remem files --tree, /v1/approvals?tree=)."),
     ]
 
 
@@ -55,13 +55,13 @@ def _id() -> click.Argument:
 
 
 @contextmanager
-def _approvals(db: str, namespace: Namespace, files_namespace: Namespace,
+def _approvals(db: str, namespace: Namespace | None, files_namespace: Namespace | None,
                tenant: str | None, tree: str) -> Iterator[Approvals]:
     store = open_store(db)
     try:
         if tenant is None:
-            yield Approvals(StoreFileBackend(store, namespace),
-                            StoreFileBackend(store, files_namespace))
+            yield Approvals(StoreFileBackend(store, namespace or ("approvals", tree)),
+                            StoreFileBackend(store, files_namespace or ("files", tree)))
             return
         from remem.cli.memory import _tenant_prefix
         from remem.server.routes_approvals import approvals_for

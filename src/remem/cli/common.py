@@ -12,7 +12,9 @@ import errno
 import io
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -40,9 +42,11 @@ __all__ = [
     "embedder_option",
     "embedder_param",
     "format_namespace",
+    "once",
     "parse_json_object",
     "parse_namespace",
     "report_error",
+    "stop_cleanly_on_sigterm",
 ]
 
 EXIT_FAILURE = 1
@@ -374,3 +378,46 @@ def embedder_hint(db: str) -> Iterator[None]:
             raise
         raise IndexConfigError(f"{exc} (on the command line: --embedder {names[0]}, or "
                                f"REMEM_EMBEDDER={names[0]})") from None
+
+
+# -- stopping -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def stop_cleanly_on_sigterm(stop: Callable[[], object]) -> Iterator[None]:
+    """While the body runs, SIGTERM first runs ``stop`` (close or checkpoint the database,
+    so its file alone holds the data), then ends the process as SIGTERM always did.
+
+    Python's default SIGTERM ends the process without running ``finally`` blocks, and
+    uvicorn, after draining requests on SIGTERM, raises the signal again to get exactly
+    that: ``remem serve`` left every write since the last checkpoint in the ``-wal`` file.
+    Only in the main thread (elsewhere signals cannot be handled, and the body just runs).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, restore)
+        try:
+            stop()
+        finally:
+            signal.raise_signal(signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    restore = signal.SIG_DFL if previous is None else previous
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is on_sigterm:
+            signal.signal(signal.SIGTERM, restore)
+
+
+def once(fn: Callable[[], object]) -> Callable[[], None]:
+    """``fn`` made safe to call twice (a SIGTERM handler and a ``finally`` may both stop)."""
+    done = threading.Lock()
+
+    def call() -> None:
+        if done.acquire(blocking=False):
+            fn()
+    return call

@@ -1,21 +1,30 @@
 """``remem files``: the file tree an agent sees, kept in a store (``StoreFileBackend``).
 
-Every command opens the store at ``--db`` and works under ``--namespace`` (default
-``files``), runs one file request (:mod:`remem.files.requests`) or a history operation, and
-prints JSON (``read`` prints the content itself unless ``--json``).
+Every command opens the store at ``--db`` and works on file tree ``--tree`` (default
+``default``: the store namespace ``("files", "default")``, the tree ``remem ui``,
+``/v1/files``, the MCP file tools and the approvals use), or under ``--namespace`` if given;
+``--tenant NAME`` works on that tenant's tree of ``remem serve``. It runs one file request
+(:mod:`remem.files.requests`) or a history operation, and prints JSON (``read`` prints the
+content itself unless ``--json``).
+
+Before trees, ``remem files`` kept its files under ``("files",)``: the first command on the
+default tree moves them (records and history, never over a file the tree already has) and
+says so on stderr (:func:`move_legacy_files`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 import click
 
 from remem.cli.common import NamespaceType, db_option
+from remem.errors import InvalidInputError
 from remem.files import StoreFileBackend
 from remem.files.requests import (
     EditFileRequest,
@@ -27,16 +36,83 @@ from remem.files.requests import (
     WriteFileRequest,
     run_file_request,
 )
-from remem.store import Namespace, open_store
+from remem.store import BaseStore, Namespace, open_store
+from remem.store.reserved import FILES
+from remem.store.types import DeleteOp, Item, Op, PutOp
 
-__all__ = ["files_group", "open_files"]
+__all__ = ["DEFAULT_TREE", "LEGACY_NAMESPACE", "files_group", "move_legacy_files", "open_files",
+           "tree_namespace"]
+
+#: the file tree every surface uses when none is named
+DEFAULT_TREE: Final = "default"
+#: where ``remem files`` kept its files before trees
+LEGACY_NAMESPACE: Final[Namespace] = (FILES,)
+
+
+def tree_namespace(tree: str = DEFAULT_TREE, *, tenant: str | None = None) -> Namespace:
+    """The store namespace of file tree ``tree`` (``("files", tree)``), inside ``tenant``'s
+    prefix of ``remem serve`` if given."""
+    return (*_tenant_prefix(tenant), FILES, tree)
+
+
+def _tenant_prefix(tenant: str | None) -> Namespace:
+    if tenant is None:
+        return ()
+    from remem.server.keys import tenant_prefix
+
+    try:
+        return tenant_prefix(tenant)
+    except InvalidInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--tenant'") from None
+
+
+def _moved(item: Item, target: Namespace) -> PutOp:
+    """``item`` put at ``target`` with its timestamps (and expiry) kept."""
+    expires = item.expires_at.timestamp() if item.expires_at is not None else None
+    return PutOp(target, item.key, item.value, ttl=None, index=False,
+                 created_at=item.created_at.timestamp(),
+                 updated_at=item.updated_at.timestamp(), expires_at=expires)
+
+
+def move_legacy_files(store: BaseStore, tree: str = DEFAULT_TREE) -> int:
+    """Move the files ``remem files`` kept under :data:`LEGACY_NAMESPACE` into file tree
+    ``tree``, each file's record and its history in one batch; a file the tree already has
+    (and its history) stays where it was. Returns how many files moved."""
+    target = tree_namespace(tree)
+    moved = 0
+    for part in ("files", "history"):  # ("files", "lock", ...) holds only held locks
+        groups: dict[Namespace, list[Item]] = {}
+        for item in store.iter_items((*LEGACY_NAMESPACE, part)):
+            groups.setdefault(item.namespace, []).append(item)
+        for namespace, items in groups.items():
+            there = (*target, *namespace[len(LEGACY_NAMESPACE):])
+            if part == "history" and store.list_namespaces(prefix=there, limit=1):
+                continue  # the tree has this path's history already
+            ops: list[Op] = []
+            for item in items:
+                if part == "files" and store.get(there, item.key, refresh_ttl=False):
+                    continue  # the tree has this path already
+                ops += [_moved(item, there), DeleteOp(item.namespace, item.key)]
+                moved += part == "files"
+            if ops:
+                store.batch(ops)
+    return moved
 
 
 @contextmanager
 def open_files(db: str, namespace: Namespace) -> Iterator[StoreFileBackend]:
-    """The store at ``db`` as files under ``namespace``, closed afterwards."""
+    """The store at ``db`` as files under ``namespace``, closed afterwards. On the default
+    tree, files left at :data:`LEGACY_NAMESPACE` are moved there first."""
     store = open_store(db)
     try:
+        if namespace == tree_namespace() and store.list_namespaces(
+                prefix=(*LEGACY_NAMESPACE, "files"), limit=1):
+            count = move_legacy_files(store)
+            if count:
+                click.echo(f"note: moved {count} file(s) from the store namespace 'files' "
+                           "(where remem files kept them before file trees) to tree "
+                           f"'{DEFAULT_TREE}' ('files.{DEFAULT_TREE}'), where remem ui, "
+                           "/v1/files and the approvals see them", err=True)
         yield StoreFileBackend(store, namespace)
     finally:
         store.close()
@@ -53,10 +129,28 @@ def _emit(value: Any) -> None:
 
 
 def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--namespace", "-n", type=NamespaceType(), default="files",
-                      show_default=True, help="The store namespace holding the files, "
-                                              "dot-separated.")(fn)
-    return db_option("The store (SQLite path or postgresql:// DSN).")(fn)
+    """``--tree``, ``--namespace``, ``--tenant`` and ``--db``; the command gets the store
+    namespace they name as ``namespace``."""
+    @functools.wraps(fn)
+    def run(tree: str, namespace: Namespace | None, tenant: str | None,
+            **kwargs: Any) -> Any:
+        where = (*_tenant_prefix(tenant), *(namespace or (FILES, tree)))
+        return fn(namespace=where, **kwargs)
+
+    decorated: Callable[..., Any] = run
+    for option in (
+            db_option("The store (SQLite path or postgresql:// DSN)."),
+            click.option("--tenant", metavar="NAME", default=None,
+                         help="Work on this tenant's files of `remem serve` (default: the "
+                              "database's own)."),
+            click.option("--namespace", "-n", type=NamespaceType(), default=None,
+                         help="The store namespace holding the files, dot-separated "
+                              "(instead of --tree)."),
+            click.option("--tree", default=DEFAULT_TREE, show_default=True,
+                         help="The file tree: store namespace files.TREE, as remem ui, "
+                              "/v1/files and the approvals name it.")):
+        decorated = option(decorated)
+    return decorated
 
 
 def _run(db: str, namespace: Namespace, request: FileRequest) -> Any:

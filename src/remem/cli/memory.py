@@ -6,7 +6,8 @@ options are the request's fields (:mod:`remem.cli.options`), its body validates 
 request and runs it with :meth:`remem.api.Memory.run`, and ``--json`` prints the result's
 JSON, the same document the Python API and the HTTP API give. They work on a
 :class:`remem.api.Memory` over a database (``--db``); ``remem add`` extracts memories with the
-LLM configured by the ``REMEM_LLM_*`` variables, or stores the text as is with ``--no-infer``.
+LLM configured by the ``REMEM_LLM_*`` variables (``--infer`` requires one), or stores the
+text as is with ``--no-infer`` or when no model is configured.
 """
 
 from __future__ import annotations
@@ -212,7 +213,9 @@ def add(session: Session, request: AddRequest) -> None:
         emit_json(result_json(request, result))
         return
     _print_changes(result)
-    click.echo(_usage(result) + ("" if request.infer else " (stored as given: --no-infer)"))
+    why = ("--no-infer" if request.infer is False else
+           "no chat model is configured; set REMEM_LLM_MODEL to extract, see docs/llm.md")
+    click.echo(_usage(result) + ("" if result.inferred else f" (stored as given: {why})"))
 
 
 @memory_command(SearchRequest, name="search")

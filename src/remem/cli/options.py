@@ -342,6 +342,9 @@ def field_param(model: type[Request], name: str) -> click.Parameter:
     help_text = _help(field.description, model)
     decls = list(spelled.option) or ["--" + name.replace("_", "-")]
     if kind is None:  # a bool: a flag
+        if default is None:  # unset means "decide for me": --flag/--no-flag, neither given
+            decls = decls if "/" in decls[0] else [f"{decls[0]}/--no-{decls[0][2:]}"]
+            return click.Option([*decls, name], default=None, help=help_text)
         if len(decls) == 1 and "/" not in decls[0] and not default:
             return click.Option([*decls, name], is_flag=True, default=False, help=help_text)
         if len(decls) == 1 and "/" not in decls[0]:

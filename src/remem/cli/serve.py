@@ -22,6 +22,8 @@ from remem.cli.common import (
     embedder_hint,
     embedder_option,
     make_embedder,
+    once,
+    stop_cleanly_on_sigterm,
 )
 from remem.embed.base import Embedder
 from remem.files.permissions import POLICY_ENV
@@ -158,7 +160,8 @@ file_policy_option = click.option(
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--no-auth", is_flag=True,
-              help="Serve without API keys, every request as tenant 'local' (loopback only).")
+              help="Serve without API keys (loopback only), every request on the "
+                   "database's own data: what `remem add`, `remem ui` and Memory.open use.")
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=1 << 20,
               show_default=True, help="Larger request bodies are refused with 413.")
 @embedder_option("Vectors for hybrid search ('none': keyword search only).")
@@ -239,7 +242,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "ui": ui,
                 "mcp_tools": _mcp_tools(**mcp_tools)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
-               f"(auth: {'off, tenant local' if no_auth else 'API keys'}; "
+               f"(auth: {_NO_AUTH_WHO if no_auth else 'API keys'}; "
                f"MCP: {'off' if no_mcp else '/mcp'})", err=True)
     from remem.server.metrics import MULTIPROC_VAR, prepare_multiprocess_dir
 
@@ -255,15 +258,32 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
         return
     with embedder_hint(db):
         app = _build_app(settings)
-    try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level,
-                    timeout_graceful_shutdown=graceful_timeout, access_log=False,
-                    timeout_keep_alive=KEEP_ALIVE)
-    finally:
-        app.state.remem.close()
+    if no_auth:
+        _warn_legacy_local(app.state.remem.store)
+    close = once(app.state.remem.close)
+    # uvicorn drains requests on SIGTERM, then raises it again: close (checkpoint) first
+    with stop_cleanly_on_sigterm(close):
+        try:
+            uvicorn.run(app, host=host, port=port, log_level=log_level,
+                        timeout_graceful_shutdown=graceful_timeout, access_log=False,
+                        timeout_keep_alive=KEEP_ALIVE)
+        finally:
+            close()
 
 
 _SETTINGS_VAR = "REMEM_SERVE_SETTINGS"
+#: how the start-up line names whose data a keyless server shows
+_NO_AUTH_WHO = "off, the database's own data"
+
+
+def _warn_legacy_local(store: Any) -> None:
+    """Say on stderr when the database still holds the tenant ``local`` of earlier
+    versions, which keyless interfaces no longer show by default."""
+    from remem.server.state import legacy_local_notice
+
+    notice = legacy_local_notice(store)
+    if notice is not None:
+        click.echo(f"note: {notice}", err=True)
 #: seconds an idle keep-alive connection stays open; longer than uvicorn's 5 s so clients
 #: with pooled connections rarely send on one the server is closing
 KEEP_ALIVE = 30
@@ -413,7 +433,8 @@ def _mcp_tools(files: bool = False, context: bool = False, blocks_agent: str | N
 @click.command("mcp")
 @db_option(_DB_HELP, metavar="PATH|DSN")
 @click.option("--tenant", default=None,
-              help="Act for this tenant (default: 'local', the tenant of serve --no-auth).")
+              help="Act for this tenant of `remem serve` (default: none, the database's own "
+                   "data, as `remem add`, `remem ui` and serve --no-auth).")
 @click.option("--api-key", envvar="REMEM_API_KEY", default=None,
               help="Act for this key's tenant (and honour --read-only keys).")
 @embedder_option("Vectors for hybrid search ('none': keyword search only).")
@@ -462,10 +483,14 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
                 raise CommandFailed("--api-key is not a valid, unrevoked key of this database")
             principal = Principal(key.tenant, key.read_only, key.key_id)
         else:
-            principal = Principal(check_tenant(tenant or LOCAL_TENANT))
-        anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
-                          files_user=files_user, files_agent=files_agent,
-                          **_mcp_tools(**mcp_tools)))
+            principal = Principal(LOCAL_TENANT if tenant is None else check_tenant(tenant))
+            if tenant is None:
+                _warn_legacy_local(state.store)
+        # SIGTERM (a host stopping it) leaves the writes in the database file, not its WAL
+        with stop_cleanly_on_sigterm(state.checkpoint):
+            anyio.run(partial(serve_stdio, state, principal, forget=allow_forget,
+                              files_user=files_user, files_agent=files_agent,
+                              **_mcp_tools(**mcp_tools)))
     finally:
         state.close()
 

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from remem.errors import MessageFormatError
+from remem.errors import MessageFormatError, UnsupportedError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
 from remem.memory.results import ChangeResult, ExportResult, ImportResult, MemoryPage, SearchResult
@@ -190,11 +190,14 @@ Messages = Annotated[
     PlainSerializer(_messages_json, when_used="json"),
     WithJsonSchema({"anyOf": [
         {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
-        {"type": "array", "items": _CHAT_MESSAGE_SCHEMA, "minItems": 1,
-         "maxItems": MAX_MESSAGES},
+        # a string in the list is a user message (remem.messages.to_messages reads it so)
+        {"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
+                                              _CHAT_MESSAGE_SCHEMA]},
+         "minItems": 1, "maxItems": MAX_MESSAGES},
     ]}),
 ]
-"""Text or chat messages (OpenAI-style dicts, or remem ``Message`` values from Python)."""
+"""Text or chat messages (OpenAI-style dicts or plain strings, each a user message; or remem
+``Message`` values from Python)."""
 
 ConversationMessages = Annotated[
     tuple[Message, ...],
@@ -202,8 +205,9 @@ ConversationMessages = Annotated[
     PlainSerializer(_messages_json, when_used="json"),
     WithJsonSchema({"anyOf": [
         {"type": "string", "maxLength": MAX_TEXT},
-        {"type": "array", "items": _CHAT_MESSAGE_SCHEMA, "minItems": 1,
-         "maxItems": MAX_MESSAGES},
+        {"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
+                                              _CHAT_MESSAGE_SCHEMA]},
+         "minItems": 1, "maxItems": MAX_MESSAGES},
     ]}),
 ]
 """As :data:`Messages`, for a conversation's record (threads): a message needs no text, since
@@ -259,8 +263,11 @@ class AddRequest(_Scoped[AddResult]):
     operation: ClassVar[str] = "add"
 
     messages: Messages = Field(description="text, or chat messages (OpenAI-style)")
-    infer: bool = Field(True, description="extract memories with the LLM and reconcile them "
-                                          "with what is stored; false stores the text as is")
+    infer: bool | None = Field(
+        None, description="extract memories with the LLM and reconcile them with what is "
+                          "stored (infer=true), or store the text as is (infer=false); left "
+                          "unset, extract when a chat model is configured and store as is "
+                          "otherwise (the result's inferred says which)")
     metadata: JsonObject | None = Field(None, description="JSON kept with each new memory")
     kind: Kind = Field("fact", description="the kind of a memory stored as is (infer=false)")
     split: Split = Field(
@@ -269,6 +276,19 @@ class AddRequest(_Scoped[AddResult]):
                                      "and its replies), or none (the whole conversation)")
     actor: Actor = Field("user", description="who made the change (recorded in history; "
                                              "servers record the caller's key instead)")
+
+    def with_model(self, has_model: bool) -> AddRequest:
+        """This add with ``infer`` decided for a surface that has a chat model or not
+        (``has_model``): unset becomes whether there is one. ``infer=True`` without one is
+        an :class:`~remem.errors.UnsupportedError` naming the fix."""
+        if self.infer is None:
+            return self.model_copy(update={"infer": has_model})
+        if self.infer and not has_model:
+            raise UnsupportedError(
+                "infer=true needs a chat model and none is configured here: leave infer out "
+                "or set it to false to store the text as is, or configure a model "
+                "(REMEM_LLM_MODEL and the other REMEM_LLM_* settings, see docs/llm.md)")
+        return self
 
 
 class SearchRequest(_Scoped[SearchResult]):

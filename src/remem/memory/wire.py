@@ -239,6 +239,8 @@ class AddResultOut(Wire[AddResult]):
     usage: UsageOut = Field(default_factory=UsageOut)
     write_attempts: int = 0
     rejected: list[str] = Field(default_factory=list)
+    inferred: bool = Field(True, description="whether a chat model extracted the memories "
+                                             "(false: the text was stored as given)")
 
     @classmethod
     def of(cls, result: AddResult) -> AddResultOut:
@@ -247,13 +249,13 @@ class AddResultOut(Wire[AddResult]):
                    changes=[ChangeOut.of(c) for c in result.changes],
                    skipped=[SkipOut.of(s) for s in result.skipped],
                    usage=UsageOut.of(result.usage), write_attempts=result.write_attempts,
-                   rejected=list(result.rejected))
+                   rejected=list(result.rejected), inferred=result.inferred)
 
     def value(self) -> AddResult:
         """The add result."""
         return AddResult(tuple(self.namespace), tuple(c.value() for c in self.changes),
                          tuple(s.value() for s in self.skipped), self.usage.value(),
-                         self.write_attempts, tuple(self.rejected))
+                         self.write_attempts, tuple(self.rejected), self.inferred)
 
 
 class ChangeResultOut(Wire[ChangeResult]):

@@ -21,6 +21,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi_offline import FastAPIOffline
@@ -88,11 +89,14 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if mcp_app is not None:  # the MCP session manager runs for the server's lifetime
-            async with mcp_app.router.lifespan_context(mcp_app):
+        try:
+            if mcp_app is not None:  # the MCP session manager runs for the server's lifetime
+                async with mcp_app.router.lifespan_context(mcp_app):
+                    yield
+            else:
                 yield
-        else:
-            yield
+        finally:  # stopped serving: leave the data in the database file, not in its WAL
+            await anyio.to_thread.run_sync(state.checkpoint)
 
     # the docs pages load Swagger UI and ReDoc from this package's files, never a CDN
     app: FastAPI = FastAPIOffline(

@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 
 from remem.context.assemble import ContextRequest, assemble
 from remem.context.wire import ContextOut
-from remem.errors import InvalidInputError, RememError, UnsupportedError
+from remem.errors import InvalidInputError, RememError
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -139,9 +139,10 @@ SERVER_FIXED: Mapping[str, Any] = {"actor": "mcp"}
 
 
 def tool_defaults(state: ServerState) -> dict[str, Any]:
-    """Defaults this server gives differently from the requests: without an LLM, ``infer``
-    is false (an add would otherwise fail until the model retried without it)."""
-    return {} if state.config.llm is not None else {"infer": False}
+    """Defaults this server gives differently from the requests: none. ``infer`` left unset
+    extracts with the server's LLM if it has one and stores as is otherwise, as on every
+    surface (:meth:`AddRequest.with_model <remem.memory.requests.AddRequest.with_model>`)."""
+    return {}
 
 
 def result_json(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
@@ -265,13 +266,13 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
                     k: v for k, v in SERVER_FIXED.items() if k in tool.model.model_fields})
             except InvalidInputError as exc:
                 raise ToolError(f"InvalidInputError: {exc}") from None
-            infer = isinstance(request, AddRequest) and request.infer
+            has_model = state.config.llm is not None
+            infer = isinstance(request, AddRequest) and request.infer is not False and has_model
 
             def work(who: Principal) -> Any:
-                if infer and state.config.llm is None:
-                    raise UnsupportedError("this server has no LLM; call again with "
-                                           "infer=false")
-                return state.memory_for(who).run(request)
+                ran = request.with_model(has_model) if isinstance(request, AddRequest) \
+                    else request
+                return state.memory_for(who).run(ran)
 
             return _encoded(request, await run(ctx, tool.writes, work, waits_on_llm=infer))
 

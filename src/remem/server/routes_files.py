@@ -118,7 +118,7 @@ def guarded_files(state: ServerState, who: Principal, tree: str, *, actor: str,
     store = state.store_for(who)
     approvals = approvals_for(store, tree)
     return GuardedFiles(approvals.files, file_policy(state), approvals,
-                        scope=Caller(org=who.tenant, user=user, agent=agent),
+                        scope=Caller(org=who.tenant or None, user=user, agent=agent),
                         actor=actor, requester=who.key_id)
 
 

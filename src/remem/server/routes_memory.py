@@ -17,7 +17,6 @@ from fastapi import Request as HttpRequest
 
 from remem.context.assemble import ContextRequest, assemble
 from remem.context.wire import ContextOut
-from remem.errors import UnsupportedError
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -72,13 +71,12 @@ async def _run(http: HttpRequest, who: Principal, request: MemoryRequest[Any], *
 @router.post("/memories", response_model=AddResultOut, summary="Add memories",
              responses=MODEL_RESPONSES)
 async def add_memories(body: AddRequest, who: Writer, http: HttpRequest) -> AddResultOut:
-    """Remember what ``messages`` say: extracted by the server's LLM (``infer``), or stored
-    as is (``infer: false``)."""
-    if body.infer and server_state(http).config.llm is None:
-        raise UnsupportedError(
-            "infer=true needs an LLM and this server has none configured: send "
-            "\"infer\": false to store the text as is, or start the server with REMEM_LLM_* set")
-    return AddResultOut.of(await _run(http, who, body, waits_on_llm=body.infer))
+    """Remember what ``messages`` say: extracted by the server's LLM (``infer: true``, or
+    ``infer`` left out on a server with one), or stored as is (``infer: false``, or left out
+    on a server without one; the answer's ``inferred`` says which). ``infer: true`` on a
+    server without an LLM is a 400."""
+    body = body.with_model(server_state(http).config.llm is not None)
+    return AddResultOut.of(await _run(http, who, body, waits_on_llm=bool(body.infer)))
 
 
 @router.post("/memories/search", response_model=SearchResultOut, summary="Search memories")

@@ -4,6 +4,7 @@ store (and one :class:`~remem.api.Memory`) per tenant."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import os
 import threading
@@ -30,14 +31,21 @@ if TYPE_CHECKING:
     from remem.api import Memory
     from remem.background.queue import JobQueue
     from remem.threads import ThreadStore
-    from remem.threads.scoped import ScopedThreads
     from remem.usage import UsageRecorder
 
-__all__ = ["LOCAL_TENANT", "TENANT_VIEWS", "Principal", "ServerConfig", "ServerState",
-           "TenantViews"]
+__all__ = ["LEGACY_LOCAL_TENANT", "LOCAL_TENANT", "TENANT_VIEWS", "Principal", "ServerConfig",
+           "ServerState", "TenantViews", "legacy_local_notice"]
 
-#: the tenant of every request in ``--no-auth`` mode
-LOCAL_TENANT = "local"
+#: the tenant of every request in ``--no-auth`` mode and of ``remem mcp`` without ``--tenant``
+#: or ``--api-key``: ``""``, the database's own data, without a namespace prefix, which
+#: ``Memory.open``, ``remem add`` and ``remem ui`` use too. No key can act for it: a key's
+#: tenant is a name of 1-64 characters (:func:`remem.server.keys.check_tenant`), and an
+#: admin key's ``X-Remem-Tenant`` header is checked by the same rule.
+LOCAL_TENANT = ""
+#: where remem 0.x before the one local tenant kept the data of ``--no-auth`` and ``remem
+#: mcp`` (the tenant ``local``, under ``("tenants", "local")``); still reachable with
+#: ``--tenant local`` (see :func:`legacy_local_notice`)
+LEGACY_LOCAL_TENANT = "local"
 #: the fields memories are searched by (the facade's); raw items may choose their own per put
 INDEXED_FIELDS = ("text",)
 
@@ -81,10 +89,11 @@ class ServerConfig:
     """Settings of one server.
 
     ``db``: a SQLite path (``":memory:"`` for a throwaway one) or a ``postgresql://`` DSN.
-    ``auth``: ``False`` serves every request as the tenant ``"local"`` without a key (only on
-    loopback; :func:`remem.cli.serve` enforces it). ``max_body_bytes``: larger request bodies
-    get a 413. ``embedder``: vectors for hybrid search (``None``: keyword search only).
-    ``llm``: the chat model for ``infer=true`` adds (``None``: such adds get a 400).
+    ``auth``: ``False`` serves every request without a key as :data:`LOCAL_TENANT`, the
+    database's own data (only on loopback; :func:`remem.cli.serve` enforces it).
+    ``max_body_bytes``: larger request bodies get a 413. ``embedder``: vectors for hybrid
+    search (``None``: keyword search only). ``llm``: the chat model for ``infer=true`` adds
+    (``None``: such adds get a 400).
     ``key_cache_seconds``: how long a verified key is trusted before it is read again.
     ``mcp``: serve MCP at ``/mcp``. ``host``: the address served on (on loopback, ``/mcp``
     also checks Host and Origin headers against DNS rebinding). ``store_threads``: how many
@@ -185,7 +194,7 @@ class ServerState:
     _scoped: TenantViews[ScopedStore] = field(init=False)
     _memories: TenantViews[Memory] = field(init=False)
     _threads: ThreadStore | None = None
-    _tenant_threads: TenantViews[ScopedThreads] = field(init=False)
+    _tenant_threads: TenantViews[ThreadStore] = field(init=False)
     _llms: TenantViews[ChatModel] = field(init=False)
     _usage: UsageRecorder | None = None
     _jobs: JobQueue | None = None
@@ -227,9 +236,13 @@ class ServerState:
                 limiter = self._limiters[loop] = anyio.CapacityLimiter(self.config.store_threads)
         return await anyio.to_thread.run_sync(work, limiter=limiter)
 
-    def store_for(self, principal: Principal) -> ScopedStore:
-        """The store as ``principal``'s tenant sees it."""
+    def store_for(self, principal: Principal) -> BaseStore:
+        """The store as ``principal``'s tenant sees it: a :class:`ScopedStore` under the
+        tenant's prefix, or, for :data:`LOCAL_TENANT`, the whole store (the database's own
+        data, as ``Memory.open`` sees it; no quota applies to it)."""
         tenant = principal.tenant
+        if tenant == LOCAL_TENANT:
+            return self.store
 
         def build() -> ScopedStore:
             quota = self.config.quota()
@@ -243,6 +256,8 @@ class ServerState:
         ``list_namespaces`` tool) may use it: no write under a family's root, no read of a
         governed root unless ``principal`` is an admin (:mod:`remem.store.guarded`). Those
         surfaces take their store from here only; :meth:`store_for` is the families'."""
+        if principal.tenant == LOCAL_TENANT:  # the whole store, each tenant's roots checked
+            return GuardedStore(self.store, admin=principal.admin, whole_store=True)
         return GuardedStore(self.store_for(principal), admin=principal.admin)
 
     def memory_for(self, principal: Principal) -> Memory:
@@ -298,23 +313,45 @@ class ServerState:
                     self._threads = ThreadStore.open(os.fspath(self.config.db))
         return self._threads
 
-    def threads_for(self, principal: Principal) -> ScopedThreads:
+    def threads_for(self, principal: Principal) -> ThreadStore:
         """The threads as ``principal``'s tenant sees them: its own only, searchable through
-        an index in its scoped store, compacted by the server's LLM."""
+        an index in its scoped store, compacted by the server's LLM. :data:`LOCAL_TENANT`
+        sees the database's threads as ``remem threads`` does, indexed in the whole store."""
         from remem.threads.scoped import ScopedThreads
         from remem.threads.search import ThreadIndex
 
         threads = self.threads()
 
-        def build() -> ScopedThreads:
+        def build() -> ThreadStore:
             index = (ThreadIndex(self.store_for(principal))
                      if self.config.thread_search else None)
+            if principal.tenant == LOCAL_TENANT:
+                # the same connections, with this view's index and chat model
+                view = copy.copy(threads)
+                view.index, view.summarizer = index, self.llm_for(principal)
+                return view
             return ScopedThreads(threads, principal.tenant, index=index,
                                  summarizer=self.llm_for(principal))
         return self._tenant_threads.get(principal.tenant, build)
 
+    def checkpoint(self) -> bool:
+        """Write what is waiting in memory (usage rows) and copy a SQLite database's WAL
+        into its file (:func:`remem._sqlite.checkpoint_file`), so the file alone holds
+        every acknowledged write; servers call it when they stop serving. Returns whether
+        the WAL was emptied (``True`` on PostgreSQL or ``:memory:``: nothing to copy)."""
+        if self._usage is not None:
+            self._usage.flush()
+        from remem.store.sqlite import SQLiteStore
+
+        if not isinstance(self.store, SQLiteStore) or self.store.in_memory:
+            return True
+        from remem._sqlite import checkpoint_file
+
+        return checkpoint_file(self.store.path)
+
     def close(self) -> None:
-        """Close the thread store, and the store if the server opened it."""
+        """Close the thread store, and the store if the server opened it (each SQLite
+        connection set checkpoints the WAL as it closes)."""
         if self._usage is not None:
             self._usage.flush()  # rows a failed write left in memory
         if self._threads is not None:
@@ -329,3 +366,19 @@ class ServerState:
         return {"backend": type(self.store).__name__, "auth": self.config.auth,
                 "vector_search": self.config.embedder is not None,
                 "llm": self.config.llm is not None}
+
+
+def legacy_local_notice(store: BaseStore) -> str | None:
+    """What to tell the user of ``--no-auth``, ``remem mcp`` or ``remem ui`` when ``store``
+    still holds data of :data:`LEGACY_LOCAL_TENANT`, which they no longer show by default
+    (``None``: it holds none)."""
+    prefix = tenant_prefix(LEGACY_LOCAL_TENANT)
+    if not store.list_namespaces(prefix=prefix, limit=1):
+        return None
+    count = store.count(prefix)
+    return (f"this database also holds {count:,} item(s) of the tenant "
+            f"{LEGACY_LOCAL_TENANT!r}, where earlier versions of `remem serve --no-auth` and "
+            "`remem mcp` kept their data; by default every local interface now shows the "
+            "database's own data (what `remem add` and Memory.open use). See the old data "
+            f"with --tenant {LEGACY_LOCAL_TENANT} (remem list, remem mcp, remem ui, remem "
+            "files), or copy its memories over: remem export --tenant local - | remem import -")

@@ -19,7 +19,7 @@ from remem.api import Memory
 from remem.embed.base import Embedder
 from remem.server.metrics import Metrics
 from remem.server.netguard import HostGuard
-from remem.server.state import ServerConfig, ServerState
+from remem.server.state import LOCAL_TENANT, ServerConfig, ServerState
 from remem.ui import (
     routes_approvals,
     routes_auth,
@@ -41,13 +41,15 @@ _STATIC = Path(__file__).parent / "static"
 
 
 def build_ui(state: ServerState, prefix: str = UI_PATH, *,
-             local_memory: Memory | None = None, metrics: Metrics | None = None) -> FastAPI:
+             local_memory: Memory | None = None, metrics: Metrics | None = None,
+             local_tenant: str = LOCAL_TENANT) -> FastAPI:
     """The inspector over ``state`` (mount it at ``prefix``): HTML pages, no OpenAPI.
-    ``local_memory``: show this memory and every thread of the database instead of each
-    tenant's (only without auth: ``remem ui``). ``metrics``: the server's request metrics,
-    for the dashboard."""
+    Without auth it shows ``local_tenant``'s data (default: the database's own, what
+    ``remem add`` and ``Memory.open`` use), through ``local_memory`` if given (``remem ui``:
+    the memory it opened). ``metrics``: the server's request metrics, for the dashboard."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.inspector = Inspector(state, prefix, local_memory=local_memory, metrics=metrics)
+    app.state.inspector = Inspector(state, prefix, local_memory=local_memory, metrics=metrics,
+                                    local_tenant=local_tenant)
     app.state.inspector.install_handlers(app)
     app.include_router(routes_auth.router)
     app.include_router(routes_memories.router)
@@ -73,12 +75,13 @@ def page_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
             yield from page_routes(inner.routes)
 
 
-def build_local_app(db: str | os.PathLike[str],
-                    embedder: Embedder | None) -> tuple[Any, Callable[[], None]]:
-    """``remem ui``: the inspector over everything in ``db`` (memories as
-    :meth:`Memory.open` writes them, and every thread), for one local user without a key,
-    guarded against DNS rebinding like every keyless server. Returns the ASGI app and the
-    function that closes the database."""
+def build_local_app(db: str | os.PathLike[str], embedder: Embedder | None, *,
+                    tenant: str = LOCAL_TENANT) -> tuple[Any, Callable[[], None]]:
+    """``remem ui``: the inspector over ``db``'s own data (memories as :meth:`Memory.open`
+    writes them, every thread: what ``remem serve --no-auth`` and ``remem mcp`` show too),
+    or over ``tenant``'s data of ``remem serve``, for one local user without a key, guarded
+    against DNS rebinding like every keyless server. Returns the ASGI app and the function
+    that closes the database."""
     memory = Memory.open(db, embedder=embedder if embedder is not None else False)
     try:
         state = ServerState.open(ServerConfig(db=os.fspath(db), auth=False, mcp=False,
@@ -91,7 +94,8 @@ def build_local_app(db: str | os.PathLike[str],
         return RedirectResponse(f"{UI_PATH}/", status_code=303)
 
     app = Starlette(routes=[Route("/", home),
-                            Mount(UI_PATH, build_ui(state, UI_PATH, local_memory=memory))])
+                            Mount(UI_PATH, build_ui(state, UI_PATH, local_memory=memory,
+                                                    local_tenant=tenant))])
 
     def close() -> None:
         state.close()

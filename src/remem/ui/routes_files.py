@@ -18,7 +18,7 @@ from remem.blocks.store import Blocks
 from remem.files.base import FileBackend
 from remem.files.store import StoreFileBackend
 from remem.files.types import FileEvent
-from remem.server.state import Principal
+from remem.server.state import LOCAL_TENANT, Principal
 from remem.store.reserved import BLOCKS, FILES
 from remem.ui.views import word_diff
 from remem.ui.web import Inspector, inspector
@@ -38,12 +38,12 @@ BlockPath = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[^\x00-
 
 def _files(ui: Inspector, who: Principal,
            tree: str) -> tuple[FileBackend, Callable[[str], str]]:
-    """The file tree ``tree`` of ``who`` and the server's file policy's answer for reading
-    a path (``allow``, ``ask`` or ``deny``); every read is allowed for ``remem ui``'s local
-    user. Reads are checked here rather than through ``GuardedFiles``, which would park an
-    approval for an ``ask``: looking at a page must never ask a human for anything."""
-    if ui.tenant_of(who) is None:
-        return StoreFileBackend(ui.memory(who).store, (FILES, tree)), lambda path: "allow"
+    """The file tree ``tree`` of ``who`` (``("files", tree)``, where ``remem files``,
+    ``/v1/files`` and the approvals keep it) and the server's file policy's answer for
+    reading a path (``allow``, ``ask`` or ``deny``; ``remem ui`` has a policy only from
+    ``REMEM_FILE_POLICY``). Reads are checked here rather than through ``GuardedFiles``,
+    which would park an approval for an ``ask``: looking at a page must never ask a human
+    for anything."""
     from remem.server.routes_files import guarded_files
 
     actor = f"key:{who.key_id}" if who.key_id else "user"
@@ -93,14 +93,19 @@ async def files(request: Request, tree: Tree = "default", path: FilePath = "/",
             read = backend.read(target, offset=start, limit=LINES_PAGE)
             return {"file": read, "history": _timeline(backend.history(target)[-50:])}
         entries = [e for e in backend.ls(path) if e.is_dir or may_read(e.path) != "deny"]
-        return {"entries": entries[:MAX_ENTRIES], "more": len(entries) > MAX_ENTRIES}
+        # files `remem files` wrote before trees, not yet moved into the default tree
+        legacy = (not entries and tree == "default" and path == "/"
+                  and who.tenant == LOCAL_TENANT
+                  and bool(ui.state.store.list_namespaces(prefix=(FILES, FILES), limit=1)))
+        return {"entries": entries[:MAX_ENTRIES], "more": len(entries) > MAX_ENTRIES,
+                "legacy": legacy}
 
     found = await ui.run(load)
     parent = path.rstrip("/").rpartition("/")[0] or "/"
     return ui.page(request, viewer, "files.html", tree=tree, path=path, parent=parent,
                    start=start, lines_page=LINES_PAGE, file=found.get("file"),
                    history=found.get("history", []), entries=found.get("entries", []),
-                   more=found.get("more", False))
+                   more=found.get("more", False), legacy=found.get("legacy", False))
 
 
 @router.get("/blocks")

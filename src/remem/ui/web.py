@@ -103,14 +103,17 @@ class Inspector:
     """The inspector of one server: its state, session codec and templates."""
 
     def __init__(self, state: ServerState, prefix: str, *,
-                 local_memory: Memory | None = None, metrics: Metrics | None = None) -> None:
+                 local_memory: Memory | None = None, metrics: Metrics | None = None,
+                 local_tenant: str = LOCAL_TENANT) -> None:
         if local_memory is not None and state.config.auth:
             raise ConfigError("the inspector shows a whole database (local_memory) only "
                               "without auth; with API keys each tenant sees its own")
         self.state = state
         self.prefix = prefix
         self.local = not state.config.auth
-        self._local_memory = local_memory
+        #: whose data the keyless inspector shows (``""``: the database's own)
+        self.local_tenant = local_tenant
+        self._local_memory = local_memory if local_tenant == LOCAL_TENANT else None
         #: the server's request metrics (the dashboard's latencies), if it keeps any
         self.metrics = metrics
         self._codec: SessionCodec | None = None
@@ -156,13 +159,13 @@ class Inspector:
         session = self.codec.load(request.cookies.get(COOKIE_NAME), now)
         fresh = session is None
         if session is None:
-            session = Session.new(now, tenant=LOCAL_TENANT if self.local else None)
-        if self.local and session.tenant != LOCAL_TENANT:
-            session, fresh = Session.new(now, tenant=LOCAL_TENANT), True
+            session = Session.new(now, tenant=self.local_tenant if self.local else None)
+        if self.local and session.tenant != self.local_tenant:
+            session, fresh = Session.new(now, tenant=self.local_tenant), True
         principal: Principal | None = None
         admin = False
         if self.local:
-            principal = Principal(LOCAL_TENANT)
+            principal = Principal(self.local_tenant)
         elif session.logged_in and session.key_id is not None:
             key_id, sid = session.key_id, session.sid
 
@@ -238,21 +241,20 @@ class Inspector:
         return self.codec.dump(replace(viewer.session, viewing=viewing))
 
     def memory(self, who: Principal) -> Memory:
-        """The memories ``who`` may see: its tenant's (or the whole local database's)."""
-        if self._local_memory is not None:
+        """The memories ``who`` may see: its tenant's (``remem ui``: the memory it opened,
+        the database's own)."""
+        if self._local_memory is not None and who.tenant == LOCAL_TENANT:
             return self._local_memory
         return self.state.memory_for(who)
 
     def threads(self, who: Principal) -> ThreadStore:
-        """The threads ``who`` may see: its tenant's (or the whole local database's)."""
-        if self._local_memory is not None:
-            return self.state.threads()
+        """The threads ``who`` may see: its tenant's (the database's own: every thread)."""
         return self.state.threads_for(who)
 
-    def tenant_of(self, who: Principal) -> str | None:
-        """The tenant whose jobs and approvals ``who`` sees (``None``: the whole local
-        database's)."""
-        return None if self._local_memory is not None else who.tenant
+    def tenant_of(self, who: Principal) -> str:
+        """The tenant whose jobs and usage ``who`` sees (``""``: the database's own, as
+        ``remem jobs`` and ``remem usage`` without ``--tenant``)."""
+        return who.tenant
 
     async def run(self, work: Callable[[], T]) -> T:
         """Blocking store work of a page, in the server's store threads."""
