@@ -129,6 +129,7 @@ TOOLS_NOT_OFFERED = {
     "recency_half_life": "the ranking is the application's (search_options=)",
     "recency_weight": "the ranking is the application's (search_options=)",
     "mmr": "the ranking is the application's (search_options=)",
+    "stages": "the ranking is the application's (search_options=)",
 }
 
 

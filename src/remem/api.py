@@ -90,6 +90,7 @@ from remem.memory.results import (
     MemoryPage,
     SearchResult,
 )
+from remem.memory.stages import staged_ranking
 from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
@@ -245,6 +246,7 @@ class Memory:
                 limit=request.limit, offset=request.offset, min_score=request.min_score,
                 recency_half_life=request.recency_half_life,
                 recency_weight=request.recency_weight, mmr=request.mmr, now=request.as_of)
+            ranking = staged_ranking(ranking, request.query, request.stages)
             return search_flow(
                 self._scope(request, unscoped=self._everything()), request.query,
                 filters=request.filters, limit=request.limit, offset=request.offset,
@@ -328,7 +330,7 @@ class Memory:
                as_of: datetime | float | None = None, include_invalid: bool = False,
                mode: SearchMode = "auto", min_score: float | None = None,
                recency_half_life: float | None = None, recency_weight: float = 0.2,
-               mmr: float | None = None) -> SearchResult:
+               mmr: float | None = None, stages: str | None = None) -> SearchResult:
         """Current memories in the scope, best first for ``query`` (newest first without).
 
         ``filters``: the store's filter language over record fields (``kind``,
@@ -336,7 +338,9 @@ class Memory:
         or epoch seconds; returns what was valid then. ``include_invalid``: also superseded
         and deleted memories. With a query: ``min_score`` drops weaker hits;
         ``recency_half_life`` (seconds) weighs newer memories up by ``recency_weight``;
-        ``mmr`` (0-1) diversifies the page (needs vectors).
+        ``mmr`` (0-1) diversifies the page (needs vectors). ``stages``: the conversation
+        ranking stages for memories with a thread (:mod:`remem.memory.stages`; ``None``:
+        the measured defaults, ``"none"``: plain hybrid).
         """
         return self.run(SearchRequest.of(**_args(locals())))
 
@@ -439,7 +443,8 @@ class Memory:
                       offset: int = 0, as_of: datetime | float | None = None,
                       include_invalid: bool = False, mode: SearchMode = "auto",
                       min_score: float | None = None, recency_half_life: float | None = None,
-                      recency_weight: float = 0.2, mmr: float | None = None) -> SearchResult:
+                      recency_weight: float = 0.2, mmr: float | None = None,
+                      stages: str | None = None) -> SearchResult:
         """Async :meth:`search`."""
         return await self.arun(SearchRequest.of(**_args(locals())))
 

@@ -376,7 +376,7 @@ class Client:
                as_of: datetime | float | None = None, include_invalid: bool = False,
                mode: SearchMode = "auto", min_score: float | None = None,
                recency_half_life: float | None = None, recency_weight: float = 0.2,
-               mmr: float | None = None) -> SearchResult:
+               mmr: float | None = None, stages: str | None = None) -> SearchResult:
         """:meth:`remem.api.Memory.search` on the server."""
         return self.run(SearchRequest.of(**_args(locals())))
 
@@ -448,7 +448,8 @@ class Client:
                       offset: int = 0, as_of: datetime | float | None = None,
                       include_invalid: bool = False, mode: SearchMode = "auto",
                       min_score: float | None = None, recency_half_life: float | None = None,
-                      recency_weight: float = 0.2, mmr: float | None = None) -> SearchResult:
+                      recency_weight: float = 0.2, mmr: float | None = None,
+                      stages: str | None = None) -> SearchResult:
         """Async :meth:`search`."""
         return await self.arun(SearchRequest.of(**_args(locals())))
 

@@ -36,7 +36,7 @@ from remem.memory.grounding import (
     reference_line,
     timed_conversation,
 )
-from remem.memory.records import MemoryRecord
+from remem.memory.records import MemoryRecord, Source
 from remem.messages.types import Message
 
 __all__ = [
@@ -85,13 +85,17 @@ class Fact(BaseModel):
 class NewMemory:
     """A memory to insert: its content (text for :class:`Fact`, else the schema's JSON),
     its kind, the schema's name, and the validity the conversation stated (epoch seconds;
-    ``None``: not stated)."""
+    ``None``: not stated). ``source`` and ``event_time``: where and when this memory was
+    said, when it is one message (or turn) of the conversation stored as given (``None``:
+    the add's own)."""
 
     content: str | dict[str, Any]
     kind: str = "fact"
     schema: str = "Fact"
     valid_from: float | None = None
     valid_until: float | None = None
+    source: Source | None = None
+    event_time: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

@@ -161,13 +161,18 @@ def write_change(plan: Plan, ctx: ChangeContext, op: HistoryOp, before: MemoryRe
 def new_record(namespace: Namespace, memory: NewMemory | MemoryUpdate, ctx: ChangeContext, *,
                supersedes: str | None = None) -> MemoryRecord:
     """A new current record for ``memory``: valid from the stated ``valid_from`` (else from
-    now) until the stated ``valid_until``, recorded now."""
+    now) until the stated ``valid_until``, recorded now; said where and when the memory
+    says (:class:`NewMemory` ``source`` / ``event_time``), else as the add."""
+    own = memory if isinstance(memory, NewMemory) else None
+    source = own.source if own is not None and own.source is not None else ctx.source
+    event_time = (own.event_time if own is not None and own.event_time is not None
+                  else ctx.event_time)
     return MemoryRecord(
         id=new_memory_id(), namespace=namespace, content=memory.content, kind=memory.kind,
         schema=memory.schema,
         valid_at=memory.valid_from if memory.valid_from is not None else ctx.now,
-        valid_until=memory.valid_until, recorded_at=ctx.now, event_time=ctx.event_time,
-        source=ctx.source, metadata=dict(ctx.metadata), supersedes=supersedes,
+        valid_until=memory.valid_until, recorded_at=ctx.now, event_time=event_time,
+        source=source, metadata=dict(ctx.metadata), supersedes=supersedes,
         created_at=ctx.now, updated_at=ctx.now,
     )
 

@@ -175,16 +175,30 @@ def as_of_filter(ts: float) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where a memory came from: a thread, the ids of its messages, and the hash of the input
-    it was extracted from (an identical later input is a no-op while the memory is current)."""
+    it was extracted from (an identical later input is a no-op while the memory is current).
+
+    ``speaker``: who said it (the message's name, else its role), when one person said all
+    of it; ``turn``: the position (1, 2, 3...) of its first message in the conversation it
+    was added with, for a memory stored per message (``add(infer=False)``). The thread is
+    the memory's session: search's conversation stages read ``source.thread_id``,
+    ``source.speaker`` and ``source.turn`` (:mod:`remem.memory.stages`)."""
 
     thread_id: str | None = None
     message_ids: tuple[str, ...] = ()
     input_hash: str | None = None
+    speaker: str | None = None
+    turn: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {"thread_id": self.thread_id, "message_ids": list(self.message_ids),
-                "input_hash": self.input_hash}
+        """JSON-ready dict (``speaker`` and ``turn`` only when known)."""
+        out: dict[str, Any] = {"thread_id": self.thread_id,
+                               "message_ids": list(self.message_ids),
+                               "input_hash": self.input_hash}
+        if self.speaker is not None:
+            out["speaker"] = self.speaker
+        if self.turn is not None:
+            out["turn"] = self.turn
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Source:
@@ -193,9 +207,12 @@ class Source:
             return cls()
         if not isinstance(data, Mapping):
             raise TypeError(f"source must be a JSON object, got {kind_of(data)}")
+        turn = data.get("turn")
         return cls(optional_text(data.get("thread_id"), "source.thread_id"),
                    text_list(data.get("message_ids"), "source.message_ids"),
-                   optional_text(data.get("input_hash"), "source.input_hash"))
+                   optional_text(data.get("input_hash"), "source.input_hash"),
+                   optional_text(data.get("speaker"), "source.speaker"),
+                   None if turn is None else int_field(turn, "source.turn", minimum=1))
 
 
 @dataclass(frozen=True, slots=True)

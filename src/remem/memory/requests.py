@@ -31,6 +31,7 @@ from remem.errors import MessageFormatError, UnsupportedError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
 from remem.memory.results import ChangeResult, ExportResult, ImportResult, MemoryPage, SearchResult
+from remem.memory.stages import check_stages
 from remem.memory.store_manager import AddResult, Split
 from remem.messages import from_openai, to_openai
 from remem.messages.types import Message
@@ -214,6 +215,7 @@ ConversationMessages = Annotated[
 a turn of only tool calls, or an empty answer, is still part of the conversation."""
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
+StagesSpec = Annotated[str, StringConstraints(max_length=200), AfterValidator(check_stages)]
 Kind = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Actor = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 Reason = Annotated[str, StringConstraints(max_length=2000)]
@@ -314,6 +316,11 @@ class SearchRequest(_Scoped[SearchResult]):
         0.2, description="how much recency counts, with recency_half_life (0-1)")
     mmr: Annotated[float, Field(ge=0, le=1)] | None = Field(
         None, description="diversify results: MMR lambda (1 = relevance only)")
+    stages: StagesSpec | None = Field(
+        None, description="conversation ranking stages, for memories with a thread: 'none', "
+                          "or names separated by commas, each optionally name:weight, from "
+                          "sessions, speakers, timing, questions, mentions, neighbours, "
+                          "spread; unset: the measured defaults for the query's language")
 
 
 class GetRequest(MemoryRequest[MemoryRecord]):

@@ -57,7 +57,7 @@ from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result, SearchOp
 
 __all__ = ["APPLIED_NAMESPACE", "AddResult", "MemoryStoreManager", "Split", "derive_queries",
-           "input_hash", "split_texts"]
+           "input_hash", "speaker_of", "split_groups", "split_texts"]
 
 #: how ``add(infer=False)`` turns a conversation into memories: one per user message, one
 #: per turn (a user message and the replies up to the next one), or one for everything
@@ -134,24 +134,50 @@ def derive_queries(messages: Sequence[Message], limit: int) -> list[str]:
     return list(seen.values())[-limit:]
 
 
-def split_texts(messages: Sequence[Message], split: Split) -> list[str]:
-    """The texts ``add(infer=False)`` stores for ``messages`` (system messages and empty
-    texts left out; a turn's or the whole conversation's messages joined by line breaks)."""
-    groups: list[list[str]] = []
-    for message in messages:
-        text = message.text.strip()
-        if not text or message.role == "system":
+def split_groups(messages: Sequence[Message], split: Split) -> list[list[int]]:
+    """The positions (in ``messages``) of the messages each memory ``add(infer=False)``
+    stores holds: one user message, a turn, or every message (system messages and empty
+    texts left out)."""
+    groups: list[list[int]] = []
+    for position, message in enumerate(messages):
+        if not message.text.strip() or message.role == "system":
             continue
         if split == "user_messages":
             if message.role == "user":
-                groups.append([text])
+                groups.append([position])
         elif split == "none":
-            groups[:1] = [[*(groups[0] if groups else []), text]]
+            groups[:1] = [[*(groups[0] if groups else []), position]]
         elif message.role == "user" or not groups:  # turns: a user message opens one
-            groups.append([text])
+            groups.append([position])
         else:
-            groups[-1].append(text)
-    return ["\n".join(group) for group in groups]
+            groups[-1].append(position)
+    return groups
+
+
+def split_texts(messages: Sequence[Message], split: Split) -> list[str]:
+    """The texts ``add(infer=False)`` stores for ``messages`` (system messages and empty
+    texts left out; a turn's or the whole conversation's messages joined by line breaks)."""
+    return ["\n".join(messages[i].text.strip() for i in group)
+            for group in split_groups(messages, split)]
+
+
+def speaker_of(messages: Sequence[Message]) -> str | None:
+    """Who said ``messages``: the one name (else role) of those with text, system messages
+    aside; ``None`` when several people did, or nobody."""
+    said = {message.name or message.role for message in messages
+            if message.text.strip() and message.role != "system"}
+    return said.pop() if len(said) == 1 else None
+
+
+def _said(messages: Sequence[Message], group: Sequence[int], thread_id: str | None,
+          digest: str) -> tuple[Source, float | None]:
+    """The source and time of the memory holding ``messages[group]``: its thread, its
+    messages, their speaker and the first one's position (1-based); the latest message's
+    time."""
+    held = [messages[i] for i in group]
+    return (Source(thread_id=thread_id, message_ids=tuple(m.id for m in held),
+                   input_hash=digest, speaker=speaker_of(held), turn=group[0] + 1),
+            max((m.created_at for m in held), default=None))
 
 
 def input_hash(messages: Sequence[Message]) -> str:
@@ -297,22 +323,26 @@ class MemoryStoreManager:
         now = self.clock()
         msgs = as_message_list(messages, now)
         digest = input_hash(msgs)
-        ctx_source = Source(thread_id=thread_id,
-                            message_ids=tuple(m.id for m in msgs), input_hash=digest)
+        ctx_source = Source(thread_id=thread_id, message_ids=tuple(m.id for m in msgs),
+                            input_hash=digest, speaker=speaker_of(msgs))
         event_time = max((m.created_at for m in msgs), default=None)
         if not infer:
             if split not in ("user_messages", "turns", "none"):
                 raise InvalidInputError(f"split must be 'user_messages', 'turns' or 'none', "
                                         f"got {split!r}")
-            texts = split_texts(msgs, split)
-            if not texts:
+            groups = split_groups(msgs, split)
+            if not groups:
                 raise InvalidInputError(
                     f"add(infer=False, split={split!r}) got no text to store"
                     + (": there is no user message with text; pass split='turns' or "
                        "split='none' to store the other messages"
                        if split == "user_messages" and split_texts(msgs, "none")
                        else "; pass a non-empty string or messages with text"))
-            return (yield from self.store_flow(ns, [NewMemory(t, kind, "Fact") for t in texts],
+            said = [_said(msgs, group, thread_id, digest) for group in groups]
+            memories = [NewMemory("\n".join(msgs[i].text.strip() for i in group), kind, "Fact",
+                                  source=source, event_time=when)
+                        for group, (source, when) in zip(groups, said, strict=True)]
+            return (yield from self.store_flow(ns, memories,
                                                source=ctx_source, event_time=event_time,
                                                metadata=metadata, actor=actor,
                                                idempotency_key=key))

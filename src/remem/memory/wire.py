@@ -128,16 +128,21 @@ class SourceOut(Wire[Source]):
     thread_id: str | None = None
     message_ids: list[str] = Field(default_factory=list)
     input_hash: str | None = None
+    speaker: str | None = Field(default=None,
+                                description="who said it (message name, else role)")
+    turn: int | None = Field(default=None,
+                             description="its first message's position in the add")
 
     @classmethod
     def of(cls, result: Source) -> SourceOut:
         """The model of ``result``."""
         return cls(thread_id=result.thread_id, message_ids=list(result.message_ids),
-                   input_hash=result.input_hash)
+                   input_hash=result.input_hash, speaker=result.speaker, turn=result.turn)
 
     def value(self) -> Source:
         """The source."""
-        return Source(self.thread_id, tuple(self.message_ids), self.input_hash)
+        return Source(self.thread_id, tuple(self.message_ids), self.input_hash,
+                      self.speaker, self.turn)
 
 
 class MemoryOut(Wire[MemoryRecord]):

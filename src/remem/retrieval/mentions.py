@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from remem.retrieval.expansion import proper_nouns
 from remem.retrieval.memo import memoise_short_texts
-from remem.retrieval.options import check_field, check_number
+from remem.retrieval.options import check_field, check_number, check_requires
 
 __all__ = ["Mentions", "mention_shares", "mentioned_names"]
 
@@ -47,14 +47,17 @@ class Mentions:
 
     The defaults were measured on remem's Chinese sets (``docs/search.md``, "Mentions"); the
     stage is on by default in ``remem eval memdaily``, not in ``remem eval locomo``, where
-    the people named are the two speakers and it changes nothing.
+    the people named are the two speakers and it changes nothing. ``requires``: only
+    candidates carrying this value field (not null) take part (``None``: every candidate).
     """
 
     field: str = "text"
     weight: float = 1.0
     max_share: float = 0.1
+    requires: str | None = None
 
     def __post_init__(self) -> None:
+        check_requires("Mentions", self.requires)
         check_field("Mentions", "field", self.field, holding="the text", example="text")
         check_number("Mentions", "weight", self.weight)
         check_number("Mentions", "max_share", self.max_share, high=1.0)

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from remem.errors import InvalidInputError
-from remem.retrieval.options import check_count, check_field, check_number
+from remem.retrieval.options import check_count, check_field, check_number, field_value
 
 __all__ = ["Neighbours", "Position", "Shares", "neighbour_shares", "position_of"]
 
@@ -78,7 +78,7 @@ def position_of(value: object, stage: Neighbours) -> Position | None:
     session is not a scalar or the order not a whole number."""
     if not isinstance(value, Mapping):
         return None
-    session, order = value.get(stage.field), value.get(stage.order)
+    session, order = field_value(value, stage.field), field_value(value, stage.order)
     if not isinstance(session, str | int | float) or isinstance(session, bool):
         return None
     if isinstance(order, float) and order.is_integer():

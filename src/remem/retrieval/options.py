@@ -8,10 +8,36 @@ the rule and the value it got, in the same words whichever stage it is.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from remem.errors import InvalidInputError
 
-__all__ = ["check_count", "check_field", "check_number"]
+__all__ = ["check_count", "check_field", "check_number", "check_requires", "field_value"]
+
+
+def field_value(value: object, field: str) -> object:
+    """The value of ``field`` in a stored value: the key itself when the value has it, else a
+    dotted path into nested objects (``"source.thread_id"``, as memories keep their
+    session); ``None`` when missing."""
+    if not isinstance(value, Mapping):
+        return None
+    if field in value:
+        return value[field]
+    node: object = value
+    for part in field.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def check_requires(owner: str, value: object) -> None:
+    """``value`` (a stage's ``requires``) must be ``None`` or a non-empty field name."""
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InvalidInputError(
+            f"{owner}.requires must be None or name a value field an item must carry "
+            f"(e.g. 'source.thread_id'), got {value!r}"
+        )
 
 
 def check_field(owner: str, name: str, value: object, *, holding: str, example: str) -> None:

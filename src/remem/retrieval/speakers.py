@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from remem.retrieval.options import check_field, check_number
+from remem.retrieval.options import check_field, check_number, check_requires
 
 __all__ = ["Speakers", "names_in"]
 
@@ -21,14 +21,17 @@ __all__ = ["Speakers", "names_in"]
 @dataclass(frozen=True, slots=True)
 class Speakers:
     """Add ``weight`` (in units of the best fused score) to candidates whose ``field`` value
-    is named in the query."""
+    is named in the query. ``requires``: only candidates carrying this value field (not null)
+    take part (``None``: every candidate)."""
 
     field: str = "speaker"
     weight: float = 0.2
+    requires: str | None = None
 
     def __post_init__(self) -> None:
         check_field("Speakers", "field", self.field, holding="the speaker", example="speaker")
         check_number("Speakers", "weight", self.weight)
+        check_requires("Speakers", self.requires)
 
 
 def names_in(query: str, name: str) -> bool:

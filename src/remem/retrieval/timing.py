@@ -29,15 +29,16 @@ from dataclasses import dataclass
 
 from remem.errors import InvalidInputError
 from remem.retrieval.memo import memoise_short_texts
-from remem.retrieval.options import check_field, check_number
+from remem.retrieval.options import check_field, check_number, check_requires
 
 __all__ = ["QuestionTurns", "Timing", "asks_when", "has_chinese_time_expression",
            "has_english_time_expression", "has_time_expression", "is_question"]
 
 
-def _check(owner: str, field: object, weight: object) -> None:
+def _check(owner: str, field: object, weight: object, requires: object) -> None:
     check_field(owner, "field", field, holding="the text", example="text")
     check_number(owner, "weight", weight)
+    check_requires(owner, requires)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +46,17 @@ class Timing:
     """Add ``weight`` (in units of the best fused score) to candidates whose ``field`` holds a
     time expression (:func:`has_time_expression`). ``only_when``: only for queries that ask
     for a time (:func:`asks_when`); measured, the stage helps every kind of question, so it
-    applies to all by default."""
+    applies to all by default. ``requires``: only candidates carrying this value field (not
+    null) take part, such as ``"source.thread_id"`` for memories said in a conversation
+    (``None``: every candidate)."""
 
     field: str = "text"
     weight: float = 0.1
     only_when: bool = False
+    requires: str | None = None
 
     def __post_init__(self) -> None:
-        _check("Timing", self.field, self.weight)
+        _check("Timing", self.field, self.weight, self.requires)
         if not isinstance(self.only_when, bool):
             raise InvalidInputError(
                 f"Timing.only_when must be True or False, got {self.only_when!r}"
@@ -62,13 +66,14 @@ class Timing:
 @dataclass(frozen=True, slots=True)
 class QuestionTurns:
     """Subtract ``weight`` (in units of the best fused score) from candidates whose ``field``
-    is a question (:func:`is_question`)."""
+    is a question (:func:`is_question`). ``requires``: as for :class:`Timing`."""
 
     field: str = "text"
     weight: float = 0.1
+    requires: str | None = None
 
     def __post_init__(self) -> None:
-        _check("QuestionTurns", self.field, self.weight)
+        _check("QuestionTurns", self.field, self.weight, self.requires)
 
 
 _MONTH = ("january|february|march|april|may|june|july|august|september|october|november|"

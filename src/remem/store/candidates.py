@@ -26,6 +26,7 @@ from remem.retrieval.decompose import query_parts
 from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
 from remem.retrieval.mentions import Mentions, mention_shares, mentioned_names
 from remem.retrieval.neighbours import Neighbours, Shares, neighbour_shares, position_of
+from remem.retrieval.options import field_value
 from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
 from remem.retrieval.reports import is_self_report
 from remem.retrieval.speakers import names_in
@@ -175,16 +176,18 @@ def _candidate_marks(source: CandidateSource, ranking: Ranking,
     boosts: Boosts = {}
     if ranking.speakers is not None:
         boosts["speakers"] = (ranking.speakers.weight,
-                              _named_speakers(source, lists, query, ranking.speakers.field))
+                              _named_speakers(source, lists, query, ranking.speakers.field,
+                                              ranking.speakers.requires))
     timing = ranking.timing
     if timing is not None and (not timing.only_when or asks_when(query)):
         boosts["timing"] = (timing.weight,
-                            _text_matches(source, lists, timing.field, has_time_expression))
+                            _text_matches(source, lists, timing.field, has_time_expression,
+                                          timing.requires))
     if ranking.questions is not None:
         # a penalty: a negative weight subtracts from the fused score
         boosts["questions"] = (-ranking.questions.weight,
                                _text_matches(source, lists, ranking.questions.field,
-                                             is_question))
+                                             is_question, ranking.questions.requires))
     if ranking.reports is not None:
         boosts["reports"] = (ranking.reports.weight,
                              _text_matches(source, lists, ranking.reports.field,
@@ -253,7 +256,8 @@ def _mention_shares(source: CandidateSource, lists: Mapping[str, Sequence[Candid
         return Shares()
     keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
     texts = {item_id: text for item_id, value in source.item_values(list(keys)).items()
-             if isinstance(value, Mapping) and isinstance(text := value.get(stage.field), str)}
+             if isinstance(text := field_value(value, stage.field), str)
+             and (stage.requires is None or field_value(value, stage.requires) is not None)}
     found = {item_id: mentioned for item_id, text in texts.items()
              if (mentioned := mentioned_names(text))}
     counts = Counter(name for mentioned in found.values() for name in mentioned)
@@ -280,13 +284,16 @@ def _mention_shares(source: CandidateSource, lists: Mapping[str, Sequence[Candid
 
 
 def _named_speakers(source: CandidateSource, lists: Mapping[str, Sequence[Candidate]],
-                    query: str, field: str) -> list[Candidate]:
-    """The candidates whose ``field`` names someone the query names, all scoring 1."""
+                    query: str, field: str, requires: str | None = None) -> list[Candidate]:
+    """The candidates whose ``field`` names someone the query names (and that carry
+    ``requires``, when given), all scoring 1."""
     keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
     found: list[Candidate] = []
     named: dict[str, bool] = {}
     for item_id, value in source.item_values(list(keys)).items():
-        who = value.get(field) if isinstance(value, Mapping) else None
+        if requires is not None and field_value(value, requires) is None:
+            continue
+        who = field_value(value, field)
         if isinstance(who, str):
             if who not in named:
                 named[who] = names_in(query, who)
@@ -296,12 +303,16 @@ def _named_speakers(source: CandidateSource, lists: Mapping[str, Sequence[Candid
 
 
 def _text_matches(source: CandidateSource, lists: Mapping[str, Sequence[Candidate]],
-                  field: str, test: Callable[[str], bool]) -> list[Candidate]:
-    """The candidates whose ``field`` is a string passing ``test``, all scoring 1."""
+                  field: str, test: Callable[[str], bool],
+                  requires: str | None = None) -> list[Candidate]:
+    """The candidates whose ``field`` is a string passing ``test`` (and that carry
+    ``requires``, when given), all scoring 1."""
     keys = {item_id: key for cands in lists.values() for item_id, key, _ in cands}
     found: list[Candidate] = []
     for item_id, value in source.item_values(list(keys)).items():
-        text = value.get(field) if isinstance(value, Mapping) else None
+        if requires is not None and field_value(value, requires) is None:
+            continue
+        text = field_value(value, field)
         if isinstance(text, str) and test(text):
             found.append((item_id, keys[item_id], 1.0))
     return sorted(found, key=lambda c: c[1])
@@ -339,7 +350,7 @@ def group_reader(source: CandidateSource
     def read(field: str, ids: Sequence[int]) -> Mapping[int, Hashable]:
         out: dict[int, Hashable] = {}
         for item_id, value in source.item_values(ids).items():
-            group = value.get(field) if isinstance(value, Mapping) else None
+            group = field_value(value, field)
             if isinstance(group, str | int | float) and not isinstance(group, bool):
                 out[item_id] = group
         return out
