@@ -435,7 +435,8 @@ def http_principal(state: ServerState, headers: Sequence[tuple[bytes, bytes]],
                    address: str | None = None) -> Principal:
     """Who an MCP request over HTTP acts as: its key's own tenant, or the tenant an admin key
     names in ``X-Remem-Tenant``, by the same rule as every ``/v1`` route
-    (:func:`~remem.server.auth.acting_principal`). Raises HTTP 401/400, or
+    (:func:`~remem.server.auth.acting_principal`). Raises HTTP 401/400 (429 for a client
+    ``address`` with too many failed authentications, which a failure here counts), or
     :class:`~remem.errors.PermissionDeniedError` / :class:`~remem.errors.InvalidInputError`
     for the header."""
     key = verified_key(state, token_of(headers), address)
