@@ -190,6 +190,8 @@ class ServerState:
     owns_store: bool = True
     #: requests per second per key (``None``: unlimited), from the config
     limiter: RateLimiter | None = None
+    #: failed authentications per client address (always on: see remem.server.auth)
+    auth_failures: RateLimiter = field(default_factory=auth_failure_limiter)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _scoped: TenantViews[ScopedStore] = field(init=False)
     _memories: TenantViews[Memory] = field(init=False)
@@ -199,8 +201,6 @@ class ServerState:
     _usage: UsageRecorder | None = None
     _jobs: JobQueue | None = None
     # one limiter per event loop: in-process harnesses serve the app from several loops
-    #: failed authentications per client address (always on: see remem.server.auth)
-    auth_failures: RateLimiter = field(default_factory=auth_failure_limiter)
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
         field(default_factory=weakref.WeakKeyDictionary)
 
