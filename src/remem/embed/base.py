@@ -46,28 +46,45 @@ def normalize_rows(vectors: npt.ArrayLike, *, model: str | None = None
                    ) -> npt.NDArray[np.float32]:
     """Scale each row to unit length (zero rows stay zero), as float32.
 
-    Stores keep unit vectors so that a dot product is the cosine similarity. Each row is
-    divided by its largest magnitude before its norm is taken, in float64: squaring the raw
-    values overflows (in float32 past ~1.8e19, so a row of 3e38s, finite float32 values,
-    came out as a zero vector) or underflows to a zero norm. A row holding NaN or an
-    infinity has no direction: :class:`~remem.errors.EmbeddingError` names the row and
-    ``model`` (the embedder that returned it).
+    Stores keep unit vectors so that a dot product is the cosine similarity. Squaring the
+    values can overflow (in float32 past ~1.8e19: a row of 3e38s, finite float32 values, came
+    out as a zero vector) or underflow to a zero norm: a row whose norm is not a positive
+    finite number is divided by its largest magnitude first and normed in float64, so every
+    finite row keeps its direction. A row holding NaN or an infinity has no direction:
+    :class:`~remem.errors.EmbeddingError` names the row and ``model`` (the embedder that
+    returned it).
     """
-    array = np.asarray(vectors, dtype=np.float64)
+    array = np.asarray(vectors)
+    # float32 stays float32 (the common case, normed as fast as before); anything else is
+    # read as float64, so values past float32's range are not cut to infinity first
+    array = array if array.dtype == np.float32 else np.asarray(array, dtype=np.float64)
     if array.ndim != 2:
         raise ValueError(f"expected a 2-d array of vectors, got shape {array.shape}")
-    finite = np.isfinite(array).all(axis=1)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        norms = np.linalg.norm(array, axis=1)
+    # a norm that is not a positive finite number: a zero row, NaN or infinity in the row
+    # (refused), or squares that overflowed or underflowed (the slow path below)
+    redo = ~(norms >= np.finfo(array.dtype).tiny) | ~(norms < np.inf)
+    if not redo.any():  # the common case, as fast as before
+        normalized: npt.NDArray[np.float32] = (array / norms[:, None]).astype(
+            np.float32, copy=False)
+        return normalized
+    rows = np.asarray(array[redo], dtype=np.float64)
+    finite = np.isfinite(rows).all(axis=1)
     if not finite.all():
-        row = int(np.flatnonzero(~finite)[0])
+        row = int(np.flatnonzero(redo)[np.flatnonzero(~finite)[0]])
         who = f"embedder {model!r}" if model else "the embedder"
         raise EmbeddingError(
             f"{who} returned NaN or infinite values (row {row} of {len(array)}), which have "
             "no direction: fix or replace the embedder")
-    scale = np.abs(array).max(axis=1, keepdims=True) if array.shape[1] else \
-        np.ones((len(array), 1))
+    scale = np.abs(rows).max(axis=1, keepdims=True) if rows.shape[1] else \
+        np.ones((len(rows), 1))
     scale[scale == 0] = 1.0  # a zero row stays zero
-    scaled = array / scale  # every magnitude in [0, 1]: the squares cannot overflow
-    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
-    norms[norms == 0] = 1.0
-    normalized: npt.NDArray[np.float32] = (scaled / norms).astype(np.float32)
-    return normalized
+    scaled = rows / scale  # every magnitude in [0, 1]: the squares cannot overflow
+    lengths = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]
+    lengths[lengths == 0] = 1.0
+    out = np.empty(array.shape, dtype=np.float32)
+    keep = ~redo
+    out[keep] = array[keep] / norms[keep, None]
+    out[redo] = scaled / lengths
+    return out
