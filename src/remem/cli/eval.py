@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.measure import Measurement
 from rich.progress import (
@@ -30,6 +31,7 @@ from rich.table import Table
 from remem import __version__
 from remem.cli.common import CommandFailed, make_embedder
 from remem.cli.render import emit_json, write_atomically
+from remem.embed.base import Embedder
 from remem.errors import ConfigError, InvalidInputError
 from remem.eval.assisted import AssistedRetriever
 from remem.eval.facts import (
@@ -58,6 +60,7 @@ from remem.eval.labelled import (
 from remem.eval.locomo import LocomoDataset, load_locomo
 from remem.eval.longmemeval import load_longmemeval
 from remem.eval.memdaily import POOLINGS, Pooling, load_json_file, load_memdaily
+from remem.eval.memory_retriever import THROUGH, MemoryRetriever, temporary_memory
 from remem.eval.metrics import KS
 from remem.eval.report import question_records, results_table, summary_object, timing_line
 from remem.eval.retrievers import Retriever
@@ -166,6 +169,48 @@ def _stages_option(default: Sequence[str]) -> Callable[[Any], Any]:
              "'none' for plain hybrid ranking (docs/search.md).")
 
 
+def _through_options(function: Any) -> Any:
+    """``--through`` and ``--db``, shared by every ``remem eval`` command."""
+    function = click.option(
+        "--db", metavar="DSN",
+        help="With --through memory: the database to run in (a postgresql:// DSN or a "
+             "path; the run writes under its own namespace); default a temporary SQLite "
+             "file.")(function)
+    return click.option(
+        "--through", type=click.Choice(THROUGH), default="store", show_default=True,
+        help="'memory': add each session with Memory.add(infer=False) and ask "
+             "Memory.search, as users run remem (its stages default to the search's own); "
+             "'store': the eval's turn retriever over a bare store.")(function)
+
+
+def _product_stages(stages: str) -> str | None:
+    """``--stages`` as ``SearchRequest.stages``: ``None`` (the search's defaults) when left
+    at the command's default."""
+    context = click.get_current_context()
+    source = context.get_parameter_source("stages")
+    return None if source in (None, ParameterSource.DEFAULT) else stages
+
+
+@contextmanager
+def _retriever(through: str, *, backend: Backend, db: str | None, model: Embedder,
+               mode: EvalMode, ranking: Ranking, stages: str) -> Iterator[Retriever]:
+    """The retriever of one run: through the product or the bare store."""
+    if through == "memory":
+        if mode != "hybrid":
+            raise click.BadParameter("--through memory searches as Memory.search does "
+                                     "(hybrid)", param_hint="--mode")
+        with temporary_memory(model, db=db) as memory:
+            try:
+                yield MemoryRetriever(memory, stages=_product_stages(stages))
+            except InvalidInputError as exc:
+                raise click.BadParameter(str(exc), param_hint="--stages") from None
+        return
+    if db is not None:
+        raise click.BadParameter("--db goes with --through memory", param_hint="--db")
+    with temporary_store(backend, model) as store:
+        yield StoreRetriever(store, mode, ranking)
+
+
 @click.group(name="eval")
 def eval_group() -> None:
     """Measure retrieval quality on benchmark data."""
@@ -204,10 +249,11 @@ def eval_group() -> None:
               help="Let the configured chat model (REMEM_LLM_*) help each query, one call "
                    "at most: rewrite it into search queries, search a hypothetical answer "
                    "beside it (hyde), or rerank the top 30. Calls and tokens are reported.")
+@_through_options
 def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
            backend: Backend, embedder: str, limit_conversations: int | None, bootstrap: int,
            seed: int, units: Units | None, stages: str,
-           llm_mode: AssistMode | None) -> None:
+           llm_mode: AssistMode | None, through: str, db: str | None) -> None:
     """Score turn retrieval on a LoCoMo-format FILE.
 
     Reports recall@k, hit@k, MRR and nDCG@10 per LoCoMo category, with bootstrap 95%
@@ -232,8 +278,8 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     units_view = _UnitsView.load(file, dataset, units, json_output)
     assist = _llm_assist(llm_mode)
     ranking = _stage_ranking(stages)
-    with temporary_store(backend, model) as store:
-        retriever: Retriever = StoreRetriever(store, mode, ranking)
+    with _retriever(through, backend=backend, db=db, model=model, mode=mode,
+                    ranking=ranking, stages=stages) as retriever:
         if assist is not None:
             retriever = AssistedRetriever(retriever, assist)
         retriever = units_view.wrap(retriever)
@@ -246,6 +292,7 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
         random_floor=check.random.to_dict(),
     ))
     summary["config"]["stages"] = _stage_names(stages)
+    summary["config"]["through"] = through
     units_view.report(summary, run)
     if assist is not None:
         summary["llm"] = _assist_report(assist)
@@ -258,7 +305,7 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
                                resamples=bootstrap))
     click.echo(timing_line(run.timing, dataset.n_turns))
     click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
-               f"stages {','.join(_stage_names(stages)) or 'none'}")
+               f"stages {','.join(_stage_names(stages)) or 'none'}, through {through}")
     units_view.echo(summary)
     if assist is not None:
         llm = summary["llm"]
@@ -449,7 +496,8 @@ def _unscorable(dataset: LabelledDataset, file: Path, json_output: bool, hint: s
 def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: int,
                   json_output: bool, out: Path | None, backend: Backend, embedder: str,
                   bootstrap: int, seed: int, unit: str, stages: str, hint: str,
-                  extra_config: dict[str, Any] | None = None) -> None:
+                  extra_config: dict[str, Any] | None = None, through: str = "store",
+                  db: str | None = None) -> None:
     """The shell shared by the non-LoCoMo commands: self-test, run, report, write.
 
     ``hint`` says how a file whose questions were all excluded could be scored."""
@@ -472,10 +520,10 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
         raise CommandFailed(f"harness self-test failed ({len(check.failures)} questions): "
                             f"{check.failures[0]}")
     floor = random_floor(dataset, k=k, seed=seed)
-    with temporary_store(backend, model) as store:
-        retriever = StoreRetriever(store, mode, ranking)
-        with _progress_bars(not json_output) as bars:
-            run = run_labelled(dataset, retriever, k=k, progress=bars)
+    with _retriever(through, backend=backend, db=db, model=model, mode=mode,
+                    ranking=ranking, stages=stages) as retriever, \
+            _progress_bars(not json_output) as bars:
+        run = run_labelled(dataset, retriever, k=k, progress=bars)
     sets = summarize_labelled(dataset, run, resamples=bootstrap, seed=seed)
     parent_sets = (summarize_labelled(dataset, run, resamples=bootstrap, seed=seed,
                                       level="parent") if dataset.parent_gold else None)
@@ -499,6 +547,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
     config[unit] = config.pop("turns")
     config["data_fixes"] = [fix.to_dict() for fix in dataset.fixes]
     config["stages"] = _stage_names(stages)
+    config["through"] = through
     config.update(extra_config or {})
     summary = labelled_summary(dataset, sets, run, config, parent_sets)
     if out is not None:
@@ -548,7 +597,7 @@ def _run_options(function: Any) -> Any:
     ]
     for option in reversed(options):
         function = option(function)
-    return function
+    return _through_options(function)
 
 
 @eval_group.command(name="memdaily")
@@ -563,7 +612,7 @@ def _run_options(function: Any) -> Any:
 @_stages_option(MEMDAILY_STAGES)
 def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
              backend: Backend, embedder: str, bootstrap: int, seed: int, pool: Pooling,
-             limit_pools: int | None, stages: str) -> None:
+             limit_pools: int | None, stages: str, through: str, db: str | None) -> None:
     """Score message retrieval on a MemDaily-format FILE.
 
     One memory per message; a file's trajectories are pooled into one namespace (an object
@@ -577,6 +626,7 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
                   unit="messages", stages=stages, extra_config={"pool": pool},
+                  through=through, db=db,
                   hint="questions come from question_list (or QA); one asked in several "
                        "trajectories of a pool is ambiguous there (--pool trajectory keeps "
                        "it), and one needs a target_step_id naming a mid of its own "
@@ -591,7 +641,8 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
 @_stages_option(LONGMEMEVAL_STAGES)
 def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
                 backend: Backend, embedder: str, bootstrap: int, seed: int,
-                limit_items: int | None, stages: str) -> None:
+                limit_items: int | None, stages: str, through: str,
+                db: str | None) -> None:
     """Score turn retrieval on a LongMemEval-format FILE.
 
     Each item's haystack sessions go into their own namespace, one memory per turn; gold is
@@ -603,6 +654,6 @@ def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path
         dataset = dataset.head(limit_items)
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
-                  unit="turns", stages=stages,
+                  unit="turns", stages=stages, through=through, db=db,
                   hint="a question needs turns marked has_answer: true, or "
                        "answer_session_ids naming sessions of its haystack")
