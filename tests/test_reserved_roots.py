@@ -234,6 +234,19 @@ def test_a_spanning_search_count_and_listing_leave_governed_roots_out(inner: Bas
     assert len(admin.search(limit=100)) == 40
 
 
+@pytest.mark.parametrize("governed", [False, True])
+def test_a_newest_first_search_of_a_scope_with_nothing_readable_is_empty(
+        governed: bool) -> None:
+    """No readable label means no per-label search to send: the page is empty (it was an
+    IndexError, a 500 on /v1/store/search for a tenant holding nothing but files)."""
+    store = InMemoryStore()
+    if governed:
+        store.put((FILES, "default", "files", "/"), "a.md", {"text": "secret"})
+    raw = GuardedStore(store)
+    assert raw.search(limit=5) == []
+    assert [r for r in raw.batch([SearchOp((), limit=3), CountOp(())])] == [[], 0]
+
+
 def test_a_ranked_search_reads_past_at_most_hidden_window_governed_records() -> None:
     store = open_store(":memory:")
     for n in range(15):  # five notes, then ten files that rank above them

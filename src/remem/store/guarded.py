@@ -247,6 +247,9 @@ class GuardedStore(BaseStore):
         results = self.inner.batch(sent)
         out: list[Result] = []
         for op, (start, end) in zip(op_list, spans, strict=True):
+            if start == end:  # a split search over a scope with no readable label
+                out.append([])
+                continue
             first = results[start]
             if not self._spans(op):
                 out.append(first)
