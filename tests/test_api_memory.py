@@ -54,13 +54,17 @@ def test_infer_without_a_model_names_the_settings(monkeypatch: pytest.MonkeyPatc
                  "REMEM_LLM_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     mem = Memory(make_store("memory"))
-    with pytest.raises(ConfigError) as info:
-        mem.add("I live in Berlin", user_id="alice")
+    with pytest.raises(ConfigError) as info:  # asked to extract, with no model to do it
+        mem.add("I live in Berlin", user_id="alice", infer=True)
     message = str(info.value)
     for name in ("REMEM_LLM_PROVIDER", "REMEM_LLM_MODEL", "REMEM_LLM_BASE_URL",
                  "REMEM_LLM_API_KEY", "infer=False"):
         assert name in message
     assert mem.search(user_id="alice").hits == ()
+    # left to the default, the same add stores the text as given and says so
+    stored = mem.add("I live in Berlin", user_id="alice")
+    assert stored.inferred is False
+    assert [hit.memory.text for hit in mem.search(user_id="alice")] == ["I live in Berlin"]
 
 
 def test_messages_as_dicts_and_message_values(mem: Memory) -> None:
