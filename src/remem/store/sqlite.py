@@ -1,13 +1,16 @@
 """SQLite backend: one file (or ``:memory:``), WAL, safe for many threads and processes.
 
 Works with the stock ``sqlite3`` module (no extensions): filters compile to JSON1 SQL, vectors
-are float32 BLOBs, and vector search runs exactly in NumPy over an in-process matrix that is
-kept in step with the table through a sequence number (see ``m002_vectors``).
+are float32 BLOBs, and vector search runs exactly in NumPy over the searched prefix's vectors,
+read from the table on its first search and held in a partition of a byte-bounded LRU
+(``vector_cache_bytes``, :mod:`remem.store.vector_partitions`), kept in step with the table
+through a sequence number (see ``m002_vectors``); a scope too large for the budget is streamed
+from the table on each search.
 
 The operations themselves are the shared SQL store's (:mod:`remem.store.sql_store`) with the
 statements of :mod:`remem.store.sqlite_sql`; this module keeps what is SQLite's own: the
 transaction, the bulk write of a run of puts, postings and vector bookkeeping, the vector
-matrix, and sweeping.
+partitions, and sweeping.
 
 Writes are shaped by what a commit costs, which is mostly the pages it changes (each goes to
 the WAL, then to the database at a checkpoint): a run of puts is a handful of statements; BM25
@@ -35,7 +38,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -58,7 +61,13 @@ from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
 from remem.store.sqlite_sql import NEWEST_INDEX, NEWEST_INDEX_PROBE, SQLiteDialect
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
-from remem.store.vectors import TextHashes, VectorIndex, matrix_hits
+from remem.store.vector_partitions import (
+    DEFAULT_VECTOR_CACHE_BYTES,
+    VectorPartitions,
+    partition_for,
+    stream_ranked,
+)
+from remem.store.vectors import TextHashes, VectorIndex, matrix_hits, ranked_hits
 
 # encode_ns, decode_ns and prefix_range live in namespace_codec; kept importable from here
 __all__ = ["SQLiteStore", "decode_ns", "encode_ns", "prefix_range"]
@@ -72,6 +81,10 @@ _SMALL_KEYWORD_SCOPE = 2000
 # scope scan them, so this bounds that scan
 _RECENT_POSTINGS = 20_000
 _LOAD_CHUNK = 8192
+# more new vector rows than this since the partitions' sequence number (a bulk load by another
+# process, say): drop the partitions and read each again on its next search, rather than
+# applying every new row to them
+_RESYNC_ROWS = 50_000
 # how long building the newest-first index waits for another process's write lock before it
 # gives up until the next wide listing (the listing has its page already; it must not stall)
 _BUILD_BUSY_TIMEOUT_MS = 200
@@ -82,7 +95,9 @@ class SQLiteStore(SQLStore["_Txn"]):
     """A store in one SQLite file (``path``) or in memory (``":memory:"``).
 
     Construction does no I/O; the first batch (or :meth:`setup`, or ``with``) opens the file
-    and applies migrations.
+    and applies migrations. ``vector_cache_bytes`` bounds the vectors held in process (default
+    256 MiB): a search of a prefix holds that prefix's vectors once read, least recently used
+    out first; a scope needing more than the budget is streamed from the file instead.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
@@ -90,6 +105,7 @@ class SQLiteStore(SQLStore["_Txn"]):
                  keyword: KeywordConfig | Literal[False] | None = None,
                  durability: Literal["normal", "full"] = "normal",
                  busy_timeout: float = 30.0,
+                 vector_cache_bytes: int = DEFAULT_VECTOR_CACHE_BYTES,
                  clock: Callable[[], float] | None = None) -> None:
         if clock is None:
             super().__init__(index=index, ttl=ttl, keyword=keyword)
@@ -105,8 +121,8 @@ class SQLiteStore(SQLStore["_Txn"]):
                                         busy_timeout=busy_timeout)
         self._model_id: int | None = None
         self._cache_lock = threading.RLock()
-        self._cache: VectorIndex | None = None
-        self._cache_seq = -1
+        # vectors of searched prefixes, loaded on demand within vector_cache_bytes
+        self._parts = VectorPartitions(vector_cache_bytes)
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
         self.dialect = SQLiteDialect()
 
@@ -155,7 +171,8 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._stop_sweeper()
         self._conns.close()
         with self._cache_lock:
-            self._cache = self._hashes = None
+            self._parts.clear()
+            self._hashes = None
 
     # -- batch --------------------------------------------------------------------------------
 
@@ -188,7 +205,7 @@ class SQLiteStore(SQLStore["_Txn"]):
                 conn.execute("ROLLBACK")
                 if txn.vector_seq is not None:
                     with self._cache_lock:  # the cache may hold rolled-back vectors
-                        self._cache = None
+                        self._parts.clear()
                 raise
             if refreshes and not writes:
                 # a read-only batch refreshes TTLs in its own short write transaction, so
@@ -369,15 +386,21 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _vector_hits(self, tx: _Txn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
                      where: str, params: list[Any]) -> list[Candidate]:
-        """Exact search over the in-process matrix, synced to the table first; candidates are
-        confirmed by the items table (alive, filter) in chunks."""
+        """Exact search over the prefix's partition (read from the table on its first search,
+        then kept up to date), or, for a scope larger than the budget allows, over every
+        vector of the scope streamed from the table; candidates are confirmed by the items
+        table (alive, filter) in chunks."""
         def addresses(ids: list[int]) -> dict[int, tuple[Namespace, str]]:
             rows = self._query(tx, *self.dialect.addresses(ids, where, params))
             return {item_id: (decode_ns(ns), key) for item_id, ns, key in rows}
 
+        prefix = op.namespace_prefix
         with self._cache_lock:
-            cache = self._synced_cache(tx)
-            return matrix_hits(cache, query, op.namespace_prefix, depth, addresses)
+            part = self._synced_partition(tx, prefix)
+            if part is not None:
+                return matrix_hits(part, query, prefix, depth, addresses)
+        return ranked_hits(stream_ranked(self._vector_chunks(tx, prefix), query), depth,
+                           addresses)
 
     def _item_vectors(self, tx: _Txn, ids: Sequence[int]
                       ) -> dict[int, npt.NDArray[np.float32]]:
@@ -396,47 +419,97 @@ class SQLiteStore(SQLStore["_Txn"]):
         # the scope; otherwise the terms' postings are read: their cost follows frequency
         return bool(op.namespace_prefix) and n_docs <= _SMALL_KEYWORD_SCOPE
 
-    def _synced_cache(self, txn: _Txn) -> VectorIndex:
-        """The vector matrix brought up to the database's current ``vector_seq``."""
+    def _synced_partition(self, txn: _Txn, prefix: Namespace) -> VectorIndex | None:
+        """The partition of ``prefix`` brought up to the database's current ``vector_seq``
+        (read on a miss), or ``None`` when the scope is too large to hold."""
         assert self.index is not None
-        conn = txn.conn
+        self._sync_partitions(txn.conn)
+        part = self._parts.get(prefix)
+        if part is not None:
+            return part
+        dims = self.index.dims
+        bounds = prefix_range(prefix)
+        cap = self._parts.budget // (dims * 4 + 12) + 1
+        (rows,) = txn.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT ?)" if bounds is None else
+            "SELECT count(*) FROM (SELECT 1 FROM items WHERE ns >= ? AND ns < ? LIMIT ?)",
+            (cap,) if bounds is None else (*bounds, cap)).fetchone()
+        if not self._parts.fits(int(rows), dims):
+            return None
+        part = partition_for(dims, int(rows))
+        in_scope = "" if bounds is None else " AND i.ns >= ? AND i.ns < ?"
+        for ids, items, namespaces, matrix in self._read_vectors(txn.conn.execute(
+                "SELECT v.id, v.item_id, i.ns, v.vec FROM items AS i CROSS JOIN vectors AS v "
+                f"ON v.item_id = i.id WHERE v.model_id = ?{in_scope}",
+                (self._model_id, *(bounds or ())))):
+            part.upsert_many(ids, items, namespaces, matrix)
+        self._parts.add(prefix, part)
+        return part
+
+    def _sync_partitions(self, conn: sqlite3.Connection) -> None:
+        """Bring the resident partitions up to the database's ``vector_seq``: tombstones and
+        new rows since theirs, or drop them all when the tombstones they need are pruned or
+        too many rows are new."""
+        parts = self._parts
         seq, pruned = (int(v) for v in (_meta(conn, "vector_seq"),
                                         _meta(conn, "tombstones_pruned_through")))
-        if self._cache is None or self._cache_seq < pruned:
-            self._cache = VectorIndex(self.index.dims)
-            self._cache_seq = -1
-            (count,) = conn.execute("SELECT count(*) FROM vectors").fetchone()
-            self._cache.reserve(int(count))
-        cache = self._cache
-        if seq == self._cache_seq:
-            return cache
-        if self._cache_seq >= 0:
-            for (vector_id,) in conn.execute(
-                "SELECT id FROM vector_tombstones WHERE seq > ?", (self._cache_seq,)
-            ):
-                cache.remove(vector_id)
-        cursor = conn.execute(
-            "SELECT v.id, v.item_id, i.ns, v.vec FROM vectors AS v "
-            "JOIN items AS i ON i.id = v.item_id WHERE v.seq > ? AND v.model_id = ?",
-            (self._cache_seq, self._model_id),
-        )
-        dims = self.index.dims
+        if parts.seq == seq:
+            return
+        if not len(parts) or parts.seq < pruned:
+            parts.clear()
+            parts.seq = seq
+            return
+        (new,) = conn.execute("SELECT count(*) FROM (SELECT 1 FROM vectors WHERE seq > ? "
+                              "LIMIT ?)", (parts.seq, _RESYNC_ROWS)).fetchone()
+        if new >= _RESYNC_ROWS:
+            parts.clear()
+            parts.seq = seq
+            return
+        parts.remove(r[0] for r in conn.execute(
+            "SELECT id FROM vector_tombstones WHERE seq > ?", (parts.seq,)))
+        for ids, items, namespaces, matrix in self._read_vectors(conn.execute(
+                "SELECT v.id, v.item_id, i.ns, v.vec FROM vectors AS v "
+                "JOIN items AS i ON i.id = v.item_id WHERE v.seq > ? AND v.model_id = ?",
+                (parts.seq, self._model_id))):
+            parts.apply(list(zip(ids, items, namespaces, matrix, strict=True)))
+        parts.seq = seq
+
+    def _read_vectors(self, cursor: sqlite3.Cursor) -> Iterator[
+            tuple[list[int], list[int], list[Namespace], npt.NDArray[np.float32]]]:
+        """Rows ``(vector id, item id, ns, vec)`` of ``cursor`` in chunks (bounded memory)."""
         decoded: dict[str, Namespace] = {}
-        while rows := cursor.fetchmany(_LOAD_CHUNK):  # bounded memory for large loads
+        while rows := cursor.fetchmany(_LOAD_CHUNK):
             vector_ids, item_ids, stored_ns, blobs = zip(*rows, strict=True)
-            if any(len(blob) != dims * 4 for blob in blobs):
-                raise IndexConfigError(
-                    f"{self.path} holds vectors whose size is not {dims} float32 values; "
-                    "the file was written with another embedder"
-                )
             for ns in set(stored_ns) - decoded.keys():
                 decoded[ns] = decode_ns(ns)
-            matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), dims)
-            cache.upsert_many(list(vector_ids), list(item_ids),
-                              [decoded[ns] for ns in stored_ns], matrix)
-            del rows, blobs, matrix  # let the chunk go before the next one is read
-        self._cache_seq = seq
-        return cache
+            yield (list(vector_ids), list(item_ids), [decoded[ns] for ns in stored_ns],
+                   self._matrix(blobs))
+
+    def _matrix(self, blobs: Sequence[bytes]) -> npt.NDArray[np.float32]:
+        assert self.index is not None
+        dims = self.index.dims
+        if any(len(blob) != dims * 4 for blob in blobs):
+            raise IndexConfigError(
+                f"{self.path} holds vectors whose size is not {dims} float32 values; "
+                "the file was written with another embedder"
+            )
+        return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dims)
+
+    def _vector_chunks(self, txn: _Txn, prefix: Namespace) -> Iterator[
+            tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """Every vector of the scope as ``(item ids, matrix)`` chunks, read from the table
+        (a scope too large to hold): in rowid order for every item, else by the items'
+        namespace range."""
+        bounds = prefix_range(prefix)
+        cursor = txn.conn.execute(
+            "SELECT item_id, vec FROM vectors WHERE model_id = ?", (self._model_id,)
+        ) if bounds is None else txn.conn.execute(
+            "SELECT v.item_id, v.vec FROM items AS i CROSS JOIN vectors AS v "
+            "ON v.item_id = i.id WHERE i.ns >= ? AND i.ns < ? AND v.model_id = ?",
+            (*bounds, self._model_id))
+        while rows := cursor.fetchmany(_LOAD_CHUNK):
+            item_ids, blobs = zip(*rows, strict=True)
+            yield np.asarray(item_ids, dtype=np.int64), self._matrix(blobs)
 
     # -- maintenance --------------------------------------------------------------------------
 

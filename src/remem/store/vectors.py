@@ -1,5 +1,6 @@
 """An in-process matrix of unit vectors searched exactly with NumPy, shared by every backend
-that keeps its vectors in this process (in-memory, and SQLite as a cache of its table).
+that keeps its vectors in this process (in-memory, and SQLite as per-prefix partitions of its
+table, :mod:`remem.store.vector_partitions`).
 
 Exact search keeps recall at 1.0 by construction; a matrix-vector product over 100k x 384
 float32 takes about 10 ms on two cores, which is why no approximate index is needed at the
@@ -16,7 +17,8 @@ import numpy.typing as npt
 from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
 
-__all__ = ["TextHashes", "VectorIndex", "first_chunk", "matrix_hits", "top_matches"]
+__all__ = ["TextHashes", "VectorIndex", "first_chunk", "matrix_hits", "ranked_hits",
+           "ranked_rows", "top_matches"]
 
 _FIRST_CHUNK = 256
 _BLOCK = 8192  # rows per block of the matrix
@@ -29,8 +31,9 @@ class VectorIndex:
     the vectors already held (a doubling copy of a 150 MB matrix would double peak memory).
     """
 
-    def __init__(self, dims: int) -> None:
+    def __init__(self, dims: int, block: int = _BLOCK) -> None:
         self.dims = dims
+        self._block = block  # rows per block: small for a small partition
         self._blocks: list[npt.NDArray[np.float32]] = []
         self._item = np.zeros(0, dtype=np.int64)  # item id per row, -1 for a free row
         self._ns = np.zeros(0, dtype=np.int32)  # namespace code per row
@@ -56,8 +59,8 @@ class VectorIndex:
 
     def reserve(self, capacity: int) -> None:
         """Allocate room for ``capacity`` rows up front (a bulk load then never regrows)."""
-        while len(self._blocks) * _BLOCK < capacity:
-            self._blocks.append(np.zeros((_BLOCK, self.dims), dtype=np.float32))
+        while len(self._blocks) * self._block < capacity:
+            self._blocks.append(np.zeros((self._block, self.dims), dtype=np.float32))
         self._reserve_metadata(capacity)
 
     def _reserve_metadata(self, capacity: int) -> None:
@@ -83,8 +86,8 @@ class VectorIndex:
             # per-row metadata is small (12 bytes a row): doubling keeps appends cheap;
             # vector blocks are added only as rows need them
             self._reserve_metadata(max(self._size, 2 * len(self._item), 1024))
-        while len(self._blocks) * _BLOCK < self._size:
-            self._blocks.append(np.zeros((_BLOCK, self.dims), dtype=np.float32))
+        while len(self._blocks) * self._block < self._size:
+            self._blocks.append(np.zeros((self._block, self.dims), dtype=np.float32))
         rows = reused + list(range(start, self._size))
         codes = np.empty(n, dtype=np.int32)
         for position, namespace in enumerate(namespaces):
@@ -98,7 +101,7 @@ class VectorIndex:
         self._item[row_array] = item_ids
         self._ns[row_array] = codes
         for position, row in enumerate(rows):
-            self._blocks[row // _BLOCK][row % _BLOCK] = vectors[position]
+            self._blocks[row // self._block][row % self._block] = vectors[position]
         for vector_id, item_id, row in zip(vector_ids, item_ids, rows, strict=True):
             self._row_of[vector_id] = row
             count = self._items_with_rows.get(item_id, 0) + 1
@@ -126,7 +129,7 @@ class VectorIndex:
         """Scores of rows ``0 .. size-1``, block by block (no copy of the vectors)."""
         parts = []
         for index, block in enumerate(self._blocks):
-            used = min(_BLOCK, self._size - index * _BLOCK)
+            used = min(self._block, self._size - index * self._block)
             if used <= 0:
                 break
             parts.append(_dot_rows(block[:used], query))
@@ -135,12 +138,12 @@ class VectorIndex:
     def _scores_of(self, rows: npt.NDArray[np.intp],
                    query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Scores of the given rows (sorted ascending), gathering within each block."""
-        bounds = np.searchsorted(rows, np.arange(len(self._blocks) + 1) * _BLOCK)
+        bounds = np.searchsorted(rows, np.arange(len(self._blocks) + 1) * self._block)
         parts = []
         for index, block in enumerate(self._blocks):
             lo, hi = bounds[index], bounds[index + 1]
             if lo < hi:
-                parts.append(_dot_rows(block[rows[lo:hi] - index * _BLOCK], query))
+                parts.append(_dot_rows(block[rows[lo:hi] - index * self._block], query))
         return np.concatenate(parts)
 
     def _codes_under(self, prefix: Namespace) -> npt.NDArray[np.int32] | None:
@@ -181,23 +184,33 @@ class VectorIndex:
             if count < size:
                 scores[~valid] = -np.inf
             row_items = item
-        seen: set[int] | None = set() if self._multi_row_items else None
-        emitted = np.zeros(len(scores), dtype=bool)
-        negated = -scores
-        stage = _FIRST_CHUNK
-        while True:
-            if stage >= count:
-                order = np.argsort(negated, kind="stable")[:count]
-            else:
-                top = _smallest(negated, stage)
-                order = top[np.lexsort((top, negated[top]))]  # ties in row order
-            # ties at a stage boundary may swap members between stages: skip what was sent
-            order = order[~emitted[order]]
-            emitted[order] = True
-            yield from _emit(order, row_items, scores, seen)
-            if stage >= count:
-                return
-            stage *= 4
+        yield from ranked_rows(scores, row_items, count, multi=bool(self._multi_row_items))
+
+
+def ranked_rows(scores: npt.NDArray[np.float32], row_items: npt.NDArray[np.int64], count: int,
+                *, multi: bool) -> Iterator[tuple[int, float]]:
+    """Yield ``(item_id, score)`` of the ``count`` rows scoring above ``-inf``, best first
+    (ties in row order), each item once when ``multi`` (an item may own several rows).
+
+    Lazy: partial sorts of growing size (256, 1024, ...), so a caller that stops after a few
+    candidates never pays for a full sort. ``scores`` is not modified."""
+    seen: set[int] | None = set() if multi else None
+    emitted = np.zeros(len(scores), dtype=bool)
+    negated = -scores
+    stage = _FIRST_CHUNK
+    while True:
+        if stage >= count:
+            order = np.argsort(negated, kind="stable")[:count]
+        else:
+            top = _smallest(negated, stage)
+            order = top[np.lexsort((top, negated[top]))]  # ties in row order
+        # ties at a stage boundary may swap members between stages: skip what was sent
+        order = order[~emitted[order]]
+        emitted[order] = True
+        yield from _emit(order, row_items, scores, seen)
+        if stage >= count:
+            return
+        stage *= 4
 
 
 class TextHashes:
@@ -333,6 +346,13 @@ def matrix_hits(index: VectorIndex, query: npt.NDArray[np.float32], prefix: Name
     """The ``depth`` best items of ``index`` under ``prefix`` (plus any tied with the last),
     best first, ties by (namespace, key). ``addresses`` receives candidate item ids and
     returns the address of each one that is alive and matches the search."""
+    return ranked_hits(index.ranked_items(query, prefix), depth, addresses)
+
+
+def ranked_hits(ranked: Iterator[tuple[int, float]], depth: int,
+                addresses: Callable[[list[int]], Mapping[int, tuple[Namespace, str]]]
+                ) -> list[Candidate]:
+    """:func:`matrix_hits` over any best-first ``(item_id, score)`` iterator."""
     seen: dict[int, tuple[Namespace, str]] = {}
 
     def fetch(ids: list[int]) -> dict[int, object]:
@@ -341,6 +361,6 @@ def matrix_hits(index: VectorIndex, query: npt.NDArray[np.float32], prefix: Name
         return dict(found)
 
     out = [(item_id, seen[item_id], score)
-           for item_id, score in top_matches(index.ranked_items(query, prefix), depth, fetch)]
+           for item_id, score in top_matches(ranked, depth, fetch)]
     out.sort(key=lambda c: (-c[2], c[1]))
     return out
