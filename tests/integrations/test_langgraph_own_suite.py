@@ -39,9 +39,6 @@ from tests.integrations.langgraph_suites import (
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
-UUID = ("their deterministic_uuids fixture replaces uuid.uuid4 with a counter; remem's ids take "
-        "their random part from uuid4's first 14 hex digits, which the counter leaves equal, so "
-        "two checkpoints saved in one millisecond get one id (remem.messages.types.new_id)")
 INTERNALS = "reads or writes InMemorySaver's internal dicts (storage, writes, blobs)"
 LIST_ORDER = ("list(None, before=...) across namespaces: SqliteSaver orders every checkpoint "
               "by id; RememSaver, like InMemorySaver, lists each thread and namespace in turn")
@@ -55,8 +52,6 @@ DOTTED_KEYS = ("SqliteSaver reads a dotted filter key as a nested path; RememSav
 #: remem's failures in their suites that the reference does not have: the reason, and
 #: whether InMemorySaver fails the test too ("memory", checked here on the SQLite saver tests)
 DIFFERENCES: dict[str, tuple[str, str]] = {
-    "langgraph tests/test_large_cases.py::test_message_graph": (UUID, ""),
-    "langgraph tests/test_large_cases.py::test_root_graph": (UUID, ""),
     **{f"checkpoint tests/test_memory.py::{test}": (INTERNALS, "") for test in (
         "TestBaseFallbackGetChannelWrites::"
         "test_async_fallback_concurrent_tasks_do_not_interfere",
