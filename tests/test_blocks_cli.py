@@ -21,7 +21,7 @@ def _run(*args: str) -> Result:
 
 
 def _json(*args: str) -> Any:
-    result = _run(*args)
+    result = _run(*args, "--json")
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 

@@ -451,8 +451,19 @@ def _documented_help() -> dict[str, str]:
 
 
 def _real_help(command: str) -> str:
+    """``command --help`` as an 80-column terminal shows it: click wraps at the terminal's
+    width less 2, where CliRunner would force 80 (see the test below)."""
     args = [*command.split()[1:], "--help"]
-    return ok(invoke(*args, env={"COLUMNS": "80"})).stdout
+    return ok(CliRunner().invoke(cli, args, env={"COLUMNS": "80"}, terminal_width=78,
+                                 catch_exceptions=False)).stdout
+
+
+def test_help_in_process_is_what_an_80_column_terminal_shows() -> None:
+    env = {**os.environ, "COLUMNS": "80"}
+    real = subprocess.run([sys.executable, "-m", "remem.cli", "add", "--help"], env=env,
+                          capture_output=True, text=True, check=True).stdout
+    assert real.replace("python -m remem.cli", "remem") == _real_help("remem add")
+    assert max(map(len, real.splitlines())) <= 78
 
 
 def _all_commands() -> list[str]:
@@ -483,7 +494,7 @@ def test_docs_help_matches_the_cli(command: str) -> None:
     documented = _documented_help()[command]
     assert documented == _real_help(command), (
         f"docs/cli.md is out of date: replace the block after '<!-- help: {command} -->' "
-        f"with the output of `COLUMNS=80 {command} --help`"
+        f"with the output of `COLUMNS=80 {command} --help` (python tools/update_cli_docs.py)"
     )
 
 

@@ -186,16 +186,20 @@ def test_ids_never_wrap_in_80_columns(clean: Path) -> None:
     ids = [m["id"] for m in listed["memories"]]
     assert len(ids) == 2
     for command in (["list", "--user", "alice"], ["search", "tea", "--user", "alice"]):
-        out = run(*command, env=env).stdout
+        out = run(*command, env=env).stdout  # shortened to their unique end, never wrapped
+        whole = run(*command, "--full-ids", env=env).stdout
         for memory_id in ids if command[0] == "list" else ids[:1]:
-            assert any(memory_id in line for line in out.splitlines()), (memory_id, out)
+            assert any("…" + memory_id[-8:] in line for line in out.splitlines()), out
+            assert any(memory_id in line for line in whole.splitlines()), (memory_id, whole)
+            assert all(len(line) <= 80 for line in whole.splitlines()), whole
     from remem.threads import ThreadStore
 
     long_id = "support-conversation-2026-11-25-customer-4711-billing"
     with ThreadStore(clean / "remem.db") as threads:
         threads.create(long_id, metadata={"user_id": "alice", "topic": "x" * 50})
-    out = run("threads", "ls", env=env).stdout
+    out = run("threads", "ls", "--full-ids", env=env).stdout
     assert any(long_id in line for line in out.splitlines()), out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
 
 
 def test_tenant_sees_what_the_server_wrote_for_that_tenant(clean: Path) -> None:

@@ -57,7 +57,9 @@ def test_search_as_of_and_all(db: str) -> None:
                    "2000-01-01")["hits"] == []
     assert len(ok_json("search", "--user", "u", "--db", db, "--all")["hits"]) == 1
     table = run("search", "cat", "--user", "u", "--db", db)
-    assert added["changes"][0]["memory"]["id"][:12] in table.output
+    assert "…" + added["changes"][0]["memory"]["id"][-8:] in table.output
+    whole = run("search", "cat", "--user", "u", "--db", db, "--full-ids")
+    assert added["changes"][0]["memory"]["id"] in whole.output
 
 
 def test_export_import(db: str, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ def _run(*args: str, input: str | None = None) -> Result:
 
 def test_files_round_trip_with_history_and_undo(tmp_path: Path) -> None:
     db = str(tmp_path / "files.db")
-    written = json.loads(_run("files", "write", "/notes/a.md", "-", "--db", db,
+    written = json.loads(_run("files", "write", "/notes/a.md", "-", "--json", "--db", db,
                               input="hello world\n").stdout)
     assert written["path"] == "/notes/a.md"
     edited = _run("files", "edit", "/notes/a.md", "world", "there", "--db", db,
@@ -25,16 +25,16 @@ def test_files_round_trip_with_history_and_undo(tmp_path: Path) -> None:
     assert _run("files", "read", "/notes/a.md", "--db", db).stdout == "hello there\n"
     stale = _run("files", "write", "/notes/a.md", "x", "--etag", written["etag"], "--db", db)
     assert stale.exit_code == 1 and "changed since etag" in stale.output
-    assert [e["path"] for e in json.loads(_run("files", "ls", "/notes", "--db", db).stdout)] \
+    assert [e["path"] for e in json.loads(_run("files", "ls", "/notes", "--json", "--db", db).stdout)] \
         == ["/notes/a.md"]
-    hits = json.loads(_run("files", "grep", "there", "--db", db).stdout)
+    hits = json.loads(_run("files", "grep", "there", "--json", "--db", db).stdout)
     assert [(h["path"], h["line"]) for h in hits] == [("/notes/a.md", 1)]
-    assert [e["op"] for e in json.loads(_run("files", "history", "/notes/a.md",
+    assert [e["op"] for e in json.loads(_run("files", "history", "/notes/a.md", "--json",
                                              "--db", db).stdout)] == ["write", "edit"]
     _run("files", "undo", "/notes/a.md", "--db", db)
     assert _run("files", "read", "/notes/a.md", "--db", db).stdout == "hello world\n"
     # other namespaces hold other trees
-    assert json.loads(_run("files", "ls", "/", "-n", "other", "--db", db).stdout) == []
+    assert json.loads(_run("files", "ls", "/", "-n", "other", "--json", "--db", db).stdout) == []
 
 
 def test_files_refuse_hostile_paths_with_exit_2(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_blocks_create_attach_render_and_limits(tmp_path: Path) -> None:
     over = _run("blocks", "set", "h", "x" * 21, "--db", db)
     assert over.exit_code == 2 and "limit is 20" in over.output
     _run("blocks", "set", "h", "Alice, vegan", "--db", db)
-    history = json.loads(_run("blocks", "history", "h", "--db", db).stdout)
+    history = json.loads(_run("blocks", "history", "h", "--json", "--db", db).stdout)
     assert [e["value"] for e in history] == ["Alice", "Alice, vegan"]
-    listed = json.loads(_run("blocks", "list", "--db", db).stdout)["blocks"]
+    listed = json.loads(_run("blocks", "list", "--json", "--db", db).stdout)["blocks"]
     assert [b["id"] for b in listed] == ["h"]

@@ -81,12 +81,12 @@ def test_files_at_the_old_namespace_move_to_the_default_tree_with_their_history(
         assert 'id="files-legacy"' not in browser.get("/ui/files").text  # the tree has one
     finally:
         close()
-    listed = _run("files", "ls", "/", "--db", db)
+    listed = _run("files", "ls", "/", "--json", "--db", db)
     assert listed.exit_code == 0, listed.output
     assert "moved 2 file(s)" in listed.stderr
     assert sorted(e["path"] for e in json.loads(listed.stdout)) == ["/a.md", "/clash.md",
                                                                     "/dir"]
-    history = json.loads(_run("files", "history", "/a.md", "--db", db).stdout)
+    history = json.loads(_run("files", "history", "/a.md", "--json", "--db", db).stdout)
     assert [e["op"] for e in history] == ["write", "edit"]
     # a file the tree already had is kept, and the old one stays where it was
     assert _run("files", "read", "/clash.md", "--db", db).stdout == "new clash"

@@ -52,6 +52,8 @@ def test_error_tree() -> None:
     errors = remem.errors
     for name in errors.__all__:
         cls = getattr(errors, name)
+        if name in ("Fix", "Hint"):  # what an error says to do next, carried as data
+            continue
         assert issubclass(cls, errors.RememError)
     for bad_input in (errors.NamespaceError, errors.FilterError, errors.InvalidValueError,
                       errors.ImportFormatError):

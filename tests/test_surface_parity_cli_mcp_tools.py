@@ -40,7 +40,7 @@ from remem.api import Memory
 from remem.cli import cli
 from remem.cli.common import format_namespace
 from remem.cli.context import CLI_EXCLUDED as CONTEXT_CLI_EXCLUDED
-from remem.cli.memory import SESSION_OPTIONS
+from remem.cli.memory import ID_OPTIONS, SESSION_OPTIONS
 from remem.cli.options import (
     CLI_NAMES,
     RequestCommand,
@@ -167,7 +167,8 @@ def test_cli_command_is_the_request(row: Row) -> None:
     assert isinstance(command, RequestCommand) and command.model is row.request
     params = {param.name: param for param in command.params}
     fields = {n: f for n, f in row.request.model_fields.items() if n not in row.cli_omitted}
-    assert set(params) == {*fields, *SESSION_OPTIONS, *row.cli_extra}
+    ids = ID_OPTIONS if row.command != "context" else ()  # context prints no ids
+    assert set(params) == {*fields, *SESSION_OPTIONS, *ids, *row.cli_extra}
     for name, info in fields.items():
         param = params[name]
         want = row.cli_defaults.get(name, _shown_default(info))

@@ -43,9 +43,18 @@ working. Messages name the offending value, the rule it broke and how to fix it:
     ├── ToolError                           a tool call failed; its message is meant for the model
     └── StoreError                          the storage layer failed
         └── MigrationError                  the database schema cannot be brought up to date
+
+What to do next is data, not a phrase per call site: an error may carry a :class:`Hint`, a
+:class:`Fix` (the operation that helps) with its subject and the Python API's words for it.
+``str(error)`` is the fact and the Python words (``no block with id 'x'; list them with
+Blocks.list_blocks()``); another surface words the same :class:`Fix` its own way from one table
+(the CLI: :data:`remem.cli.hints.CLI_FIXES`, ``...; list them with `remem blocks list```).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
 
 __all__ = [
     "ApprovalEditError",
@@ -58,7 +67,9 @@ __all__ = [
     "EmbeddingError",
     "FileConflictError",
     "FilterError",
+    "Fix",
     "FrontmatterError",
+    "Hint",
     "ImportFormatError",
     "IndexConfigError",
     "InvalidInputError",
@@ -88,8 +99,43 @@ __all__ = [
 ]
 
 
+class Fix(Enum):
+    """An operation an error's :class:`Hint` points to; each surface words it its own way."""
+
+    LIST_BLOCKS = "list the blocks"
+    LIST_FILES = "list the files"
+    CREATE_PROMPT = "create the prompt"
+    PROMPT_HISTORY = "read the prompt's history"
+    LIST_APPROVALS = "list the pending approvals"
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """What to do next: ``fix`` is the operation, ``subject`` what it is about (a name, a
+    path; ``""``: nothing), ``python`` the Python API's words, which ``str(error)`` ends with.
+    """
+
+    fix: Fix
+    python: str
+    subject: str = ""
+
+
 class RememError(Exception):
-    """Root of every error remem raises on purpose."""
+    """Root of every error remem raises on purpose.
+
+    ``hint`` (keyword-only) is what to do next as data (:class:`Hint`); the message is then
+    ``fact`` and the hint's Python words, and ``fact`` alone is kept for other surfaces.
+    """
+
+    hint: Hint | None = None
+    fact: str = ""
+
+    def __init__(self, *args: object, hint: Hint | None = None) -> None:
+        if hint is not None and args and isinstance(args[0], str):
+            self.fact = args[0]
+            args = (f"{args[0]}; {hint.python}", *args[1:])
+        super().__init__(*args)
+        self.hint = hint
 
 
 class InvalidInputError(RememError, ValueError):

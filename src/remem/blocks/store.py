@@ -27,7 +27,14 @@ from remem.blocks.core import (
     replace_value,
     rethink_value,
 )
-from remem.errors import BadRecordError, FileConflictError, InvalidInputError, NotFoundError
+from remem.errors import (
+    BadRecordError,
+    FileConflictError,
+    Fix,
+    Hint,
+    InvalidInputError,
+    NotFoundError,
+)
 from remem.files.base import FileBackend
 from remem.files.paths import join, normalize_dir
 from remem.files.render import Rendered
@@ -107,8 +114,8 @@ class Blocks:
         try:
             read = self.files.read(path)
         except NotFoundError:
-            raise NotFoundError(f"no block with id {block_id!r}; list them with "
-                                "Blocks.list_blocks()") from None
+            raise NotFoundError(f"no block with id {block_id!r}", hint=Hint(
+                Fix.LIST_BLOCKS, "list them with Blocks.list_blocks()")) from None
         namespace, key = _at(path)
         return parse_or_raise(lambda r: block_of(path, r), read, family="blocks",
                               namespace=namespace, key=key, what=f"block {block_id!r}")

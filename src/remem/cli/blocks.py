@@ -32,6 +32,7 @@ from remem.blocks.requests import (
 from remem.cli.common import NamespaceType, db_option
 from remem.cli.files import open_files
 from remem.cli.options import RequestCommand, build_request, option_name, request_params
+from remem.cli.render import emit_json, print_fields, print_rows
 from remem.requests import Request
 from remem.store import Namespace
 from remem.store.reserved import BLOCKS
@@ -49,11 +50,32 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--namespace", "-n", type=NamespaceType(), default=BLOCKS,
                       show_default=True, help="The store namespace holding the blocks, "
                                               "dot-separated.")(fn)
-    return db_option("The store (SQLite path or postgresql:// DSN).")(fn)
+    fn = db_option("The store (SQLite path or postgresql:// DSN).")(fn)
+    return click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)(fn)
 
 
-def _emit(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+_JSON_HELP = "Machine output: the JSON document /v1/blocks and the MCP tools answer."
+
+
+def _emit(data: Any, json_output: bool) -> None:
+    """``data`` (a block tool's JSON) as JSON, or for people: blocks as a table whose value
+    column gets the room, anything else as ``key: value`` lines."""
+    if json_output:
+        emit_json(data)
+        return
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    if isinstance(blocks, list) and all(isinstance(b, dict) for b in blocks):
+        if not blocks:
+            click.echo("no blocks")
+            return
+        print_rows([{**b, "chars": f"{b['chars']}/{b['limit']}",
+                     "read_only": "read-only" if b.get("read_only") else ""}
+                    for b in blocks], ["id", "label", "chars", "read_only", "value"],
+                   text="value", headers={"read_only": ""})
+    elif isinstance(data, dict):
+        print_fields(data)
+    else:
+        emit_json(data)
 
 
 #: ids are positional: the field -> its metavar
@@ -71,9 +93,9 @@ _AGENT_SWITCH = click.Option(["--agent", "agent_id"], metavar="ID", default=None
                              help="Only the blocks this agent sees, in prompt order.")
 
 
-def _run(request: BlockAdminRequest, db: str, namespace: Namespace) -> None:
+def _run(request: BlockAdminRequest, db: str, namespace: Namespace, json_output: bool) -> None:
     with _blocks(db, namespace) as blocks:
-        _emit(run_block_admin(blocks, request, actor="cli"))
+        _emit(run_block_admin(blocks, request, actor="cli"), json_output)
 
 
 def _session_params() -> list[click.Parameter]:
@@ -95,7 +117,7 @@ def _admin_command(model: type[Request], name: str, *, positional: Sequence[str]
     params: list[click.Parameter] = [*arguments, *options, *switches]
     fields = {p.name for p in params}
 
-    def callback(db: str, namespace: Namespace, **values: Any) -> None:
+    def callback(db: str, namespace: Namespace, json_output: bool, **values: Any) -> None:
         try:
             request = build_request(model, {k: v for k, v in values.items() if k in fields},
                                     command=name)
@@ -104,7 +126,7 @@ def _admin_command(model: type[Request], name: str, *, positional: Sequence[str]
             for field in positional:
                 message = message.replace(f"{option_name(field)}:", f"{_ARGUMENTS[field]}:")
             raise click.UsageError(message, exc.ctx) from None
-        _run(request, db, namespace)  # type: ignore[arg-type]
+        _run(request, db, namespace, json_output)  # type: ignore[arg-type]
 
     return RequestCommand(model, name, callback=callback,
                           params=[*params, *_session_params()], help=_HELP[name])
@@ -131,31 +153,41 @@ def blocks_group() -> None:
 @click.argument("block_id")
 @click.argument("value")
 @_common
-def set_command(block_id: str, value: str, db: str, namespace: Namespace) -> None:
+def set_command(block_id: str, value: str, db: str, namespace: Namespace,
+                json_output: bool) -> None:
     """Replace the text of block BLOCK_ID (read-only blocks too): update --value."""
     _run(build_request(ChangeBlockRequest, {"id": block_id, "value": value}, command="set"),
-         db, namespace)
+         db, namespace, json_output)
 
 
 @blocks_group.command("render")
 @click.argument("agent_id")
 @click.option("--budget", type=int, default=None, help="Most tokens (default: no limit).")
 @_common
-def render_command(agent_id: str, budget: int | None, db: str, namespace: Namespace) -> None:
+def render_command(agent_id: str, budget: int | None, db: str, namespace: Namespace,
+                   json_output: bool) -> None:
     """Print AGENT_ID's blocks as they appear in its system prompt."""
     with _blocks(db, namespace) as blocks:
-        click.echo(blocks.render(agent_id, budget=budget).text)
+        text = blocks.render(agent_id, budget=budget).text
+    if json_output:
+        emit_json({"agent_id": agent_id, "text": text})
+    else:
+        click.echo(text)
 
 
 @blocks_group.command("history")
 @click.argument("block_id")
 @_common
-def history_command(block_id: str, db: str, namespace: Namespace) -> None:
-    """Show every change of block BLOCK_ID."""
+def history_command(block_id: str, db: str, namespace: Namespace, json_output: bool) -> None:
+    """Show every change of block BLOCK_ID, oldest first."""
     with _blocks(db, namespace) as blocks:
-        _emit([{"version": e.version, "actor": e.actor, "at": e.at,
-                "value": json.loads(e.after)["value"] if e.after else None}
-               for e in blocks.history(block_id)])
+        events = [{"version": e.version, "actor": e.actor, "at": e.at,
+                   "value": json.loads(e.after)["value"] if e.after else None}
+                  for e in blocks.history(block_id)]
+    if json_output:
+        emit_json(events)
+    else:
+        print_rows(events, ["version", "at", "actor", "value"], text="value")
 
 
 for _command in (

@@ -15,7 +15,6 @@ says so on stderr (:func:`move_legacy_files`).
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from typing import Any, Final
 import click
 
 from remem.cli.common import NamespaceType, db_option
+from remem.cli.render import emit_json, print_fields, print_rows
 from remem.errors import InvalidInputError
 from remem.files import StoreFileBackend
 from remem.files.requests import (
@@ -118,14 +118,40 @@ def open_files(db: str, namespace: Namespace) -> Iterator[StoreFileBackend]:
         store.close()
 
 
-def _emit(value: Any) -> None:
+def _emit(value: Any, json_output: bool) -> None:
+    """A file result as JSON (what /v1/files and the MCP tools answer), or for people: a
+    list as a table (the path or text gets the room, times in ISO-8601), one result as
+    ``key: value`` lines."""
     if isinstance(value, list):
-        data: Any = [v.to_dict() for v in value]
-    elif value is None:
-        data = None
+        data: Any = [v if isinstance(v, dict) else v.to_dict() for v in value]
+    elif value is None or isinstance(value, dict):
+        data = value
     else:
         data = value.to_dict()
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    if json_output:
+        emit_json(data)
+    elif isinstance(data, dict):
+        print_fields(data)
+    elif not data:
+        click.echo("nothing found")
+    elif "line" in data[0]:  # grep
+        print_rows(data, ["path", "line", "text"], text="text")
+    elif "op" in data[0]:  # history
+        print_rows([{**e, "after": _first_line(e.get("after"))} for e in data],
+                   ["version", "op", "at", "actor", "after"], text="after",
+                   headers={"after": "content after"})
+    else:  # ls, glob
+        print_rows([{**i, "path": i["path"] + ("/" if i["is_dir"] else ""),
+                     "size": "" if i["is_dir"] else i["size"]} for i in data],
+                   ["path", "size", "modified_at"], text="path",
+                   headers={"modified_at": "modified"})
+
+
+def _first_line(text: str | None) -> str | None:
+    if text is None:
+        return None
+    lines = text.splitlines() or [""]
+    return lines[0] + (f" (+{len(lines) - 1} lines)" if len(lines) > 1 else "")
 
 
 def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -139,6 +165,9 @@ def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     decorated: Callable[..., Any] = run
     for option in (
+            click.option("--json", "json_output", is_flag=True,
+                         help="Machine output: the JSON document /v1/files and the MCP "
+                              "tools answer (times in seconds since the epoch)."),
             db_option("The store (SQLite path or postgresql:// DSN)."),
             click.option("--tenant", metavar="NAME", default=None,
                          help="Work on this tenant's files of `remem serve` (default: the "
@@ -166,23 +195,22 @@ def files_group() -> None:
 @files_group.command("ls")
 @click.argument("path", default="/")
 @_common
-def ls_command(path: str, db: str, namespace: Namespace) -> None:
+def ls_command(path: str, db: str, namespace: Namespace, json_output: bool) -> None:
     """List directory PATH."""
-    _emit(_run(db, namespace, LsRequest.of(path=path)))
+    _emit(_run(db, namespace, LsRequest.of(path=path)), json_output)
 
 
 @files_group.command("read")
 @click.argument("path")
 @click.option("--offset", type=int, default=0, help="First line (from 0).")
 @click.option("--limit", type=int, default=None, help="Lines to read (default: all).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_common
-def read_command(path: str, offset: int, limit: int | None, as_json: bool, db: str,
+def read_command(path: str, offset: int, limit: int | None, json_output: bool, db: str,
                  namespace: Namespace) -> None:
     """Print file PATH."""
     read = _run(db, namespace, ReadFileRequest.of(path=path, offset=offset, limit=limit))
-    if as_json:
-        _emit(read)
+    if json_output:
+        _emit(read, json_output)
     else:
         click.echo(read.content, nl=False)
 
@@ -194,10 +222,11 @@ def read_command(path: str, offset: int, limit: int | None, as_json: bool, db: s
                                            "('absent': only if it does not exist).")
 @_common
 def write_command(path: str, content: str | None, etag: str | None, db: str,
-                  namespace: Namespace) -> None:
+                  namespace: Namespace, json_output: bool) -> None:
     """Write CONTENT (or standard input) to file PATH."""
     text = sys.stdin.read() if content is None or content == "-" else content
-    _emit(_run(db, namespace, WriteFileRequest.of(path=path, content=text, etag=etag)))
+    _emit(_run(db, namespace, WriteFileRequest.of(path=path, content=text, etag=etag)),
+          json_output)
 
 
 @files_group.command("edit")
@@ -208,19 +237,21 @@ def write_command(path: str, content: str | None, etag: str | None, db: str,
 @click.option("--etag", default=None, help="Edit only if the file still has this etag.")
 @_common
 def edit_command(path: str, old: str, new: str, replace_all: bool, etag: str | None, db: str,
-                 namespace: Namespace) -> None:
+                 namespace: Namespace, json_output: bool) -> None:
     """Replace the exact text OLD with NEW in file PATH."""
     _emit(_run(db, namespace, EditFileRequest.of(path=path, old_string=old, new_string=new,
-                                                 replace_all=replace_all, etag=etag)))
+                                                 replace_all=replace_all, etag=etag)),
+          json_output)
 
 
 @files_group.command("glob")
 @click.argument("pattern")
 @click.option("--path", default="/", show_default=True, help="Directory to search under.")
 @_common
-def glob_command(pattern: str, path: str, db: str, namespace: Namespace) -> None:
+def glob_command(pattern: str, path: str, db: str, namespace: Namespace,
+                 json_output: bool) -> None:
     """List files matching PATTERN (e.g. '**/*.md')."""
-    _emit(_run(db, namespace, GlobRequest.of(pattern=pattern, path=path)))
+    _emit(_run(db, namespace, GlobRequest.of(pattern=pattern, path=path)), json_output)
 
 
 @files_group.command("grep")
@@ -229,36 +260,40 @@ def glob_command(pattern: str, path: str, db: str, namespace: Namespace) -> None
 @click.option("--glob", "glob_", default=None, help="Only files matching this glob.")
 @_common
 def grep_command(text: str, path: str, glob_: str | None, db: str,
-                 namespace: Namespace) -> None:
+                 namespace: Namespace, json_output: bool) -> None:
     """List the lines holding TEXT (literally)."""
-    _emit(_run(db, namespace, GrepRequest.of(pattern=text, path=path, glob=glob_)))
+    _emit(_run(db, namespace, GrepRequest.of(pattern=text, path=path, glob=glob_)),
+          json_output)
 
 
 @files_group.command("rm")
 @click.argument("path")
 @click.option("--etag", default=None, help="Delete only if the file still has this etag.")
 @_common
-def rm_command(path: str, etag: str | None, db: str, namespace: Namespace) -> None:
+def rm_command(path: str, etag: str | None, db: str, namespace: Namespace,
+               json_output: bool) -> None:
     """Delete file PATH (undo brings it back)."""
     with open_files(db, namespace) as files:
         files.delete(path, etag=etag, actor="cli")
-    click.echo(json.dumps({"status": "deleted", "path": path}))
+    if json_output:
+        emit_json({"status": "deleted", "path": path})
+    else:
+        click.echo(f"deleted {path} (`remem files undo {path}` brings it back)")
 
 
 @files_group.command("history")
 @click.argument("path")
 @_common
-def history_command(path: str, db: str, namespace: Namespace) -> None:
+def history_command(path: str, db: str, namespace: Namespace, json_output: bool) -> None:
     """Show every change of file PATH, oldest first."""
     with open_files(db, namespace) as files:
-        click.echo(json.dumps([e.to_value() for e in files.history(path)],
-                              ensure_ascii=False, indent=2))
+        _emit([e.to_value() for e in files.history(path)], json_output)
 
 
 @files_group.command("undo")
 @click.argument("path")
 @_common
-def undo_command(path: str, db: str, namespace: Namespace) -> None:
+def undo_command(path: str, db: str, namespace: Namespace, json_output: bool) -> None:
     """Revert the latest change of file PATH."""
     with open_files(db, namespace) as files:
-        _emit(files.undo(path, actor="cli"))
+        _emit(files.undo(path, actor="cli"), json_output)

@@ -13,14 +13,15 @@ text as is with ``--no-infer`` or when no model is configured.
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from remem.api import Memory
 from remem.cli.common import (
@@ -32,7 +33,16 @@ from remem.cli.common import (
     make_embedder,
 )
 from remem.cli.options import option_name, request_command
-from remem.cli.render import emit_json, result_json, write_atomically
+from remem.cli.render import (
+    FULL_IDS_HELP,
+    emit_json,
+    iso_time,
+    people_table,
+    print_table,
+    result_json,
+    short_ids,
+    write_atomically,
+)
 from remem.errors import InvalidInputError
 from remem.memory import HistoryEvent, MemoryRecord
 from remem.memory.requests import (
@@ -52,15 +62,18 @@ from remem.memory.results import ChangeResult
 from remem.memory.store_manager import AddResult
 from remem.store import check_embedder, is_dsn
 from remem.store.scoped import ScopedStore
-from remem.store.types import Namespace, from_timestamp
+from remem.store.types import Namespace
 
-__all__ = ["MEMORY_COMMANDS", "SESSION_OPTIONS"]
+__all__ = ["ID_OPTIONS", "MEMORY_COMMANDS", "SESSION_OPTIONS"]
 
 R = TypeVar("R", bound=MemoryRequest[Any])
 
 
 SESSION_OPTIONS = ("db", "embedder", "tenant", "json_output")
 """The parameters every memory command has beside its request's fields."""
+
+ID_OPTIONS = ("full_ids",)
+"""The parameters the memory commands that print ids have beside those (not ``context``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +85,7 @@ class Session:
     embedder: str
     json_output: bool
     tenant: str | None = None
+    full_ids: bool = False
 
     def open(self, *, create: bool = False) -> Memory:
         """Open the memory (closed when the command ends); a missing file is an error
@@ -124,12 +138,13 @@ def memory_command(model: type[R], *, name: str, params: Sequence[click.Paramete
     gets the :class:`Session`, the validated request and each of ``params`` by name."""
     def decorate(body: Callable[..., None]) -> click.Command:
         def run(request: R, db: str, embedder: str, tenant: str | None, json_output: bool,
-                **extra: Any) -> None:
-            body(Session(db, embedder, json_output, tenant), request, **extra)
+                full_ids: bool, **extra: Any) -> None:
+            body(Session(db, embedder, json_output, tenant, full_ids), request, **extra)
 
         run.__doc__ = body.__doc__
+        full_ids = click.Option(["--full-ids"], is_flag=True, help=FULL_IDS_HELP)
         return request_command(model, name=name,
-                               params=[*params, *_session_params()])(run)
+                               params=[*params, *_session_params(), full_ids])(run)
     return decorate
 
 
@@ -147,7 +162,7 @@ def _require_scope(request: AddRequest) -> None:
 
 
 def _time(ts: float | None) -> str:
-    return from_timestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts is not None else "-"
+    return iso_time(ts)
 
 
 def _usage(result: AddResult | ChangeResult) -> str:
@@ -156,9 +171,22 @@ def _usage(result: AddResult | ChangeResult) -> str:
             f"{usage.output_tokens} output tokens")
 
 
-def _print_changes(result: AddResult | ChangeResult) -> None:
-    for change in result.changes:
-        click.echo(f"{change.op:10} {change.memory.id}  {change.memory.text}")
+def _text_column(table: Table, name: str, *, full_ids: bool = False) -> None:
+    """The column that gets the room: it wraps, and is never narrower than ``TEXT_MIN``
+    (20 beside whole ids, so that a table with them still fits 80 columns)."""
+    table.add_column(name, ratio=1, min_width=20 if full_ids else TEXT_MIN, overflow="fold")
+
+
+def _print_changes(result: AddResult | ChangeResult, *, full_ids: bool) -> None:
+    if result.changes:
+        table = people_table()
+        table.add_column("change", no_wrap=True)
+        table.add_column("id", no_wrap=True)
+        _text_column(table, "memory", full_ids=full_ids)
+        ids = short_ids([change.memory.id for change in result.changes], full=full_ids)
+        for change, shown in zip(result.changes, ids, strict=True):
+            table.add_row(change.op, shown, Text(change.memory.text))
+        print_table(table)
     for skip in result.skipped:
         click.echo(f"{'skipped':10} {skip.reason}" +
                    (f" (already {skip.existing_id})" if skip.existing_id else ""))
@@ -166,30 +194,53 @@ def _print_changes(result: AddResult | ChangeResult) -> None:
         click.echo("no change")
 
 
-def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | None) -> None:
-    table = Table(show_edge=False, pad_edge=False)
-    columns = ["id", "memory", "kind", "valid since", "status"]
-    id_width = max((len(record.id) for record in records), default=2)
-    for name in columns + (["score"] if scores is not None else []):
-        if name == "id":  # ids are pasted into history/undo/update: never wrapped
-            table.add_column(name, no_wrap=True, min_width=id_width)
-        elif name in ("valid since", "status", "score"):
-            table.add_column(name, no_wrap=True)
-        else:
-            table.add_column(name, overflow="fold")
+LINE = 80
+"""The width a ``label: text`` line wraps at (a table takes the terminal's)."""
+
+TEXT_MIN = 30
+"""The fewest characters a line of a table's text column holds (at 80 columns: 40+)."""
+
+
+def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | None, *,
+           full_ids: bool) -> None:
+    """Memories as a table that reads at 80 columns: the memory text gets the room, ids are
+    shortened (``--full-ids``), the time is the ISO-8601 minute, and the status column
+    shows only when some memory is not current."""
+    table = people_table()
+    table.add_column("id", no_wrap=True)
+    _text_column(table, "memory", full_ids=full_ids)
+    table.add_column("kind", no_wrap=True, max_width=12, overflow="ellipsis")
+    table.add_column("valid since", no_wrap=True)
+    statuses = any(record.status != "current" for record in records)
+    if statuses:
+        table.add_column("status", no_wrap=True)
+    if scores is not None:
+        table.add_column("score", no_wrap=True, justify="right")
+    ids = short_ids([record.id for record in records], full=full_ids)
     for row, record in enumerate(records):
-        cells = [record.id, record.text, record.kind, _time(record.valid_at), record.status]
+        cells: list[str | Text] = [ids[row], Text(record.text), record.kind,
+                 iso_time(record.valid_at, minutes=True)]
+        if statuses:
+            cells.append(record.status)
         if scores is not None:
             cells.append("" if scores[row] is None else f"{scores[row]:.3f}")
         table.add_row(*cells)
-    Console(highlight=False).print(table)
+    print_table(table)
 
 
-def _event_line(event: HistoryEvent) -> str:
-    shown: MemoryRecord | None = event.record_after() or event.record_before()
-    text = shown.text if shown else ""
-    return (f"{_time(event.at)}  {event.op:10} {event.id}  by {event.actor}: {text}"
-            + (f"  ({event.reason})" if event.reason else ""))
+def _history_table(events: Sequence[HistoryEvent], *, full_ids: bool) -> None:
+    table = people_table()
+    for name in ("at", "change", "event", "by"):
+        table.add_column(name, no_wrap=True, max_width=12 if name == "by" else None,
+                         overflow="ellipsis")
+    _text_column(table, "memory", full_ids=full_ids)
+    ids = short_ids([event.id for event in events], full=full_ids)
+    for event, shown in zip(events, ids, strict=True):
+        record: MemoryRecord | None = event.record_after() or event.record_before()
+        text = (record.text if record else "") + (f" ({event.reason})" if event.reason else "")
+        table.add_row(iso_time(event.at, minutes=True), event.op, shown, event.actor,
+                      Text(text))
+    print_table(table)
 
 
 def _scope_words(request: DeleteAllRequest) -> str:
@@ -212,7 +263,7 @@ def add(session: Session, request: AddRequest) -> None:
     if session.json_output:
         emit_json(result_json(request, result))
         return
-    _print_changes(result)
+    _print_changes(result, full_ids=session.full_ids)
     why = ("--no-infer" if request.infer is False else
            "no chat model is configured; set REMEM_LLM_MODEL to extract, see docs/llm.md")
     click.echo(_usage(result) + ("" if result.inferred else f" (stored as given: {why})"))
@@ -230,7 +281,7 @@ def search(session: Session, request: SearchRequest) -> None:
     elif not result.hits:
         click.echo("no memories found")
     else:
-        _table(result.memories, [hit.score for hit in result])
+        _table(result.memories, [hit.score for hit in result], full_ids=session.full_ids)
 
 
 @memory_command(GetRequest, name="get")
@@ -245,7 +296,8 @@ def get(session: Session, request: GetRequest) -> None:
             ("version", str(record.version)), ("valid since", _time(record.valid_at)),
             ("valid until", _time(record.invalid_at)), ("memory", record.text)]
     for label, text in rows:
-        click.echo(f"{label + ':':<13}{text}")
+        click.echo(textwrap.fill(text, LINE, initial_indent=f"{label + ':':<13}",
+                                 subsequent_indent=" " * 13, break_on_hyphens=False))
 
 
 @memory_command(GetAllRequest, name="list")
@@ -258,7 +310,7 @@ def list_command(session: Session, request: GetAllRequest) -> None:
     if not page.memories:
         click.echo("no memories found")
     else:
-        _table(page.memories, None)
+        _table(page.memories, None, full_ids=session.full_ids)
     if page.next_offset is not None:
         click.echo(f"more: pass --offset {page.next_offset} for the next page")
 
@@ -271,7 +323,7 @@ def update(session: Session, request: UpdateRequest) -> None:
     if session.json_output:
         emit_json(result_json(request, result))
         return
-    _print_changes(result)
+    _print_changes(result, full_ids=session.full_ids)
 
 
 @memory_command(DeleteRequest, name="delete")
@@ -281,7 +333,7 @@ def delete(session: Session, request: DeleteRequest) -> None:
     if session.json_output:
         emit_json(result_json(request, result))
         return
-    _print_changes(result)
+    _print_changes(result, full_ids=session.full_ids)
 
 
 _YES = click.Option(["--yes", "-y"], is_flag=True, help="Do not ask for confirmation.")
@@ -298,7 +350,7 @@ def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
     if session.json_output:
         emit_json(result_json(request, result))
         return
-    _print_changes(result)
+    _print_changes(result, full_ids=session.full_ids)
 
 
 @memory_command(HistoryRequest, name="history")
@@ -308,8 +360,10 @@ def history(session: Session, request: HistoryRequest) -> None:
     if session.json_output:
         emit_json(result_json(request, events))
         return
-    for event in events:
-        click.echo(_event_line(event))
+    if not events:
+        click.echo("no history")
+    else:
+        _history_table(events, full_ids=session.full_ids)
 
 
 @memory_command(UndoRequest, name="undo")
@@ -319,7 +373,7 @@ def undo(session: Session, request: UndoRequest) -> None:
     if session.json_output:
         emit_json(result_json(request, result))
         return
-    _print_changes(result)
+    _print_changes(result, full_ids=session.full_ids)
 
 
 _PATH = click.Argument(["path"], type=click.Path(dir_okay=False, allow_dash=True,

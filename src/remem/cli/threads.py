@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from remem.cli.common import (
@@ -21,7 +19,15 @@ from remem.cli.common import (
     embedder_option,
     make_embedder,
 )
-from remem.cli.render import compact_json, emit_json
+from remem.cli.render import (
+    FULL_IDS_HELP,
+    compact_json,
+    emit_json,
+    iso_time,
+    people_table,
+    print_table,
+    short_ids,
+)
 from remem.messages.types import Message
 from remem.store import IndexConfig, KeywordConfig, is_dsn, open_store
 from remem.threads import Checkpoint, ThreadIndex, ThreadInfo, ThreadStore
@@ -29,6 +35,9 @@ from remem.threads import Checkpoint, ThreadIndex, ThreadInfo, ThreadStore
 __all__ = ["open_threads", "threads_group"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+LINE = 80
+"""The width plain-text lines are wrapped or cut to (a table takes the terminal's)."""
 
 _DB_HELP = "SQLite database file (the same file as the store) or a postgresql:// DSN."
 _EMBEDDER_HELP = ("Embedder of the thread search index (the one the threads were indexed "
@@ -58,7 +67,7 @@ def open_threads(ctx: click.Context, db: str, *, create: bool = False,
 
 
 def _when(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return iso_time(seconds)
 
 
 def _line(message: Message) -> str:
@@ -85,10 +94,11 @@ def threads_group() -> None:
               metavar="N", help="Show at most N threads (1-1000).")
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Skip the first N threads.")
+@click.option("--full-ids", is_flag=True, help=FULL_IDS_HELP)
 @common_options
 @click.pass_context
 def ls(ctx: click.Context, filter_: dict[str, Any] | None, user: str | None, limit: int,
-       offset: int, db: str, json_output: bool) -> None:
+       offset: int, full_ids: bool, db: str, json_output: bool) -> None:
     """List threads, most recently changed first."""
     where = dict(filter_ or {})
     if user is not None:
@@ -100,30 +110,39 @@ def ls(ctx: click.Context, filter_: dict[str, Any] | None, user: str | None, lim
     if not found:
         click.echo("no threads")
         return
-    table = Table(show_edge=False, pad_edge=False)
-    id_width = max(len(info.thread_id) for info in found)
-    for name in ("thread", "messages", "updated", "metadata"):
-        # thread ids are pasted into show/rewind/fork: never wrapped
-        table.add_column(name, overflow="ellipsis", no_wrap=True,
-                         min_width=id_width if name == "thread" else None)
-    for info in found:
-        table.add_row(Text(info.thread_id), str(info.length), _when(info.updated_at),
-                      Text(compact_json(dict(info.metadata), 60)))
-    Console(highlight=False).print(table)
+    if full_ids and max(len(info.thread_id) for info in found) > LINE - 41:
+        for info in found:  # ids too long for a table row: one block per thread
+            click.echo(info.thread_id)
+            click.echo(textwrap.fill(
+                f"{info.length} messages, updated {iso_time(info.updated_at, minutes=True)}, "
+                f"metadata {compact_json(dict(info.metadata))}", LINE, initial_indent="  ",
+                subsequent_indent="  ", break_on_hyphens=False))
+        return
+    table = people_table()
+    for name in ("thread", "messages", "updated"):  # ids are never wrapped
+        table.add_column(name, no_wrap=True, justify="right" if name == "messages" else "left")
+    # the metadata gets the room left (less beside whole ids, which are never cut)
+    table.add_column("metadata", ratio=1, min_width=10 if full_ids else 24, overflow="fold")
+    ids = short_ids([info.thread_id for info in found], full=full_ids)
+    for info, shown in zip(found, ids, strict=True):
+        table.add_row(Text(shown), str(info.length), iso_time(info.updated_at, minutes=True),
+                      Text(compact_json(dict(info.metadata))))
+    print_table(table)
 
 
 def _show_info(info: ThreadInfo) -> None:
     rows = [("thread", info.thread_id), ("messages", str(info.length)),
-            ("head", info.head.id), ("created", _when(info.created_at) + " UTC"),
-            ("updated", _when(info.updated_at) + " UTC"),
-            ("expires", _when(info.expires_at) + " UTC" if info.expires_at else "never"),
+            ("head", info.head.id), ("created", _when(info.created_at)),
+            ("updated", _when(info.updated_at)),
+            ("expires", _when(info.expires_at) if info.expires_at else "never"),
             ("metadata", json.dumps(dict(info.metadata), ensure_ascii=False))]
     if info.source:
         rows.append(("from", info.source))
     if info.head.summary:
         rows.append(("summary", f"covers messages 0-{info.head.summary_through - 1}"))
     for label, text in rows:
-        click.echo(f"{label + ':':<10}{text}")
+        click.echo(textwrap.fill(text, LINE, initial_indent=f"{label + ':':<10}",
+                                 subsequent_indent=" " * 10, break_on_hyphens=False))
 
 
 def _checkpoint_row(checkpoint: Checkpoint) -> str:
@@ -181,7 +200,8 @@ def show(ctx: click.Context, thread_id: str, checkpoint: str | None, last: int,
     click.echo(f"messages (last {shown} of {at.position}):" if shown < at.position
                else "messages:")
     for message in messages:
-        click.echo("  " + _line(message))
+        click.echo(textwrap.fill(_line(message), LINE, initial_indent="  ",
+                                 subsequent_indent="    ", break_on_hyphens=False))
 
 
 @threads_group.command()
@@ -267,8 +287,9 @@ def search(ctx: click.Context, query: str, user: str | None, limit: int, embedde
         click.echo(f"{hit.thread_id}  score={hit.score:.3f}  user={hit.owner}")
         for match in hit.matches:
             text = " ".join(match.text.split())
-            click.echo(f"  [{match.position}] {match.role}: "
-                       f"{text if len(text) <= 100 else text[:99] + '…'}")
+            head = f"  [{match.position}] {match.role}: "
+            room = max(LINE - len(head), 20)
+            click.echo(head + (text if len(text) <= room else text[:room - 1] + "…"))
 
 
 def thread_index(ctx: click.Context, db: str, embedder: str) -> ThreadIndex:

@@ -50,6 +50,8 @@ from remem.errors import (
     ApprovalEditError,
     ConflictError,
     FileConflictError,
+    Fix,
+    Hint,
     InvalidInputError,
     NotFoundError,
     PermissionDeniedError,
@@ -288,8 +290,8 @@ class Approvals:
         try:
             read = self.store.read(path)
         except NotFoundError:
-            raise NotFoundError(f"no approval {approval_id!r}; list them with "
-                                "Approvals.pending()") from None
+            raise NotFoundError(f"no approval {approval_id!r}", hint=Hint(
+                Fix.LIST_APPROVALS, "list them with Approvals.pending()")) from None
         namespace, key = _at(path)
         return parse_or_raise(approval_of, read, family="approvals", namespace=namespace,
                               key=key, what=f"approval {approval_id!r}")

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from remem.errors import EditError, FileConflictError, InvalidInputError, NotFoundError
+from remem.errors import (
+    EditError,
+    FileConflictError,
+    Fix,
+    Hint,
+    InvalidInputError,
+    NotFoundError,
+)
 from remem.files.paths import ROOT, is_under, segments
 from remem.files.types import (
     ABSENT,
@@ -69,7 +76,8 @@ def check_content(content: object, what: str = "content") -> str:
 
 def missing(path: str) -> NotFoundError:
     """The error for a file that does not exist, with the fix."""
-    return NotFoundError(f"no file at {path!r}; call ls or glob to see which files exist")
+    return NotFoundError(f"no file at {path!r}", hint=Hint(
+        Fix.LIST_FILES, "call ls or glob to see which files exist", path))
 
 
 def check_etag(path: str, expected: str | None, record: FileRecord | None) -> None:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from remem.errors import ConflictError, InvalidInputError, NotFoundError
+from remem.errors import ConflictError, Fix, Hint, InvalidInputError, NotFoundError
 from remem.memory.flow import Flow, StoreBatch, run_async, run_sync
 from remem.procedural.templates import check_variables, render, variables
 from remem.store.bad_records import (
@@ -309,12 +309,13 @@ class PromptRegistry:
             if entry.version == version:
                 return entry
         raise NotFoundError(
-            f"prompt {name!r} has no version {version}; it has versions 1-{history[-1].version}"
-            f" (see history({name!r}))")
+            f"prompt {name!r} has no version {version}; it has versions 1-{history[-1].version}",
+            hint=Hint(Fix.PROMPT_HISTORY, f"see history({name!r})", name))
 
     def _missing(self, name: str) -> NotFoundError:
-        return NotFoundError(f"no prompt named {name!r} under {'.'.join(self.prefix)}; create "
-                             "it with create(name, text) (CLI: remem prompts ls)")
+        return NotFoundError(f"no prompt named {name!r} under {'.'.join(self.prefix)}",
+                             hint=Hint(Fix.CREATE_PROMPT, "create it with create(name, text)",
+                                       name))
 
     def _history_flow(self, name: str) -> Flow[list[PromptVersion]]:
         _check_name(name)
