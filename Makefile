@@ -10,6 +10,10 @@ system-deps:
 	@if [ -x /usr/bin/chromium ]; then echo "chromium: present"; else \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; fi
+	@# a CJK font (5 MB) so the inspector's Chinese text renders, not boxes (docs/ui.md)
+	@if fc-list :lang=zh | grep -q .; then echo "CJK font: present"; else \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fonts-wqy-microhei; fi
 
 test:
 	$(PY) -m pytest -q

@@ -157,14 +157,17 @@ class Store:
     """Uniform calls: ``put(items)`` with ``(namespace, key, value)`` triples, one
     transaction; ``vector``/``hybrid`` searches returning keys."""
 
-    def __init__(self, name: str, path: Path, embedder: HashEmbedder) -> None:
+    def __init__(self, name: str, path: Path, embedder: HashEmbedder,
+                 vector_cache_mb: int | None = None) -> None:
         self.name, self.path = name, path
         if name == "remem":
             from remem.store import IndexConfig, PutOp, SQLiteStore
 
             self._op = PutOp
+            options = ({} if vector_cache_mb is None
+                       else {"vector_cache_bytes": vector_cache_mb * 2**20})
             self.store: Any = SQLiteStore(path, index=IndexConfig(embedder=embedder,
-                                                                  fields=("text",)))
+                                                                  fields=("text",)), **options)
             self.store.setup()
         else:
             from langgraph.store.base import PutOp as LGPutOp
@@ -243,7 +246,7 @@ def growth(name: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="remem-scale-", dir=opts.tmpdir))
     m: dict[str, Any] = {}
     try:
-        store = Store(name, tmp / f"{name}.db", embedder)
+        store = Store(name, tmp / f"{name}.db", embedder, opts.vector_cache_mb)
         m["load_per_s"] = load_others(store, 0, n)
         store.put([(SMALL_NS, f"s{i}", value(text, i))
                    for i, text in enumerate(texts(0, SMALL, salt=1))])
@@ -298,7 +301,8 @@ def spawn(part: str, name: str, n: int, opts: argparse.Namespace) -> dict[str, A
     cmd = [sys.executable, __file__, "--worker", part, name, str(n),
            "--queries", str(opts.queries), "--budget", str(opts.budget),
            "--min-queries", str(opts.min_queries), "--batched", str(opts.batched),
-           "--single", str(opts.single)] + (["--tmpdir", opts.tmpdir] if opts.tmpdir else [])
+           "--single", str(opts.single)] + (["--tmpdir", opts.tmpdir] if opts.tmpdir else []) + (
+        ["--vector-cache-mb", str(opts.vector_cache_mb)] if opts.vector_cache_mb else [])
     began = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout)
@@ -359,6 +363,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--single", type=int, default=300, help="single puts")
     parser.add_argument("--timeout", type=float, default=7200.0)
     parser.add_argument("--tmpdir", default=None)
+    parser.add_argument("--vector-cache-mb", type=int, default=None,
+                        help="remem's vector_cache_bytes in MiB (default: the store's, 256)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)

@@ -182,8 +182,8 @@ def test_threads_messages_summary_and_checkpoint_tree_with_forks(srv: Server) ->
     browser = srv.logged_in("acme")
     listing = browser.get("/ui/threads")
     assert listing.status_code == 200
-    assert {"t-ui", "t-ui-fork"} <= set(re.findall(r'class="thread-link" href="[^"]+">'
-                                                   r'([^<]+)</a>', listing.text))
+    assert {"t-ui", "t-ui-fork"} <= set(re.findall(r'class="thread-row" data-test="thread" '
+                                                   r'data-id="([^"]+)"', listing.text))
     page = browser.get("/ui/threads/t-ui")
     assert page.status_code == 200
     assert re.findall(r'<p class="message-text">([^<]+)</p>', page.text) == \

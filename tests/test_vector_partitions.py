@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+import remem.store.sqlite as sqlite_module
 from remem.embed.fake import FakeEmbedder
 from remem.store import IndexConfig, PutOp, SQLiteStore
 from remem.store.vector_partitions import VectorPartitions, partition_for, stream_ranked
@@ -86,3 +88,22 @@ def test_stream_ranked_keeps_each_item_once_at_its_best() -> None:
     got = list(stream_ranked(chunks, query))
     assert [i for i, _ in got] == [1, 3, 2]
     assert np.isclose(got[0][1], 0.9)
+
+
+def test_many_new_rows_drop_the_partitions_and_results_stay_right(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_module, "_RESYNC_ROWS", 5)
+    path = tmp_path / "s.db"
+    store = _open(path, 64 * 2**20)
+    other = _open(path, 64 * 2**20)
+    _fill(store, 3, 5)
+    before = _keys(store, ("t2",), "brand new text")
+    assert ("t2",) in store._parts._parts
+    _fill(other, 3, 8)  # 9 new rows, more than _RESYNC_ROWS: every partition is dropped
+    other.put(("t2", "m"), "fresh", {"text": "brand new text"})
+    after = _keys(store, ("t2",), "brand new text")
+    assert after[0][1] == "fresh" and after != before
+    assert after == _keys(other, ("t2",), "brand new text")
+    assert len(store._parts.get(("t2",)) or ()) == 9
+    store.close()
+    other.close()

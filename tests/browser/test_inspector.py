@@ -202,7 +202,7 @@ def test_undo_asks_for_confirmation_then_reverts_the_change(tab: Tab, served: Se
 def test_a_thread_page_shows_messages_and_checkpoints(tab: Tab, served: Seeded) -> None:
     tab.login(served.alpha_key)
     tab.page.click("#nav-threads")
-    tab.page.click(f"a.thread-link:text-is('{served.thread_id}')")
+    tab.page.click(f"tr.thread-row[data-id='{served.thread_id}'] a.thread-link")
     tab.page.wait_for_url(f"**/ui/threads/{served.thread_id}")
     roles = tab.page.locator("li.message").evaluate_all("els => els.map(e => e.dataset.role)")
     assert roles == ["user", "assistant"]

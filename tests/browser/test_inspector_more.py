@@ -72,9 +72,14 @@ def test_the_dashboard_counts_and_plots_latency(tab: Tab, served: Seeded) -> Non
         "els => els.map(e => e.dataset.method + ' ' + e.dataset.route)")
     assert "POST /v1/memories" in routes, routes
     assert tab.page.locator("tr.latency-row svg.latency-plot").count() == len(routes)
-    # the usage plots: calls, tokens and memory changes (the seeding wrote memories today)
-    assert tab.page.locator("figure.usage-plot svg[role=img]").count() == 3
+    # the plots: memories added (from the records), calls, tokens and memory changes
+    assert tab.page.locator("figure.usage-plot svg[role=img]").count() == 4
     assert int(tab.page.get_attribute("#usage-memory-events", "data-count") or -1) >= 1
+    added = int(tab.page.get_attribute("#added-total", "data-count") or -1)
+    assert added >= 3  # alpha's memories, all added today
+    today = tab.page.locator("#table-added tbody tr").last
+    assert int(today.locator("td").text_content() or -1) == added  # (in a closed <details>)
+    assert tab.page.locator("#plot-added rect.bar").count() >= 1
     tab.shot("dashboard")
     tab.assert_basics()
 

@@ -68,6 +68,8 @@ def _post(client: httpx.Client, path: str, key: str, body: dict[str, Any]) -> An
 FORK = "ada-chat-oolong"
 #: a file whose writing the server's file policy asks a human about
 PLAN = "/approve/plan.md"
+#: the first message of a Chinese thread
+ZH_QUESTION = "我每天早上喝茉莉花茶，下午喝乌龙茶。请帮我记住这个习惯。"
 #: an organisation whose name is markup: the graph page draws it as text
 ACME = 'Acme <img src=x id="xss-node" onerror="window.__xss = 1">'
 
@@ -114,6 +116,10 @@ def _seed(url: str, alpha: str, beta: str, human: str, model: LoopbackServer) ->
         _post(client, "/v1/threads/ada-chat/fork", alpha, {"new_thread_id": FORK})
         _post(client, f"/v1/threads/{FORK}/messages", alpha, {
             "messages": [{"role": "user", "content": "Actually, make it oolong."}]})
+        # a thread in Chinese, titled by its first message (the list shows it, not boxes)
+        _post(client, "/v1/threads", alpha, {
+            "thread_id": "zh-chat", "metadata": {"user_id": USER},
+            "messages": [{"role": "user", "content": ZH_QUESTION}]})
         _post(client, "/v1/threads", alpha, {
             "thread_id": "xss-thread", "metadata": {"user_id": USER},
             "messages": [{"role": "user", "content": XSS}]})

@@ -430,10 +430,12 @@ class SQLiteStore(SQLStore["_Txn"]):
         dims = self.index.dims
         bounds = prefix_range(prefix)
         cap = self._parts.budget // (dims * 4 + 12) + 1
+        # every vector: the span of their ids (an upper bound, two index probes), never a
+        # count, which reads the table; a prefix: its items, counted no further than cap
         (rows,) = txn.conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT ?)" if bounds is None else
+            "SELECT coalesce(max(id) - min(id) + 1, 0) FROM vectors" if bounds is None else
             "SELECT count(*) FROM (SELECT 1 FROM items WHERE ns >= ? AND ns < ? LIMIT ?)",
-            (cap,) if bounds is None else (*bounds, cap)).fetchone()
+            () if bounds is None else (*bounds, cap)).fetchone()
         if not self._parts.fits(int(rows), dims):
             return None
         part = partition_for(dims, int(rows))

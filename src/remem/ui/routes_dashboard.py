@@ -1,7 +1,8 @@
-"""The dashboard: the tenant's chat model calls, tokens and memory changes per day over the
-last ``days`` days (inline SVG plots with their figures as tables), request latency
-percentiles per route (the server's own metrics, as ``/metrics`` serves them: no tenant in
-them) drawn as bars, and the tenant's background job queue and threads at a glance."""
+"""The dashboard: memories added per day (from the records' ``created_at``), the tenant's
+chat model calls, tokens and memory changes per day over the last ``days`` days (inline SVG
+plots with their figures as tables), request latency percentiles per route (the server's own
+metrics, as ``/metrics`` serves them: no tenant in them) drawn as bars, and the tenant's
+background job queue and threads at a glance."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from remem.errors import InvalidInputError
+from remem.ui.added import added_chart, added_per_day
 from remem.ui.dashboard import latencies, usage_charts
 from remem.ui.web import inspector
 from remem.usage import MAX_DAYS, day_window
@@ -45,16 +47,18 @@ async def dashboard(request: Request, days: str | None = None) -> Response:
     tenant = ui.tenant_of(who)
     window = day_window(days=_days(days))
 
-    def load() -> tuple[Any, int, Any, Any]:
+    def load() -> tuple[Any, int, Any, Any, Any]:
         stats = ui.state.jobs().stats(tenant=tenant)
         threads = len(ui.threads(who).list_threads(limit=THREADS_CAP + 1))
         # the tenant's rows (a local database's inspector: every row of the file)
         recorder = ui.state.usage()
         report = recorder.report(window, tenant=tenant)
         activity = recorder.activity(window, tenant=tenant)
-        return stats, threads, report, activity
+        # from the records: what any writer added (remem add on a local file included)
+        added = added_per_day(ui.memory(who).store, window)
+        return stats, threads, report, activity, added
 
-    stats, threads, report, activity = await ui.run(load)
+    stats, threads, report, activity, added = await ui.run(load)
     rows = latencies(ui.metrics.render()) if ui.metrics is not None else []
     # the server records the inspector's pages by their route inside the inspector
     # ("/memories"): show them under the mount point, as a browser requests them
@@ -68,4 +72,5 @@ async def dashboard(request: Request, days: str | None = None) -> Response:
                    threads=min(threads, THREADS_CAP), more_threads=threads > THREADS_CAP,
                    has_metrics=ui.metrics is not None, window=window, report=report,
                    activity=activity, charts=usage_charts(report, activity),
+                   added=added, added_plot=added_chart(added),
                    days=len(window.days()))

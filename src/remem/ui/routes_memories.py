@@ -23,7 +23,7 @@ from remem.memory.requests import (
 )
 from remem.store.types import CountOp, Namespace
 from remem.ui.views import hit_bars, namespace_rows, parse_time, state_at, version_views
-from remem.ui.web import inspector
+from remem.ui.web import inspector, ns_query
 
 __all__ = ["router"]
 
@@ -107,7 +107,8 @@ async def memories(
                    recency_days=half_life, limit=limit, offset=offset, params=params,
                    next_offset=offset + limit if len(hits) == limit else None,
                    prev_offset=max(0, offset - limit) if offset else None,
-                   searched=bool(q.strip()))
+                   searched=bool(q.strip()),
+                   clear_as_of=f"{ui.prefix}/memories?{ns_query(ns, **{**params, 'as_of': None})}")
 
 
 @router.get("/memories/{memory_id}")

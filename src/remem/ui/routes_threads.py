@@ -5,11 +5,13 @@ Everything goes through the tenant's thread view (:meth:`Inspector.threads`)."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
+from remem.ui.thread_rows import relative_time, source_thread_of, thread_rows
 from remem.ui.views import checkpoint_tree
 from remem.ui.web import inspector
 
@@ -29,12 +31,20 @@ ThreadPath = Annotated[str, Path(min_length=1, max_length=256,
 
 @router.get("/threads")
 async def threads(request: Request, offset: Offset = 0) -> Response:
-    """The tenant's threads, most recently changed first."""
+    """The tenant's threads, most recently changed first: each with its user, a title
+    (metadata ``title``, else its first user message), messages, last change, and the
+    thread a fork started from."""
     ui = inspector(request)
     viewer, who = await ui.member(request)
     view = ui.threads(who)
-    found = await ui.run(lambda: view.list_threads(limit=THREADS_PAGE + 1, offset=offset))
-    return ui.page(request, viewer, "threads.html", threads=found[:THREADS_PAGE],
+
+    def load() -> tuple[list[Any], list[Any]]:
+        found = view.list_threads(limit=THREADS_PAGE + 1, offset=offset)
+        return found, thread_rows(view, found[:THREADS_PAGE])
+
+    found, rows = await ui.run(load)
+    return ui.page(request, viewer, "threads.html", threads=rows, now=time.time(),
+                   ago=relative_time,
                    next_offset=offset + THREADS_PAGE if len(found) > THREADS_PAGE else None,
                    prev_offset=max(0, offset - THREADS_PAGE) if offset else None)
 
@@ -60,6 +70,7 @@ async def thread_page(request: Request, thread_id: ThreadPath, start: Offset = 0
     info, at, messages, checkpoints = await ui.run(load)
     return ui.page(request, viewer, "thread.html", info=info, at=at, messages=messages,
                    start=start, tree=checkpoint_tree(checkpoints),
+                   source_thread=source_thread_of(checkpoints, info.source),
                    more_checkpoints=len(checkpoints) == CHECKPOINTS_PAGE,
                    next_start=start + MESSAGES_PAGE if start + MESSAGES_PAGE < at.position
                    else None,

@@ -29,6 +29,7 @@ __all__ = [
     "checkpoint_tree",
     "fmt_time",
     "hit_bars",
+    "iso_time",
     "namespace_rows",
     "parse_time",
     "state_at",
@@ -45,6 +46,14 @@ def fmt_time(ts: float | None) -> str:
     if ts is None:
         return ""
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def iso_time(ts: float | None) -> str:
+    """Epoch seconds as ISO 8601 in UTC, ``2026-11-26T03:45:12+00:00`` (empty for
+    ``None``): what a ``<time datetime>`` attribute holds."""
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
 def parse_time(text: str | None) -> float | None:

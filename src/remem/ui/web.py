@@ -32,7 +32,7 @@ from remem.server.metrics import Metrics
 from remem.server.state import LOCAL_TENANT, Principal, ServerState
 from remem.threads import ThreadStore
 from remem.ui.session import COOKIE_NAME, SESSION_SECONDS, Session, SessionCodec
-from remem.ui.views import fmt_time
+from remem.ui.views import fmt_time, iso_time
 
 __all__ = ["CSP", "Inspector", "LoginRequired", "Viewer", "form_value", "inspector", "ns_query",
            "safe_next"]
@@ -122,6 +122,7 @@ class Inspector:
             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.env.globals.update(ui=prefix, ns_query=ns_query, local=self.local)
         self.env.filters["when"] = fmt_time
+        self.env.filters["iso"] = iso_time
         self.env.filters["ns"] = lambda ns: " / ".join(ns) if ns else "(all)"
 
     @property
