@@ -192,7 +192,10 @@ def test_unexpected_errors_are_500_without_a_traceback() -> None:
 
 
 def test_health_readiness_metrics_and_docs(client: TestClient) -> None:
-    assert client.get("/healthz", headers={"Authorization": ""}).json() == {"status": "ok"}
+    from importlib.metadata import version
+
+    assert client.get("/healthz", headers={"Authorization": ""}).json() == {
+        "status": "ok", "version": version("remem")}
     ready = client.get("/readyz").json()
     assert ready["status"] == "ready" and ready["backend"] == "SQLiteStore"
     assert ready["vector_search"] is True and ready["llm"] is False
@@ -294,3 +297,15 @@ def test_the_rebinding_guard_answers_are_in_the_openapi_schema() -> None:
     assert all("421" not in op["responses"] for item in paths.values() for op in item.values())
     guarded_nowhere.state.remem.close()
     app.state.remem.close()
+
+
+def test_root_points_to_the_inspector_and_the_docs(client: TestClient) -> None:
+    """``GET /`` was a bare 404 ({"error": "not_found"}); now a page linking /ui and /docs."""
+    from importlib.metadata import version
+
+    page = client.get("/", headers={"Authorization": ""})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for link in ('href="/ui"', 'href="/docs"', 'href="/healthz"'):
+        assert link in page.text
+    assert f"remem {version('remem')}" in page.text
+    assert "/" not in client.get("/openapi.json").json()["paths"]  # a page, not an API route

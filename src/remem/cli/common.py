@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
-from remem.cli.hints import cli_message
-from remem.embed import Embedder, FakeEmbedder, OpenAIEmbedder
 from remem.errors import IndexConfigError, InvalidInputError, NamespaceError, RememError
-from remem.requests import MAX_JSON_DEPTH
 from remem.settings import EMBEDDERS, load_settings
-from remem.store.filters import parse_filter
-from remem.store.types import MAX_VALUE_DEPTH, Namespace, validate_namespace
+
+if TYPE_CHECKING:  # the rest is imported where used: `remem --help` imports none of it
+    from remem.embed import Embedder
+    from remem.store.types import Namespace
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -82,6 +81,8 @@ def parse_namespace(text: str, *, what: str = "namespace", allow_empty: bool = F
         labels = []
     else:
         labels = text.split(".")
+    from remem.store.types import validate_namespace
+
     return validate_namespace(labels, what=what, allow_empty=allow_empty,
                               allow_wildcard=allow_wildcard)
 
@@ -113,6 +114,9 @@ def parse_json_object(text: str) -> dict[str, Any]:
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except RecursionError:  # deeper than the parser's stack: far past any limit remem takes
+        from remem.requests import MAX_JSON_DEPTH
+        from remem.store.types import MAX_VALUE_DEPTH
+
         raise InvalidInputError(
             f"nested deeper than remem accepts (stored values: {MAX_VALUE_DEPTH} levels, "
             f"JSON fields of requests: {MAX_JSON_DEPTH})"
@@ -199,6 +203,8 @@ class FilterType(JsonObjectType):
                 ctx: click.Context | None) -> dict[str, Any]:
         """Parse the JSON and validate the filter language before any I/O."""
         data = super().convert(value, param, ctx)
+        from remem.store.filters import parse_filter
+
         try:
             parse_filter(data)
         except InvalidInputError as exc:
@@ -262,9 +268,9 @@ class RememGroup(click.Group):
         except click.Abort:
             report_error("aborted", EXIT_FAILURE)
         except InvalidInputError as exc:
-            report_error(cli_message(exc), EXIT_BAD_INPUT)
+            report_error(str(exc), EXIT_BAD_INPUT)
         except RememError as exc:
-            report_error(cli_message(exc), EXIT_FAILURE)
+            report_error(str(exc), EXIT_FAILURE)
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # the reader went away (e.g. `| head`)
                 _silence_stdout()
@@ -281,8 +287,12 @@ def make_embedder(name: str) -> Embedder:
     (configured by REMEM_EMBED_* / OPENAI_* variables) or ``local`` (the offline model,
     imported only when asked for)."""
     if name == "fake":
+        from remem.embed import FakeEmbedder
+
         return FakeEmbedder()
     if name == "openai":
+        from remem.embed.openai import OpenAIEmbedder
+
         return OpenAIEmbedder()
     if name != "local":
         raise click.BadParameter(f"unknown embedder {name!r}", param_hint="'--embedder'")

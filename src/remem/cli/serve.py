@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,9 +26,9 @@ from remem.cli.common import (
     once,
     stop_cleanly_on_sigterm,
 )
-from remem.embed.base import Embedder
-from remem.files.permissions import POLICY_ENV
-from remem.store import is_dsn
+
+if TYPE_CHECKING:  # the rest is imported where used: `remem mcp` answers initialize first
+    from remem.embed.base import Embedder
 
 __all__ = ["MCP_SWITCHES", "SERVICE_COMMANDS", "McpSwitch", "app_from_env", "file_policy_option",
            "keys_group", "mcp_command", "mcp_switches", "serve_command"]
@@ -36,16 +37,18 @@ FC = TypeVar("FC", bound=Callable[..., Any])
 
 _DB_HELP = "SQLite file or postgresql:// DSN the server keeps memories and keys in."
 
+#: :data:`remem.files.permissions.POLICY_ENV`, spelled here so that defining the commands
+#: imports no file module (a test keeps the two equal)
+POLICY_ENV = "REMEM_FILE_POLICY"
+
 
 def _server_extra() -> None:
-    try:
-        import fastapi  # noqa: F401
-        import mcp  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise CommandFailed(
-            f"this command needs the server extra ({exc.name} is missing): "
-            "pip install 'remem[server]'") from None
+    from importlib.util import find_spec  # found, not imported: importing takes seconds
+
+    for name in ("fastapi", "mcp", "uvicorn"):
+        if find_spec(name) is None:
+            raise CommandFailed(f"this command needs the server extra ({name} is missing): "
+                                "pip install 'remem[server]'")
 
 
 def _embedder(name: str) -> Embedder | None:
@@ -63,6 +66,8 @@ def _refuse_keyword_only(db: str, embedder: str, *, asked: str | None = None) ->
     """``--embedder none`` on a database with vectors is refused before serving it (its
     searches would quietly use keywords only); ``asked`` is the embedder asked for when it
     fell back to ``none``."""
+    from remem.store import is_dsn
+
     if embedder == "none" and (db == ":memory:" or is_dsn(db) or Path(db).exists()):
         from remem.errors import IndexConfigError
         from remem.store import open_store
@@ -455,6 +460,40 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
                 **mcp_tools: Any) -> None:
     """Serve the memory tools over MCP on stdin/stdout (for agent hosts that launch it)."""
     _server_extra()
+    if tenant is not None and api_key is not None:
+        raise click.UsageError("pass --tenant or --api-key, not both")
+    # initialize is answered now; the SDK, the store and the model load behind it
+    front = _start_front()
+    try:
+        _serve_mcp(db, tenant, api_key, embedder, allow_forget, file_policy, files_user,
+                   files_agent, mcp_tools)
+    finally:
+        if front is not None:
+            front.finish()
+
+
+def _start_front() -> Any:
+    """The :class:`~remem.server.mcp_front.StdioFront` of ``remem mcp``, started (``None``
+    on Windows, or when stdin and stdout are not the process's fds 0 and 1, as under a test
+    runner: the SDK then serves the wire itself)."""
+    if sys.platform == "win32":  # pragma: no cover
+        return None
+    try:
+        if sys.stdin.fileno() != 0 or sys.stdout.fileno() != 1:
+            return None
+    except (AttributeError, OSError, ValueError):  # in-memory streams
+        return None
+    from remem.server.mcp_front import StdioFront
+
+    front = StdioFront()
+    front.start()
+    return front
+
+
+def _serve_mcp(db: str, tenant: str | None, api_key: str | None, embedder: str,
+               allow_forget: bool, file_policy: str | None, files_user: str | None,
+               files_agent: str | None, mcp_tools: dict[str, Any]) -> None:
+    """The body of ``remem mcp``: open the state and serve until stdin ends."""
     from functools import partial
 
     import anyio
@@ -464,8 +503,6 @@ def mcp_command(db: str, tenant: str | None, api_key: str | None, embedder: str,
     from remem.server.mcp import serve_stdio
     from remem.server.state import LOCAL_TENANT, Principal, ServerConfig, ServerState
 
-    if tenant is not None and api_key is not None:
-        raise click.UsageError("pass --tenant or --api-key, not both")
     asked = _asked(embedder)
     _refuse_keyword_only(db, embedder, asked=asked)
     with embedder_hint(db):

@@ -22,9 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from remem.errors import ConfigError
-from remem.llm.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicChatModel
 from remem.llm.base import ChatModel
-from remem.llm.openai import DEFAULT_OPENAI_BASE_URL, OpenAIChatModel
 
 __all__ = ["ENV_VARS", "missing_model_error", "model_from_env", "require_model"]
 
@@ -86,6 +84,10 @@ def model_from_env(env: Mapping[str, str] | None = None) -> ChatModel | None:
         options["structured_mode"] = mode
     base_url = env.get("REMEM_LLM_BASE_URL", "").strip()
     api_key = env.get("REMEM_LLM_API_KEY")
+    # the clients (and httpx) are imported only when a model is configured
+    from remem.llm.anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicChatModel
+    from remem.llm.openai import DEFAULT_OPENAI_BASE_URL, OpenAIChatModel
+
     if provider == "anthropic":
         return AnthropicChatModel(
             model, base_url=base_url or env.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL,

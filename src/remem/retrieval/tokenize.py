@@ -184,6 +184,13 @@ def _rjieba() -> Any:
     return _segmenter
 
 
+def _english_stemmer() -> Any:
+    """A new English Snowball stemmer (the import costs start-up time: done on first use)."""
+    import snowballstemmer  # type: ignore[import-untyped]
+
+    return snowballstemmer.stemmer("english")
+
+
 class DefaultTokenizer:
     """Chinese + English tokenizer; see the module docstring.
 
@@ -200,10 +207,8 @@ class DefaultTokenizer:
         # a stemmer per thread, made on the thread's first word (see the module docstring)
         self._local = threading.local()
         self._new_stemmer: Callable[[], Any] | None = None
-        if stem:
-            import snowballstemmer  # type: ignore[import-untyped]
-
-            self._new_stemmer = lambda: snowballstemmer.stemmer("english")
+        if stem:  # snowballstemmer is imported with the first stemmer, not before
+            self._new_stemmer = _english_stemmer
         # word -> its term ("" when it is dropped): most words repeat, so each distinct word
         # is cleaned, checked against the stop words and stemmed once
         self._terms = _WordTerms(self._latin_term)

@@ -6,8 +6,8 @@ Routes (all JSON; see ``/docs`` on a running server):
 * ``/v1/memories/...`` and ``/v1/events/{id}/undo``: the ``Memory`` facade;
 * ``/v1/threads/...``: conversations, their messages and checkpoints;
 * ``/v1/prompts/...`` and ``/v1/episodes/...``: versioned prompts and episodes;
-* ``/healthz`` (the process answers), ``/readyz`` (the database answers), ``/metrics``
-  (Prometheus text);
+* ``/`` (a page pointing to ``/ui`` and ``/docs``), ``/healthz`` (the process answers, and
+  its version), ``/readyz`` (the database answers), ``/metrics`` (Prometheus text);
 * ``/mcp``: the MCP server over streamable HTTP (see :mod:`remem.server.mcp`);
 * ``/ui``: the web inspector (HTML pages, see :mod:`remem.ui`).
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi_offline import FastAPIOffline
 from starlette.routing import Route
 
@@ -120,10 +120,15 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_graph.router)
     app.include_router(routes_usage.router)
 
+    @app.get("/", include_in_schema=False, response_class=HTMLResponse)
+    def root() -> HTMLResponse:
+        """A page pointing to the inspector and the API docs (was a bare 404)."""
+        return HTMLResponse(_root_page(ui=ui, mcp=mcp_app is not None))
+
     @app.get("/healthz", tags=["ops"], summary="Liveness")
     def healthz() -> dict[str, str]:
-        """The process answers."""
-        return {"status": "ok"}
+        """The process answers, with the remem version it runs."""
+        return {"status": "ok", "version": __version__}
 
     probe = _ReadinessProbe(state)
 
@@ -159,6 +164,19 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
         document_guard(app)  # its 421 and 403 answers appear in the OpenAPI schema
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
+
+
+def _root_page(*, ui: bool, mcp: bool) -> str:
+    """The HTML of ``GET /``: what this server serves and where."""
+    links = [("/ui", "the web inspector: memories, threads, graph")] if ui else []
+    links += [("/docs", "the HTTP API: interactive docs (OpenAPI at /openapi.json)"),
+              ("/healthz", "liveness and version")]
+    if mcp:
+        links.append(("/mcp", "MCP over streamable HTTP, for agent hosts"))
+    items = "".join(f'<li><a href="{href}">{href}</a>: {what}</li>' for href, what in links)
+    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>remem</title></head>"
+            f"<body><h1>remem {__version__}</h1><p>Memory for LLM agents.</p><ul>{items}</ul>"
+            "</body></html>")
 
 
 class _ReadinessProbe:

