@@ -123,3 +123,28 @@ def test_text_without_a_word_may_embed_to_zeros(make_store: Factory) -> None:
     assert [(h.key, h.score) for h in hits] == [("tea", pytest.approx(1.0)),
                                                 ("symbols", 0.0)]
     assert [h.score for h in store.search(("a",), query="???", mode="vector")] == [0.0, 0.0]
+
+
+def test_an_address_past_the_byte_limit_is_refused_the_same_everywhere(
+        store: BaseStore) -> None:
+    """A 1,024-character Chinese key (3,072 bytes) fits SQLite but no PostgreSQL btree row:
+    every backend refuses it alike, and takes the largest address that fits."""
+    from remem.errors import NamespaceError
+    from remem.store.scoped import ScopedStore
+    from remem.store.types import MAX_ADDRESS_BYTES
+
+    with pytest.raises(NamespaceError, match=r"take 3\d{3} bytes in UTF-8"):
+        store.put(("notes",), "键" * 1024, {"text": "x"})
+    with pytest.raises(NamespaceError, match=r"the limit is 2048"):
+        store.put(tuple("标" * 200 for _ in range(6)), "k", {"text": "x"})
+    # the check runs after a scoped view adds its prefix, where the backend stores it
+    scoped = ScopedStore(store, ("tenants", "acme"))
+    key = "é" * 512  # 1,024 bytes
+    labels = ("n" * 255, "o" * 255, "p" * 255, "q" * 255)  # 4 x (255 + 1) bytes
+    used = sum(len(label) + 1 for label in labels) + 2 * len(key)
+    assert used == MAX_ADDRESS_BYTES  # exactly at the limit
+    store.put(labels, key, {"text": "at the limit"})
+    assert store.get(labels, key) is not None
+    with pytest.raises(NamespaceError):
+        scoped.put(labels, key, {"text": "past it once the prefix is added"})
+    assert store.count() == 1

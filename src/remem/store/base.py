@@ -75,6 +75,7 @@ from remem.store.types import (
     SearchMode,
     SearchOp,
     SignalScore,
+    check_address,
 )
 
 __all__ = [
@@ -349,6 +350,8 @@ class BaseStore(ABC):
         query_slots: list[int] = []
         query_texts: list[str] = []
         for position, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                check_address(op.namespace, op.key)
             if isinstance(op, PutOp) and op.index is not False:
                 if self.index is not None:
                     fields = self.index.fields if op.index is None else op.index

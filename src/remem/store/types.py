@@ -52,6 +52,7 @@ __all__ = [
     "SearchOp",
     "SignalScore",
     "bounded_json",
+    "check_address",
     "from_timestamp",
     "nesting_problem",
     "to_timestamp",
@@ -67,6 +68,10 @@ SEARCH_MODES: Final = ("auto", "hybrid", "keyword", "vector")
 MAX_LABEL_LENGTH: Final = 256
 MAX_KEY_LENGTH: Final = 1024
 MAX_DEPTH: Final = 64
+#: UTF-8 bytes an item's address may take: its labels, one separator byte each, and its key.
+#: Every backend refuses more, so none acknowledges what another cannot hold: PostgreSQL's
+#: btree indexes on (namespace, key) take rows of at most ~2,700 bytes
+MAX_ADDRESS_BYTES: Final = 2048
 #: longest TTL in seconds (about 317 years): an expiry must stay within year 9999
 MAX_TTL: Final = 10**10
 #: epoch seconds of 0001-01-01 and of the last second of 9999, the range of a datetime
@@ -166,6 +171,21 @@ def _valid_item_namespace(namespace: Any) -> Namespace:
             _ITEM_NAMESPACES.clear()
         _ITEM_NAMESPACES[labels] = labels
     return labels
+
+
+def check_address(namespace: Namespace, key: str) -> None:
+    """Raise :class:`NamespaceError` when ``namespace`` and ``key`` together take more than
+    :data:`MAX_ADDRESS_BYTES` in UTF-8 (checked on every put, after a scoped view has added
+    its prefix, so every backend answers the same)."""
+    chars = sum(map(len, namespace)) + len(namespace) + len(key)
+    if chars * 4 <= MAX_ADDRESS_BYTES:  # no UTF-8 character takes more than 4 bytes
+        return
+    used = sum(len(label.encode()) + 1 for label in namespace) + len(key.encode())
+    if used > MAX_ADDRESS_BYTES:
+        raise NamespaceError(
+            f"namespace and key together take {used} bytes in UTF-8 (each label plus one, and "
+            f"the key); the limit is {MAX_ADDRESS_BYTES}: use shorter labels or a shorter key "
+            "(e.g. a hash of a long one)")
 
 
 def validate_key(key: Any) -> str:
