@@ -49,6 +49,9 @@ def test_every_command_opens_the_same_database_with_the_same_embedder(clean: Pat
     for name in ("remem add", "remem search", "remem history", "remem store", "remem threads ls",
                  "remem chat", "remem serve", "remem keys", "remem mcp"):
         assert dbs[name] == DEFAULT_DB == "remem.db", name
+    for name in [n for n in dbs if n.startswith("remem eval ")]:
+        # a benchmark runs in a temporary database unless told otherwise (--through memory)
+        assert dbs.pop(name) is None, name
     assert set(dbs.values()) == {"remem.db"}, dbs
     for name in [n for n in embedders if n.startswith("remem eval ")]:
         embedders.pop(name)  # benchmarks of embedders over a temporary store, not a database
