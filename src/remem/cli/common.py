@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
+from remem.cli.hints import cli_message
 from remem.errors import IndexConfigError, InvalidInputError, NamespaceError, RememError
 from remem.settings import EMBEDDERS, load_settings
 
@@ -268,9 +269,9 @@ class RememGroup(click.Group):
         except click.Abort:
             report_error("aborted", EXIT_FAILURE)
         except InvalidInputError as exc:
-            report_error(str(exc), EXIT_BAD_INPUT)
+            report_error(cli_message(exc), EXIT_BAD_INPUT)
         except RememError as exc:
-            report_error(str(exc), EXIT_FAILURE)
+            report_error(cli_message(exc), EXIT_FAILURE)
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # the reader went away (e.g. `| head`)
                 _silence_stdout()
