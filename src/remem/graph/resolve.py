@@ -22,6 +22,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from remem.retrieval.tokenize import bounded_term
+
 __all__ = ["name_key", "name_words", "variants"]
 
 _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
@@ -29,9 +31,12 @@ _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 def name_key(name: str) -> str:
-    """The form names are compared in: NFKC, case-folded, punctuation as single spaces."""
+    """The form names are compared in: NFKC, case-folded, punctuation as single spaces; a key
+    past the keyword index's term length is cut with a hash of the whole (as long words are),
+    so an entity's key row fits every backend's index (PostgreSQL's btree rows hold ~2,700
+    bytes) and one long name still meets itself."""
     text = unicodedata.normalize("NFKC", name).casefold()
-    return " ".join(_PUNCT.sub(" ", text).split())
+    return bounded_term(" ".join(_PUNCT.sub(" ", text).split()))
 
 
 def name_words(name: str) -> list[str]:
