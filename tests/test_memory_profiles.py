@@ -143,3 +143,20 @@ def test_add_then_remove_restores_any_document(doc: dict[str, Any], key: str,
     if key not in before:
         assert apply_patch(added, [{"op": "remove", "path": pointer}]) == before
     assert apply_patch(added, [{"op": "test", "path": pointer, "value": value}]) == added
+
+
+def test_an_update_over_a_profile_that_does_not_parse_names_it_and_writes_nothing(
+        clock: FakeClock) -> None:
+    from remem.errors import BadRecordError
+    from remem.memory.profiles import profile_id
+
+    model = ScriptedModel([{"patches": [{"op": "replace", "path": "/name", "value": "Al"}]}])
+    profiles = manager(model, clock)
+    profiles.update("I'm Alice", ALICE)
+    ns = profiles.template.fill(ALICE)
+    key = profile_id(ns, "UserProfile")
+    broken = {**profiles.store.get(ns, key).value, "valid_at": "yesterday"}
+    profiles.store.put(ns, key, broken)  # a record gone bad under the family's API
+    with pytest.raises(BadRecordError, match=r"profile .*remem doctor"):
+        profiles.update("I moved to Rome", ALICE)
+    assert profiles.store.get(ns, key).value == broken  # not written over

@@ -41,6 +41,7 @@ from remem.memory.records import MemoryRecord, Source
 from remem.memory.store_manager import as_message_list
 from remem.memory.writer import commit
 from remem.messages.types import Message
+from remem.store.bad_records import parse_or_raise
 from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, Namespace
 from remem.store.values import validated_value
@@ -184,7 +185,7 @@ class ProfileManager:
         for _ in range(self.max_attempts):
             found = yield StoreBatch([GetOp(ns, key)])
             item = found[0]
-            old = MemoryRecord.from_item(item) if isinstance(item, Item) else None
+            old = _profile_record(item)
             base = dict(old.content) if old is not None and isinstance(old.content, dict) \
                 else self._empty()
             convo = self._prompt(base, msgs, now)
@@ -227,7 +228,7 @@ class ProfileManager:
     def _plan(self, results: list[Any], head: int, *, key: str, namespace: Namespace,
               content: dict[str, Any], seen: int | None, ctx: ChangeContext) -> Plan:
         current = results[0]
-        record = MemoryRecord.from_item(current) if isinstance(current, Item) else None
+        record = _profile_record(current)
         if (record.version if record else None) != seen:
             raise ConflictError("the profile changed meanwhile")
         if record is not None:
@@ -260,3 +261,14 @@ class ProfileManager:
             return None
         content = item.value.get("content")
         return dict(content) if isinstance(content, dict) else None
+
+
+def _profile_record(item: Any) -> MemoryRecord | None:
+    """The stored profile, ``None`` when there is none; one that does not parse is a
+    :class:`~remem.errors.BadRecordError` naming it and ``remem doctor`` (an update must not
+    write over what it cannot read)."""
+    if not isinstance(item, Item):
+        return None
+    return parse_or_raise(MemoryRecord.from_item, item, family="memories",
+                          namespace=item.namespace, key=item.key,
+                          what=f"profile {item.key!r}")
