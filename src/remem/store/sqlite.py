@@ -96,7 +96,7 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     Construction does no I/O; the first batch (or :meth:`setup`, or ``with``) opens the file
     and applies migrations. ``vector_cache_bytes`` bounds the vectors held in process (default
-    256 MiB): a search of a prefix holds that prefix's vectors once read, least recently used
+    1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
     out first; a scope needing more than the budget is streamed from the file instead.
     """
 

@@ -28,8 +28,11 @@ from remem.store.vectors import VectorIndex, _dot_rows, ranked_rows
 
 __all__ = ["DEFAULT_VECTOR_CACHE_BYTES", "VectorPartitions", "partition_for", "stream_ranked"]
 
-#: the default budget of resident vector partitions per store (256 MiB: 170k 384-d vectors)
-DEFAULT_VECTOR_CACHE_BYTES = 256 * 2**20
+#: the default budget of resident vector partitions per store (1 GiB: 690k 384-d vectors).
+#: A scope past it is streamed from the file on every search (seconds at a million vectors),
+#: so the default keeps any scope the old whole-matrix store held in memory at its old speed
+#: (a 300k-item file searched whole); smaller budgets trade that for memory
+DEFAULT_VECTOR_CACHE_BYTES = 2**30
 
 #: one row as read from the table: (vector id, item id, namespace, float32 vector)
 VectorRow = tuple[int, int, Namespace, npt.NDArray[np.float32]]
