@@ -25,8 +25,8 @@ def test_files_round_trip_with_history_and_undo(tmp_path: Path) -> None:
     assert _run("files", "read", "/notes/a.md", "--db", db).stdout == "hello there\n"
     stale = _run("files", "write", "/notes/a.md", "x", "--etag", written["etag"], "--db", db)
     assert stale.exit_code == 1 and "changed since etag" in stale.output
-    assert [e["path"] for e in json.loads(_run("files", "ls", "/notes", "--json", "--db", db).stdout)] \
-        == ["/notes/a.md"]
+    listed = json.loads(_run("files", "ls", "/notes", "--json", "--db", db).stdout)
+    assert [e["path"] for e in listed] == ["/notes/a.md"]
     hits = json.loads(_run("files", "grep", "there", "--json", "--db", db).stdout)
     assert [(h["path"], h["line"]) for h in hits] == [("/notes/a.md", 1)]
     assert [e["op"] for e in json.loads(_run("files", "history", "/notes/a.md", "--json",
