@@ -7,7 +7,7 @@ from __future__ import annotations
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from remem.episodic import Episode
@@ -54,6 +54,7 @@ texts = st.one_of(st.sampled_from(["", " ", "a" * 20_000, "a" * 20_001]), st.tex
 
 @settings(max_examples=150, deadline=None)
 @given(texts, texts, texts)
+@example(" ", "\x00", "")  # NUL: refused by the request and the stored form alike
 def test_an_episode_is_valid_for_the_request_iff_for_the_store(situation: str, action: str,
                                                                 thought: str) -> None:
     fields = {"situation": situation, "action": action, "thought": thought}

@@ -69,7 +69,8 @@ def test_a_tenants_calls_are_its_own_on_the_route_and_the_dashboard() -> None:
         assert page.status_code == 200
         assert _count(page.text, "usage-calls") == len(llm.requests)
         assert _count(page.text, "usage-memory-events") == 1
-        assert page.text.count('<tr data-day="') == 3 * 7  # three plots, a table row a day
+        # four plots (memories added, model calls, tokens, memory changes), a table row a day
+        assert page.text.count('<tr data-day="') == 4 * 7
         assert 'aria-labelledby="plot-calls-title"' in page.text
         assert re.search(r'<rect class="bar" [^>]*><title>\d{4}-\d\d-\d\d: \d+ '
                          + re.escape(next(iter(spent))), page.text)

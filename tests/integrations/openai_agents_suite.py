@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 
-DIST, VERSION = "openai-agents", "0.24.0"  # the test extra's floor; the installed SDK
+DIST, VERSION = "openai-agents", "0.24.0"  # the test extra pins it exactly; the installed SDK
 PLUGIN_DIR = Path(__file__).resolve().parent
 #: the SDK's test files that build a SQLiteSession (the plugin keeps only those tests)
 FILES = (

@@ -6,10 +6,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from remem.errors import InvalidInputError
 from remem.messages.types import new_id
+from remem.store.values import nul_problem
 
 __all__ = ["Episode", "EpisodeDraft"]
 
@@ -40,6 +41,16 @@ class Episode(EpisodeDraft):
     thread_id: str | None = None
     created_at: float = Field(default_factory=time.time)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("situation", "thought", "action", "result", "metadata", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any, info: ValidationInfo) -> Any:
+        """No stored string holds NUL (the rule of every request and store value), so an
+        episode is valid here exactly when its request is."""
+        problem = nul_problem(value, info.field_name or "value")
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @staticmethod
     def of(value: Any, *, where: str = "episode") -> Episode:
