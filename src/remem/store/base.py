@@ -86,6 +86,7 @@ __all__ = [
     "KeywordHits",
     "Prepared",
     "TTLConfig",
+    "ViewStore",
     "check_ops",
     "index_texts",
     "keyword_text",
@@ -763,3 +764,30 @@ class BaseStore(ABC):
 def _ns(namespace: Sequence[str]) -> Namespace:
     # the op validates and converts; a plain str must reach it unchanged to be rejected
     return namespace  # type: ignore[return-value]
+
+
+class ViewStore(BaseStore):
+    """A view over another store (``inner``), sharing its index, keyword, TTL and clock: the
+    view rewrites or checks operations in its own :meth:`batch` and hands them to ``inner``
+    (:class:`~remem.store.scoped.ScopedStore`, :class:`~remem.store.guarded.GuardedStore`).
+    ``close()`` leaves ``inner`` open: many views share one store, and its owner closes it."""
+
+    def __init__(self, inner: BaseStore) -> None:
+        super().__init__(index=inner.index, ttl=inner.ttl,
+                         keyword=inner.keyword if inner.keyword is not None else False,
+                         clock=inner.clock)
+        self.inner = inner
+
+    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        raise AssertionError(f"{type(self).__name__}.batch delegates to the inner store")
+
+    def setup(self) -> None:
+        """Set up the inner store (idempotent)."""
+        self.inner.setup()
+
+    def close(self) -> None:
+        """Nothing to release: the inner store belongs to whoever opened it."""
+
+    def sweep(self) -> int:
+        """Sweep expired items of the whole inner store (TTL is not per view)."""
+        return self.inner.sweep()

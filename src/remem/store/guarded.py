@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final
 
 from remem.errors import ReservedNamespaceError
-from remem.store.base import BaseStore, Prepared, check_ops, literal_prefix
+from remem.store.base import BaseStore, ViewStore, check_ops, literal_prefix
 from remem.store.reserved import GOVERNED, ROOTS, TENANTS, ReservedRoot, root_of
 from remem.store.types import (
     CountOp,
@@ -112,7 +112,7 @@ def _read_at(op: Op) -> Namespace:
     return literal_prefix(op.prefix)
 
 
-class GuardedStore(BaseStore):
+class GuardedStore(ViewStore):
     """``inner`` as a raw store surface may use it; see the module docstring.
 
     ``admin``: the caller may read governed roots (an admin key, or the operator at the
@@ -125,10 +125,7 @@ class GuardedStore(BaseStore):
 
     def __init__(self, inner: BaseStore, *, admin: bool = False, whole_store: bool = False,
                  hidden_window: int = HIDDEN_WINDOW) -> None:
-        super().__init__(index=inner.index, ttl=inner.ttl,
-                         keyword=inner.keyword if inner.keyword is not None else False,
-                         clock=inner.clock)
-        self.inner = inner
+        super().__init__(inner)
         self.admin = admin
         self.whole_store = whole_store
         self.hidden_window = hidden_window
@@ -297,20 +294,6 @@ class GuardedStore(BaseStore):
             found = more  # type: ignore[assignment]
             shown.extend(ns for ns in found if self._shown(ns))
         return shown[op.offset:wanted]
-
-    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
-        raise AssertionError("GuardedStore.batch delegates to the inner store")  # pragma: no cover
-
-    def setup(self) -> None:
-        """Set up the inner store (idempotent)."""
-        self.inner.setup()
-
-    def close(self) -> None:
-        """Nothing to release: the inner store belongs to whoever opened it."""
-
-    def sweep(self) -> int:
-        """Sweep expired items of the inner store."""
-        return self.inner.sweep()
 
     def reindex(self, namespace_prefix: Sequence[str] = (), *, batch_size: int = 500,
                 progress: Callable[[int], None] | None = None) -> int:

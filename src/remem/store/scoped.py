@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from remem.store.base import BaseStore, Prepared, check_ops, match_namespaces
+from remem.store.base import BaseStore, ViewStore, check_ops, match_namespaces
 from remem.store.types import (
     MAX_DEPTH,
     CountOp,
@@ -63,7 +63,7 @@ def _with(op: _O, name: str, namespace: Namespace) -> _O:
 _ALL = 2**31
 
 
-class ScopedStore(BaseStore):
+class ScopedStore(ViewStore):
     """``inner`` confined to the namespaces under ``prefix``; see the module docstring.
 
     The wrapper shares the inner store's index, keyword and TTL configuration (embedding
@@ -72,10 +72,7 @@ class ScopedStore(BaseStore):
     """
 
     def __init__(self, inner: BaseStore, prefix: Sequence[str]) -> None:
-        super().__init__(index=inner.index, ttl=inner.ttl,
-                         keyword=inner.keyword if inner.keyword is not None else False,
-                         clock=inner.clock)
-        self.inner = inner
+        super().__init__(inner)
         self.prefix: Namespace = validate_namespace(tuple(prefix), what="prefix")
 
     # -- rewriting --------------------------------------------------------------------------
@@ -140,20 +137,6 @@ class ScopedStore(BaseStore):
         op_list = check_ops(ops)
         results = self.inner.batch([self._rewrite(op) for op in op_list])
         return [self._unwrap(op, r) for op, r in zip(op_list, results, strict=True)]
-
-    def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
-        raise AssertionError("ScopedStore.batch delegates to the inner store")  # pragma: no cover
-
-    def setup(self) -> None:
-        """Set up the inner store (idempotent)."""
-        self.inner.setup()
-
-    def close(self) -> None:
-        """Nothing to release: the inner store belongs to whoever opened it."""
-
-    def sweep(self) -> int:
-        """Sweep expired items of the whole inner store (TTL is not per scope)."""
-        return self.inner.sweep()
 
     def iter_items(self, namespace_prefix: Sequence[str] = ()) -> Iterator[Item]:
         """Every live item under ``namespace_prefix`` inside the scope."""
