@@ -10,4 +10,6 @@
   and chat stores over remem threads.
 * :mod:`remem.integrations.pydantic_ai` (``remem[pydantic-ai]``): Pydantic AI tools and
   message history kept in a remem thread.
+* :mod:`remem.integrations.google_adk` (``remem[google-adk]``): Google ADK's session service
+  over remem threads and memory service over :class:`remem.Memory`.
 """
