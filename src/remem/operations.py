@@ -19,6 +19,7 @@ This module imports no surface (nor any family): every family's table can use it
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,7 +27,7 @@ from pydantic import BaseModel
 
 from remem.requests import Request
 
-__all__ = ["HttpMethod", "McpToolRow", "Operation", "Route"]
+__all__ = ["HttpMethod", "McpToolRow", "Operation", "Route", "command_of"]
 
 HttpMethod = Literal["GET", "POST", "PATCH", "DELETE"]
 
@@ -133,3 +134,12 @@ class Operation:
         """Whether the body is the request itself (a ``POST`` without path fields), so the
         route's body schema is the request's."""
         return self.route.method == "POST" and not self.path_fields
+
+
+def command_of(table: Sequence[Operation], request: type[Request]) -> str:
+    """The ``remem`` command ``table``'s row for ``request`` names (a :class:`TypeError` when
+    there is no such row, or it names none)."""
+    for row in table:
+        if row.request is request and row.command is not None:
+            return row.command
+    raise TypeError(f"no row of the table names a command for {request.__name__}")
