@@ -90,15 +90,19 @@ class Operation:
     calls_model: bool = False
 
     def __post_init__(self) -> None:
+        # checked when the table is built, not when a request first takes the route
         fields = self.request.model_fields
         unknown = [n for n in (*self.route.path_fields, *self.route.not_sent) if n not in fields]
-        if unknown:  # a typo here would silently drop a field from the wire
+        if unknown:
             raise TypeError(f"{self.request.__name__} has no field {', '.join(unknown)} "
                             f"(route {self.route.method} {self.route.path})")
+        if not callable(getattr(self.result, "of", None)):
+            raise TypeError(f"{self.result.__name__} has no of(result): a result model reads "
+                            "the Python result with it")
 
     def answer(self, result: Any) -> BaseModel:
         """``result``, what running the request returned, as the row's wire model."""
-        wire: BaseModel = self.result.of(result)  # type: ignore[attr-defined]  # each has of
+        wire: BaseModel = self.result.of(result)  # type: ignore[attr-defined]  # checked above
         return wire
 
     @property
