@@ -1,18 +1,22 @@
-"""Every surface of a memory operation is built from its one request declaration.
+"""Every surface of a memory operation is built from its one row in the operation tables.
 
-:data:`OPERATIONS` lists each request type of :mod:`remem.memory.requests` with the names it
-has on each surface. The tests check, for every row, that:
+The rows are the src tables (:data:`~remem.memory.operation_table.MEMORY_OPERATIONS` and
+context's :data:`~remem.context.operation_table.CONTEXT_OPERATIONS`): a new row is checked on
+every surface with no edit here. The tests check, for every row, that:
 
+* it is on every surface it declares: a route, an MCP tool (unless the row has none), the
+  Python methods (:func:`test_every_row_is_on_every_surface`);
 * ``Memory``'s method, its async twin, ``Client``'s method and its async twin take exactly
   the request's parameters, with the same defaults (:func:`test_python_signatures`);
 * the HTTP route's body (or path and query parameters) is the request's JSON schema
-  (:func:`test_http_route_is_the_request`);
-* running the row's examples on an embedded ``Memory`` (``run`` and ``arun``) and on a
-  ``Client`` against a real server (``run`` and ``arun``) gives the same JSON, ids and
-  times aside (:func:`test_same_json_everywhere`).
+  (:func:`test_http_route_is_the_request`), and ``remem.Client`` sends each field where the
+  row says (:func:`test_client_sends_what_the_row_says`);
+* running the examples on an embedded ``Memory`` (``run`` and ``arun``) and on a ``Client``
+  against a real server (``run`` and ``arun``) gives the same JSON, ids and times aside
+  (:func:`test_same_json_everywhere`).
 
-Surface-specific differences are columns of the table, each with its reason. To cover a new
-surface (CLI options, MCP tools, agent tools), add a column and a test that reads it.
+What differs on a surface is data here, keyed by the row's request, each with its reason:
+:data:`PYTHON_DIFFERENCES` and :data:`EXAMPLES` (a script, in the order it runs).
 """
 
 from __future__ import annotations
@@ -21,16 +25,21 @@ import asyncio
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from mcp import Client as McpClient
 from pydantic_core import PydanticUndefined
 
 from remem.api import Memory
-from remem.client import Client
+from remem.client import Client, call_of, context_call
+from remem.context.assemble import ContextRequest
+from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.embed import FakeEmbedder
+from remem.memory.operation_table import MEMORY_OPERATIONS
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -46,12 +55,53 @@ from remem.memory.requests import (
     UpdateRequest,
 )
 from remem.memory.wire import RESULT_MODELS
+from remem.operations import Operation
 from remem.server import ServerConfig, create_app
+from remem.server.mcp import CONTEXT_TOOL, FORGET_TOOL, MCP_TOOLS, build_mcp
+from remem.server.state import Principal
 from remem.testing.server import ThreadedServer
 from tests.memory_support import make_store, rule_model
 
+#: every row the memory surfaces serve
+TABLE: tuple[Operation, ...] = (*MEMORY_OPERATIONS, *CONTEXT_OPERATIONS)
+
 #: Client methods do not take ``actor``: the server records the caller's key instead
 CLIENT_DROPS = ("actor",)
+
+
+def _ids(rows: tuple[Operation, ...]) -> list[str]:
+    return [row.request.__name__ for row in rows]
+
+
+def row_of(request: type[MemoryRequest[Any]]) -> Operation:
+    return next(row for row in TABLE if row.request is request)
+
+
+@dataclass(frozen=True)
+class PythonDifference:
+    """Parameters the Python methods add (``extra``: name -> default, ``REQUIRED`` for
+    none; ``embedded_extra``: only ``Memory``'s) or leave out (``drops``), and why."""
+
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    embedded_extra: Mapping[str, Any] = field(default_factory=dict)
+    drops: tuple[str, ...] = ()
+    why: str = ""
+
+
+REQUIRED = PydanticUndefined
+
+
+PYTHON_DIFFERENCES: dict[type[MemoryRequest[Any]], PythonDifference] = {
+    ExportRequest: PythonDifference(
+        extra={"target": REQUIRED},
+        why="export(target) streams the lines into a file; run() returns them"),
+    ImportRequest: PythonDifference(
+        extra={"source": REQUIRED}, drops=("lines",),
+        why="import_(source) streams a file of any size; run() takes lines"),
+    ContextRequest: PythonDifference(
+        embedded_extra={"threads": None},
+        why="Memory.context reads the thread store it is given; a server reads the tenant's"),
+}
 
 
 @dataclass
@@ -75,38 +125,8 @@ class State:
 
 Example = Callable[[State], MemoryRequest[Any]]
 
-
-@dataclass(frozen=True)
-class Operation:
-    """One memory operation and how each surface names it.
-
-    ``method``: the facade method (``Memory``'s and ``Client``'s; the async twin is
-    ``async_method``). ``http``: the route (method, path). ``path``: request fields taken
-    from the URL path; ``query``: the route takes the rest as query parameters (no body);
-    ``http_drops``: fields a route without a body does not take (``actor``: the server
-    records the caller's key). ``python_extra`` / ``python_drops``: parameters the Python
-    methods add or leave out, and ``why``. ``examples``: requests run in the same-JSON
-    test, in table order.
-    """
-
-    request: type[MemoryRequest[Any]]
-    method: str
-    http: tuple[str, str]
-    path: tuple[str, ...] = ()
-    query: bool = False
-    http_drops: tuple[str, ...] = ()
-    python_extra: tuple[str, ...] = ()
-    python_drops: tuple[str, ...] = ()
-    why: str = ""
-    examples: tuple[Example, ...] = ()
-
-    @property
-    def async_method(self) -> str:
-        return "a" + self.method.rstrip("_")
-
-
-OPERATIONS: tuple[Operation, ...] = (
-    Operation(AddRequest, "add", ("POST", "/v1/memories"), examples=(
+EXAMPLES: dict[type[MemoryRequest[Any]], tuple[Example, ...]] = {
+    AddRequest: (
         lambda s: AddRequest(messages="Alice drinks green tea", user_id="alice", infer=False,
                              metadata={"topic": "drinks"}),
         lambda s: AddRequest(messages="I live in Berlin", user_id="alice"),
@@ -114,8 +134,8 @@ OPERATIONS: tuple[Operation, ...] = (
                              user_id="alice", thread_id="t1"),
         lambda s: AddRequest(messages="Bob likes jazz", user_id="bob", agent_id="dj",
                              infer=False, kind="preference"),
-    )),
-    Operation(SearchRequest, "search", ("POST", "/v1/memories/search"), examples=(
+    ),
+    SearchRequest: (
         lambda s: SearchRequest(query="green tea", user_id="alice"),
         lambda s: SearchRequest(query="zzz", user_id="bob", min_score=0.6),
         lambda s: SearchRequest(user_id="alice", limit=1, offset=1),
@@ -123,42 +143,31 @@ OPERATIONS: tuple[Operation, ...] = (
                                 mmr=0.5, mode="hybrid", filters={"kind": "fact"}),
         lambda s: SearchRequest(query="tea", user_id="alice", include_invalid=True,
                                 limit=300),
-    )),
-    Operation(GetRequest, "get", ("GET", "/v1/memories/{memory_id}"), path=("memory_id",),
-              examples=(lambda s: GetRequest(memory_id=s.memory_id),)),
-    Operation(GetAllRequest, "get_all", ("POST", "/v1/memories/list"), examples=(
+    ),
+    GetRequest: (lambda s: GetRequest(memory_id=s.memory_id),),
+    GetAllRequest: (
         lambda s: GetAllRequest(user_id="alice", limit=2),
         lambda s: GetAllRequest(user_id="alice", include_invalid=True, offset=1),
-    )),
-    Operation(UpdateRequest, "update", ("PATCH", "/v1/memories/{memory_id}"),
-              path=("memory_id",), examples=(
+    ),
+    UpdateRequest: (
         lambda s: UpdateRequest(memory_id=s.memory_id, content="Alice drinks jasmine tea",
                                 reason="more precise", version=1),
         lambda s: UpdateRequest(memory_id=s.memory_id, metadata={"checked": True}),
-    )),
-    Operation(HistoryRequest, "history", ("GET", "/v1/memories/{memory_id}/history"),
-              path=("memory_id",),
-              examples=(lambda s: HistoryRequest(memory_id=s.memory_id),)),
-    Operation(UndoRequest, "undo", ("POST", "/v1/events/{event_id}/undo"),
-              path=("event_id",), http_drops=("actor",),
-              examples=(lambda s: UndoRequest(event_id=s.event_id),)),
-    Operation(DeleteRequest, "delete", ("DELETE", "/v1/memories/{memory_id}"),
-              path=("memory_id",), query=True, http_drops=("actor",), examples=(
-        lambda s: DeleteRequest(memory_id=s.memory_id, reason="wrong"),
-    )),
-    Operation(ExportRequest, "export", ("POST", "/v1/memories/export"),
-              python_extra=("target",),
-              why="export(target) streams the lines into a file; run() returns them",
-              examples=(lambda s: ExportRequest(user_id="alice"),)),
-    Operation(ImportRequest, "import_", ("POST", "/v1/memories/import"),
-              python_extra=("source",), python_drops=("lines",),
-              why="import_(source) streams a file of any size; run() takes lines",
-              examples=(lambda s: ImportRequest(lines=s.lines),)),
-    Operation(DeleteAllRequest, "delete_all", ("POST", "/v1/memories/delete"), examples=(
+    ),
+    HistoryRequest: (lambda s: HistoryRequest(memory_id=s.memory_id),),
+    UndoRequest: (lambda s: UndoRequest(event_id=s.event_id),),
+    DeleteRequest: (lambda s: DeleteRequest(memory_id=s.memory_id, reason="wrong"),),
+    ExportRequest: (lambda s: ExportRequest(user_id="alice"),),
+    ImportRequest: (lambda s: ImportRequest(lines=s.lines),),
+    DeleteAllRequest: (
         lambda s: DeleteAllRequest(user_id="alice", reason="forget me"),
         lambda s: GetAllRequest(user_id="alice", include_invalid=True),
-    )),
-)
+    ),
+}
+"""Requests the same-JSON test runs on every surface, in this order (a script: later steps
+use the ids earlier ones made). Every memory row has some; context has none here because
+``Client.run`` does not send a ``ContextRequest`` (``Client.context`` does, checked by
+``tests/test_context_http.py``)."""
 
 
 def test_the_table_covers_every_memory_request() -> None:
@@ -168,8 +177,52 @@ def test_the_table_covers_every_memory_request() -> None:
                 if isinstance(getattr(module, name), type)
                 and issubclass(getattr(module, name), MemoryRequest)
                 and getattr(module, name) is not MemoryRequest}
-    assert {op.request for op in OPERATIONS} == declared
+    assert {row.request for row in MEMORY_OPERATIONS} == declared
     assert set(RESULT_MODELS) == declared  # and each has its JSON shape
+    assert len({row.request for row in TABLE}) == len(TABLE)  # one row per request
+    assert set(EXAMPLES) == declared
+    assert all(difference.why for difference in PYTHON_DIFFERENCES.values())
+    for row in MEMORY_OPERATIONS:  # the row's wire model is the one Client reads
+        assert row.result is RESULT_MODELS[row.request], row.request.__name__
+
+
+# -- every surface -----------------------------------------------------------------------------
+
+
+def _served_tools(**flags: Any) -> set[str]:
+    app = create_app(ServerConfig(db=":memory:", embedder=FakeEmbedder(), mcp=False))
+    server = build_mcp(app.state.remem, lambda ctx: Principal("acme"), **flags)
+
+    async def listed() -> set[str]:
+        async with McpClient(server) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    try:
+        return asyncio.run(listed())
+    finally:
+        app.state.remem.close()
+
+
+def test_every_row_is_on_every_surface(openapi: dict[str, Any]) -> None:
+    """A row is served everywhere it says: no surface can forget it."""
+    default = _served_tools()
+    everything = _served_tools(tools=(*MCP_TOOLS, FORGET_TOOL), context=True)
+    for row in TABLE:
+        name = row.request.__name__
+        route = openapi["paths"][row.route.path][row.route.method.lower()]
+        assert route["operationId"].startswith(row.route.name + "_"), name
+        assert route["summary"] == row.route.summary, name
+        if row.tool is not None:
+            assert row.tool.name in everything, name
+            assert (row.tool.name in default) is not row.tool.on_request, name
+        assert row.python is not None, name
+        async_name = "a" + row.python.rstrip("_")
+        for cls in (Memory, Client):
+            assert callable(getattr(cls, row.python)), (cls.__name__, name)
+            assert inspect.iscoroutinefunction(getattr(cls, async_name)), (cls.__name__, name)
+    # and nothing else: every memory tool a server can list is a row's
+    listed = {tool.name for tool in (*MCP_TOOLS, FORGET_TOOL, CONTEXT_TOOL)}
+    assert listed == {row.tool.name for row in TABLE if row.tool}
 
 
 # -- Python signatures ---------------------------------------------------------------------------
@@ -186,31 +239,36 @@ def _parameters(function: Callable[..., Any]) -> dict[str, Any]:
     return found
 
 
-def _expected(op: Operation, drops: tuple[str, ...]) -> dict[str, Any]:
+def _expected(row: Operation, *, remote: bool) -> dict[str, Any]:
+    """The parameters a Python method of ``row`` takes: the request's fields, less those the
+    row's :data:`PYTHON_DIFFERENCES` drops (and, on ``Client``, ``actor`` and the local
+    fields: Python objects cannot be sent), plus its extras."""
+    difference = PYTHON_DIFFERENCES.get(row.request, PythonDifference())
+    drops = {*difference.drops}
+    if remote:
+        drops |= {*CLIENT_DROPS, *(n for n, i in row.request.model_fields.items() if i.exclude)}
     expected = {name: info.get_default(call_default_factory=True)
                 if not info.is_required() else PydanticUndefined
-                for name, info in op.request.model_fields.items()
-                if name not in (*op.python_drops, *drops)}
-    for name in op.python_extra:
-        expected[name] = PydanticUndefined
-    return expected
+                for name, info in row.request.model_fields.items() if name not in drops}
+    return {**expected, **difference.extra, **({} if remote else difference.embedded_extra)}
 
 
-SURFACES: dict[str, tuple[type, bool, tuple[str, ...]]] = {
-    "Memory": (Memory, False, ()),
-    "Memory async": (Memory, True, ()),
-    "Client": (Client, False, CLIENT_DROPS),
-    "Client async": (Client, True, CLIENT_DROPS),
+SURFACES: dict[str, tuple[type, bool, bool]] = {
+    "Memory": (Memory, False, False),
+    "Memory async": (Memory, True, False),
+    "Client": (Client, False, True),
+    "Client async": (Client, True, True),
 }
 
 
 @pytest.mark.parametrize("surface", list(SURFACES))
-@pytest.mark.parametrize("op", OPERATIONS, ids=[op.method for op in OPERATIONS])
-def test_python_signatures(op: Operation, surface: str) -> None:
-    cls, is_async, drops = SURFACES[surface]
-    method = getattr(cls, op.async_method if is_async else op.method)
+@pytest.mark.parametrize("row", TABLE, ids=_ids(TABLE))
+def test_python_signatures(row: Operation, surface: str) -> None:
+    cls, is_async, remote = SURFACES[surface]
+    assert row.python is not None
+    method = getattr(cls, "a" + row.python.rstrip("_") if is_async else row.python)
     assert inspect.iscoroutinefunction(method) is is_async
-    assert _parameters(method) == _expected(op, drops)
+    assert _parameters(method) == _expected(row, remote=remote)
 
 
 @pytest.mark.parametrize("cls", [Memory, Client])
@@ -240,8 +298,8 @@ def _plain(schema: Any) -> Any:
     return schema
 
 
-def _request_schema(op: Operation, without: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema = op.request.model_json_schema(ref_template="#/components/schemas/{model}")
+def _request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema = row.request.model_json_schema(ref_template="#/components/schemas/{model}")
     for name in without:
         schema["properties"].pop(name, None)
         if name in schema.get("required", []):
@@ -253,28 +311,53 @@ def _request_schema(op: Operation, without: tuple[str, ...] = ()) -> dict[str, A
     return plain
 
 
-@pytest.mark.parametrize("op", OPERATIONS, ids=[op.method for op in OPERATIONS])
-def test_http_route_is_the_request(op: Operation, openapi: dict[str, Any]) -> None:
-    verb, path = op.http
-    route = openapi["paths"][path][verb.lower()]
+@pytest.mark.parametrize("row", TABLE, ids=_ids(TABLE))
+def test_http_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
+    route = openapi["paths"][row.route.path][row.route.method.lower()]
     params = {p["name"]: p for p in route.get("parameters", [])}
-    assert {n for n, p in params.items() if p["in"] == "path"} == set(op.path)
-    want = _request_schema(op, without=(*op.path, *op.http_drops))
+    assert {n for n, p in params.items() if p["in"] == "path"} == set(row.path_fields)
+    want = _request_schema(row, without=(*row.path_fields, *row.route.not_sent))
     body = route.get("requestBody")
-    if op.query:  # every other field is a query parameter, with the field's schema
+    if row.in_query:  # every other field is a query parameter, with the field's schema
         assert body is None
         query = {n: _plain(p["schema"]) for n, p in params.items() if p["in"] == "query"}
         assert query == want["properties"]
+        assert list(query) == list(row.query_fields)
     elif want["properties"]:
         ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
         got = dict(openapi["components"]["schemas"][ref])
         got.pop("description", None)
         assert _plain(got) == want
+        assert list(got["properties"]) == list(row.body_fields)
+        assert (ref == row.request.__name__) is row.whole_body  # else a model of the rest
     else:
-        assert body is None
+        assert body is None and not row.body_fields
     # every answer is a declared model, so schema checks cover responses too
     answer = route["responses"]["200"]["content"]["application/json"]["schema"]
-    assert answer["$ref"].rsplit("/", 1)[1] == RESULT_MODELS[op.request].__name__
+    assert answer["$ref"].rsplit("/", 1)[1] == row.result.__name__
+    assert ("502" in route["responses"]) is row.calls_model  # the model's failures
+
+
+def _sample(request: type[MemoryRequest[Any]]) -> MemoryRequest[Any]:
+    """A request of each row's type, every path field set (a value that needs quoting)."""
+    state = State(memory_id="mem 1/a", event_id="evt 2/b", lines=["{}"])
+    if request is ContextRequest:
+        return ContextRequest(query="tea", user_id="alice", budget_tokens=100)
+    return EXAMPLES[request][0](state)
+
+
+@pytest.mark.parametrize("row", TABLE, ids=_ids(TABLE))
+def test_client_sends_what_the_row_says(row: Operation) -> None:
+    """``remem.Client`` builds each call from the row's plain data: the method, the path
+    with its fields filled in, the query fields, the body fields."""
+    request = _sample(row.request)
+    call = context_call(request) if isinstance(request, ContextRequest) else call_of(request)
+    assert call.method == row.route.method
+    assert call.path == row.route.path.format(**{
+        name: quote(getattr(request, name), safe="") for name in row.path_fields})
+    assert set(call.params) <= set(row.query_fields)
+    assert set(call.json or {}) == set(row.body_fields)
+    assert (call.json is None) is (not row.body_fields)
 
 
 # -- the same JSON on every surface ------------------------------------------------------------
@@ -317,8 +400,8 @@ def _dump(request: MemoryRequest[Any], result: Any) -> Any:
 def _script(run: Callable[[MemoryRequest[Any]], Any]) -> list[Any]:
     state = State()
     seen = []
-    for op in OPERATIONS:
-        for example in op.examples:
+    for examples in EXAMPLES.values():
+        for example in examples:
             request = example(state)
             result = run(request)
             state.saw(result)

@@ -1,9 +1,9 @@
 """The CLI commands, the MCP tools and the agent tools are built from the memory requests
 (the Python and HTTP surfaces are checked in ``tests/test_surface_parity.py``).
 
-:data:`ROWS` says, for every request type of :mod:`remem.memory.requests`, which command and
-which MCP tool it is, and what each surface does differently, with the reason. The tests
-check that:
+The rows are the src operation tables (:data:`TABLE`): each says which command and which MCP
+tool its request is. What a surface does differently is data here, keyed by the row's request,
+with the reason (:data:`CLI_DIFFERENCES`, :data:`NOT_ON`). The tests check that:
 
 * every command's parameters are exactly its request's fields plus the session options and
   its own extras, with the request's defaults, bounds and descriptions
@@ -49,11 +49,12 @@ from remem.cli.options import (
     request_params,
 )
 from remem.context import ContextRequest
+from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.embed import FakeEmbedder
+from remem.memory.operation_table import MEMORY_OPERATIONS
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
-    DeleteRequest,
     ExportRequest,
     GetAllRequest,
     GetRequest,
@@ -61,10 +62,9 @@ from remem.memory.requests import (
     ImportRequest,
     MemoryRequest,
     SearchRequest,
-    UndoRequest,
-    UpdateRequest,
 )
 from remem.memory.wire import RESULT_MODELS
+from remem.operations import Operation
 from remem.server import ServerConfig, create_app
 from remem.server.mcp import (
     CONTEXT_TOOL,
@@ -80,43 +80,50 @@ from remem.tools import MemoryTools
 from remem.tools.memory import SEARCH_PARAMETERS
 from tests.memory_support import rule_model
 
+#: every row the memory commands and tools are built from
+TABLE: tuple[Operation, ...] = (*MEMORY_OPERATIONS, *CONTEXT_OPERATIONS)
+
 
 @dataclass(frozen=True)
-class Row:
-    """One request type: its ``remem`` command and its MCP tool (``None``: not on that
-    surface, ``why`` says why), parameters a command adds (``cli_extra``) and defaults it
-    gives differently (``cli_defaults``), each explained in ``why``."""
+class CliDifference:
+    """What a command does beside its request's fields: parameters it adds (``extra``),
+    defaults it gives differently (``defaults``), fields it does not offer (``omitted``), and
+    why."""
 
-    request: type[MemoryRequest[Any]]
-    command: str | None
-    tool: str | None
-    cli_extra: tuple[str, ...] = ()
-    cli_defaults: Mapping[str, Any] = field(default_factory=dict)
+    extra: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    omitted: tuple[str, ...] = ()
     why: str = ""
-    cli_omitted: tuple[str, ...] = ()
 
 
-ROWS: tuple[Row, ...] = (
-    Row(AddRequest, "add", "add_memory", cli_defaults={"messages": "-"},
-        why="TEXT omitted (or '-') reads stdin"),
-    Row(SearchRequest, "search", "search_memories"),
-    Row(GetRequest, "get", "get_memory"),
-    Row(GetAllRequest, "list", "list_memories"),
-    Row(UpdateRequest, "update", "update_memory"),
-    Row(DeleteRequest, "delete", "delete_memory"),
-    Row(DeleteAllRequest, "forget", FORGET_TOOL.name, cli_extra=("yes",),
-        why="forget asks before it wipes a scope unless --yes; the MCP tool is opt-in"),
-    Row(HistoryRequest, "history", "memory_history"),
-    Row(UndoRequest, "undo", "undo_memory_change"),
-    Row(ExportRequest, "export", None, cli_extra=("path",),
-        why="export streams into PATH; an MCP client has no file to write into and an "
-            "agent no use for a dump of a scope"),
-    Row(ImportRequest, None, None,
-        why="remem import streams a file of any size (Memory.import_), where ImportRequest "
-            "holds its lines in memory; importing dumps is no agent's job"),
-    Row(ContextRequest, "context", CONTEXT_TOOL.name, cli_omitted=CONTEXT_CLI_EXCLUDED,
+CLI_DIFFERENCES: dict[type[MemoryRequest[Any]], CliDifference] = {
+    AddRequest: CliDifference(defaults={"messages": "-"},
+                              why="TEXT omitted (or '-') reads stdin"),
+    DeleteAllRequest: CliDifference(extra=("yes",),
+                                    why="forget asks before it wipes a scope unless --yes"),
+    ExportRequest: CliDifference(extra=("path",), why="export streams into PATH"),
+    ContextRequest: CliDifference(
+        omitted=CONTEXT_CLI_EXCLUDED,
         why="a token counter is a Python object: the CLI counts with the offline estimate"),
-)
+}
+
+NOT_ON: dict[type[MemoryRequest[Any]], str] = {
+    ExportRequest: "no MCP tool: an MCP client has no file to write into and an agent no use "
+                   "for a dump of a scope",
+    ImportRequest: "no command built from it: remem import streams a file of any size "
+                   "(Memory.import_), where ImportRequest holds its lines in memory; no MCP "
+                   "tool: importing dumps is no agent's job",
+}
+"""Why a row has no command or no MCP tool."""
+
+
+def _tool(row: Operation) -> str | None:
+    return row.tool.name if row.tool else None
+
+
+def row_of(request: type[MemoryRequest[Any]]) -> Operation:
+    return next(row for row in TABLE if row.request is request)
+
 
 #: SearchRequest fields search_memory does not offer the model, and why
 TOOLS_NOT_OFFERED = {
@@ -140,11 +147,11 @@ def test_the_table_covers_every_memory_request() -> None:
                 if isinstance(getattr(module, name), type)
                 and issubclass(getattr(module, name), MemoryRequest)
                 and getattr(module, name) is not MemoryRequest}
-    assert {row.request for row in ROWS} == declared | {ContextRequest}
-    assert all(row.why for row in ROWS
-               if None in (row.command, row.tool) or row.cli_extra or row.cli_omitted)
+    assert {row.request for row in TABLE} == declared | {ContextRequest}
+    assert {row.request for row in TABLE if None in (row.command, row.tool)} == set(NOT_ON)
+    assert all(difference.why for difference in CLI_DIFFERENCES.values())
     tools = {tool.name: tool.model for tool in (*MCP_TOOLS, FORGET_TOOL, CONTEXT_TOOL)}
-    assert tools == {row.tool: row.request for row in ROWS if row.tool}
+    assert tools == {row.tool.name: row.request for row in TABLE if row.tool}
 
 
 # -- CLI ---------------------------------------------------------------------------------------
@@ -160,20 +167,25 @@ def _shown_default(info: Any) -> Any:
     return None if default in (None, "", [], ()) else default
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if r.command],
-                         ids=[r.command or "" for r in ROWS if r.command])
-def test_cli_command_is_the_request(row: Row) -> None:
+COMMANDS = tuple(row for row in TABLE if row.command)
+
+
+@pytest.mark.parametrize("row", COMMANDS, ids=[row.command or "" for row in COMMANDS])
+def test_cli_command_is_the_request(row: Operation) -> None:
     command = cli.commands[row.command or ""]
     assert isinstance(command, RequestCommand) and command.model is row.request
+    difference = CLI_DIFFERENCES.get(row.request, CliDifference())
     params = {param.name: param for param in command.params}
-    fields = {n: f for n, f in row.request.model_fields.items() if n not in row.cli_omitted}
+    fields = {n: f for n, f in row.request.model_fields.items()
+              if n not in difference.omitted}
     ids = ID_OPTIONS if row.command != "context" else ()  # context prints no ids
-    assert set(params) == {*fields, *SESSION_OPTIONS, *ids, *row.cli_extra}
+    assert set(params) == {*fields, *SESSION_OPTIONS, *ids, *difference.extra}
     for name, info in fields.items():
         param = params[name]
-        want = row.cli_defaults.get(name, _shown_default(info))
+        want = difference.defaults.get(name, _shown_default(info))
         assert param.default == want, name
-        assert param.required == (info.is_required() and name not in row.cli_defaults), name
+        assert param.required == (info.is_required() and name not in difference.defaults), \
+            name
         if isinstance(param, click.Argument):
             assert CLI_NAMES[name].argument, name
             continue
@@ -230,7 +242,7 @@ def test_mcp_tool_is_the_request(llm: bool) -> None:
     listed = _tools(state)
     overrides = tool_defaults(state)
     assert overrides == {}  # infer unset means auto on every surface (docs/mcp.md)
-    for row in ROWS:
+    for row in TABLE:
         if row.tool is None:
             continue
         schema = row.request.model_json_schema()
@@ -239,11 +251,11 @@ def test_mcp_tool_is_the_request(llm: bool) -> None:
         for name, default in overrides.items():
             if name in want:
                 want[name]["default"] = default
-        got = listed[row.tool].input_schema
-        assert _plain(got["properties"]) == want, row.tool
+        got = listed[row.tool.name].input_schema
+        assert _plain(got["properties"]) == want, row.tool.name
         assert sorted(got.get("required", [])) == sorted(
-            n for n in schema.get("required", []) if n not in SERVER_FIXED), row.tool
-        assert listed[row.tool].description
+            n for n in schema.get("required", []) if n not in SERVER_FIXED), row.tool.name
+        assert listed[row.tool.name].description == row.tool.description
     state.close()
 
 
@@ -335,7 +347,7 @@ def test_cli_json_is_the_python_json(filled: tuple[str, dict[str, Any]]) -> None
     assert sizes == [3, 1, 1, 1, 1, 1, 2, 2]
     for make, want in zip(READS, expected, strict=True):
         request = make(ids)
-        command = next(row.command for row in ROWS if row.request is type(request))
+        command = row_of(type(request)).command
         argv = [command or "", *_argv(request), "--json", "--db", db, "--embedder", "fake"]
         result = CliRunner().invoke(cli, argv, prog_name="remem")
         assert result.exit_code == 0, (argv, result.output)
@@ -351,7 +363,7 @@ def test_mcp_json_is_the_python_json() -> None:
     memory = state.memory_for(who)
     ids = _fill(memory)
     server = build_mcp(state, lambda ctx: who)
-    tool_of = {row.request: row.tool for row in ROWS}
+    tool_of = {row.request: _tool(row) for row in TABLE}
 
     async def answers() -> list[Any]:
         got = []

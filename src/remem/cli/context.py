@@ -17,7 +17,9 @@ from remem.cli.memory import Session, _session_params
 from remem.cli.options import request_command
 from remem.cli.render import emit_json
 from remem.context.assemble import ContextRequest, assemble
+from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.context.wire import ContextOut
+from remem.operations import command_of
 
 __all__ = ["CLI_EXCLUDED", "context_command"]
 
@@ -65,5 +67,6 @@ def _body(request: ContextRequest, db: str, embedder: str, tenant: str | None,
                    f"{result.budget} tokens (--json lists them)", err=True)
 
 
-context_command = request_command(ContextRequest, name="context", params=_session_params(),
-                                  exclude=CLI_EXCLUDED)(_body)
+context_command = request_command(  # named by context's operation row
+    ContextRequest, name=command_of(CONTEXT_OPERATIONS, ContextRequest),
+    params=_session_params(), exclude=CLI_EXCLUDED)(_body)

@@ -1,8 +1,9 @@
 """Memory commands: ``remem add``, ``search``, ``get``, ``list``, ``update``, ``delete``,
 ``forget``, ``history``, ``undo``, ``export``, ``import``.
 
-Each command but ``import`` is built from its request (:mod:`remem.memory.requests`): its
-options are the request's fields (:mod:`remem.cli.options`), its body validates them into the
+Each command but ``import`` is built from its request (:mod:`remem.memory.requests`), named
+by its row of the memory table (:mod:`remem.memory.operation_table`): its options are the
+request's fields (:mod:`remem.cli.options`), its body validates them into the
 request and runs it with :meth:`remem.api.Memory.run`, and ``--json`` prints the result's
 JSON, the same document the Python API and the HTTP API give. They work on a
 :class:`remem.api.Memory` over a database (``--db``); ``remem add`` extracts memories with the
@@ -45,6 +46,7 @@ from remem.cli.render import (
 )
 from remem.errors import InvalidInputError
 from remem.memory import HistoryEvent, MemoryRecord
+from remem.memory.operation_table import MEMORY_OPERATIONS
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -60,6 +62,7 @@ from remem.memory.requests import (
 )
 from remem.memory.results import ChangeResult
 from remem.memory.store_manager import AddResult
+from remem.operations import command_of
 from remem.store import check_embedder, is_dsn
 from remem.store.scoped import ScopedStore
 from remem.store.types import Namespace
@@ -132,10 +135,14 @@ def _session_params() -> list[click.Parameter]:
     ]
 
 
-def memory_command(model: type[R], *, name: str, params: Sequence[click.Parameter] = ()
+def memory_command(model: type[R], *, params: Sequence[click.Parameter] = ()
                    ) -> Callable[[Callable[..., None]], click.Command]:
-    """A command built from ``model`` plus ``params`` and the session options; the body
-    gets the :class:`Session`, the validated request and each of ``params`` by name."""
+    """A command built from ``model`` plus ``params`` and the session options, named as
+    ``model``'s row of the memory table says; the body gets the :class:`Session`, the
+    validated request and each of ``params`` by name. Its help is the body's docstring, in
+    the CLI's spelling (TEXT, --hard), where the table's descriptions are HTTP's and MCP's."""
+    name = command_of(MEMORY_OPERATIONS, model)
+
     def decorate(body: Callable[..., None]) -> click.Command:
         def run(request: R, db: str, embedder: str, tenant: str | None, json_output: bool,
                 full_ids: bool, **extra: Any) -> None:
@@ -255,7 +262,7 @@ def _scope_words(request: DeleteAllRequest) -> str:
 # -- the commands ----------------------------------------------------------------------------
 
 
-@memory_command(AddRequest, name="add")
+@memory_command(AddRequest)
 def add(session: Session, request: AddRequest) -> None:
     """Remember TEXT (or stdin, with TEXT omitted or '-')."""
     _require_scope(request)
@@ -269,7 +276,7 @@ def add(session: Session, request: AddRequest) -> None:
     click.echo(_usage(result) + ("" if result.inferred else f" (stored as given: {why})"))
 
 
-@memory_command(SearchRequest, name="search")
+@memory_command(SearchRequest)
 def search(session: Session, request: SearchRequest) -> None:
     """Search memories, best first for QUERY (newest first without one).
 
@@ -284,7 +291,7 @@ def search(session: Session, request: SearchRequest) -> None:
         _table(result.memories, [hit.score for hit in result], full_ids=session.full_ids)
 
 
-@memory_command(GetRequest, name="get")
+@memory_command(GetRequest)
 def get(session: Session, request: GetRequest) -> None:
     """Show the memory MEMORY_ID."""
     record = session.open().run(request)
@@ -300,7 +307,7 @@ def get(session: Session, request: GetRequest) -> None:
                                  subsequent_indent=" " * 13, break_on_hyphens=False))
 
 
-@memory_command(GetAllRequest, name="list")
+@memory_command(GetAllRequest)
 def list_command(session: Session, request: GetAllRequest) -> None:
     """List the memories of a scope, newest first, a page at a time."""
     page = session.open().run(request)
@@ -315,7 +322,7 @@ def list_command(session: Session, request: GetAllRequest) -> None:
         click.echo(f"more: pass --offset {page.next_offset} for the next page")
 
 
-@memory_command(UpdateRequest, name="update")
+@memory_command(UpdateRequest)
 def update(session: Session, request: UpdateRequest) -> None:
     """Correct the memory MEMORY_ID in place: new CONTENT (text, or a JSON object for a
     structured memory; '-' reads stdin), --kind or --metadata. History keeps the old one."""
@@ -326,7 +333,7 @@ def update(session: Session, request: UpdateRequest) -> None:
     _print_changes(result, full_ids=session.full_ids)
 
 
-@memory_command(DeleteRequest, name="delete")
+@memory_command(DeleteRequest)
 def delete(session: Session, request: DeleteRequest) -> None:
     """Forget the memory MEMORY_ID (kept in history, and undoable, unless --hard)."""
     result = session.open().run(request)
@@ -339,7 +346,7 @@ def delete(session: Session, request: DeleteRequest) -> None:
 _YES = click.Option(["--yes", "-y"], is_flag=True, help="Do not ask for confirmation.")
 
 
-@memory_command(DeleteAllRequest, name="forget", params=[_YES])
+@memory_command(DeleteAllRequest, params=[_YES])
 def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
     """Forget every current memory of a scope in one change (`remem undo` with any of its
     events brings them all back, unless --hard). Asks first, unless --yes."""
@@ -353,7 +360,7 @@ def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
     _print_changes(result, full_ids=session.full_ids)
 
 
-@memory_command(HistoryRequest, name="history")
+@memory_command(HistoryRequest)
 def history(session: Session, request: HistoryRequest) -> None:
     """Show every change of the memory MEMORY_ID, oldest first."""
     events = session.open().run(request)
@@ -366,7 +373,7 @@ def history(session: Session, request: HistoryRequest) -> None:
         _history_table(events, full_ids=session.full_ids)
 
 
-@memory_command(UndoRequest, name="undo")
+@memory_command(UndoRequest)
 def undo(session: Session, request: UndoRequest) -> None:
     """Revert the change recorded by EVENT_ID (see `remem history`)."""
     result = session.open().run(request)
@@ -380,7 +387,7 @@ _PATH = click.Argument(["path"], type=click.Path(dir_okay=False, allow_dash=True
                                                  path_type=Path))
 
 
-@memory_command(ExportRequest, name="export", params=[_PATH])
+@memory_command(ExportRequest, params=[_PATH])
 def export_command(session: Session, request: ExportRequest, path: Path) -> None:
     """Write memories and their history as JSONL to PATH ('-' for stdout): of a scope, or
     every memory when none is given."""

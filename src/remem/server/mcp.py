@@ -1,11 +1,12 @@
 """The MCP server: memory tools for agents, over stdio (``remem mcp``) or streamable HTTP
 (``/mcp`` on ``remem serve``), built with the official ``mcp`` package.
 
-The memory tools are built from the memory requests (:mod:`remem.memory.requests`), one
-per entry of :data:`MCP_TOOLS`: a tool's parameters are its request's fields (their JSON
-schema, defaults and descriptions) minus :data:`SERVER_FIXED`; a call validates them into the
-request, runs it with :meth:`remem.api.Memory.run` and answers the result's JSON, the same
-document as the HTTP API. ``forget_memories`` (every memory of a scope) is only served when
+The memory tools are the memory table's (:mod:`remem.memory.operation_table`), one per entry
+of :data:`MCP_TOOLS`, registered by :mod:`remem.server.mcp_registrar` like every other tool:
+a tool's parameters are its request's fields (their JSON schema, defaults and descriptions)
+minus :data:`SERVER_FIXED`; a call validates them into the request, runs it with
+:meth:`remem.api.Memory.run` and answers the result's JSON, the same document as the HTTP
+API. ``forget_memories`` (every memory of a scope) is only served when
 asked for (:data:`FORGET_TOOL`). ``list_namespaces`` is the one tool of its own.
 
 Each call runs as one principal: over HTTP the API key of the request (``Authorization:
@@ -22,32 +23,21 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
-from pydantic_core import PydanticCustomError
 from starlette.applications import Starlette
 
 from remem.context.assemble import ContextRequest, assemble
+from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.context.wire import ContextOut
 from remem.errors import InvalidInputError, RememError
-from remem.memory.requests import (
-    AddRequest,
-    DeleteAllRequest,
-    DeleteRequest,
-    GetAllRequest,
-    GetRequest,
-    HistoryRequest,
-    MemoryRequest,
-    SearchRequest,
-    UndoRequest,
-    UpdateRequest,
-)
+from remem.memory.operation_table import MEMORY_OPERATIONS
+from remem.memory.requests import AddRequest, DeleteAllRequest, MemoryRequest
 from remem.memory.wire import RESULT_MODELS
+from remem.requests import Request
 from remem.server.auth import (
     acting_principal,
     admit,
@@ -58,11 +48,23 @@ from remem.server.auth import (
 )
 from remem.server.errors import classify
 from remem.server.mcp_front import INSTRUCTIONS, SERVER_NAME, server_version
+from remem.server.mcp_registrar import (
+    SERVER_FIXED,
+    McpTool,
+    Runner,
+    Work,
+    add_request_tool,
+    forbid_unknown_arguments,
+)
 from remem.server.metrics import Receive, Scope, Send
 from remem.server.netguard import is_loopback, rebinding_refusal
+from remem.server.routes_blocks import add_block_admin_tools
+from remem.server.routes_files import add_file_tools
+from remem.server.routes_graph import add_graph_tools
+from remem.server.routes_jobs import add_submit_tool
+from remem.server.routes_procedural import add_procedural_tools
 from remem.server.state import Principal, ServerState
 from remem.store.reserved import BLOCKS, is_bookkeeping
-from remem.tools.schema import request_properties
 
 __all__ = ["CONTEXT_TOOL", "FORGET_TOOL", "MCP_PATH", "MCP_TOOLS", "SERVER_FIXED",
            "AgentTools", "McpAuthGate", "McpTool", "add_agent_tools", "add_archival_tools",
@@ -77,59 +79,19 @@ logger = logging.getLogger("remem.server")
 Resolver = Callable[[Context | None], Principal | Awaitable[Principal]]
 
 
-@dataclass(frozen=True, slots=True)
-class McpTool:
-    """One MCP tool built from a memory request: its name, the request, whether it writes
-    (refused for read-only keys) and what the model reads about it."""
+MCP_TOOLS: tuple[McpTool, ...] = tuple(
+    McpTool.of(row) for row in MEMORY_OPERATIONS if row.tool and not row.tool.on_request)
+"""The memory tools every server has, in the order tools/list shows them (the memory
+table's)."""
 
-    name: str
-    model: type[MemoryRequest[Any]]
-    writes: bool
-    description: str
-
-
-MCP_TOOLS: tuple[McpTool, ...] = (
-    McpTool("add_memory", AddRequest, True,
-            "Remember something: a fact, or a conversation turn to extract facts from "
-            "(infer). Scope it with user_id and/or agent_id (or a namespace)."),
-    McpTool("search_memories", SearchRequest, False,
-            "Find memories relevant to query in a scope, best first; each hit has the "
-            "memory's id (for update/delete), its text and a score."),
-    McpTool("get_memory", GetRequest, False, "The memory with this id."),
-    McpTool("list_memories", GetAllRequest, False,
-            "Every memory of a scope, newest first, a page at a time (pass next_offset "
-            "as offset for the next page)."),
-    McpTool("update_memory", UpdateRequest, True,
-            "Correct a memory in place: new content, kind or metadata (same id, version + 1; "
-            "history keeps the old content)."),
-    McpTool("delete_memory", DeleteRequest, True,
-            "Forget a memory (kept in history, and undoable, unless hard is true)."),
-    McpTool("memory_history", HistoryRequest, False,
-            "Every change of a memory, oldest first, each with the event id undo takes."),
-    McpTool("undo_memory_change", UndoRequest, True,
-            "Revert the change a history event recorded (see memory_history)."),
-)
-"""The memory tools every server has, in the order tools/list shows them."""
-
-FORGET_TOOL = McpTool(
-    "forget_memories", DeleteAllRequest, True,
-    "Forget every current memory of a scope in one change (undo_memory_change with any of "
-    "its events brings them all back, unless hard). Only when the user asks to forget "
-    "everything.")
+FORGET_TOOL = McpTool.of(next(row for row in MEMORY_OPERATIONS
+                              if row.request is DeleteAllRequest))
 """Served only when asked for (``remem mcp --allow-forget``, ``build_mcp(tools=...)``): one
 call wipes a user's memories, too much for a tool a prompt injection could reach."""
 
-CONTEXT_TOOL = McpTool(
-    "get_context", ContextRequest, False,
-    "The context to answer with, within budget_tokens: the user's profile, memories "
-    "relevant to query and, with thread_id, that conversation's summary and recent "
-    "messages. Whole items only; the answer says the tokens per section and what was left "
-    "out.")
-"""Served by every server: context assembly (:mod:`remem.context`) on the caller's memory
-and threads; it answers ``POST /v1/memories/context``'s document."""
-
-SERVER_FIXED: Mapping[str, Any] = {"actor": "mcp"}
-"""Request fields the server sets itself (not tool parameters): history records ``mcp``."""
+CONTEXT_TOOL = McpTool.of(CONTEXT_OPERATIONS[0])
+"""Served when asked for (``context=True``): context assembly (:mod:`remem.context`) on the
+caller's memory and threads; it answers ``POST /v1/memories/context``'s document."""
 
 
 def tool_defaults(state: ServerState) -> dict[str, Any]:
@@ -162,58 +124,6 @@ def _encoded(request: MemoryRequest[Any], result: Any) -> dict[str, Any]:
         raise ToolError(f"internal error {incident}: the call completed (any change it made "
                         "is saved) but its result could not be encoded; read the data back "
                         "before retrying") from None
-
-
-class _KnownArguments(BaseModel):
-    """Mixed into a tool's argument model: an argument the tool does not declare is an error
-    that names it and the arguments there are (the mcp package would drop it silently)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True, hide_input_in_errors=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            known = {f.alias or name for name, f in cls.model_fields.items()}
-            unknown = sorted(str(k) for k in data if k not in known)
-            if unknown:
-                raise PydanticCustomError(
-                    "unknown_argument", "unknown argument {unknown}; this tool takes {known}",
-                    {"unknown": ", ".join(map(repr, unknown)),
-                     "known": ", ".join(sorted(known))})
-        return data
-
-
-def _forbid_unknown_arguments(server: MCPServer, name: str) -> None:
-    """Make tool ``name`` refuse arguments it does not declare (a misspelt ``user_id``
-    would otherwise act on the wrong scope)."""
-    tool = server._tool_manager.get_tool(name)  # no public way to reach a tool's arguments
-    assert tool is not None
-    base = tool.fn_metadata.arg_model
-    tool.fn_metadata.arg_model = type(base.__name__, (base, _KnownArguments),
-                                      {"__module__": base.__module__})
-
-
-def _signature(tool: McpTool, defaults: Mapping[str, Any]) -> inspect.Signature:
-    """The tool function's signature: ``ctx``, then one parameter per request field whose
-    JSON schema is the field's (the mcp package builds the input schema from it). Values are
-    not converted on the way in: the request validates them, strictly, as over HTTP."""
-    in_schema = tool.model.model_json_schema().get("properties", {})
-    local_only = [n for n in tool.model.model_fields if n not in in_schema]  # Python objects
-    properties = request_properties(tool.model, exclude=[*SERVER_FIXED, *local_only],
-                                    defaults={k: v for k, v in defaults.items()
-                                              if k in tool.model.model_fields})
-    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                annotation=Context | None)]
-    for name, schema in properties.items():
-        field = tool.model.model_fields[name]
-        default = (inspect.Parameter.empty if field.is_required()
-                   else schema.get("default", field.get_default(call_default_factory=True)))
-        annotation = Annotated[Any, WithJsonSchema(schema),
-                               Field(description=field.description)]
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                        annotation=annotation))
-    return inspect.Signature(params, return_annotation=dict[str, Any])
 
 
 def build_mcp(state: ServerState, resolve: Resolver, *,
@@ -254,57 +164,37 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
         except RememError as exc:  # a server-side failure shows an error id, no paths
             raise ToolError(f"{type(exc).__name__}: {classify(exc, 'MCP tool')[2]}") from None
 
-    def request_tool(tool: McpTool) -> None:
-        async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
-            try:
-                request = tool.model.of(**arguments, **{
-                    k: v for k, v in SERVER_FIXED.items() if k in tool.model.model_fields})
-            except InvalidInputError as exc:
-                raise ToolError(f"InvalidInputError: {exc}") from None
-            has_model = state.config.llm is not None
-            infer = isinstance(request, AddRequest) and request.infer is not False and has_model
+    def run_memory(request: MemoryRequest[Any], ctx: Context | None) -> Work:
+        def work(who: Principal) -> Any:
+            ran = request.with_model(_has_model(state)) if isinstance(request, AddRequest) \
+                else request
+            return _encoded(request, state.memory_for(who).run(ran))
+        return work
 
-            def work(who: Principal) -> Any:
-                ran = request.with_model(has_model) if isinstance(request, AddRequest) \
-                    else request
-                return state.memory_for(who).run(ran)
-
-            return _encoded(request, await run(ctx, tool.writes, work, waits_on_llm=infer))
-
-        call.__name__ = tool.name
-        call.__signature__ = _signature(tool, tool_defaults(state))  # type: ignore[attr-defined]
-        server.add_tool(call, name=tool.name, description=tool.description)
-        _forbid_unknown_arguments(server, tool.name)
+    def extracts(request: MemoryRequest[Any]) -> bool:
+        return isinstance(request, AddRequest) and request.infer is not False \
+            and _has_model(state)
 
     for tool in tools:
-        request_tool(tool)
+        add_request_tool(server, run, tool, run_memory, defaults=tool_defaults(state),
+                         waits_on_llm=extracts)
     if context:
         _add_context_tool(server, state, run)
     if blocks_agent is not None:
         add_block_tools(server, state, run, blocks_agent)
     if block_admin:
-        from remem.server.routes_blocks import add_block_admin_tools
-
         add_block_admin_tools(server, state, run)
     if archival_user is not None:
         add_archival_tools(server, state, run, archival_user)
     if conversation_user is not None:
         add_conversation_tools(server, state, run, conversation_user)
     if state.config.llm is not None:  # background extraction needs the server's model
-        from remem.server.routes_jobs import add_submit_tool
-
         add_submit_tool(server, state, run)
     if procedural:
-        from remem.server.routes_procedural import add_procedural_tools
-
         add_procedural_tools(server, state, run)
     if graph:
-        from remem.server.routes_graph import add_graph_tools
-
         add_graph_tools(server, state, run)
     if files:
-        from remem.server.routes_files import add_file_tools
-
         add_file_tools(server, state, run, user=files_user, agent=files_agent)
 
     @server.tool()
@@ -324,27 +214,23 @@ def build_mcp(state: ServerState, resolve: Resolver, *,
             return {"namespaces": shown[:limit]}
         return await run(ctx, False, call)  # type: ignore[no-any-return]
 
-    _forbid_unknown_arguments(server, "list_namespaces")
+    forbid_unknown_arguments(server, "list_namespaces")
     return server
 
 
-def _add_context_tool(server: MCPServer, state: ServerState, run: Any) -> None:
-    """:data:`CONTEXT_TOOL` on ``server``: assembled on the caller's memory and threads."""
-    async def get_context(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
-        try:
-            request = ContextRequest.of(**arguments)
-        except InvalidInputError as exc:
-            raise ToolError(f"InvalidInputError: {exc}") from None
+def _has_model(state: ServerState) -> bool:
+    return state.config.llm is not None
 
+
+def _add_context_tool(server: MCPServer, state: ServerState, run: Runner) -> None:
+    """:data:`CONTEXT_TOOL` on ``server``: assembled on the caller's memory and threads."""
+    def assemble_context(request: ContextRequest, ctx: Context | None) -> Work:
         def work(who: Principal) -> dict[str, Any]:
             result = assemble(state.memory_for(who), request, state.threads_for(who))
             return ContextOut.of(result).model_dump(mode="json")
+        return work
 
-        return await run(ctx, False, work)  # type: ignore[no-any-return]
-
-    get_context.__signature__ = _signature(CONTEXT_TOOL, {})  # type: ignore[attr-defined]
-    server.add_tool(get_context, name=CONTEXT_TOOL.name, description=CONTEXT_TOOL.description)
-    _forbid_unknown_arguments(server, CONTEXT_TOOL.name)
+    add_request_tool(server, run, CONTEXT_TOOL, assemble_context)
 
 
 class AgentTools(Protocol):
@@ -356,32 +242,21 @@ class AgentTools(Protocol):
         ...
 
 
-def add_agent_tools(server: MCPServer, run: Any, specs: Mapping[str, tuple[type[Any], str]],
-                    writes: frozenset[str], make: Callable[[Principal], AgentTools]) -> None:
+def add_agent_tools(server: MCPServer, run: Runner,
+                    specs: Mapping[str, tuple[type[Request], str]], writes: frozenset[str],
+                    make: Callable[[Principal], AgentTools]) -> None:
     """Serve the agent tools ``specs`` (name -> request model, description) on ``server``:
     each call validates its arguments into the request and answers what ``make(who)``'s tools
     answer (within their token budget); a refused call is a tool error naming the fix."""
     for name, (model, description) in specs.items():
-        tool = McpTool(name, model, name in writes, description)
+        def answer(request: Any, ctx: Context | None, name: str = name) -> Work:
+            return lambda who: make(who).answer(name, request)
 
-        def bind(tool: McpTool) -> Callable[..., Awaitable[dict[str, Any]]]:
-            async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
-                try:
-                    request = tool.model.of(**arguments)
-                except InvalidInputError as exc:
-                    raise ToolError(f"InvalidInputError: {exc}") from None
-                return await run(  # type: ignore[no-any-return]
-                    ctx, tool.writes, lambda who: make(who).answer(tool.name, request))
-
-            call.__name__ = tool.name
-            call.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
-            return call
-
-        server.add_tool(bind(tool), name=tool.name, description=tool.description)
-        _forbid_unknown_arguments(server, tool.name)
+        add_request_tool(server, run, McpTool(name, model, name in writes, description),
+                         answer)
 
 
-def add_block_tools(server: MCPServer, state: ServerState, run: Any, agent_id: str) -> None:
+def add_block_tools(server: MCPServer, state: ServerState, run: Runner, agent_id: str) -> None:
     """The block tools on ``agent_id``'s blocks in the caller's tenant (where ``/v1/blocks``
     keeps them)."""
     from remem.blocks import Blocks
@@ -395,7 +270,7 @@ def add_block_tools(server: MCPServer, state: ServerState, run: Any, agent_id: s
     add_agent_tools(server, run, BLOCK_TOOLS, frozenset(BLOCK_TOOLS), make)
 
 
-def add_archival_tools(server: MCPServer, state: ServerState, run: Any, user_id: str) -> None:
+def add_archival_tools(server: MCPServer, state: ServerState, run: Runner, user_id: str) -> None:
     """``archival_memory_insert`` / ``archival_memory_search`` on ``user_id``'s memories in
     the caller's tenant."""
     from remem.tools.archival import ARCHIVAL_TOOLS, ArchivalTools
@@ -406,7 +281,7 @@ def add_archival_tools(server: MCPServer, state: ServerState, run: Any, user_id:
     add_agent_tools(server, run, ARCHIVAL_TOOLS, frozenset({"archival_memory_insert"}), make)
 
 
-def add_conversation_tools(server: MCPServer, state: ServerState, run: Any,
+def add_conversation_tools(server: MCPServer, state: ServerState, run: Runner,
                            user_id: str) -> None:
     """``conversation_search`` over the caller's threads whose metadata ``user_id`` is
     ``user_id`` (text and date range, newest first, within the tool's budget)."""

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
+from mcp.server.mcpserver import Context, MCPServer
 
 from remem.blocks import Block, Blocks
 from remem.blocks.requests import (
@@ -30,13 +31,15 @@ from remem.blocks.requests import (
     ReplaceRequest,
     RethinkRequest,
     UpdateBlockRequest,
+    run_block_admin,
 )
 from remem.errors import ReadOnlyError
 from remem.files import StoreFileBackend
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, error_response
+from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
 from remem.server.schemas import Label
-from remem.server.state import Principal
+from remem.server.state import Principal, ServerState
 from remem.store.reserved import BLOCKS
 
 __all__ = ["add_block_admin_tools", "blocks_for", "router"]
@@ -211,43 +214,17 @@ def _admin_tools() -> dict[str, tuple[type[Any], str]]:
     }
 
 
-def add_block_admin_tools(server: Any, state: Any, run: Any) -> None:
+def add_block_admin_tools(server: MCPServer, state: ServerState, run: Runner) -> None:
     """Add the application's block tools (``list_blocks``, ``get_block``, ``create_block``,
     ``update_block``, ``delete_block``, ``attach_block``, ``detach_block``) to MCP
     ``server``, on the caller's tenant's blocks (where ``/v1/blocks`` keeps them). They can
     change read-only blocks, so they are for the application's own MCP client, not an
-    agent's toolset; ``run(ctx, write, fn)`` acts for the caller (refusing writes for
-    read-only keys)."""
-    from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from remem.blocks.requests import run_block_admin
-    from remem.errors import InvalidInputError
-    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+    agent's toolset; ``run`` acts for the caller (refusing writes for read-only keys)."""
+    def administer(request: Any, ctx: Context | None) -> Work:
+        return lambda who: run_block_admin(blocks_for(state.store_for(who)), request,
+                                           actor=f"mcp:{who.tenant}")
 
     reads = {"list_blocks", "get_block"}
     for name, (model, description) in _admin_tools().items():
-        tool = McpTool(name, model, name not in reads, description)
-
-        def bind(tool: McpTool) -> Any:
-            async def call(ctx: Any = None, **arguments: Any) -> Any:
-                try:
-                    request: Any = tool.model.of(**arguments)
-                except InvalidInputError as exc:
-                    raise ToolError(f"InvalidInputError: {exc}") from None
-
-                def work(who: Principal) -> Any:
-                    return run_block_admin(blocks_for(state.store_for(who)), request,
-                                           actor=f"mcp:{who.tenant}")
-
-                return await run(ctx, tool.writes, work)
-
-            call.__name__ = tool.name
-            call.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
-            # the mcp package finds the context parameter by its type hint (get_type_hints,
-            # not the signature): without it a call over HTTP has no headers, so no key
-            call.__annotations__["ctx"] = Context | None
-            return call
-
-        server.add_tool(bind(tool), name=tool.name, description=tool.description)
-        _forbid_unknown_arguments(server, tool.name)
+        add_request_tool(server, run, McpTool(name, model, name not in reads, description),
+                         administer)

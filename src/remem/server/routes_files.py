@@ -32,6 +32,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from remem.errors import ConfigError, PermissionDeniedError
 from remem.files.approvals import Interrupt
@@ -47,8 +49,10 @@ from remem.files.requests import (
 )
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, error_response
+from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
 from remem.server.schemas import Label
 from remem.server.state import Principal, ServerState
+from remem.tools.files import FILE_TOOLS
 
 __all__ = ["AGENT_HEADER", "FILE_POLICY_ENV", "USER_HEADER", "FileTarget", "add_file_tools",
            "file_policy", "guarded_files", "router", "set_file_policy"]
@@ -232,11 +236,9 @@ USER_HEADER = "x-remem-user-id"
 AGENT_HEADER = "x-remem-agent-id"
 
 
-def _header(ctx: Any, name: str) -> str | None:
+def _header(ctx: Context | None, name: str) -> str | None:
     """Header ``name`` of the MCP request (``None`` over stdio or when absent); a bad value is
     a tool error naming the header."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
     headers = getattr(ctx, "headers", None) if ctx is not None else None
     if not headers:
         return None
@@ -250,18 +252,17 @@ def _header(ctx: Any, name: str) -> str | None:
     return value
 
 
-def _mcp_file_tool(tool: Any, state: Any, run: Any, tree: str, user: str | None,
-                   agent: str | None) -> Any:
-    from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from remem.errors import InvalidInputError
-
-    async def call(ctx: Any = None, **arguments: Any) -> Any:
-        try:
-            request: Any = tool.model.of(**arguments)
-        except InvalidInputError as exc:
-            raise ToolError(f"InvalidInputError: {exc}") from None
+def add_file_tools(server: MCPServer, state: ServerState, run: Runner, *,
+                   tree: str = "default", user: str | None = None,
+                   agent: str | None = None) -> None:
+    """Add the file tools (``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``,
+    ``grep``: the agent tools' names and request models) to MCP ``server``, on the caller's
+    file tree ``tree`` behind the server's file policy (:func:`file_policy`: ``deny`` is a
+    tool error, ``ask`` answers with the pending approval); ``run`` acts for the caller (it
+    refuses writes for read-only keys). Rules see the caller's tenant as ``org``, and as
+    ``user`` / ``agent`` the request's :data:`USER_HEADER` / :data:`AGENT_HEADER` over HTTP,
+    else ``user`` / ``agent`` (``remem mcp --files-user``, ``--files-agent``)."""
+    def guarded(request: FileRequest, ctx: Context | None) -> Work:
         acting_user = _header(ctx, USER_HEADER) or user
         acting_agent = _header(ctx, AGENT_HEADER) or agent
 
@@ -269,34 +270,9 @@ def _mcp_file_tool(tool: Any, state: Any, run: Any, tree: str, user: str | None,
             guard = guarded_files(state, who, tree, actor=f"mcp:{who.tenant}",
                                   user=acting_user, agent=acting_agent)
             return {"result": _dump(guard.run(request))}
-
-        return await run(ctx, tool.writes, work)
-
-    call.__name__ = tool.name
-    # the mcp package passes the request context to the parameter annotated Context (read
-    # with get_type_hints, not the signature); without it a call over HTTP has no headers,
-    # so no API key to act for
-    call.__annotations__["ctx"] = Context | None
-    return call
-
-
-def add_file_tools(server: Any, state: Any, run: Any, *, tree: str = "default",
-                   user: str | None = None, agent: str | None = None) -> None:
-    """Add the file tools (``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``,
-    ``grep``: the agent tools' names and request models) to MCP ``server``, on the caller's
-    file tree ``tree`` behind the server's file policy (:func:`file_policy`: ``deny`` is a
-    tool error, ``ask`` answers with the pending approval); ``run(ctx, write, fn)`` acts for
-    the caller (it refuses writes for read-only keys). Rules see the caller's tenant as
-    ``org``, and as ``user`` / ``agent`` the request's :data:`USER_HEADER` /
-    :data:`AGENT_HEADER` over HTTP, else ``user`` / ``agent`` (``remem mcp --files-user``,
-    ``--files-agent``)."""
-    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
-    from remem.tools.files import FILE_TOOLS
+        return work
 
     writes = {"write_file", "edit_file"}
     for name, (model, description) in FILE_TOOLS.items():
-        tool = McpTool(name, model, name in writes, description)  # type: ignore[arg-type]
-        call = _mcp_file_tool(tool, state, run, tree, user, agent)
-        call.__signature__ = _signature(tool, {})
-        server.add_tool(call, name=tool.name, description=tool.description)
-        _forbid_unknown_arguments(server, tool.name)
+        add_request_tool(server, run, McpTool(name, model, name in writes, description),
+                         guarded)

@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi import Request as HttpRequest
+from mcp.server.mcpserver import Context, MCPServer
 
 from remem.errors import UnsupportedError
 from remem.graph.profile import Profile
@@ -36,7 +37,8 @@ from remem.graph.requests import (
 from remem.graph.types import EntityPage, IngestResult
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
-from remem.server.state import Principal
+from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
+from remem.server.state import Principal, ServerState
 
 __all__ = ["router"]
 
@@ -130,40 +132,20 @@ _INGEST_TOOL = ("ingest_episode", IngestEpisodeRequest, True,
                 "states, the user's profile changes and dated events.")
 
 
-def _tool_function(tool: Any, state: Any, run: Any) -> Any:
-    from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from remem.errors import InvalidInputError
-
-    async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
-        try:
-            request: GraphRequest = tool.model.of(**arguments)
-        except InvalidInputError as exc:
-            raise ToolError(f"InvalidInputError: {exc}") from None
-
+def add_graph_tools(server: MCPServer, state: ServerState, run: Runner) -> None:
+    """Add the graph MCP tools to ``server`` (``ingest_episode`` only with a model); ``run``
+    acts for the caller (it refuses writes for read-only keys)."""
+    def on_graph(request: GraphRequest, ctx: Context | None) -> Work:
         def work(who: Principal) -> dict[str, Any]:
             graph = state.memory_for(who).graph(user_id=request.user_id,
                                                 agent_id=request.agent_id)
             return dump_result(request, run_graph_request(graph, request))
+        return work
 
-        result: dict[str, Any] = await run(ctx, tool.writes, work, waits_on_llm=tool.writes)
-        return result
-
-    call.__name__ = tool.name
-    return call
-
-
-def add_graph_tools(server: Any, state: Any, run: Any) -> None:
-    """Add the graph MCP tools to ``server`` (``ingest_episode`` only with a model);
-    ``run(ctx, write, fn, waits_on_llm=...)`` is the MCP server's way of acting for the
-    caller (it refuses writes for read-only keys)."""
-    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+    def ingests(request: GraphRequest) -> bool:  # the one tool that calls the model
+        return isinstance(request, IngestEpisodeRequest)
 
     tools = (*_TOOLS, *((_INGEST_TOOL,) if state.config.llm is not None else ()))
     for name, model, writes, description in tools:
-        tool = McpTool(name, model, writes, description)
-        call = _tool_function(tool, state, run)
-        call.__signature__ = _signature(tool, {})
-        server.add_tool(call, name=tool.name, description=tool.description)
-        _forbid_unknown_arguments(server, tool.name)
+        add_request_tool(server, run, McpTool(name, model, writes, description), on_graph,
+                         waits_on_llm=ingests)

@@ -16,8 +16,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI, Path, Query
 from fastapi import Request as HttpRequest
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
 from remem.background import STATUSES, JobQueue, JobStatus
@@ -32,6 +31,7 @@ from remem.background.worker import Worker
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
+from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
 from remem.server.state import Principal, ServerState
 
 __all__ = ["add_submit_tool", "install_in_process_worker", "jobs_queue", "router"]
@@ -289,29 +289,14 @@ SUBMIT_TOOL_DESCRIPTION = (
     "job). Answers at once with the job id.")
 
 
-def add_submit_tool(server: Any, state: ServerState, run: Any) -> None:
+def add_submit_tool(server: MCPServer, state: ServerState, run: Runner) -> None:
     """Add the MCP tool ``submit_memories`` (parameters: :class:`SubmitRequest`'s fields) to
-    ``server``; ``run(ctx, write, fn)`` is the MCP server's way of acting for the caller."""
-    from remem.errors import InvalidInputError
-    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
-
-    tool = McpTool("submit_memories", SubmitRequest, True,  # type: ignore[arg-type]
-                   SUBMIT_TOOL_DESCRIPTION)
-
-    async def submit_memories(ctx: Context | None = None,
-                              **arguments: Any) -> dict[str, Any]:
-        try:
-            request = SubmitRequest.of(**arguments)
-        except InvalidInputError as exc:
-            raise ToolError(f"InvalidInputError: {exc}") from None
-
+    ``server``; ``run`` acts for the caller."""
+    def submit(request: SubmitRequest, ctx: Context | None) -> Work:
         def work(who: Principal) -> dict[str, Any]:
             jobs = MemoryJobs(state.memory_for(who), state.jobs(), tenant=who.tenant)
             return jobs.submit(request).to_dict()
+        return work
 
-        result: dict[str, Any] = await run(ctx, True, work)
-        return result
-
-    submit_memories.__signature__ = _signature(tool, {})  # type: ignore[attr-defined]
-    server.add_tool(submit_memories, name=tool.name, description=tool.description)
-    _forbid_unknown_arguments(server, tool.name)
+    tool = McpTool("submit_memories", SubmitRequest, True, SUBMIT_TOOL_DESCRIPTION)
+    add_request_tool(server, run, tool, submit)

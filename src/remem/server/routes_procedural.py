@@ -20,8 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi import Request as HttpRequest
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, ConfigDict, create_model
 
 from remem.episodic.episodes import EpisodeStore
@@ -35,7 +34,7 @@ from remem.episodic.requests import (
     episode_json,
     run_episode_request,
 )
-from remem.errors import InvalidInputError, UnsupportedError
+from remem.errors import UnsupportedError
 from remem.procedural.prompts import PromptRegistry
 from remem.procedural.requests import (
     CreatePromptRequest,
@@ -57,6 +56,7 @@ from remem.procedural.requests import (
 from remem.requests import Request
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
+from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
 from remem.server.routes_jobs import JobOut
 from remem.server.state import Principal, ServerState
 
@@ -369,33 +369,16 @@ _TOOLS: tuple[tuple[str, type[Request], bool, str], ...] = (
 )
 
 
-def _tool_function(tool: Any, state: ServerState, run: Any) -> Any:
-    async def call(ctx: Context | None = None, **arguments: Any) -> dict[str, Any]:
-        try:
-            request: Any = tool.model.of(**arguments)
-        except InvalidInputError as exc:
-            raise ToolError(f"InvalidInputError: {exc}") from None
-
+def add_procedural_tools(server: MCPServer, state: ServerState, run: Runner) -> None:
+    """Add the prompt and episode MCP tools to ``server``; ``run`` acts for the caller (it
+    refuses writes for read-only keys)."""
+    def on_prompts_or_episodes(request: Any, ctx: Context | None) -> Work:
         def work(who: Principal) -> dict[str, Any]:
             if isinstance(request, PromptRequest):
                 return prompt_json(request, run_prompt(state, who, request))
             return episode_json(request, run_episodes(state, who, request))
-
-        result: dict[str, Any] = await run(ctx, tool.writes, work)
-        return result
-
-    call.__name__ = tool.name
-    return call
-
-
-def add_procedural_tools(server: Any, state: ServerState, run: Any) -> None:
-    """Add the prompt and episode MCP tools to ``server``; ``run(ctx, write, fn)`` is the MCP
-    server's way of acting for the caller (it refuses writes for read-only keys)."""
-    from remem.server.mcp import McpTool, _forbid_unknown_arguments, _signature
+        return work
 
     for name, model, writes, description in _TOOLS:
-        tool = McpTool(name, model, writes, description)  # type: ignore[arg-type]
-        call = _tool_function(tool, state, run)
-        call.__signature__ = _signature(tool, {})
-        server.add_tool(call, name=tool.name, description=tool.description)
-        _forbid_unknown_arguments(server, tool.name)
+        add_request_tool(server, run, McpTool(name, model, writes, description),
+                         on_prompts_or_episodes)

@@ -1,9 +1,9 @@
 """Request and response bodies of the HTTP API (pydantic models; they are the OpenAPI schema).
 
 The memory routes take the request values of :mod:`remem.memory.requests` as their bodies
-and answer with the result models of :mod:`remem.memory.wire`; the few models here are the
-store's bodies, the error body, and the parts of a memory request that travel outside the
-body (:func:`fields_of`: a path's id taken out, delete's options as query parameters).
+and answer with the result models of :mod:`remem.memory.wire` (both derived from the memory
+operation table by :mod:`remem.server.operation_routes`); the few models here are the
+store's bodies and the error body.
 
 The constraints mirror the store's own rules (:mod:`remem.store.types`), so a request that
 breaks one is refused by validation with a 422 naming the field, before any I/O. Rules the
@@ -13,20 +13,17 @@ the library and answered with a 422 as well.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
-    create_model,
     field_validator,
 )
 
-from remem.memory.requests import DeleteRequest, UpdateRequest
 from remem.requests import (
     MAX_NAMESPACE_DEPTH,
     Label,
@@ -34,13 +31,11 @@ from remem.requests import (
     NamespacePath,
     NamespacePrefix,
     Offset,
-    Request,
     Timestamp,
 )
 
 __all__ = [
     "MAX_NAMESPACE_DEPTH",
-    "DeleteMemoryQuery",
     "ErrorBody",
     "ErrorDetail",
     "ItemOut",
@@ -51,8 +46,6 @@ __all__ = [
     "PutItemBody",
     "SearchItemOut",
     "StoreSearchBody",
-    "UpdateMemoryBody",
-    "fields_of",
 ]
 
 Key = Annotated[str, StringConstraints(min_length=1, max_length=1024,
@@ -162,31 +155,3 @@ class OkOut(BaseModel):
     """A write was applied."""
 
     ok: bool = True
-
-
-# -- memories: request fields outside the body ---------------------------------------------
-
-
-def fields_of(request: type[Request], *, without: Sequence[str], name: str,
-              strict: bool = True) -> type[BaseModel]:
-    """A model of ``request``'s fields less ``without`` (same types, limits, defaults and
-    descriptions): the body of a route whose path carries the id, or the query parameters
-    of one without a body (``strict=False``: query values arrive as text)."""
-    fields: dict[str, Any] = {field: (info.annotation, info)
-                              for field, info in request.model_fields.items()
-                              if field not in without}
-    config = ConfigDict(**{**request.model_config, "strict": strict})
-    return create_model(name, __config__=config, __doc__=request.__doc__, **fields)
-
-
-if TYPE_CHECKING:  # type checkers see plain models; the real ones are generated below
-    class UpdateMemoryBody(BaseModel):
-        """The body of ``PATCH /v1/memories/{memory_id}``."""
-
-    class DeleteMemoryQuery(BaseModel):
-        """The query of ``DELETE /v1/memories/{memory_id}``."""
-else:
-    UpdateMemoryBody = fields_of(UpdateRequest, without=("memory_id",),
-                                 name="UpdateMemoryBody")
-    DeleteMemoryQuery = fields_of(DeleteRequest, without=("memory_id", "actor"),
-                                  name="DeleteMemoryQuery", strict=False)

@@ -1,0 +1,114 @@
+"""The router builder: FastAPI routes made from a family's operation table
+(:class:`remem.operations.Operation` rows), so no route is written by hand.
+
+Each row becomes one route at its method and path, documented with its summary and
+description, answering with its result model (and the model's failures when it calls the
+server's model). What the route takes follows the row (see :mod:`remem.operations`):
+
+* a ``POST`` without path fields takes the request itself as its body, so the body's schema
+  is the request's and FastAPI validates it;
+* path fields are path parameters with the field's type, limits and description;
+* the other fields are the query parameters (``GET``, ``DELETE``) or the body (``PATCH``, a
+  ``POST`` with path fields) of a model derived from the request (:func:`part_model`);
+  the route builds the request from those and the path, as ``Request.of`` validates it.
+
+The caller's key is checked before anything else (``Writer`` for a row that writes,
+``Reader`` otherwise). The family's handler runs the request for the caller and returns the
+result, which the route answers with the row's result model.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi import Request as HttpRequest
+from pydantic import BaseModel, ConfigDict, create_model
+
+from remem.operations import Operation
+from remem.requests import Request
+from remem.server.auth import Reader, Writer
+from remem.server.errors import MODEL_RESPONSES
+from remem.server.state import Principal
+
+__all__ = ["Handler", "add_operation_routes", "part_model"]
+
+Handler = Callable[[HttpRequest, Principal, Any], Awaitable[Any]]
+"""Runs a validated request for the caller (the HTTP request gives the server's state) and
+returns its result (the Python value the row's result model reads with ``of``)."""
+
+
+def add_operation_routes(router: APIRouter, table: Sequence[Operation],
+                         handler: Handler) -> None:
+    """Add a route to ``router`` for each row of ``table``, each run by ``handler``.
+
+    Literal paths are added before templated ones (``/v1/memories/list`` before
+    ``/v1/memories/{memory_id}``), so no templated path can shadow a literal one."""
+    for operation in sorted(table, key=lambda row: bool(row.path_fields)):
+        _add_route(router, operation, handler)
+
+
+@functools.cache
+def part_model(operation: Operation) -> type[BaseModel] | None:
+    """The model of what ``operation``'s route takes besides its path: the request's
+    :attr:`~remem.operations.Operation.sent_fields` with their types, limits, defaults and
+    descriptions, named after the route (``update_memory`` -> ``UpdateMemoryBody``). A query
+    model converts text (query values arrive as text); a body is as strict as the request.
+    ``None`` when nothing travels outside the path."""
+    fields: dict[str, Any] = {name: (operation.request.model_fields[name].annotation,
+                                     operation.request.model_fields[name])
+                              for name in operation.sent_fields}
+    if not fields:
+        return None
+    suffix = "Query" if operation.in_query else "Body"
+    name = "".join(word.title() for word in operation.route.name.split("_")) + suffix
+    config = ConfigDict(**{**operation.request.model_config, "strict": not operation.in_query})
+    model: type[BaseModel] = create_model(name, __config__=config,
+                                          __doc__=operation.request.__doc__,
+                                          __module__=__name__, **fields)
+    return model
+
+
+def _path_parameter(request: type[Request], name: str) -> Any:
+    """The annotation of path parameter ``name``: the field's type and limits, described as
+    the field is."""
+    info = request.model_fields[name]
+    return Annotated[(info.annotation, *info.metadata, Path(description=info.description))]
+
+
+def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> None:
+    route = operation.route
+    kind = operation.request
+    part = None if operation.whole_body else part_model(operation)
+
+    async def endpoint(who: Principal, http: HttpRequest, **values: Any) -> Any:
+        if operation.whole_body:
+            request = values["body"]
+        else:
+            given = values.pop("query" if operation.in_query else "body", None)
+            request = kind.of(**(dict(given) if given is not None else {}), **values)
+        return operation.answer(await handler(http, who, request))
+
+    # the signature FastAPI reads: path parameters, the body or query, the key's check
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(name, keyword, annotation=_path_parameter(kind, name))
+              for name in operation.path_fields]
+    if operation.whole_body:
+        params.append(inspect.Parameter("body", keyword, annotation=kind))
+    elif part is not None and operation.in_query:
+        params.append(inspect.Parameter("query", keyword, annotation=Annotated[part, Query()]))
+    elif part is not None:
+        params.append(inspect.Parameter("body", keyword, annotation=part))
+    params += [inspect.Parameter("who", keyword, annotation=Writer if operation.writes
+                                 else Reader),
+               inspect.Parameter("http", keyword, annotation=HttpRequest)]
+    endpoint.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        params, return_annotation=operation.result)
+    endpoint.__name__ = route.name
+    router.add_api_route(route.path, endpoint, methods=[route.method],
+                         response_model=operation.result, summary=route.summary,
+                         description=route.description, name=route.name,
+                         responses=MODEL_RESPONSES if operation.calls_model else None)
