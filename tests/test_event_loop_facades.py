@@ -6,7 +6,7 @@ it answers with no loop. remem's sync paths are all truly blocking (sqlite3, psy
 pool, httpx's sync client), so they simply run there, holding the loop for the call; the last
 test shows the loop's other tasks carry on. Every run is bounded by a timeout, so a deadlock
 fails the test instead of hanging it. The store's own methods on every backend are in
-tests/conformance/test_event_loop.py; the chat clients' in tests/test_llm_clients.py."""
+tests/conformance/test_event_loop.py; the chat clients' in tests/llm/test_clients.py."""
 
 from __future__ import annotations
 

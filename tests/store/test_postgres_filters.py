@@ -1,7 +1,7 @@
 """The PostgreSQL filter compiler selects exactly what the Python predicate selects.
 
 Documents go through :func:`postgres_document` into a jsonb column, as the store writes them;
-random filters from ``tests/test_filters.py`` run through :func:`to_postgres` and
+random filters from ``tests/store/test_filters.py`` run through :func:`to_postgres` and
 :func:`to_predicate` and must agree on every document.
 """
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from remem.errors import UsageError
 from remem.store.filters import parse_filter, to_predicate
 from remem.store.filters_postgres import postgres_document, to_postgres
-from tests.test_filters import DOCUMENTS, FILTERS
+from tests.store.test_filters import DOCUMENTS, FILTERS
 
 _tables = itertools.count()
 

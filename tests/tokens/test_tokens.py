@@ -28,7 +28,7 @@ from remem.tokens import (
     count_messages,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 @pytest.mark.parametrize(("text", "tokens"), [

@@ -35,7 +35,7 @@ from remem.store import IndexConfig, InMemoryStore, KeywordConfig
 from remem.testing import LoopbackServer
 from remem.testing.chat_server import ChatCall
 
-MINI = Path(__file__).parent / "data" / "eval" / "locomo_facts_mini.json"
+MINI = Path(__file__).parent.parent / "data" / "eval" / "locomo_facts_mini.json"
 WHEN = datetime(2023, 3, 3, tzinfo=UTC)
 
 

@@ -1,6 +1,6 @@
 """Multi-evidence ranking stages: the pure parts, their option errors, and "off changes nothing".
 
-Store behaviour on every backend is in ``test_retrieval_stages_backends.py``.
+Store behaviour on every backend is in ``test_stages_backends.py``.
 """
 
 from __future__ import annotations

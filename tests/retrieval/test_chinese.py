@@ -18,7 +18,7 @@ from remem.eval.harness import run_locomo, summarize_sets
 from remem.eval.locomo import LocomoDataset, load_locomo
 from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store
 
-DATA = Path(__file__).parent / "data" / "zh_memories.json"
+DATA = Path(__file__).parent.parent / "data" / "zh_memories.json"
 
 
 

@@ -23,7 +23,7 @@ from remem.store import IndexConfig, KeywordConfig, PutOp, SQLiteStore
 from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _child_env() -> dict[str, str]:
