@@ -14,7 +14,7 @@ import pytest
 
 from remem.threads import ThreadStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _child_env() -> dict[str, str]:

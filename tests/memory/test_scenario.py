@@ -10,7 +10,7 @@ from types import ModuleType
 
 from remem.embed import FakeEmbedder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_benchmark() -> ModuleType:

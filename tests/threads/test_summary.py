@@ -23,7 +23,7 @@ from remem.threads.summary import (
 )
 from remem.threads.trim import check_anthropic_sequence, check_openai_sequence
 from remem.tokens import IMAGE_TOKENS, EstimateCounter, count_messages
-from tests.test_trim import conversations
+from tests.threads.test_trim import conversations
 
 COUNTER = EstimateCounter()
 

@@ -17,7 +17,7 @@ from remem.threads import SummaryPolicy, Thread, ThreadStore, trim_messages, wit
 from remem.threads.summary import SUMMARY_METADATA_KEY
 from remem.threads.types import summary_usage
 from remem.tokens import EstimateCounter, count_messages
-from tests.test_trim import conversations
+from tests.threads.test_trim import conversations
 
 COUNTER = EstimateCounter()
 
