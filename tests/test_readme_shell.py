@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_eval import synthetic
+from tests.eval.test_eval import synthetic
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

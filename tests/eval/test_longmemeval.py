@@ -16,7 +16,7 @@ from remem.cli import cli
 from remem.errors import InvalidInputError
 from remem.eval.longmemeval import load_longmemeval, parse_longmemeval
 
-MINI = Path(__file__).parent / "data" / "eval" / "longmemeval_mini.json"
+MINI = Path(__file__).parent.parent / "data" / "eval" / "longmemeval_mini.json"
 
 
 def raw() -> list[dict[str, Any]]:

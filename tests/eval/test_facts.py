@@ -20,7 +20,7 @@ from remem.eval.facts import FactMemory, UnitsRetriever, parse_facts, returned_s
 from remem.eval.locomo import parse_locomo
 from remem.store import IndexConfig, InMemoryStore, KeywordConfig
 
-MINI = Path(__file__).parent / "data" / "eval" / "locomo_facts_mini.json"
+MINI = Path(__file__).parent.parent / "data" / "eval" / "locomo_facts_mini.json"
 
 
 def raw() -> list[dict[str, Any]]:

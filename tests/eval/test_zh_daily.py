@@ -30,7 +30,7 @@ from remem.eval.memdaily import load_memdaily
 from remem.eval.store_retriever import EvalMode, StoreRetriever, temporary_store
 from remem.retrieval.tokenize import DefaultTokenizer
 
-DATA = Path(__file__).parent / "data" / "zh_daily.json"
+DATA = Path(__file__).parent.parent / "data" / "zh_daily.json"
 # words that only make a sentence a question; the paraphrase check sets them aside
 QUESTION_WORDS = frozenset((
     "什么", "哪里", "哪儿", "哪个", "哪些", "多少", "几", "怎么", "怎么样", "如何", "谁", "为什么",

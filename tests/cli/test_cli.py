@@ -20,7 +20,7 @@ from remem.cli import cli
 from remem.cli.common import format_namespace, parse_namespace
 from remem.errors import NamespaceError, StoreError
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "cli.md"
 STORE_COMMANDS = ("put", "get", "delete", "search", "namespaces", "sweep", "export", "import",
                   "reindex")
 

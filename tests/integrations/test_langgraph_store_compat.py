@@ -33,7 +33,7 @@ from remem.errors import FilterError, InvalidInputError, NamespaceError
 from remem.integrations.langgraph import InvalidNamespaceError, RememStore
 from remem.integrations.langgraph.translate import decode_label, encode_label
 from remem.store import IndexConfig, TTLConfig, open_store
-from tests.test_integrations_langgraph_store import BACKENDS, embed
+from tests.integrations.test_langgraph_store import BACKENDS, embed
 
 Opener = Callable[..., RememStore]
 _schemas = itertools.count()

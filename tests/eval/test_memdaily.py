@@ -15,7 +15,7 @@ from remem.cli import cli
 from remem.errors import InvalidInputError
 from remem.eval.memdaily import load_memdaily, parse_loose_time, parse_memdaily
 
-DATA = Path(__file__).parent / "data" / "eval"
+DATA = Path(__file__).parent.parent / "data" / "eval"
 EN = DATA / "memdaily_en.json"
 ZH = DATA / "memdaily_zh.json"
 

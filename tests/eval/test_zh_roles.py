@@ -16,7 +16,7 @@ from typing import Any
 
 from remem.eval.memdaily import load_memdaily
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 KINDS = {"simple", "conditional", "comparative", "aggregative", "post_processing", "noisy"}
 
 

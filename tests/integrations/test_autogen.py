@@ -228,7 +228,7 @@ def _run_suite(dist: str, variant: str, workdir: Path) -> dict[str, str]:
     path, select = SUITES[dist]
     report = workdir / f"{dist}-{variant}.xml"
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
-    env.update(PYTHONPATH=str(Path(__file__).parent / "integrations"),
+    env.update(PYTHONPATH=str(Path(__file__).parent),
                REMEM_AUTOGEN_VARIANT=variant, PYTHONDONTWRITEBYTECODE="1")
     command = [sys.executable, "-m", "pytest", "-p", "autogen_suite_plugin", "-p",
                "no:cacheprovider", "-q", "--rootdir", str(root), "-c",

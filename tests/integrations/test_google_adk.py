@@ -4,7 +4,7 @@ earlier sessions said through remem memories (RememMemoryService), with ADK's ow
 ``load_memory`` and ``preload_memory`` tools; state scopes (app:, user:, temp:) through a
 tool's ToolContext; the session and memory services' calls on SQLite in memory and in a
 file. Skipped without google-adk. The session service's answers are compared with ADK's
-InMemorySessionService in tests/test_integrations_google_adk_differential.py."""
+InMemorySessionService in tests/integrations/test_google_adk_differential.py."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from remem.cli import cli
 from remem.cli.eval import LONGMEMEVAL_STAGES, MEMDAILY_STAGES
 from remem.eval.store_retriever import STAGES
 
-DATA = Path(__file__).parent / "data" / "eval"
+DATA = Path(__file__).parent.parent / "data" / "eval"
 FILES = {"memdaily": DATA / "memdaily_zh.json", "longmemeval": DATA / "longmemeval_mini.json"}
 DEFAULTS = {"memdaily": MEMDAILY_STAGES, "longmemeval": LONGMEMEVAL_STAGES}
 
@@ -89,7 +89,7 @@ def test_the_questions_stage_reaches_the_store(tmp_path: Path) -> None:
 def _roles(pools: int, *extra: str) -> dict[str, Any]:
     """The JSON report of ``remem eval memdaily`` on the first ``pools`` pools of zh_roles,
     keyword mode (the fake embedder is never asked), in memory."""
-    roles = Path(__file__).parent / "data" / "zh_roles.json"
+    roles = Path(__file__).parent.parent / "data" / "zh_roles.json"
     result = CliRunner().invoke(cli, [
         "eval", "memdaily", str(roles), "--mode", "keyword", "--embedder", "fake", "--backend",
         "memory", "--bootstrap", "0", "--limit-pools", str(pools), "--json", *extra])

@@ -19,7 +19,7 @@ from remem.eval.locomo import TurnMemory
 from remem.eval.memory_retriever import MemoryRetriever
 from tests.memory_support import make_store, rule_model
 
-DATA = Path(__file__).parent / "data" / "eval"
+DATA = Path(__file__).parent.parent / "data" / "eval"
 FILES = {"memdaily": DATA / "memdaily_zh.json", "longmemeval": DATA / "longmemeval_mini.json",
          "locomo": DATA / "locomo_facts_mini.json"}
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -45,7 +45,7 @@ from remem.eval import (
 from remem.eval import harness as harness_module
 from remem.store import IndexConfig, InMemoryStore
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs" / "cli.md"
 SET_KEYS = {"n", *HEADLINE}
 
 
