@@ -1,7 +1,7 @@
 """remem.Client against a real server on loopback: the Memory facade's methods, sync and
 async, the same results as an embedded Memory, and remem's errors for server errors.
 (Every operation's parameters and JSON are checked against Memory's in
-tests/test_surface_parity.py.)"""
+tests/surfaces/test_parity.py.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The scripts in examples/ run as written and print what the docs say they show (the
-Python blocks of README.md and docs/ are run by tests/test_docs.py)."""
+Python blocks of README.md and docs/ are run by tests/project/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quickstart_runs(tmp_path: Path) -> None:

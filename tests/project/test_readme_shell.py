@@ -31,7 +31,7 @@ import pytest
 
 from tests.eval.test_eval import synthetic
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 README = ROOT / "README.md"
 BIN = Path(sys.executable).parent
 

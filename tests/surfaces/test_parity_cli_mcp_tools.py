@@ -1,5 +1,5 @@
 """The CLI commands, the MCP tools and the agent tools are built from the memory requests
-(the Python and HTTP surfaces are checked in ``tests/test_surface_parity.py``).
+(the Python and HTTP surfaces are checked in ``tests/surfaces/test_parity.py``).
 
 :data:`ROWS` says, for every request type of :mod:`remem.memory.requests`, which command and
 which MCP tool it is, and what each surface does differently, with the reason. The tests
