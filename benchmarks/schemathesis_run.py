@@ -3,7 +3,7 @@
     python benchmarks/schemathesis_run.py --max-examples 420 --stateful-passes 10 \
         --out benchmarks/results/schemathesis.json -- --continue-on-failure
 
-Not part of the test suite (``tests/test_server_fuzz.py`` is its bounded, in-process
+Not part of the test suite (``tests/server/test_fuzz.py`` is its bounded, in-process
 sibling). What it does:
 
 1. a fresh SQLite file and API key, then ``remem serve`` (fake embedder, no MCP) on a free
@@ -192,7 +192,7 @@ def summarise(events_file: Path) -> dict[str, Any]:
 
 
 #: the 413 of the body limit refuses schema-breaking data too (a long string sent as JSON
-#: escapes can pass 1 MiB before validation sees it), as in tests/test_server_fuzz.py
+#: escapes can pass 1 MiB before validation sees it), as in tests/server/test_fuzz.py
 CONFIG = """[checks.negative_data_rejection]
 expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422",
                      "428", "429", "5xx"]

@@ -1,4 +1,5 @@
-"""Find, run and check the Python examples of README.md and docs/ (driven by tests/test_docs.py).
+"""Find, run and check the Python examples of README.md and docs/ (driven by
+tests/project/test_docs.py).
 
 Every ```` ```python ```` block of ``README.md``, ``docs/*.md`` and ``benchmarks/README.md`` is
 one test. A block runs **on its own**, as a reader would run it after copying it: in a fresh

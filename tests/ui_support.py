@@ -1,4 +1,4 @@
-"""Helpers of the inspector's tests (tests/test_ui_*.py): a server on a real SQLite file,
+"""Helpers of the inspector's tests (tests/ui/test_*.py): a server on a real SQLite file,
 keys, and logging in through the login form as a browser would."""
 
 from __future__ import annotations

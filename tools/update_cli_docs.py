@@ -2,7 +2,7 @@
 
 Every ``<!-- help: remem ... -->`` marker is followed by a ```text block; this replaces each
 block with the command's current help as an 80-column terminal shows it. Add a marker for a
-new command by hand, then run ``python tools/update_cli_docs.py``; tests/test_cli.py checks
+new command by hand, then run ``python tools/update_cli_docs.py``; tests/cli/test_cli.py checks
 the result.
 
 The memory commands' options are built from the request models (remem.cli.options), so a
@@ -30,7 +30,7 @@ TERMINAL_COLUMNS = 80
 def real_help(command: str) -> str:
     """``command --help`` as an 80-column terminal shows it. Click wraps help at the
     terminal's width less 2 (78 here); ``CliRunner`` would force 80 instead, so the width is
-    passed as a real terminal gives it (tests/test_cli.py checks one against a process)."""
+    passed as a real terminal gives it (tests/cli/test_cli.py checks one against a process)."""
     result = CliRunner().invoke(cli, [*command.split()[1:], "--help"],
                                 env={"COLUMNS": str(TERMINAL_COLUMNS)}, prog_name="remem",
                                 terminal_width=TERMINAL_COLUMNS - 2)

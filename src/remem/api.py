@@ -303,7 +303,7 @@ class Memory:
 
     # -- sync API ---------------------------------------------------------------------------
     # Each method only builds its request and runs it; the signatures are spelled out for
-    # IDE help and type checking (tests/test_surface_parity.py keeps them equal to the
+    # IDE help and type checking (tests/surfaces/test_parity.py keeps them equal to the
     # requests' fields and defaults).
 
     def add(self, messages: MessagesInput, *, user_id: str | None = None,

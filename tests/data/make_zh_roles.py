@@ -12,7 +12,7 @@ question whose relation or condition also fits a person of another trajectory of
 not written (it would have two right answers in the pooled namespace).
 
 Deterministic: ``python tests/data/make_zh_roles.py`` writes the same bytes every time
-(``tests/test_zh_roles.py`` checks the committed file against it).
+(``tests/eval/test_zh_roles.py`` checks the committed file against it).
 """
 
 from __future__ import annotations

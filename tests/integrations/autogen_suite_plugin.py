@@ -1,5 +1,5 @@
 """A pytest plugin loaded (``-p autogen_suite_plugin``) into AutoGen's own tests, which
-tests/test_integrations_autogen.py runs in a subprocess from the autogen-core and
+tests/integrations/test_autogen.py runs in a subprocess from the autogen-core and
 autogen-agentchat sdists: in the ``remem`` variant it rebinds, in each test module, the
 memory classes their tests build (autogen-core's ``ListMemory``, autogen-agentchat's
 ``MockMemory``) to :class:`~remem.integrations.autogen.RememMemory` subclasses with the same

@@ -5,7 +5,7 @@ its place, and compare with the same run on the SDK's ``SQLiteSession``.
 
 ``python -m tests.integrations.openai_agents_suite`` prints the counts of both runs and every
 failure RememSession has that SQLiteSession does not, sorted by kind;
-tests/test_integrations_openai_agents_own_suite.py asserts on them.
+tests/integrations/test_openai_agents_own_suite.py asserts on them.
 
 The sdist is downloaded with pip once into a cache directory (``$REMEM_AGENTS_SUITE``, else
 ``<tmp>/remem-openai-agents-suite``); only its ``tests/`` and ``pyproject.toml`` are

@@ -2,7 +2,7 @@
 
 Errors carry their hint as data (:class:`remem.errors.Hint`: a :class:`~remem.errors.Fix` and
 its subject); ``str(error)`` ends with the Python API's words. The CLI says the same fix as a
-``remem`` command, from the one table here, :data:`CLI_FIXES` (tests/test_cli_hints.py checks
+``remem`` command, from the one table here, :data:`CLI_FIXES` (tests/cli/test_hints.py checks
 that every :class:`~remem.errors.Fix` has a row).
 """
 

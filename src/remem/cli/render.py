@@ -113,7 +113,7 @@ def short_ids(ids: Sequence[str], *, full: bool = False) -> list[str]:
 def people_table() -> Table:
     """An empty table for people that reads at 80 columns and in a pipe: no box, two spaces
     between columns, a bold header. Give the text column ``ratio=1`` and a ``min_width``
-    and the others ``no_wrap``, so the text gets the room (tests/test_cli_width.py renders
+    and the others ``no_wrap``, so the text gets the room (tests/cli/test_width.py renders
     each command at 80 columns)."""
     return Table(box=None, show_edge=False, pad_edge=False, padding=(0, 1),
                  header_style="bold")

@@ -1,6 +1,6 @@
 """Reconciliation: turn decided changes into store writes and history events (pure code).
 
-The rules (each has a test on the scripted model in ``tests/test_memory_reconcile.py``):
+The rules (each has a test on the scripted model in ``tests/memory/test_reconcile.py``):
 
 * an insert whose normalised content equals a current memory's is a no-op (exact duplicate);
 * an update supersedes: the old memory gets ``invalid_at`` (and ``superseded_by``), the new

@@ -3,7 +3,7 @@
 ``Memory.add(...)`` builds an :class:`AddRequest` and runs it; so do ``remem.Client``, the
 ``/v1/memories`` routes (the request is the HTTP body), the ``remem`` CLI commands, the MCP
 tools and the agent tools. A parameter added here reaches every surface; the parity test
-(``tests/test_surface_parity.py``) fails until each surface takes it with the same default.
+(``tests/surfaces/test_parity.py``) fails until each surface takes it with the same default.
 
 Scopes: ``user_id`` and ``agent_id`` select the namespace ``("memories", "user", <user_id>,
 "agent", <agent_id>)`` (each part only when given); ``thread_id`` is recorded as the source of

@@ -6,7 +6,7 @@ of a few thousand long documents would hold megabytes each, and a search reads f
 
 A store's threads (and a server's tenants) share these memos: ``functools.lru_cache`` keeps its
 table consistent under threads, and the wrapped readings are pure functions of the text, so a
-race at worst reads one text twice (``tests/test_cache_races.py``).
+race at worst reads one text twice (``tests/retrieval/test_cache_races.py``).
 """
 
 from __future__ import annotations

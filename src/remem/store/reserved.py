@@ -10,7 +10,7 @@ from here (``FILES``, ``MEMORIES``...), and :class:`~remem.store.guarded.Guarded
 view every raw store surface uses, checks each operation against it in one place.
 
 The store is the lowest layer, so this module imports nothing of the families: they import
-it. ``tests/test_reserved_roots.py`` exercises every family through its own API on one store
+it. ``tests/store/test_reserved_roots.py`` exercises every family through its own API on one store
 and fails if a top-level label appears that is not registered here.
 
 >>> root_of(("files", "default", "files", "/notes"))[0].family

@@ -5,7 +5,7 @@
 :class:`~remem.threads.remote.RemoteThreads` (``client.threads``, which sends it to
 ``/v1/threads``) and the server's routes (the request, less the thread id of the path, is the
 HTTP body or query). A parameter added here reaches every surface; the parity test
-(``tests/test_thread_surface_parity.py``) fails until each takes it with the same default.
+(``tests/threads/test_surface_parity.py``) fails until each takes it with the same default.
 
 Two kinds of field are not JSON: a **local** field (``CompactRequest.model``,
 ``ContextRequest.counter``) holds a Python object that only an embedded store can use; it is
