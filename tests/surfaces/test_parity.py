@@ -167,7 +167,7 @@ EXAMPLES: dict[type[MemoryRequest[Any]], tuple[Example, ...]] = {
 """Requests the same-JSON test runs on every surface, in this order (a script: later steps
 use the ids earlier ones made). Every memory row has some; context has none here because
 ``Client.run`` does not send a ``ContextRequest`` (``Client.context`` does, checked by
-``tests/test_context_http.py``)."""
+``tests/context/test_http.py``)."""
 
 
 def test_the_table_covers_every_memory_request() -> None:
