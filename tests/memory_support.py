@@ -16,6 +16,7 @@ from typing import Any
 
 from remem.embed import FakeEmbedder
 from remem.llm import ChatRequest, ScriptedModel
+from remem.memory.records import KEYWORD_FIELDS
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 
 FIELDS = ("text",)
@@ -29,7 +30,7 @@ def make_store(kind: str, tmp_path: Path | None = None) -> BaseStore:
         assert tmp_path is not None
         location = str(tmp_path / "memories.db")
     return open_store(location, index=IndexConfig(FakeEmbedder(), fields=FIELDS),
-                      keyword=KeywordConfig(fields=FIELDS))
+                      keyword=KeywordConfig(fields=KEYWORD_FIELDS))
 
 
 def existing_memories(request: ChatRequest) -> list[dict[str, Any]]:

@@ -66,7 +66,7 @@ from remem.memory.operations import (
     update_flow,
 )
 from remem.memory.reconcile import ChangeContext
-from remem.memory.records import MemoryRecord
+from remem.memory.records import KEYWORD_FIELDS, MemoryRecord
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -171,7 +171,7 @@ class Memory:
         index = IndexConfig(vectors, fields=MEMORY_FIELDS) if vectors is not None else None
         # without an embedder, a file that holds vectors is refused (naming their model):
         # its searches would otherwise run on keywords alone without saying so
-        store = open_store(path_or_dsn, index=index, keyword=KeywordConfig(fields=MEMORY_FIELDS),
+        store = open_store(path_or_dsn, index=index, keyword=KeywordConfig(fields=KEYWORD_FIELDS),
                            strict=index is None)
         return cls(store, llm=llm, owns_store=True, **options)
 

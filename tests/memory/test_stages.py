@@ -55,6 +55,28 @@ def test_infer_false_keeps_each_message_where_and_when_it_was_said(mem: Memory) 
                                                                               1_060.0)
 
 
+
+def test_each_message_is_keyword_searchable_by_the_turn_before_it(mem: Memory) -> None:
+    """A reply is often unintelligible alone: its source keeps the message before it in
+    the add and the day it was said, which keyword search reads with its text (never the
+    vectors, never its text)."""
+    said = [Message.user("Where did you run the marathon?", name="Alice",
+                         created_at=1_683_540_000.0),  # 8 May 2023
+            Message.user("In Boston, with my sister", name="Bob", created_at=1_683_540_060.0)]
+    first, reply = sorted(mem.add(said, user_id="u", thread_id="s1", infer=False).added,
+                          key=lambda r: r.source.turn or 0)
+    assert first.source.context == "8 May 2023"
+    assert reply.source.context == "Where did you run the marathon?\n8 May 2023"
+    assert reply.text == "In Boston, with my sister"
+    assert mem.get(reply.id).source.context == reply.source.context  # stored, read back
+    hits = mem.search("marathon", user_id="u", mode="keyword", limit=5).hits
+    assert reply.id in [hit.memory.id for hit in hits]
+    hits = mem.search("May 2023", user_id="u", mode="keyword", limit=5).hits
+    assert {hit.memory.id for hit in hits} == {first.id, reply.id}
+    facts = mem.add("Carol likes tea", user_id="u", infer=False).added
+    assert facts[0].source.context is not None  # a lone message has its day, no turn before
+    assert "\n" not in (facts[0].source.context or "")
+
 def test_the_stages_rank_memories_of_a_conversation(mem: Memory) -> None:
     mem.add(CONVERSATION, user_id="u", thread_id="s1", infer=False)
     query = "When did Bob go hiking?"

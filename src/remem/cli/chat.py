@@ -21,6 +21,7 @@ from remem.cli.common import db_option, embedder_hint, embedder_option, make_emb
 from remem.errors import LLMError, NotFoundError
 from remem.llm.base import ChatModel, ChatRequest
 from remem.llm.config import require_model
+from remem.memory.records import KEYWORD_FIELDS
 from remem.messages.types import Message
 from remem.store import IndexConfig, KeywordConfig, open_store
 from remem.threads import SummaryPolicy, Thread, ThreadIndex, ThreadStore
@@ -90,7 +91,7 @@ def chat_command(db: str, thread_id: str | None, user: str, system: str, memorie
     index = None if embedder == "none" else IndexConfig(make_embedder(embedder),
                                                         fields=("text",))
     with embedder_hint(db):
-        store = open_store(db, index=index, keyword=KeywordConfig(fields=("text",)),
+        store = open_store(db, index=index, keyword=KeywordConfig(fields=KEYWORD_FIELDS),
                            strict=True)
     ctx.call_on_close(store.close)
     memory = Memory(store, llm=model)

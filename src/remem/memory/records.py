@@ -60,6 +60,7 @@ __all__ = [
     "HEADS_NAMESPACE",
     "HISTORY_LABEL",
     "IDS_NAMESPACE",
+    "KEYWORD_FIELDS",
     "LOCKS_LABEL",
     "RESERVED_LABEL",
     "MemoryRecord",
@@ -88,6 +89,10 @@ LOCKS_LABEL: Final = "locks"
 
 #: ``current``: valid now; ``invalid``: superseded or soft-deleted (kept for history/as_of)
 MemoryStatus = Literal["current", "invalid"]
+
+#: what keyword search reads of a memory: its text and, for one stored per message, the
+#: words around it (:attr:`Source.context`); vectors embed the text alone
+KEYWORD_FIELDS = ("text", "source.context")
 
 
 def new_memory_id() -> str:
@@ -181,16 +186,23 @@ class Source:
     of it; ``turn``: the position (1, 2, 3...) of its first message in the conversation it
     was added with, for a memory stored per message (``add(infer=False)``). The thread is
     the memory's session: search's conversation stages read ``source.thread_id``,
-    ``source.speaker`` and ``source.turn`` (:mod:`remem.memory.stages`)."""
+    ``source.speaker`` and ``source.turn`` (:mod:`remem.memory.stages`).
+
+    ``context``: for a memory stored per message, words keyword search reads with its own
+    text: the message before it in the add and the day it was said. A turn is often
+    unintelligible alone ("Yes, last Saturday!"); what it answers is in the turn before
+    (:func:`remem.retrieval.context.turn_contexts`). Never embedded, never the memory's
+    text."""
 
     thread_id: str | None = None
     message_ids: tuple[str, ...] = ()
     input_hash: str | None = None
     speaker: str | None = None
     turn: int | None = None
+    context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (``speaker`` and ``turn`` only when known)."""
+        """JSON-ready dict (``speaker``, ``turn`` and ``context`` only when known)."""
         out: dict[str, Any] = {"thread_id": self.thread_id,
                                "message_ids": list(self.message_ids),
                                "input_hash": self.input_hash}
@@ -198,6 +210,8 @@ class Source:
             out["speaker"] = self.speaker
         if self.turn is not None:
             out["turn"] = self.turn
+        if self.context:
+            out["context"] = self.context
         return out
 
     @classmethod
@@ -212,7 +226,8 @@ class Source:
                    text_list(data.get("message_ids"), "source.message_ids"),
                    optional_text(data.get("input_hash"), "source.input_hash"),
                    optional_text(data.get("speaker"), "source.speaker"),
-                   None if turn is None else int_field(turn, "source.turn", minimum=1))
+                   None if turn is None else int_field(turn, "source.turn", minimum=1),
+                   optional_text(data.get("context"), "source.context"))
 
 
 @dataclass(frozen=True, slots=True)

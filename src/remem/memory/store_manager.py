@@ -26,6 +26,7 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from remem.errors import ConflictError, InvalidInputError
@@ -53,6 +54,7 @@ from remem.memory.records import (
 )
 from remem.memory.writer import commit, head_of, head_op
 from remem.messages.types import Message
+from remem.retrieval.context import turn_contexts
 from remem.store.base import BaseStore
 from remem.store.types import GetOp, Item, Namespace, Op, PutOp, Result, SearchOp
 
@@ -178,6 +180,16 @@ def _said(messages: Sequence[Message], group: Sequence[int], thread_id: str | No
     return (Source(thread_id=thread_id, message_ids=tuple(m.id for m in held),
                    input_hash=digest, speaker=speaker_of(held), turn=group[0] + 1),
             max((m.created_at for m in held), default=None))
+
+
+def _in_context(texts: Sequence[str], said: Sequence[tuple[Source, float | None]]
+                ) -> list[tuple[Source, float | None]]:
+    """Each memory's source with its keyword context: the memory before it in the same add
+    and the day it was said (one add is one stretch of one conversation)."""
+    times = [None if when is None else datetime.fromtimestamp(when, UTC) for _, when in said]
+    contexts = turn_contexts(texts, times=times)
+    return [(replace(source, context=context or None), when)
+            for (source, when), context in zip(said, contexts, strict=True)]
 
 
 def input_hash(messages: Sequence[Message]) -> str:
@@ -338,10 +350,11 @@ class MemoryStoreManager:
                        "split='none' to store the other messages"
                        if split == "user_messages" and split_texts(msgs, "none")
                        else "; pass a non-empty string or messages with text"))
-            said = [_said(msgs, group, thread_id, digest) for group in groups]
-            memories = [NewMemory("\n".join(msgs[i].text.strip() for i in group), kind, "Fact",
-                                  source=source, event_time=when)
-                        for group, (source, when) in zip(groups, said, strict=True)]
+            texts = ["\n".join(msgs[i].text.strip() for i in group) for group in groups]
+            said = _in_context(texts, [_said(msgs, group, thread_id, digest)
+                                       for group in groups])
+            memories = [NewMemory(text, kind, "Fact", source=source, event_time=when)
+                        for text, (source, when) in zip(texts, said, strict=True)]
             return (yield from self.store_flow(ns, memories,
                                                source=ctx_source, event_time=event_time,
                                                metadata=metadata, actor=actor,

@@ -132,17 +132,21 @@ class SourceOut(Wire[Source]):
                                 description="who said it (message name, else role)")
     turn: int | None = Field(default=None,
                              description="its first message's position in the add")
+    context: str | None = Field(default=None,
+                                description="words keyword search reads with its text (the "
+                                            "message before it, the day it was said)")
 
     @classmethod
     def of(cls, result: Source) -> SourceOut:
         """The model of ``result``."""
         return cls(thread_id=result.thread_id, message_ids=list(result.message_ids),
-                   input_hash=result.input_hash, speaker=result.speaker, turn=result.turn)
+                   input_hash=result.input_hash, speaker=result.speaker, turn=result.turn,
+                   context=result.context)
 
     def value(self) -> Source:
         """The source."""
         return Source(self.thread_id, tuple(self.message_ids), self.input_hash,
-                      self.speaker, self.turn)
+                      self.speaker, self.turn, self.context)
 
 
 class MemoryOut(Wire[MemoryRecord]):

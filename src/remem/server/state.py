@@ -20,6 +20,7 @@ import anyio.to_thread
 from remem.embed.base import Embedder
 from remem.errors import ConfigError
 from remem.llm.base import ChatModel
+from remem.memory.records import KEYWORD_FIELDS
 from remem.server.keys import KeyStore, tenant_prefix
 from remem.server.quotas import Quota, QuotaStore
 from remem.server.ratelimit import RateLimiter, auth_failure_limiter
@@ -177,7 +178,7 @@ def open_server_store(config: ServerConfig) -> BaseStore:
     """The server's store: memories' ``text`` field indexed for keywords and vectors."""
     index = IndexConfig(config.embedder, fields=INDEXED_FIELDS) if config.embedder else None
     return open_store(os.fspath(config.db), index=index,
-                      keyword=KeywordConfig(fields=INDEXED_FIELDS))
+                      keyword=KeywordConfig(fields=KEYWORD_FIELDS))
 
 
 @dataclass
