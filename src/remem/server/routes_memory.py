@@ -83,8 +83,8 @@ async def add_memories(body: AddRequest, who: Writer, http: HttpRequest) -> AddR
 async def search_memories(body: SearchRequest, who: Reader,
                           http: HttpRequest) -> SearchResultOut:
     """Current memories of the scope, best first for ``query`` (newest first without), a
-    page at a time (``limit``, ``offset``); ``min_score``, recency and ``mmr`` tune the
-    ranking."""
+    page at a time (``limit``, ``offset``); ``min_score`` (0-1) drops hits whose
+    ``relevance`` is below it; recency and ``mmr`` tune the ranking."""
     return SearchResultOut.of(await _run(http, who, body))
 
 
