@@ -336,7 +336,9 @@ class Memory:
         ``filters``: the store's filter language over record fields (``kind``,
         ``metadata.*``...). ``limit`` / ``offset``: the page. ``as_of``: an aware datetime
         or epoch seconds; returns what was valid then. ``include_invalid``: also superseded
-        and deleted memories. With a query: ``min_score`` drops weaker hits;
+        and deleted memories. With a query: ``min_score`` (0-1) drops the hits whose
+        relevance is below it (``MemoryHit.relevance``: each hit's match with the query,
+        whatever the page; ``docs/search.md``, "Scores");
         ``recency_half_life`` (seconds) weighs newer memories up by ``recency_weight``;
         ``mmr`` (0-1) diversifies the page (needs vectors). ``stages``: the conversation
         ranking stages for memories with a thread (:mod:`remem.memory.stages`; ``None``:

@@ -55,8 +55,9 @@ def test_login_with_a_key_shows_the_tenants_memories(tab: Tab, served: Seeded) -
 
 def _expected_widths(served: Seeded, query: str,
                      half_life_days: float | None = None) -> dict[str, dict[str, int]]:
-    """Each hit's bar widths (percent) computed from the API's own search explanation:
-    keyword and fusion against the page's best, vector and recency as they are."""
+    """Each hit's bar widths (percent) computed from the API's own search explanation, each
+    on the fixed 0-1 scale: keyword and vector from ``relevance_by_signal``, recency from
+    its factor, relevance as it is."""
     body: dict[str, Any] = {"query": query, "user_id": USER, "limit": 20}
     if half_life_days is not None:
         body["recency_half_life"] = half_life_days * 86_400
@@ -66,20 +67,17 @@ def _expected_widths(served: Seeded, query: str,
     hits = response.json()["hits"]
     scores: dict[str, dict[str, float]] = {}
     for hit in hits:
-        row = {name: signal["score"] for name, signal in (hit.get("details") or {}).items()}
-        row["fusion"] = hit["score"]
+        row = dict(hit.get("relevance_by_signal") or {})
+        if "recency" in (hit.get("details") or {}):
+            row["recency"] = hit["details"]["recency"]["score"]
+        row["relevance"] = hit["relevance"]
         scores[hit["memory"]["id"]] = row
-    best = {name: max(row.get(name, 0.0) for row in scores.values())
-            for name in ("keyword", "fusion")}
 
-    def width(name: str, score: float | None) -> int:
-        if score is None:
-            return 0
-        fraction = score / best[name] if name in best else score
-        return round(100 * min(1.0, max(0.0, fraction)))
+    def width(score: float | None) -> int:
+        return 0 if score is None else round(100 * min(1.0, max(0.0, score)))
 
-    return {memory_id: {name: width(name, row.get(name)) for name in
-                        ("keyword", "vector", "recency", "fusion")}
+    return {memory_id: {name: width(row.get(name)) for name in
+                        ("keyword", "vector", "recency", "relevance")}
             for memory_id, row in scores.items()}
 
 
@@ -96,16 +94,18 @@ def test_search_finds_a_memory_and_its_score_bars_follow_the_scores(tab: Tab,
     tab.assert_basics()
 
     drawn = _check_bars(tab, _expected_widths(served, "oolong tea morning"))
-    assert {signal for _, bars in drawn for signal, _ in bars} == {"keyword", "vector", "fusion"}
-    # the best hit's fusion bar is full; a weaker hit's is shorter
-    assert drawn[0][1][-1] == ("fusion", 100) and drawn[-1][1][-1][1] < 100
+    assert {signal for _, bars in drawn for signal, _ in bars} == \
+        {"keyword", "vector", "relevance"}
+    # relevance is every hit's last bar, as long as the API's relevance says (not stretched
+    # to the page's best, which left the last hit an empty bar)
+    assert all(bars[-1][0] == "relevance" for _, bars in drawn)
 
     # with a recency half-life typed in, recency is a fourth signal with its own bars
     tab.page.fill("#search-recency", "30")
     tab.search("oolong tea morning")
     drawn = _check_bars(tab, _expected_widths(served, "oolong tea morning", 30))
     assert {signal for _, bars in drawn for signal, _ in bars} == \
-        {"keyword", "vector", "recency", "fusion"}
+        {"keyword", "vector", "recency", "relevance"}
     tab.assert_basics()
 
 

@@ -369,7 +369,7 @@ def test_vector_search_with_fake_embedder(db: Path) -> None:
     assert found[0]["score"] > found[-1]["score"]
     assert found[0]["details"]["vector"]["rank"] == 1
     table = ok(store(db, "search", "--query", "cat", "--embedder", "fake")).stdout
-    assert "score" in table and "cat" in table
+    assert "relevance" in table and "cat" in table
 
 
 def test_namespaces(filled: Path) -> None:

@@ -89,7 +89,7 @@ _PROPERTY_DSN: list[str] = []
 @pytest.fixture(autouse=True, scope="module")
 def _postgres_for_properties(request: pytest.FixtureRequest) -> Iterator[None]:
     """Give the property tests (which build their stores inside ``@given``) a database."""
-    if request.module.__name__.endswith("test_properties"):
+    if request.module.__name__.rsplit(".", 1)[-1] in ("test_properties", "test_relevance"):
         # no PostgreSQL here: the other backends still run
         with contextlib.suppress(pytest.skip.Exception):
             _PROPERTY_DSN.append(request.getfixturevalue("pg_database"))

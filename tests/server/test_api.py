@@ -55,6 +55,8 @@ def client() -> Iterator[TestClient]:
     ("POST", "/v1/memories/search", {"json": {"mmr": 2}}, "body.mmr", "less than"),
     ("POST", "/v1/memories/search", {"json": {"min_score": "0.5"}}, "body.min_score",
      "number"),
+    ("POST", "/v1/memories/search", {"json": {"min_score": 1.5}}, "body.min_score",
+     "less than or equal to 1"),
     ("POST", "/v1/memories/list", {"json": {"limit": 5}}, "body", "needs a scope"),
     ("POST", "/v1/memories/delete", {"json": {"hard": True}}, "body", "never deletes"),
     ("POST", "/v1/memories/import", {"json": {"lines": "{}"}}, "body.lines", "list"),

@@ -306,7 +306,9 @@ def _argv(request: MemoryRequest[Any]) -> list[str]:
 READS: tuple[Any, ...] = (
     lambda ids: SearchRequest(query="tea", user_id="alice"),
     lambda ids: SearchRequest(query="tea", user_id="alice", limit=1, offset=1),
-    lambda ids: SearchRequest(query="tea", user_id="alice", min_score=0.34, mode="keyword"),
+    # relevance 1.0 holds both words, the other tea memory less than half the query's weight
+    lambda ids: SearchRequest(query="oolong tea", user_id="alice", min_score=0.9,
+                              mode="keyword"),
     lambda ids: SearchRequest(query="tea", namespace=["memories", "user", "alice"], mmr=0.5,
                               filters={"kind": "preference"}, include_invalid=True),
     lambda ids: SearchRequest(user_id="alice", as_of=ids["at"]),

@@ -116,8 +116,11 @@ def test_search_takes_the_request_parameters(mem: Memory, clock: FakeClock) -> N
     assert [m["content"] for m in paged] == ["Drinks green tea"]
     before = result(tools.execute(call("search_memory", as_of=clock() - 150)))["memories"]
     assert [m["content"] for m in before] == ["Drinks green tea"]
-    picky = MemoryTools(mem, user_id="alice", search_options={"min_score": 1e6})
+    # every memory holds "tea", none means exactly that: relevance below 1 (hybrid search)
+    picky = MemoryTools(mem, user_id="alice", search_options={"min_score": 1.0})
     assert result(picky.execute(call("search_memory", query="tea")))["memories"] == []
+    with pytest.raises(InvalidInputError, match="min_score"):  # relevance is within [0, 1]
+        MemoryTools(mem, user_id="alice", search_options={"min_score": 1e6})
     with pytest.raises(ToolError, match="search_options cannot set user_id"):
         MemoryTools(mem, user_id="alice", search_options={"user_id": "bob"})
     with pytest.raises(InvalidInputError, match="mmr"):

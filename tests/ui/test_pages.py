@@ -72,13 +72,15 @@ def test_search_draws_one_bar_per_signal_with_widths(srv: Server) -> None:
     first = page.text.split('class="hit"')[1]
     assert "Alice drinks green tea every morning" in first
     signals = re.findall(r'class="score-bar" data-signal="(\w+)" data-width="(\d+)"', first)
-    assert [name for name, _ in signals] == ["keyword", "vector", "recency", "fusion"]
-    widths = dict(signals)
-    assert widths["keyword"] == "100" and widths["fusion"] == "100"
-    assert all(0 <= int(w) <= 100 for w in widths.values())
+    assert [name for name, _ in signals] == ["keyword", "vector", "recency", "relevance"]
+    widths = {name: int(width) for name, width in signals}
+    assert widths["keyword"] == 100  # it holds every word of the query
+    # relevance: the mean of keyword and vector (recency is not part of it), out of 1
+    assert abs(widths["relevance"] - (widths["keyword"] + widths["vector"]) / 2) <= 1
+    assert widths["relevance"] < 100 and all(0 <= w <= 100 for w in widths.values())
     keyword_only = browser.get("/ui/memories", params={"q": "coffee", "mode": "keyword"})
     names = set(re.findall(r'data-signal="(\w+)"', keyword_only.text))
-    assert names == {"keyword", "fusion"}
+    assert names == {"keyword", "relevance"}
     assert _ids(keyword_only.text) and "Bob prefers coffee" in keyword_only.text
 
 

@@ -23,7 +23,7 @@ def test_pages_search_history_undo_and_tenancy_on_postgres(pg_database: str) -> 
         browser = srv.logged_in("acme")
         found = browser.get("/ui/memories", params={"q": "green tea"})
         assert found.status_code == 200 and "Ada drinks green tea" in found.text
-        assert set(re.findall(r'data-signal="(\w+)"', found.text)) >= {"keyword", "fusion"}
+        assert set(re.findall(r'data-signal="(\w+)"', found.text)) >= {"keyword", "relevance"}
         page = browser.get(f"/ui/memories/{memory_id}")
         assert "<del>oolong</del><ins>green</ins>" in page.text
         event = re.findall(r'data-event="([^"]+)" data-op="update"', page.text)[0]

@@ -15,21 +15,31 @@ from remem.threads.types import Checkpoint
 from remem.ui.views import checkpoint_tree, hit_bars, parse_time, state_at, word_diff
 
 
-def _hit(score: float | None, **signals: tuple[int, float]) -> MemoryHit:
+def _hit(score: float | None, relevance: float | None = None,
+         parts: dict[str, float] | None = None, **signals: tuple[int, float]) -> MemoryHit:
     record = MemoryRecord(id="m", namespace=("memories",), content="x")
-    return MemoryHit(record, score, {k: SignalScore(*v) for k, v in signals.items()})
+    return MemoryHit(record, score, {k: SignalScore(*v) for k, v in signals.items()},
+                     relevance, parts or {})
 
 
-def test_bars_scale_bm25_and_fusion_to_the_page_and_keep_cosine_and_recency() -> None:
-    hits = [_hit(0.9, keyword=(1, 8.0), vector=(2, 0.5), recency=(1, 0.25)),
-            _hit(0.3, keyword=(2, 2.0)),
-            _hit(0.1, vector=(1, -0.2))]
+def test_bars_draw_relevance_and_its_parts_on_a_fixed_scale() -> None:
+    hits = [_hit(0.9, 0.6, {"keyword": 0.7, "vector": 0.5}, keyword=(1, 8.0),
+                 vector=(2, 0.5), recency=(1, 0.25)),
+            _hit(0.3, 0.2, {"keyword": 0.4, "vector": 0.0}, keyword=(2, 2.0)),
+            _hit(0.1, 0.0, {"keyword": 0.0, "vector": 0.0}, vector=(1, -0.2))]
     rows = hit_bars(hits)
     widths = [{bar.signal: bar.width for bar in row} for row in rows]
-    assert widths[0] == {"keyword": 100, "vector": 50, "recency": 25, "fusion": 100}
-    assert widths[1] == {"keyword": 25, "vector": 0, "recency": 0, "fusion": 33}
+    # each bar is its own value out of 1, never scaled to the page's best
+    assert widths[0] == {"keyword": 70, "vector": 50, "recency": 25, "relevance": 60}
+    assert widths[1] == {"keyword": 40, "vector": 0, "recency": 0, "relevance": 20}
     assert widths[2]["vector"] == 0  # negative cosine: an empty bar, never a negative one
     assert rows[1][1].score is None and rows[1][1].rank is None  # vector did not rank it
+    assert [bar.label for bar in rows[0]] == ["0.700 · BM25 8.000 · #1", "0.500 · #2",
+                                              "0.250 · #1", "0.600"]
+    assert rows[2][1].label == "0.000 · cosine -0.200 · #1"
+    assert rows[1][2].label == "—"  # recency did not weigh this hit
+    # the same hit draws the same bars on any page, whatever its neighbours
+    assert hit_bars(hits[1:2]) == [[bar for bar in rows[1] if bar.signal != "recency"]]
     assert hit_bars([_hit(None)]) == [[]]  # no query: nothing to explain
 
 

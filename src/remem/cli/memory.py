@@ -212,7 +212,8 @@ def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | Non
            full_ids: bool) -> None:
     """Memories as a table that reads at 80 columns: the memory text gets the room, ids are
     shortened (``--full-ids``), the time is the ISO-8601 minute, and the status column
-    shows only when some memory is not current."""
+    shows only when some memory is not current. ``scores``: the hits' relevance (0-1,
+    the same whatever the page), shown as a ``relevance`` column."""
     table = people_table()
     table.add_column("id", no_wrap=True)
     _text_column(table, "memory", full_ids=full_ids)
@@ -222,7 +223,7 @@ def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | Non
     if statuses:
         table.add_column("status", no_wrap=True)
     if scores is not None:
-        table.add_column("score", no_wrap=True, justify="right")
+        table.add_column("relevance", no_wrap=True, justify="right")
     ids = short_ids([record.id for record in records], full=full_ids)
     for row, record in enumerate(records):
         cells: list[str | Text] = [ids[row], Text(record.text), record.kind,
@@ -288,7 +289,7 @@ def search(session: Session, request: SearchRequest) -> None:
     elif not result.hits:
         click.echo("no memories found")
     else:
-        _table(result.memories, [hit.score for hit in result], full_ids=session.full_ids)
+        _table(result.memories, [hit.relevance for hit in result], full_ids=session.full_ids)
 
 
 @memory_command(GetRequest)

@@ -39,7 +39,7 @@ __all__ = [
     "write_atomically",
 ]
 
-TIME_WIDTH, SCORE_WIDTH, MIN_VALUE_WIDTH = 17, 6, 16
+TIME_WIDTH, SCORE_WIDTH, MIN_VALUE_WIDTH = 17, 9, 16
 """Column widths of the search table (namespace and key get a share of the terminal)."""
 
 
@@ -146,7 +146,8 @@ def print_item(item: Item) -> None:
 
 def results_table(items: list[SearchItem], *, scored: bool, width: int) -> Table:
     """Search results as a table that fits ``width``: long namespaces and keys wrap, the
-    value is cut to the space left."""
+    value is cut to the space left. ``scored``: a ``relevance`` column (0-1, the same
+    whatever the page; ``docs/search.md``, "Scores")."""
     names = [format_namespace(item.namespace) for item in items]
     ns_width = min(max(len("namespace"), *map(len, names)), max(width // 4, 12))
     key_width = min(max(len("key"), *(len(item.key) for item in items)), max(width // 6, 8))
@@ -157,12 +158,12 @@ def results_table(items: list[SearchItem], *, scored: bool, width: int) -> Table
     table.add_column("key", width=key_width, overflow="fold")
     table.add_column("updated", width=TIME_WIDTH, no_wrap=True)
     if scored:
-        table.add_column("score", width=SCORE_WIDTH, justify="right", no_wrap=True)
+        table.add_column("relevance", width=SCORE_WIDTH, justify="right", no_wrap=True)
     table.add_column("value", width=value_width, no_wrap=True, overflow="ellipsis")
     for item, name in zip(items, names, strict=True):
         cells = [Text(name), Text(item.key), Text(iso_time(item.updated_at, minutes=True))]
         if scored:
-            cells.append(Text("" if item.score is None else f"{item.score:.3f}"))
+            cells.append(Text("" if item.relevance is None else f"{item.relevance:.3f}"))
         cells.append(Text(compact_json(item.value, value_width)))
         table.add_row(*cells)
     return table

@@ -46,6 +46,7 @@ from remem.api import Memory
 from remem.embed.base import Embedder
 from remem.errors import InvalidInputError, UsageError
 from remem.memory.results import MemoryHit
+from remem.retrieval.relevance import check_min_score
 
 __all__ = ["RememMemory", "RememMemoryConfig"]
 
@@ -72,7 +73,8 @@ class RememMemoryConfig(BaseModel):
     namespace: list[str] | None = None
     limit: int = Field(default=5, ge=1, le=1000,
                        description="memories per query and context update")
-    min_score: float | None = None
+    min_score: float | None = Field(default=None, ge=0, le=1,
+                                    description="drop hits whose relevance (0-1) is below it")
     infer: bool | None = False
 
 
@@ -137,8 +139,9 @@ class RememMemory(AutogenMemory, Component[RememMemoryConfig]):
     """An AutoGen memory over ``memory`` (a :class:`remem.Memory`), in one scope:
     ``user_id`` / ``agent_id`` / ``thread_id`` or ``namespace``, as in :meth:`Memory.add
     <remem.api.Memory.add>` (one is required). ``limit``: memories per query and per context
-    update; ``min_score`` drops weaker hits. ``infer``: how ``add`` stores (see the module
-    docstring). ``name`` identifies it among an agent's memories."""
+    update; ``min_score`` (0-1) drops hits whose relevance is below it. ``infer``: how
+    ``add`` stores (see the module docstring). ``name`` identifies it among an agent's
+    memories."""
 
     component_type = "memory"
     component_config_schema = RememMemoryConfig
@@ -154,6 +157,7 @@ class RememMemory(AutogenMemory, Component[RememMemoryConfig]):
                                     f"{type(memory).__name__}")
         if not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be 1 to 1000, got {limit}")
+        check_min_score(min_score)
         self.memory = memory
         #: every call's scope, resolved (and checked) once
         self.namespace = memory.namespace_of(user_id, agent_id, thread_id, namespace)

@@ -60,6 +60,7 @@ from remem.memory.records import MemoryRecord
 from remem.memory.requests import MAX_TEXT
 from remem.memory.results import MemoryHit
 from remem.messages.types import Message, new_id
+from remem.retrieval.relevance import check_min_score
 from remem.threads.api import ThreadAPI
 from remem.threads.types import ThreadInfo
 
@@ -470,7 +471,8 @@ class RememMemoryService(BaseMemoryService):
     service keeps them) one memory per event with text, as is; ``True`` the facts remem's
     chat model extracts from the new events of each call, reconciled with what is stored;
     ``None`` extracts when the memory has a chat model. ``limit``: memories per search
-    (ADK's in-memory service answers at most 10); ``min_score`` drops weaker hits.
+    (ADK's in-memory service answers at most 10); ``min_score`` (0-1) drops hits whose
+    relevance is below it.
     """
 
     def __init__(self, memory: Memory, *, infer: bool | None = False, limit: int = 10,
@@ -480,6 +482,7 @@ class RememMemoryService(BaseMemoryService):
                                     f"{type(memory).__name__}")
         if not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be 1 to 1000, got {limit}")
+        check_min_score(min_score)
         self.memory = memory
         self.infer = infer
         self.limit = limit

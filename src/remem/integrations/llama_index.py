@@ -349,8 +349,9 @@ def _last_user_text(messages: Sequence[ChatMessage] | None) -> str:
 class RememMemoryBlock(BaseMemoryBlock[str]):
     """A long-term memory block of LlamaIndex's ``Memory`` over ``memory`` (a
     :class:`remem.Memory`), in one scope: ``user_id`` / ``agent_id`` / ``thread_id`` or
-    ``namespace`` (one is required). ``limit`` memories answer each ``aget`` (``min_score``
-    drops weaker ones); ``infer`` says how ``aput`` stores (see the module docstring)."""
+    ``namespace`` (one is required). ``limit`` memories answer each ``aget`` (``min_score``,
+    0-1, drops those whose relevance is below it); ``infer`` says how ``aput`` stores (see
+    the module docstring)."""
 
     name: str = Field(default="remem", description="the block's name in the memory template")
     memory: Memory
@@ -359,7 +360,7 @@ class RememMemoryBlock(BaseMemoryBlock[str]):
     thread_id: str | None = None
     namespace: list[str] | None = None
     limit: int = Field(default=5, ge=1, le=1000)
-    min_score: float | None = None
+    min_score: float | None = Field(default=None, ge=0, le=1)
     infer: bool | None = False
 
     @model_validator(mode="after")

@@ -54,8 +54,8 @@ MEMORY_OPERATIONS: tuple[Operation, ...] = (
         route=Route(
             "POST", "/v1/memories/search", "search_memories", "Search memories",
             "Current memories of the scope, best first for ``query`` (newest first without), "
-            "a\npage at a time (``limit``, ``offset``); ``min_score``, recency and ``mmr`` "
-            "tune the\nranking."),
+            "a\npage at a time (``limit``, ``offset``); ``min_score`` (0-1) drops hits whose\n"
+            "``relevance`` is below it; recency and ``mmr`` tune the ranking."),
         tool=McpToolRow(
             "search_memories",
             "Find memories relevant to query in a scope, best first; each hit has the "

@@ -308,8 +308,9 @@ class SearchRequest(_Scoped[SearchResult]):
     include_invalid: bool = Field(False, description="also superseded and deleted memories")
     mode: SearchModeField = Field("auto", description="signals to rank by: auto (all the "
                                                       "store has), hybrid, keyword, vector")
-    min_score: Annotated[float, Field(ge=-1e9, le=1e9)] | None = Field(
-        None, description="drop hits scoring below this (fused score)")
+    min_score: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="drop hits whose relevance (0-1: each hit's match with the query, "
+                          "whatever the page) is below this")
     recency_half_life: Annotated[float, Field(gt=0, le=1e11)] | None = Field(
         None, description="weigh newer memories up: seconds until the recency factor halves")
     recency_weight: Annotated[float, Field(ge=0, le=1)] = Field(

@@ -25,17 +25,27 @@ __all__ = ["ChangeResult", "ExportResult", "ImportResult", "MemoryHit", "MemoryP
 
 @dataclass(frozen=True, slots=True)
 class MemoryHit:
-    """A search result: the memory, its score (``None`` without a query) and how each
-    ranking signal scored it (``{"keyword": SignalScore(rank=1, score=2.3), ...}``)."""
+    """A search result: the memory, its score, its relevance, and how each ranking signal
+    scored it (``{"keyword": SignalScore(rank=1, score=2.3), ...}``); ``None`` and empty
+    without a query.
+
+    ``score`` orders the hits and means little outside the page. ``relevance`` is how well
+    the memory matches the query on a fixed scale from 0 to 1, whatever the page or the
+    other hits (what ``min_score`` is compared with), and ``relevance_by_signal`` each
+    signal's part of it (keyword: the share of the query's term weight held; vector: the
+    cosine clamped to [0, 1]). See ``docs/search.md``, "Scores"."""
 
     memory: MemoryRecord
     score: float | None = None
     details: Mapping[str, SignalScore] = field(default_factory=dict)
+    relevance: float | None = None
+    relevance_by_signal: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_item(cls, item: SearchItem) -> MemoryHit:
         """A hit from a store search result."""
-        return cls(MemoryRecord.from_item(item), item.score, dict(item.details))
+        return cls(MemoryRecord.from_item(item), item.score, dict(item.details),
+                   item.relevance, dict(item.relevance_by_signal))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the shape :mod:`remem.memory.wire` declares)."""

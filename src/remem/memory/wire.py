@@ -304,22 +304,31 @@ class SignalOut(Wire[SignalScore]):
 
 
 class HitOut(Wire[MemoryHit]):
-    """A search hit: the memory, its score (null without a query), each signal's score."""
+    """A search hit: the memory, its score (orders the page), each signal's rank and raw
+    score, and its relevance in [0, 1] with each signal's part (all null or empty without a
+    query). ``relevance`` and ``relevance_by_signal`` came later: a reply without them reads
+    as null and empty."""
 
     memory: MemoryOut
     score: float | None = None
     details: dict[str, SignalOut] = Field(default_factory=dict)
+    relevance: Annotated[float, Field(ge=0, le=1)] | None = None
+    relevance_by_signal: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict)
 
     @classmethod
     def of(cls, result: MemoryHit) -> HitOut:
         """The model of ``result``."""
         return cls(memory=MemoryOut.of(result.memory), score=result.score,
-                   details={k: SignalOut.of(v) for k, v in result.details.items()})
+                   details={k: SignalOut.of(v) for k, v in result.details.items()},
+                   relevance=result.relevance,
+                   relevance_by_signal=dict(result.relevance_by_signal))
 
     def value(self) -> MemoryHit:
         """The hit."""
         return MemoryHit(self.memory.value(), self.score,
-                         {k: v.value() for k, v in self.details.items()})
+                         {k: v.value() for k, v in self.details.items()}, self.relevance,
+                         dict(self.relevance_by_signal))
 
 
 class SearchResultOut(Wire[SearchResult]):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from remem.errors import InvalidInputError
 
-__all__ = ["BM25Params", "KeywordScores", "Posting", "bm25_scores"]
+__all__ = ["BM25Params", "KeywordScores", "Posting", "bm25_scores", "idf_weights"]
 
 #: (item id, tie-break key, term, term frequency in the item, item length in terms)
 SortKey = tuple[tuple[str, ...], str]
@@ -63,6 +63,15 @@ class KeywordScores(list[tuple[int, SortKey, float]]):
         self.query_idf = query_idf
 
 
+def idf_weights(doc_freq: Mapping[str, int], n_docs: int) -> tuple[dict[str, float], float]:
+    """Each term's IDF (``ln(1 + (N - df + 0.5) / (df + 0.5))``) and the query's total: the
+    sum over the terms found (``df > 0``)."""
+    idf = {term: math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+           for term, df in doc_freq.items()}
+    # fsum rounds once, whatever the order: the same on every backend
+    return idf, math.fsum(idf[term] for term, df in doc_freq.items() if df > 0)
+
+
 def bm25_scores(postings: Iterable[Posting], *, doc_freq: Mapping[str, int], n_docs: int,
                 total_len: int, params: BM25Params = BM25Params(), limit: int | None = None
                 ) -> KeywordScores:
@@ -73,10 +82,7 @@ def bm25_scores(postings: Iterable[Posting], *, doc_freq: Mapping[str, int], n_d
     if n_docs <= 0:
         return KeywordScores()
     avg_len = total_len / n_docs if total_len > 0 else 1.0
-    idf = {term: math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-           for term, df in doc_freq.items()}
-    # fsum rounds once, whatever the order: the same on every backend
-    query_idf = math.fsum(idf[term] for term, df in doc_freq.items() if df > 0)
+    idf, query_idf = idf_weights(doc_freq, n_docs)
     k1, b = params.k1, params.b
     by_term: dict[str, list[tuple[int, float]]] = {}
     keys: dict[int, SortKey] = {}

@@ -16,7 +16,12 @@ here, so every backend ranks the same way:
    recency breaks near-ties and demotes stale matches.
 3. **MMR** (optional): maximal marginal relevance re-orders the results so that each next one
    trades relevance (weight ``lambda``) against its similarity to those already picked.
-4. **Minimum score** (optional) drops results below a threshold.
+4. **Minimum relevance** (optional): ``min_score`` drops results whose relevance is below it.
+
+Relevance (:mod:`remem.retrieval.relevance`) is each result's match with the query on a fixed
+scale from 0 to 1, the same whatever the page, the candidates or the other results; ``score``
+(fusion, then the stages, recency and MMR) orders the results and means little outside its
+page. ``min_score`` is read on the relevance scale, so it means the same on every page.
 
 Multi-evidence stages (each off unless set; what they are worth is in ``docs/search.md``):
 ``feedback`` and ``entities`` (:mod:`remem.retrieval.expansion`) search again from the top
@@ -33,7 +38,8 @@ the same person;
 ``sessions`` adds each candidate's session score after that (before recency); ``spread``
 re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
 
-Every result keeps the rank and score it had in each signal, so a user can see why it came back.
+Every result keeps the rank and score it had in each signal, so a user can see why it came back,
+and its relevance with each signal's part of it.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, Feedback
 from remem.retrieval.mentions import Mentions
 from remem.retrieval.neighbours import Neighbours, Shares
+from remem.retrieval.relevance import check_min_score, relevance
 from remem.retrieval.reports import SelfReports
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers
@@ -65,6 +72,10 @@ __all__ = ["Candidate", "Ranked", "Ranking", "Recency", "rank_candidates"]
 Candidate = tuple[int, tuple[tuple[str, ...], str], float]
 
 Signal = Literal["keyword", "vector"]
+
+#: item ids -> each one's relevance parts, signal -> share in [0, 1]
+#: (:mod:`remem.retrieval.relevance`)
+Measure = Callable[[Sequence[int]], Mapping[int, Mapping[str, float]]]
 
 #: when fusion reads keyword scores as the query's coverage (see :class:`Ranking`)
 Coverage = Literal["han", "always", "never"]
@@ -114,9 +125,10 @@ class Ranking:
     which queries have their keyword scores fused as coverage of the query instead of min-max
     normalised: ``(score - weakest candidate's) / Σ idf`` of the query terms, capped at 1
     (``"han"``: queries written mostly in Chinese, resolved by :meth:`for_query`, off for
-    a ranking used without it; ``"always"``; ``"never"``). ``feedback``,
-    ``entities``, ``sessions``, ``spread``, ``speakers``, ``neighbours``...: the multi-evidence
-    stages (``None``: off).
+    a ranking used without it; ``"always"``; ``"never"``). ``min_score``: drop results
+    whose relevance (in [0, 1], :mod:`remem.retrieval.relevance`) is below it; ``None``:
+    keep all. ``feedback``, ``entities``, ``sessions``, ``spread``, ``speakers``,
+    ``neighbours``...: the multi-evidence stages (``None``: off).
     """
 
     fusion: Literal["rrf", "weighted"] = "weighted"
@@ -177,9 +189,7 @@ class Ranking:
             )
         if self.mmr is not None and not (_is_number(self.mmr) and 0.0 <= self.mmr <= 1.0):
             raise InvalidInputError(f"Ranking.mmr must be within [0, 1], got {self.mmr!r}")
-        if self.min_score is not None and not (_is_number(self.min_score)
-                                               and math.isfinite(self.min_score)):
-            raise InvalidInputError(f"Ranking.min_score must be finite, got {self.min_score!r}")
+        check_min_score(self.min_score, "Ranking.min_score")
         for name, kind in (("feedback", Feedback), ("entities", Entities),
                            ("sessions", Sessions), ("spread", Spread),
                            ("speakers", Speakers), ("decompose", Decompose),
@@ -248,12 +258,15 @@ def _is_number(value: object) -> bool:
 
 @dataclass(slots=True)
 class Ranked:
-    """One fused result: its final score and (rank, score) per signal."""
+    """One fused result: its final score, (rank, score) per signal, and its relevance with
+    each signal's part of it (``None`` and empty until measured)."""
 
     item_id: int
     sort_key: tuple[tuple[str, ...], str]
     score: float
     signals: dict[str, tuple[int, float]]
+    relevance: float | None = None
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 def rank_candidates(
@@ -266,6 +279,7 @@ def rank_candidates(
     vectors: Callable[[Sequence[int]], Mapping[int, npt.NDArray[np.float32]]] | None = None,
     boosts: Mapping[str, tuple[float, Sequence[Candidate]]] | None = None,
     groups: Callable[[str, Sequence[int]], Mapping[int, Hashable]] | None = None,
+    measure: Measure | None = None,
 ) -> list[Ranked]:
     """Fuse, weigh and diversify; return the best ``needed`` results, best first.
 
@@ -276,7 +290,9 @@ def rank_candidates(
     (``groups`` once per session field), with the ids of the fused candidates, only when
     recency, MMR or a session stage needs them. A session value names a session within its
     namespace only: two conversations under the prefix, each with a "session 1", are two
-    sessions.
+    sessions. ``measure`` gives items' relevance parts: called with every fused candidate
+    when ``min_score`` filters on relevance, else with the results returned only
+    (``None``: results stay unmeasured, and ``min_score`` is refused).
     """
     fused = _fuse(signals, ranking)
     # stage weights are relative to the best fused score, so they mean the same with one
@@ -300,7 +316,11 @@ def rank_candidates(
             raise InvalidInputError("recency ranking needs item times and a current time")
         _apply_recency(fused, event_times([r.item_id for r in fused]), ranking.recency, now)
     if ranking.min_score is not None:
-        fused = [r for r in fused if r.score >= ranking.min_score]
+        if measure is None:
+            raise InvalidInputError("min_score filters on relevance, which needs a measure")
+        _measure(fused, measure, ranking)
+        fused = [r for r in fused if r.relevance is not None
+                 and r.relevance >= ranking.min_score]
     fused.sort(key=lambda r: (-r.score, r.sort_key))
     if ranking.spread is not None:
         by_id = {r.item_id: r for r in fused}
@@ -310,8 +330,22 @@ def rank_candidates(
     if ranking.mmr is not None and len(fused) > 1:
         if vectors is None:
             raise InvalidInputError("MMR needs item vectors")
-        return _mmr(fused, vectors([r.item_id for r in fused]), ranking.mmr, needed)
-    return fused[:needed]
+        fused = _mmr(fused, vectors([r.item_id for r in fused]), ranking.mmr, needed)
+    fused = fused[:needed]
+    if measure is not None:
+        _measure(fused, measure, ranking)
+    return fused
+
+
+def _measure(entries: Sequence[Ranked], measure: Measure, ranking: Ranking) -> None:
+    """Set the relevance of the entries not measured yet, in one call of ``measure``."""
+    todo = [entry for entry in entries if entry.relevance is None]
+    if not todo:
+        return
+    found = measure([entry.item_id for entry in todo])
+    for entry in todo:
+        entry.parts = dict(found.get(entry.item_id, {}))
+        entry.relevance = relevance(entry.parts, ranking.weights)
 
 
 def _scoped(groups: Mapping[int, Hashable], fused: Sequence[Ranked]

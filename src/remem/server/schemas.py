@@ -133,10 +133,14 @@ class SignalOut(BaseModel):
 
 
 class SearchItemOut(ItemOut):
-    """A search result: an item, its score (null without a query) and per-signal scores."""
+    """A search result: an item, its score (orders the page), each signal's rank and raw
+    score, and its relevance in [0, 1] with each signal's part (null or empty without a
+    query; ``docs/search.md``, "Scores")."""
 
     score: float | None = None
     details: dict[str, SignalOut] = Field(default_factory=dict)
+    relevance: float | None = Field(None, ge=0, le=1)
+    relevance_by_signal: dict[str, float] = Field(default_factory=dict)
 
 
 class SearchResultsOut(BaseModel):

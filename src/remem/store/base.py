@@ -53,6 +53,7 @@ from remem.store.candidates import (
     ValueMemo,
     expand_candidates,
     group_reader,
+    relevance_reader,
 )
 from remem.store.index_text import WHOLE_VALUE, index_texts, keyword_text
 from remem.store.types import (
@@ -520,6 +521,7 @@ class BaseStore(ABC):
         # one signal, ranked as is: no need to look past the page
         depth = needed if plain else ranking.candidates
         lists: dict[str, list[Candidate]] = {}
+        hits: KeywordHits | None = None
         if "keyword" in signals:
             terms = prepared.query_terms[position]
             found: list[Candidate] = []
@@ -532,6 +534,10 @@ class BaseStore(ABC):
             lists["keyword"] = found
         if "vector" in signals:
             lists["vector"] = source.vector_hits(prepared.query_vectors[position], depth)
+        # before the stages: feedback may replace the vector list with a moved query's
+        measure = relevance_reader(source, keyword=hits,
+                                   query_vector=prepared.query_vectors.get(position),
+                                   vector_list=lists.get("vector"))
         if ranking.staged:
             source = ValueMemo(source)
         boosts = expand_candidates(
@@ -543,7 +549,7 @@ class BaseStore(ABC):
             depth=ranking.candidates) if ranking.staged else {}
         ranked = rank_candidates(lists, ranking, needed=needed, event_times=source.event_times,
                                  now=prepared.now, vectors=source.item_vectors, boosts=boosts,
-                                 groups=group_reader(source))
+                                 groups=group_reader(source), measure=measure)
         return ranked[op.offset:needed]
 
     def _keyword_text(self, value: Mapping[str, Any]) -> str:
@@ -554,8 +560,12 @@ class BaseStore(ABC):
         return keyword_text(value, fields)
 
     @staticmethod
-    def _details(ranked: Ranked) -> dict[str, SignalScore]:
-        return {name: SignalScore(rank, score) for name, (rank, score) in ranked.signals.items()}
+    def _hit(item: Item, ranked: Ranked) -> SearchItem:
+        """``item`` as the search result ``ranked`` describes."""
+        return SearchItem.from_item(
+            item, ranked.score,
+            {name: SignalScore(rank, score) for name, (rank, score) in ranked.signals.items()},
+            relevance=ranked.relevance, relevance_by_signal=ranked.parts)
 
     # -- TTL helpers shared by backends -------------------------------------------------------
 

@@ -8,42 +8,52 @@ matrix, PostgreSQL from its tables and pgvector.
 
 :func:`expand_candidates` runs the expansion stages of a :class:`Ranking` (pseudo-relevance
 feedback, entities) against a source: a first fusion picks the top hits, then the source is
-searched again from them. It is shared by every backend, like the ranking itself.
+searched again from them. It is shared by every backend, like the ranking itself, as is
+:func:`relevance_reader`, which measures results on the relevance scale
+(:mod:`remem.retrieval.relevance`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores
+from remem.retrieval.bm25 import BM25Params, Posting, bm25_scores, idf_weights
 from remem.retrieval.decompose import query_parts
 from remem.retrieval.expansion import distinctive_terms, feedback_vector, proper_nouns
 from remem.retrieval.mentions import Mentions, mention_shares, mentioned_names
 from remem.retrieval.neighbours import Neighbours, Shares, neighbour_shares, position_of
 from remem.retrieval.options import field_value
-from remem.retrieval.ranking import Candidate, Ranking, rank_candidates
+from remem.retrieval.ranking import Candidate, Measure, Ranking, rank_candidates
+from remem.retrieval.relevance import keyword_share, vector_share
 from remem.retrieval.reports import is_self_report
 from remem.retrieval.speakers import names_in
 from remem.retrieval.timing import asks_when, has_time_expression, is_question
 
-__all__ = ["CandidateSource", "KeywordHits", "ValueMemo", "expand_candidates", "group_reader"]
+__all__ = ["CandidateSource", "KeywordHits", "ValueMemo", "expand_candidates", "group_reader",
+           "relevance_reader"]
 
 
 @dataclass(frozen=True, slots=True)
 class KeywordHits:
     """What a backend returns for a keyword query: postings of the candidates (prefix, filter
-    and time range applied) and corpus statistics over the live items under the prefix."""
+    and time range applied) and corpus statistics over the live items under the prefix.
+
+    ``held``: postings of every item the search may return that holds a term, when
+    ``postings`` keeps fewer (a backend that checks a filter on the best candidates only);
+    ``None``: ``postings`` has them all. Relevance reads which terms a result holds there,
+    whether or not it ranked among the keyword candidates."""
 
     postings: list[Posting]
     doc_freq: dict[str, int]
     n_docs: int
     total_len: int
+    held: list[Posting] | None = field(default=None, kw_only=True)
 
 
 class CandidateSource(Protocol):
@@ -67,6 +77,12 @@ class CandidateSource(Protocol):
 
     def item_vectors(self, ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
         """Item id -> its first field's unit vector, for MMR (items without one are absent)."""
+        ...
+
+    def vector_scores(self, query: npt.NDArray[np.float32], ids: Sequence[int]
+                      ) -> Mapping[int, float]:
+        """Item id -> the cosine of its best field with the unit ``query``, computed as
+        :meth:`vector_hits` scores it (items without a vector are absent), for relevance."""
         ...
 
     def item_values(self, ids: Sequence[int]) -> Mapping[int, Mapping[str, Any]]:
@@ -102,6 +118,10 @@ class ValueMemo:
 
     def item_vectors(self, ids: Sequence[int]) -> Mapping[int, npt.NDArray[np.float32]]:
         return self.source.item_vectors(ids)
+
+    def vector_scores(self, query: npt.NDArray[np.float32], ids: Sequence[int]
+                      ) -> Mapping[int, float]:
+        return self.source.vector_scores(query, ids)
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
         return self.source.term_counts(terms)
@@ -356,3 +376,44 @@ def group_reader(source: CandidateSource
         return out
 
     return read
+
+
+def relevance_reader(source: CandidateSource, *, keyword: KeywordHits | None,
+                     query_vector: npt.NDArray[np.float32] | None,
+                     vector_list: Sequence[Candidate] | None) -> Measure:
+    """The relevance parts of a search's results (:mod:`remem.retrieval.relevance`).
+
+    ``keyword``: the hits of the query's terms, when the search uses the keyword signal
+    (``None``: it does not, or the query has no term); it measures only when some query term
+    occurs under the prefix. ``query_vector`` and ``vector_list``: the query's vector and
+    the vector signal's candidates for it, when the search uses vectors (the candidates'
+    cosines are reused; any other result's are read from ``source``). A list moved by
+    pseudo-relevance feedback must not be passed: relevance is measured against the query."""
+    idf: dict[str, float] = {}
+    query_idf = 0.0
+    if keyword is not None:
+        idf, query_idf = idf_weights(keyword.doc_freq, keyword.n_docs)
+    held: dict[int, list[str]] | None = None
+    cosines = {item_id: score for item_id, _, score in vector_list or ()}
+
+    def measure(ids: Sequence[int]) -> dict[int, dict[str, float]]:
+        nonlocal held
+        parts: dict[int, dict[str, float]] = {item_id: {} for item_id in ids}
+        if keyword is not None and query_idf > 0:
+            if held is None:
+                held = {}
+                for item_id, _, term, _, _ in (keyword.held if keyword.held is not None
+                                               else keyword.postings):
+                    held.setdefault(item_id, []).append(term)
+            for item_id in ids:
+                parts[item_id]["keyword"] = keyword_share(held.get(item_id, ()), idf, query_idf)
+        if query_vector is not None:
+            missing = [item_id for item_id in dict.fromkeys(ids) if item_id not in cosines]
+            if missing:
+                found = source.vector_scores(query_vector, missing)
+                cosines.update({item_id: found.get(item_id, 0.0) for item_id in missing})
+            for item_id in ids:
+                parts[item_id]["vector"] = vector_share(cosines.get(item_id, 0.0))
+        return parts
+
+    return measure

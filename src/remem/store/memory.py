@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.retrieval.bm25 import Posting
-from remem.retrieval.ranking import Candidate
+from remem.retrieval.ranking import Candidate, Ranked
 from remem.store.base import (
     UPDATED_AT_TOLERANCE,
     BaseStore,
@@ -42,10 +42,9 @@ from remem.store.types import (
     Result,
     SearchItem,
     SearchOp,
-    SignalScore,
     from_timestamp,
 )
-from remem.store.vectors import VectorIndex, matrix_hits
+from remem.store.vectors import VectorIndex, best_scores, matrix_hits
 
 __all__ = ["InMemoryStore"]
 
@@ -234,24 +233,26 @@ class InMemoryStore(BaseStore):
         def matches(record: _Record) -> bool:
             return _matches(record, op, now, predicate)
 
-        scored: list[tuple[_Record, float | None, dict[str, SignalScore]]]
+        scored: list[tuple[_Record, Ranked | None]]
         if position not in prepared.signals:  # no query: a newest-first listing
             records = sorted(
                 (r for r in self._under(op.namespace_prefix) if matches(r)),
                 key=lambda r: (-r.updated_at, r.namespace, r.key),
             )
-            scored = [(r, None, {}) for r in records[op.offset : op.offset + op.limit]]
+            scored = [(r, None) for r in records[op.offset : op.offset + op.limit]]
         else:
             source = _MemoryCandidates(self, op, now, matches)
             ranked = self._ranked_search(position, op, prepared, source)
-            scored = [(self._by_id[r.item_id], r.score, self._details(r)) for r in ranked]
+            scored = [(self._by_id[r.item_id], r) for r in ranked]
         results: list[SearchItem] = []
         refresh = self._refresh(op.refresh_ttl)
-        for record, score, details in scored:
+        for record, found in scored:
             if refresh and record.ttl is not None:
                 undo.append(((record.namespace, record.key), replace(record)))
                 record.expires_at = now + record.ttl
-            results.append(SearchItem.from_item(record.to_item(), score, details))
+            item = record.to_item()
+            results.append(SearchItem.from_item(item) if found is None
+                           else self._hit(item, found))
         return results
 
     def sweep(self) -> int:
@@ -366,6 +367,12 @@ class _MemoryCandidates:
     def item_vectors(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         by_id = self.store._by_id
         return {i: by_id[i].vectors[0][1] for i in ids if by_id[i].vectors}
+
+    def vector_scores(self, query: npt.NDArray[np.float32], ids: Sequence[int]
+                      ) -> dict[int, float]:
+        by_id = self.store._by_id
+        return best_scores([(i, vector) for i in ids if i in by_id
+                            for _, vector in by_id[i].vectors], query)
 
     def item_values(self, ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
         return {i: self.store._by_id[i].value for i in ids if i in self.store._by_id}

@@ -41,7 +41,7 @@ from remem.store.types import (
     SearchOp,
     from_timestamp,
 )
-from remem.store.vectors import first_chunk
+from remem.store.vectors import best_scores, first_chunk
 
 __all__ = ["SQLStore", "put_run"]
 
@@ -97,9 +97,18 @@ class SQLStore(BaseStore, Generic[TxT]):
         select the live items the search may return."""
 
     @abstractmethod
+    def _field_vectors(self, tx: TxT, ids: Sequence[int]
+                       ) -> list[tuple[int, npt.NDArray[np.float32]]]:
+        """``(item id, vector)`` of every field of these items under the open model, in
+        insertion order (an item's first field first)."""
+
     def _item_vectors(self, tx: TxT, ids: Sequence[int]
                       ) -> dict[int, npt.NDArray[np.float32]]:
         """Item id -> its first field's vector under the open model."""
+        out: dict[int, npt.NDArray[np.float32]] = {}
+        for item_id, vector in self._field_vectors(tx, ids):
+            out.setdefault(item_id, vector)
+        return out
 
     def _items_first(self, op: SearchOp, n_docs: int) -> bool:
         """Whether a keyword search reads its scope item by item (see
@@ -188,8 +197,7 @@ class SQLStore(BaseStore, Generic[TxT]):
         by_id = {row[0]: row for row in self._query(
             tx, *self.dialect.items_by_id([r.item_id for r in ranked]))}
         items = self._finish([by_id[r.item_id] for r in ranked], op.refresh_ttl, now, refreshes)
-        return [SearchItem.from_item(item, r.score, self._details(r))
-                for item, r in zip(items, ranked, strict=True)]
+        return [self._hit(item, r) for item, r in zip(items, ranked, strict=True)]
 
     def _listing_path(self, tx: TxT, op: SearchOp) -> ListingPath:
         """How a newest-first listing reads (see :data:`ListingPath`): one namespace in index
@@ -248,7 +256,8 @@ class SQLStore(BaseStore, Generic[TxT]):
         if not deferred:
             return hits
         kept = self._best_matching(tx, hits, depth, where, params)
-        return KeywordHits([p for p in postings if p[0] in kept], doc_freq, n_docs, total_len)
+        return KeywordHits([p for p in postings if p[0] in kept], doc_freq, n_docs, total_len,
+                           held=postings)
 
     def _best_matching(self, tx: TxT, hits: KeywordHits, depth: int | None, where: str,
                        params: list[Any]) -> set[int]:
@@ -327,6 +336,10 @@ class _SQLCandidates(Generic[TxT]):
 
     def item_vectors(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
         return self.store._item_vectors(self.tx, ids)
+
+    def vector_scores(self, query: npt.NDArray[np.float32], ids: Sequence[int]
+                      ) -> dict[int, float]:
+        return best_scores(self.store._field_vectors(self.tx, ids), query)
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
         store, dialect = self.store, self.store.dialect

@@ -402,17 +402,14 @@ class SQLiteStore(SQLStore["_Txn"]):
         return ranked_hits(stream_ranked(self._vector_chunks(tx, prefix), query), depth,
                            addresses)
 
-    def _item_vectors(self, tx: _Txn, ids: Sequence[int]
-                      ) -> dict[int, npt.NDArray[np.float32]]:
+    def _field_vectors(self, tx: _Txn, ids: Sequence[int]
+                       ) -> list[tuple[int, npt.NDArray[np.float32]]]:
         rows = tx.conn.execute(
             "SELECT item_id, vec FROM vectors WHERE item_id IN "
             "(SELECT value FROM json_each(?)) AND model_id = ? ORDER BY id",
             (json.dumps(list(ids)), self._model_id),
         ).fetchall()
-        out: dict[int, npt.NDArray[np.float32]] = {}
-        for item_id, blob in rows:  # an item with several fields: its first field's
-            out.setdefault(item_id, np.frombuffer(blob, dtype=np.float32))
-        return out
+        return [(int(item_id), np.frombuffer(blob, dtype=np.float32)) for item_id, blob in rows]
 
     def _items_first(self, op: SearchOp, n_docs: int) -> bool:
         # a small scope (one user's memories, say) is read item by item: its cost follows

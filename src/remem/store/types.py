@@ -300,8 +300,9 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class SignalScore:
-    """How one ranking signal scored a result: ``"keyword"`` (BM25), ``"vector"`` (cosine) or
-    ``"recency"`` (the recency factor in [0, 1], rank 1 = newest)."""
+    """How one ranking signal scored a result: its rank among the signal's candidates and
+    its raw score there: ``"keyword"`` (BM25), ``"vector"`` (cosine) or ``"recency"`` (the
+    recency factor in [0, 1], rank 1 = newest)."""
 
     rank: int
     score: float
@@ -309,26 +310,42 @@ class SignalScore:
 
 @dataclass(frozen=True, slots=True)
 class SearchItem(Item):
-    """An item returned by search, with its final score and the score of each signal.
+    """An item returned by search, with its final score, its relevance and the score of each
+    signal.
 
-    ``score`` is ``None`` when the search had no query (pure filter listing).
+    ``score`` orders the results (fused, then re-ranked); it means little outside its page.
+    ``relevance`` is how well the item matches the query on a fixed scale from 0 to 1, the
+    same whatever the page or the other results, and ``relevance_by_signal`` each signal's
+    part of it (``"keyword"``: the share of the query's term weight the item holds,
+    ``"vector"``: the cosine clamped to [0, 1]; :mod:`remem.retrieval.relevance`).
+    ``details`` has the rank and raw score (BM25, cosine, recency factor) of each signal that
+    found the item among its candidates. All are ``None`` or empty when the search had no
+    query (pure filter listing).
     """
 
     score: float | None = None
     details: Mapping[str, SignalScore] = field(default_factory=dict)
+    relevance: float | None = None
+    relevance_by_signal: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_item(cls, item: Item, score: float | None = None,
-                  details: Mapping[str, SignalScore] | None = None) -> SearchItem:
-        """``item`` as a search result with its final score and per-signal details."""
+                  details: Mapping[str, SignalScore] | None = None, *,
+                  relevance: float | None = None,
+                  relevance_by_signal: Mapping[str, float] | None = None) -> SearchItem:
+        """``item`` as a search result with its final score, per-signal details and
+        relevance."""
         return cls(item.namespace, item.key, item.value, item.created_at, item.updated_at,
-                   item.expires_at, item.event_at, score, dict(details or {}))
+                   item.expires_at, item.event_at, score, dict(details or {}), relevance,
+                   dict(relevance_by_signal or {}))
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict including the score and its details."""
+        """A JSON-ready dict including the score, its details and the relevance."""
         data = Item.to_dict(self)
         data["score"] = self.score
         data["details"] = {k: {"rank": v.rank, "score": v.score} for k, v in self.details.items()}
+        data["relevance"] = self.relevance
+        data["relevance_by_signal"] = dict(self.relevance_by_signal)
         return data
 
 

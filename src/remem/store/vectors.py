@@ -9,7 +9,7 @@ embedded scale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +17,8 @@ import numpy.typing as npt
 from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
 
-__all__ = ["TextHashes", "VectorIndex", "first_chunk", "matrix_hits", "ranked_hits",
-           "ranked_rows", "top_matches"]
+__all__ = ["TextHashes", "VectorIndex", "best_scores", "first_chunk", "matrix_hits",
+           "ranked_hits", "ranked_rows", "top_matches"]
 
 _FIRST_CHUNK = 256
 _BLOCK = 8192  # rows per block of the matrix
@@ -284,6 +284,21 @@ def _dot_rows(matrix: npt.NDArray[np.float32],
     also faster here (memory-bound, no thread wake-ups)."""
     scores: npt.NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
     return scores
+
+
+def best_scores(pairs: Sequence[tuple[int, npt.NDArray[np.float32]]],
+                query: npt.NDArray[np.float32]) -> dict[int, float]:
+    """Item id -> the best cosine of its ``(item id, unit vector)`` rows with the unit
+    ``query``, row by row as every backend's vector search computes it (:func:`_dot_rows`),
+    so an item scores the same here as among the vector candidates."""
+    if not pairs:
+        return {}
+    scores = _dot_rows(np.stack([vector for _, vector in pairs]), query).tolist()
+    best: dict[int, float] = {}
+    for (item_id, _), score in zip(pairs, scores, strict=True):
+        if item_id not in best or score > best[item_id]:
+            best[item_id] = score
+    return best
 
 
 def _emit(order: npt.NDArray[np.intp], row_items: npt.NDArray[np.int64],

@@ -40,9 +40,9 @@ Stable hooks for browser tests (ids are unique on their page; classes repeat):
 * memory list: ``#search-form``, ``#search-q``, ``#search-mode``, ``#search-kind``,
   ``#search-as-of``, ``#search-recency``, ``#search-invalid``, ``#search-submit``;
   results ``#hits`` of ``li.hit[data-id][data-status]`` rows, each with ``a.hit-link``;
-  score bars ``.score-bar[data-signal=keyword|vector|recency|fusion][data-width=0..100]``
-  (present for searches with a query, one per signal that ranked the page); ``#empty``
-  when nothing is found;
+  score bars ``.score-bar[data-signal=keyword|vector|recency|relevance][data-width=0..100]``
+  (present for searches with a query, one per signal that scored the page, each on a fixed
+  0-1 scale: see :func:`remem.ui.views.hit_bars`); ``#empty`` when nothing is found;
 * namespaces: ``#namespace-tree`` of ``li.ns`` rows with ``a.ns-link`` and
   ``.count[data-count]``;
 * memory page: ``#memory-id``, ``#memory-text``, ``#memory-status``, ``#memory-version``;

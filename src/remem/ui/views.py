@@ -37,8 +37,8 @@ __all__ = [
     "word_diff",
 ]
 
-#: the ranking signals drawn as bars, in order (``fusion`` is the final score)
-SIGNALS = ("keyword", "vector", "recency", "fusion")
+#: the bars of a search hit, in order (``relevance``: the weighted mean of keyword and vector)
+SIGNALS = ("keyword", "vector", "recency", "relevance")
 
 
 def fmt_time(ts: float | None) -> str:
@@ -83,49 +83,67 @@ def parse_time(text: str | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """One signal's bar: ``width`` in percent of the page's best, the raw ``score`` and
-    ``rank`` (``None``: the signal did not rank this hit)."""
+    """One signal's bar: ``value`` on the fixed 0-1 scale the bar draws (``width`` in
+    percent), the signal's raw ``score`` and ``rank`` among its candidates (``None``: it did
+    not rank this hit), and the ``label`` printed beside the bar."""
 
     signal: str
     width: int
+    value: float | None
     score: float | None
     rank: int | None
+    label: str
 
 
 def hit_bars(hits: Sequence[MemoryHit]) -> list[list[Bar]]:
-    """Bars for each hit of a page: keyword (BM25) and fusion scaled to the page's best,
-    vector (cosine, clamped to 0-1) and recency (0-1) as they are. Empty lists without a
-    query (no scores to explain)."""
+    """Bars for each hit of a page, each on a fixed scale from 0 to 1, so a bar reads the
+    same on any page: keyword (the share of the query's term weight the memory holds; its
+    BM25 score beside), vector (cosine, clamped to 0-1), recency (its factor) and relevance
+    (their weighted mean, what ``min_score`` compares with; recency is not part of it). A
+    bar per signal some hit of the page has. Empty lists without a query (no scores to
+    explain)."""
     if not hits or all(hit.score is None for hit in hits):
         return [[] for _ in hits]
-    best: dict[str, float] = {}
-    for hit in hits:
-        for name, scored in hit.details.items():
-            best[name] = max(best.get(name, 0.0), scored.score)
-        if hit.score is not None:
-            best["fusion"] = max(best.get("fusion", 0.0), hit.score)
-    present = [name for name in SIGNALS if name in best]
+    present = [name for name in SIGNALS if any(_value(hit, name) is not None or
+                                                name in hit.details for hit in hits)]
     rows: list[list[Bar]] = []
     for hit in hits:
         row: list[Bar] = []
         for name in present:
-            if name == "fusion":
-                score, rank = hit.score, None
-            else:
-                signal = hit.details.get(name)
-                score, rank = (signal.score, signal.rank) if signal else (None, None)
-            row.append(Bar(name, _width(name, score, best.get(name, 0.0)), score, rank))
+            value, signal = _value(hit, name), hit.details.get(name)
+            score, rank = (signal.score, signal.rank) if signal else (None, None)
+            row.append(Bar(name, _width(value), value, score, rank,
+                           _label(name, value, score, rank)))
         rows.append(row)
     return rows
 
 
-def _width(name: str, score: float | None, best: float) -> int:
-    if score is None or not math.isfinite(score):
+def _value(hit: MemoryHit, name: str) -> float | None:
+    if name == "relevance":
+        return hit.relevance
+    if name == "recency":
+        signal = hit.details.get(name)
+        return signal.score if signal else None
+    return hit.relevance_by_signal.get(name)
+
+
+def _width(value: float | None) -> int:
+    if value is None or not math.isfinite(value):
         return 0
-    # cosine and the recency factor are already on 0-1; BM25 and fusion are page-relative
-    absolute = name in ("vector", "recency")
-    fraction = score if absolute else (score / best if best > 0 else 0.0)
-    return round(100 * min(1.0, max(0.0, fraction)))
+    return round(100 * min(1.0, max(0.0, value)))
+
+
+def _label(name: str, value: float | None, score: float | None, rank: int | None) -> str:
+    """What the bar shows, then the raw score where it differs (BM25; a cosine below 0) and
+    the rank: ``0.667 · BM25 2.310 · #1``."""
+    parts = [] if value is None else [f"{value:.3f}"]
+    if score is not None and name == "keyword":
+        parts.append(f"BM25 {score:.3f}")
+    elif score is not None and name == "vector" and score != value:
+        parts.append(f"cosine {score:.3f}")
+    if rank is not None:
+        parts.append(f"#{rank}")
+    return " · ".join(parts) or "—"
 
 
 @dataclass(frozen=True, slots=True)

@@ -459,12 +459,9 @@ class PostgresStore(SQLStore["Conn"]):
 
     # -- search -------------------------------------------------------------------------------
 
-    def _item_vectors(self, tx: Conn, ids: Sequence[int]
-                      ) -> dict[int, npt.NDArray[np.float32]]:
-        out: dict[int, npt.NDArray[np.float32]] = {}
-        for item_id, vec in vectors_of(tx, self._q, self._model_id, list(ids)):
-            out.setdefault(item_id, vec)  # an item with several fields: its first field's
-        return out
+    def _field_vectors(self, tx: Conn, ids: Sequence[int]
+                       ) -> list[tuple[int, npt.NDArray[np.float32]]]:
+        return vectors_of(tx, self._q, self._model_id, list(ids))
 
     def _vector_hits(self, tx: Conn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
                      where: str, params: list[Any]) -> list[Candidate]:
