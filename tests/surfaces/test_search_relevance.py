@@ -170,7 +170,7 @@ def test_the_cli_table_shows_relevance(tmp_path: Path) -> None:
     hits = json.loads(run("search", "green tea", "--user", "u", "--json"))["hits"]
     assert hits[0]["score"] == 1.0 and hits[0]["relevance"] < 1.0
     table = run("search", "green tea", "--user", "u")
-    assert "relevance" in table.splitlines()[0]
+    assert "match" in table.splitlines()[0]  # the relevance column
     for hit in hits:
         assert f"{hit['relevance']:.3f}" in table
     assert "1.000" not in table  # the fused score of the best hit is not what is shown

@@ -213,7 +213,8 @@ def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | Non
     """Memories as a table that reads at 80 columns: the memory text gets the room, ids are
     shortened (``--full-ids``), the time is the ISO-8601 minute, and the status column
     shows only when some memory is not current. ``scores``: the hits' relevance (0-1,
-    the same whatever the page), shown as a ``relevance`` column."""
+    the same whatever the page), shown as a ``match`` column (a word as narrow as the
+    figure, so the text keeps its 40 columns at 80)."""
     table = people_table()
     table.add_column("id", no_wrap=True)
     _text_column(table, "memory", full_ids=full_ids)
@@ -223,7 +224,7 @@ def _table(records: Sequence[MemoryRecord], scores: Sequence[float | None] | Non
     if statuses:
         table.add_column("status", no_wrap=True)
     if scores is not None:
-        table.add_column("relevance", no_wrap=True, justify="right")
+        table.add_column("match", no_wrap=True, justify="right")
     ids = short_ids([record.id for record in records], full=full_ids)
     for row, record in enumerate(records):
         cells: list[str | Text] = [ids[row], Text(record.text), record.kind,
