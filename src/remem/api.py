@@ -77,11 +77,9 @@ from remem.memory.requests import (
     HistoryRequest,
     ImportRequest,
     MemoryRequest,
-    MessagesInput,
     SearchRequest,
     UndoRequest,
     UpdateRequest,
-    to_messages,
 )
 from remem.memory.results import (
     ChangeResult,
@@ -92,6 +90,7 @@ from remem.memory.results import (
 )
 from remem.memory.stages import staged_ranking
 from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
+from remem.messages.inputs import MessagesInput, to_messages
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
 

@@ -27,7 +27,7 @@ from remem.episodic.requests import (
 )
 from remem.episodic.schema import Episode
 from remem.errors import UsageError
-from remem.memory.requests import MessagesInput
+from remem.messages.inputs import MessagesInput
 from remem.transport import Call, Sender
 
 __all__ = ["RemoteEpisodes", "episode_call"]

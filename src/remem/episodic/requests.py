@@ -22,8 +22,7 @@ from remem.episodic.examples import Selection
 from remem.episodic.schema import Episode
 from remem.errors import UsageError
 from remem.llm.base import ChatModel, Usage
-from remem.memory.requests import Messages
-from remem.requests import JsonObject, Limit, Offset, Request
+from remem.requests import JsonObject, Limit, Messages, Offset, Request
 
 __all__ = [
     "AddEpisodeRequest",

@@ -26,11 +26,10 @@ from remem.background.jobs import NewJob
 from remem.errors import UsageError
 from remem.llm.base import ChatModel
 from remem.memory.flow import Flow, run_async, run_sync
-from remem.memory.requests import Messages
 from remem.procedural.optimizer import Optimization, PromptOptimizer
 from remem.procedural.prompts import PromptRegistry, PromptVersion
 from remem.procedural.strategies import Strategy
-from remem.requests import JsonObject, Request
+from remem.requests import JsonObject, Messages, Request
 
 __all__ = [
     "CreatePromptRequest",
