@@ -48,6 +48,16 @@ Ident = Annotated[str, StringConstraints(min_length=1, max_length=256,
 class EpisodeRequest(Request, Generic[R]):
     """Base of the episode requests; ``R`` is what running one returns."""
 
+    def run_on(self, episodes: EpisodeStore, model: ChatModel | None = None) -> R:
+        """Run this request on ``episodes`` (``model``: what extraction calls): what
+        :meth:`EpisodeStore.run <remem.episodic.EpisodeStore.run>` calls, so the store
+        needs no import of the requests built on it."""
+        return run_episode_request(self, episodes, model)
+
+    async def arun_on(self, episodes: EpisodeStore, model: ChatModel | None = None) -> R:
+        """Async :meth:`run_on`."""
+        return await arun_episode_request(self, episodes, model)
+
 
 class AddEpisodeRequest(EpisodeRequest[Episode]):
     """Store one episode: the situation the agent faced, its thought, its action and the

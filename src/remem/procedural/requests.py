@@ -103,6 +103,16 @@ class OptimizeResult:
 class PromptRequest(Request, Generic[R]):
     """Base of the prompt requests; ``R`` is what running one returns."""
 
+    def run_on(self, registry: PromptRegistry, model: ChatModel | None = None) -> R:
+        """Run this request on ``registry`` (``model``: what optimize calls): what
+        :meth:`PromptRegistry.run <remem.procedural.PromptRegistry.run>` calls, so the
+        registry needs no import of the requests built on it."""
+        return run_prompt_request(self, registry, model)
+
+    async def arun_on(self, registry: PromptRegistry, model: ChatModel | None = None) -> R:
+        """Async :meth:`run_on`."""
+        return await arun_prompt_request(self, registry, model)
+
 
 class ListPromptsRequest(PromptRequest[list[PromptVersion]]):
     """The latest version of every prompt, by name."""
