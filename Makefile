@@ -22,8 +22,11 @@ test:
 test-fast:
 	$(PY) -m pytest -q -m "not slow"
 
+# ruff, then the layer contract of pyproject.toml ([tool.importlinter], docs/architecture.md);
+# lint-imports run through $(PY) so it checks the interpreter's remem (the -e install)
 lint:
 	$(PY) -m ruff check src tests benchmarks examples tools
+	$(PY) -c "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
 
 typecheck:
 	$(PY) -m mypy

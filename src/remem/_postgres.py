@@ -1,17 +1,14 @@
 """Plumbing shared by every package that keeps its own tables in a PostgreSQL schema (threads,
-background jobs, the graph) and by the store: apply its migrations, open a connection pool
-whose connections use that schema, and turn a driver error into the remem error it means
-(:func:`database_error`: data the database refuses is the caller's, anything else the
-database's)."""
+background jobs, the graph) and by the store: turn a driver error into the remem error it
+means (:func:`database_error`: data the database refuses is the caller's, anything else the
+database's). Opening a pool over migrated tables is the store's
+(:func:`remem.store.migrations.postgres.open_migrated_pool`), above this module."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from remem.errors import InvalidInputError, RememError, StoreError
 
-from remem.errors import ConfigError, InvalidInputError, RememError, StoreError
-
-__all__ = ["database_error", "is_refused_data", "open_migrated_pool"]
+__all__ = ["database_error", "is_refused_data"]
 
 #: SQLSTATE classes of errors caused by the data a statement carries, never by the server's
 #: state: 22 (data exception: a NUL byte, a character the encoding lacks, a number out of
@@ -47,35 +44,3 @@ def database_error(exc: BaseException, where: str) -> RememError:
             f"the database refused a value of this request ({reason}); nothing was written: "
             "change the value (shorten it, or drop the character the reason names)")
     return StoreError(f"PostgreSQL error on {where}: {exc}")
-
-
-def open_migrated_pool(dsn: str, schema: str, quoted: str, migrations: Sequence[Any], *,
-                       kwargs: dict[str, Any], name: str, max_size: int, timeout: float,
-                       min_size: int = 1, check: bool = False) -> Any:
-    """Apply ``migrations`` to ``schema`` (``quoted``: its quoted identifier) over one direct
-    connection, then return an opened (not yet waited for) ``psycopg_pool.ConnectionPool``
-    whose connections set ``search_path`` to it. ``kwargs``: connection arguments;
-    ``check``: test each connection when it leaves the pool."""
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
-                          f"pip install 'remem[postgres]' ({exc})") from None
-    from remem.store.migrations.postgres import apply_postgres
-
-    try:
-        with psycopg.connect(dsn, **kwargs) as conn:
-            apply_postgres(conn, schema, quoted, migrations)
-    except psycopg.Error as exc:
-        raise StoreError(f"PostgreSQL setup failed (schema {schema}): {exc}") from exc
-
-    def configure(conn: Any) -> None:
-        conn.execute(f"SET search_path TO {quoted}")
-
-    pool = psycopg_pool.ConnectionPool(
-        dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, configure=configure,
-        open=False, timeout=timeout, name=name,
-        check=psycopg_pool.ConnectionPool.check_connection if check else None)
-    pool.open(wait=False)
-    return pool

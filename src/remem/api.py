@@ -34,6 +34,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 
+# the imports bound to _names are plug-ins that register themselves when imported: the facade
+# imports them so every Memory has them (read counting and budget checks, the observer of the
+# memory flows; the families' job kinds and consolidation runs, remem.background.kinds)
+from remem.background import access as _access  # noqa: F401
 from remem.background.requests import (
     CancelResult,
     FlushResult,
@@ -44,6 +48,8 @@ from remem.background.requests import (
 from remem.context.assemble import ContextRequest, aassemble, assemble
 from remem.context.types import ContextResult, ContextSection
 from remem.embed.base import Embedder
+from remem.episodic import jobs as _episode_jobs  # noqa: F401
+from remem.episodic import thread_episodes as _thread_episodes  # noqa: F401
 from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
 from remem.llm.config import model_from_env, require_model
@@ -77,11 +83,9 @@ from remem.memory.requests import (
     HistoryRequest,
     ImportRequest,
     MemoryRequest,
-    MessagesInput,
     SearchRequest,
     UndoRequest,
     UpdateRequest,
-    to_messages,
 )
 from remem.memory.results import (
     ChangeResult,
@@ -92,6 +96,8 @@ from remem.memory.results import (
 )
 from remem.memory.stages import staged_ranking
 from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
+from remem.messages.inputs import MessagesInput, to_messages
+from remem.procedural import jobs as _prompt_jobs  # noqa: F401
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
 

@@ -20,13 +20,11 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Generic, Self, TypeVar
-from urllib.parse import quote
+from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
 
 import httpx
 
@@ -40,22 +38,7 @@ from remem.background.requests import (
 from remem.context.assemble import ContextRequest
 from remem.context.types import ContextResult
 from remem.context.wire import load_context
-from remem.errors import (
-    ConfigError,
-    ConflictError,
-    EmbeddingError,
-    InvalidInputError,
-    LLMError,
-    NotFoundError,
-    PermissionDeniedError,
-    QuotaExceededError,
-    ReadOnlyError,
-    RememError,
-    ReservedNamespaceError,
-    StoreError,
-    UnsupportedError,
-    UsageError,
-)
+from remem.errors import ConfigError, StoreError, UsageError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
 from remem.memory.requests import (
@@ -78,7 +61,11 @@ from remem.memory.store_manager import AddResult, Split
 from remem.memory.wire import load
 from remem.store.types import SearchMode
 
-if TYPE_CHECKING:  # remem.threads.remote imports this module
+# the call value and id quoting live below the families, whose remote sides share them
+from remem.transport import Call as _Call
+from remem.transport import path_segment as _id
+
+if TYPE_CHECKING:
     from remem.blocks.remote import RemoteBlocks
     from remem.episodic.remote import RemoteEpisodes
     from remem.graph import Profile, TimelineEvent
@@ -90,19 +77,6 @@ __all__ = ["Client"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: the server's error kinds -> remem errors
-_ERRORS: dict[str, type[RememError]] = {
-    "invalid_input": InvalidInputError, "validation_error": InvalidInputError,
-    "invalid_json": InvalidInputError, "too_large": InvalidInputError,
-    "not_found": NotFoundError, "conflict": ConflictError, "unsupported": UnsupportedError,
-    "not_configured": ConfigError, "unauthorized": ConfigError, "forbidden": UsageError,
-    "llm_failed": LLMError, "embedding_failed": EmbeddingError,
-    "store_unavailable": StoreError, "index_config": ConflictError,
-    "quota_exceeded": QuotaExceededError,
-    "read_only": ReadOnlyError, "permission_denied": PermissionDeniedError,
-    "reserved_namespace": ReservedNamespaceError,
-}
 
 #: requests whose whole value is the body of a POST to this path
 _POSTED: Mapping[type[MemoryRequest[Any]], str] = {
@@ -120,36 +94,6 @@ IMPORT_CHUNK_BYTES = 512 * 1024
 
 
 # -- the pure core: a request value -> one HTTP call ------------------------------------------
-
-
-def _error(response: httpx.Response) -> RememError:
-    try:
-        body = response.json()
-        kind, message = str(body.get("error", "")), str(body.get("message", response.text))
-    except ValueError:
-        kind, message = "", response.text or response.reason_phrase
-    cls = _ERRORS.get(kind, RememError)
-    return cls(f"{message} (HTTP {response.status_code})")
-
-
-@dataclass(frozen=True, slots=True)
-class _Call(Generic[T]):
-    """One HTTP request and how to read its answer."""
-
-    method: str
-    path: str
-    parse: Callable[[Any], T]
-    json: Mapping[str, Any] | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    def read(self, response: httpx.Response) -> T:
-        if response.status_code >= 400:
-            raise _error(response)
-        return self.parse(response.json())
-
-
-def _id(value: str) -> str:
-    return quote(value.strip(), safe="")
 
 
 def call_of(request: MemoryRequest[R]) -> _Call[R]:
@@ -301,7 +245,6 @@ class Client:
         """The server's conversation threads, with :class:`~remem.threads.ThreadStore`'s
         methods (one object per client, so handles compare equal)."""
         if self._threads is None:
-            # imported on first use: remem.threads.remote imports this module
             from remem.threads.remote import RemoteThreads
 
             self._threads = RemoteThreads(self)

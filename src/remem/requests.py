@@ -30,29 +30,39 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StringConstraints,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 
 from remem.errors import InvalidInputError
+from remem.messages.convert_openai import to_openai
+from remem.messages.inputs import to_messages
+from remem.messages.types import Message
 from remem.store.types import (
     MAX_TIMESTAMP,
     MAX_VALUE_DEPTH,
     MIN_TIMESTAMP,
     NestingError,
     bounded_json,
+    nesting_problem,
 )
 from remem.store.values import nul_problem
 
 __all__ = [
     "MAX_JSON_CHARS",
     "MAX_JSON_DEPTH",
+    "MAX_MESSAGES",
     "MAX_NAMESPACE_DEPTH",
+    "MAX_TEXT",
+    "ConversationMessages",
     "JsonObject",
     "Label",
     "Limit",
+    "Messages",
     "NamespacePath",
     "NamespacePrefix",
     "Offset",
@@ -143,6 +153,111 @@ Timestamp = Annotated[float, Field(ge=MIN_TIMESTAMP, le=MAX_TIMESTAMP),
 
 JsonObject = Annotated[dict[str, Any], BeforeValidator(_json_object)]
 """A JSON object: at most 60 levels deep, 1,000,000 characters as JSON."""
+
+
+# -- messages as a field: every family that takes a conversation declares it with these ------
+
+#: most messages one add takes
+MAX_MESSAGES = 500
+#: most characters of one text (a message's, a memory's content, a query is 10,000)
+MAX_TEXT = 200_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _checked_messages(value: Any) -> tuple[Message, ...]:
+    messages = _checked_conversation(value)
+    if not any(message.text.strip() for message in messages):
+        raise ValueError("nothing to remember: pass non-empty text or at least one message "
+                         "with text")
+    return messages
+
+
+def _checked_conversation(value: Any) -> tuple[Message, ...]:
+    """Messages as a conversation keeps them: at least one, each within the limits, text or
+    not (a tool call, an empty answer, a framework's reasoning item)."""
+    messages = to_messages(value)
+    if not messages:
+        raise ValueError("no messages: pass text or at least one message")
+    if len(messages) > MAX_MESSAGES:
+        raise ValueError(f"at most {MAX_MESSAGES} messages per add, got {len(messages)}; "
+                         "split the conversation into several adds")
+    for position, message in enumerate(messages):
+        text = message.text
+        if len(text) > MAX_TEXT:
+            raise ValueError(f"message {position} has {len(text)} characters; at most "
+                             f"{MAX_TEXT} per message")
+        bad = _SURROGATE.search(text)
+        if bad is not None:
+            raise ValueError(f"message {position} contains a lone surrogate "
+                             f"({bad.group()!r} at character {bad.start()}), which is not "
+                             "valid Unicode; decode the text with errors='replace'")
+        # the JSON a message carries is bounded like every JSON field (it is stored as is)
+        parts = [(f"messages[{position}].metadata", message.metadata)] + [
+            (f"messages[{position}].tool_calls[{i}].arguments", call.arguments)
+            for i, call in enumerate(message.tool_calls)]
+        for where, data in parts:
+            problem = nesting_problem(data, where, MAX_JSON_DEPTH) if data else None
+            if problem is not None:
+                raise ValueError(problem)
+    return messages
+
+
+def _messages_json(messages: tuple[Message, ...]) -> Any:
+    return to_openai(list(messages))
+
+
+_CHAT_MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "an OpenAI-style chat message, optionally with remem's id, created_at, "
+                   "metadata and is_error (as /v1/threads answers them); other fields are "
+                   "refused",
+    "properties": {
+        "role": {"enum": ["system", "user", "assistant", "tool", "developer", "function"]},
+        "content": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
+                              {"type": "array", "items": {"type": "object"}},
+                              {"type": "null"}]},
+        "name": {"type": ["string", "null"]},
+        "tool_calls": {"type": ["array", "null"], "items": {"type": "object"}},
+        "tool_call_id": {"type": ["string", "null"]},
+        "function_call": {"type": ["object", "null"]},
+        "refusal": {"type": ["string", "null"]},
+        "id": {"type": ["string", "null"]},
+        "created_at": {"type": ["number", "null"]},
+        "metadata": {"type": ["object", "null"]},
+        "is_error": {"type": ["boolean", "null"]},
+    },
+    "required": ["role"],
+    "additionalProperties": False,
+}
+
+Messages = Annotated[
+    tuple[Message, ...],
+    BeforeValidator(_checked_messages),
+    PlainSerializer(_messages_json, when_used="json"),
+    WithJsonSchema({"anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
+        # a string in the list is a user message (remem.messages.to_messages reads it so)
+        {"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
+                                              _CHAT_MESSAGE_SCHEMA]},
+         "minItems": 1, "maxItems": MAX_MESSAGES},
+    ]}),
+]
+"""Text or chat messages (OpenAI-style dicts or plain strings, each a user message; or remem
+``Message`` values from Python)."""
+
+ConversationMessages = Annotated[
+    tuple[Message, ...],
+    BeforeValidator(_checked_conversation),
+    PlainSerializer(_messages_json, when_used="json"),
+    WithJsonSchema({"anyOf": [
+        {"type": "string", "maxLength": MAX_TEXT},
+        {"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
+                                              _CHAT_MESSAGE_SCHEMA]},
+         "minItems": 1, "maxItems": MAX_MESSAGES},
+    ]}),
+]
+"""As :data:`Messages`, for a conversation's record (threads): a message needs no text, since
+a turn of only tool calls, or an empty answer, is still part of the conversation."""
 
 
 #: how pydantic names the branch of a union in an error's location

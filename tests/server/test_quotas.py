@@ -196,11 +196,11 @@ def test_without_a_metrics_token_there_is_no_tenant_route(tmp_path: Path) -> Non
 def test_the_client_raises_the_quota_error_the_server_names() -> None:
     import httpx
 
-    from remem.client import _error
     from remem.errors import QuotaExceededError, UsageError
+    from remem.transport import error_of
 
     answer = httpx.Response(413, json={"error": "quota_exceeded", "field": "quota.items",
                                        "message": "tenant 'acme' is at its quota of 3 items"})
-    error = _error(answer)
+    error = error_of(answer)
     assert isinstance(error, QuotaExceededError) and isinstance(error, UsageError)
     assert "quota of 3 items (HTTP 413)" in str(error)

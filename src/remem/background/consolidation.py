@@ -22,6 +22,11 @@ the merged clusters gone (their other members are no longer current), so it is s
 Scheduling (:class:`Consolidation`): a ``consolidate`` job per namespace, under a debounce key
 of its own, so at most one run per namespace is queued or running at a time; when it finishes
 it queues the next one ``interval`` seconds later (the schedule is the job in the queue).
+
+Other scheduled upkeep rides on ``consolidate`` jobs too, so every worker already runs it: a
+job whose payload holds a key registered with :func:`register_consolidation_run` runs that
+run instead (the episodes of idle threads, ``"threads"``, registered by
+:mod:`remem.episodic.thread_episodes`).
 """
 
 from __future__ import annotations
@@ -29,13 +34,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from remem.background.jobs import Job, Submission
 from remem.background.queue import JobQueue
 from remem.llm.base import Usage
+from remem.memory.facade import MemoryFacade
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_sync
 from remem.memory.history import BULK_CHANGE
 from remem.memory.locking import LockSettings
@@ -53,11 +59,9 @@ from remem.messages.types import Message
 from remem.retrieval.tokenize import DefaultTokenizer
 from remem.store.types import GetOp, Item, Namespace, PutOp, SearchOp
 
-if TYPE_CHECKING:
-    from remem.api import Memory
-
 __all__ = ["CONSOLIDATE", "ClusterDecision", "Consolidation", "ConsolidationReport",
-           "clusters", "consolidate_flow", "consolidation_handler", "merge_flow"]
+           "ConsolidationRun", "clusters", "consolidate_flow", "consolidation_handler",
+           "merge_flow", "register_consolidation_run"]
 
 #: the job kind of a consolidation run
 CONSOLIDATE = "consolidate"
@@ -299,17 +303,32 @@ def merge_flow(namespace: Namespace, keeper: MemoryRecord, others: Sequence[Memo
     return result
 
 
-def consolidation_handler(memory_for: Callable[[str], Memory],
+ConsolidationRun = Callable[[MemoryFacade, Job, JobQueue | None], Mapping[str, Any]]
+"""Another run a ``consolidate`` job carries: ``run(memory, job, queue)`` returns its report
+(``queue``: the worker's, where a scheduled run queues its next one)."""
+
+_RUNS: dict[str, ConsolidationRun] = {}
+
+
+def register_consolidation_run(payload_key: str, run: ConsolidationRun) -> None:
+    """Run ``run`` for every ``consolidate`` job whose payload holds ``payload_key`` (the
+    family owning the run registers it when imported; again: replaced)."""
+    _RUNS[payload_key] = run
+
+
+def consolidation_handler(memory_for: Callable[[str], MemoryFacade],
                           queue: JobQueue | None = None) -> Callable[[Job], Mapping[str, Any]]:
     """The handler of :data:`CONSOLIDATE` jobs; with ``queue`` and an ``interval`` in the
-    payload, a finished run queues the next one (the schedule)."""
+    payload, a finished run queues the next one (the schedule). A payload holding a key of
+    :func:`register_consolidation_run` runs that run instead."""
     from remem.llm.config import require_model
 
     def run(job: Job) -> Mapping[str, Any]:
         memory = memory_for(job.tenant)
         payload = job.payload
-        if payload.get("threads") is not None:  # a run over idle threads (thread_episodes)
-            return _thread_run(memory, job, queue)
+        for key, other in _RUNS.items():
+            if payload.get(key) is not None:  # e.g. a run over idle threads ("threads")
+                return other(memory, job, queue)
         flow = consolidate_flow(
             tuple(payload["namespace"]), now=memory.clock(), lock=memory.lock,
             lookback=payload.get("lookback"), lexical=payload.get("lexical", 0.6),
@@ -324,27 +343,6 @@ def consolidation_handler(memory_for: Callable[[str], Memory],
         return report.to_dict()
 
     return run
-
-
-def _thread_run(memory: Memory, job: Job, queue: JobQueue | None) -> Mapping[str, Any]:
-    from remem.background.thread_episodes import (
-        schedule_thread_summaries,
-        summarize_idle_threads,
-    )
-
-    own = queue if queue is not None else JobQueue.beside(memory.store)
-    try:
-        settings = job.payload["threads"]
-        report = summarize_idle_threads(memory, own, settings, tenant=job.tenant)
-        interval = job.payload.get("interval")
-        if queue is not None and interval:
-            schedule_thread_summaries(queue, idle=settings["idle"], interval=interval,
-                                      first_in=interval, limit=settings.get("limit", 1000),
-                                      tenant=job.tenant)
-        return report.to_dict()
-    finally:
-        if own is not queue:
-            own.close()
 
 
 class Consolidation:

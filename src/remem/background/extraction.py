@@ -9,15 +9,22 @@ crash applies its changes at most once (:mod:`remem.memory.store_manager`).
 
 :class:`MemoryJobs` is what ``Memory.submit`` & co. call; the server and ``remem worker`` use
 it too, with ``tenant`` naming an API key's tenant.
+
+:func:`handlers` builds a worker's handlers from the registry of job kinds
+(:mod:`remem.background.kinds`): this module registers the kinds the background owns
+(extraction, no-op, consolidation, forgetting); the families register theirs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from remem.background.consolidation import CONSOLIDATE, consolidation_handler
+from remem.background.forgetting import FORGET, forgetting_handler
 from remem.background.jobs import Job, Submission
+from remem.background.kinds import MemoryFor, handlers_for, register_job_kind
 from remem.background.queue import JobQueue
 from remem.background.requests import (
     BudgetScope,
@@ -29,13 +36,13 @@ from remem.background.requests import (
     ThreadJobsRequest,
 )
 from remem.background.worker import Handler, Worker
+from remem.memory.facade import MemoryFacade
 from remem.memory.flow import run_sync
 from remem.memory.namespaces import resolve_scope
 from remem.messages.types import Message
 from remem.store.types import Namespace
 
 if TYPE_CHECKING:
-    from remem.api import Memory
     from remem.background.budgets import Budgets, StoredBudget
     from remem.background.forgetting import Budget
 
@@ -58,7 +65,7 @@ def noop_handler(job: Job) -> Mapping[str, Any]:
     return {"n": job.payload.get("n")}
 
 
-def extraction_handler(memory_for: Callable[[str], Memory]) -> Handler:
+def extraction_handler(memory_for: MemoryFor) -> Handler:
     """The handler of :data:`EXTRACT` jobs: one ``add(infer=True)`` over the job's messages,
     keyed by the job id; ``memory_for(tenant)``: the memory the job writes to."""
     from remem.llm.config import require_model
@@ -77,22 +84,18 @@ def extraction_handler(memory_for: Callable[[str], Memory]) -> Handler:
     return run
 
 
-def handlers(memory_for: Callable[[str], Memory],
-             queue: JobQueue | None = None) -> dict[str, Handler]:
+register_job_kind(EXTRACT, lambda memory_for, queue: extraction_handler(memory_for))
+register_job_kind(NOOP, lambda memory_for, queue: noop_handler)
+register_job_kind(CONSOLIDATE, consolidation_handler)
+register_job_kind(FORGET, forgetting_handler)
+
+
+def handlers(memory_for: MemoryFor, queue: JobQueue | None = None) -> dict[str, Handler]:
     """Every job kind a memory worker runs (``remem worker``, ``remem serve
     --workers-in-process``, ``mem.background``): extraction, consolidation (``queue``: where
-    a scheduled run queues its next one), forgetting, prompt optimization, episode
-    extraction and no-op."""
-    from remem.background.consolidation import CONSOLIDATE, consolidation_handler
-    from remem.background.forgetting import FORGET, forgetting_handler
-    from remem.episodic.jobs import EXTRACT_EPISODES, memory_episode_handler
-    from remem.procedural.jobs import OPTIMIZE, memory_optimization_handler
-
-    return {EXTRACT: extraction_handler(memory_for), NOOP: noop_handler,
-            CONSOLIDATE: consolidation_handler(memory_for, queue),
-            FORGET: forgetting_handler(memory_for, queue),
-            OPTIMIZE: memory_optimization_handler(memory_for),
-            EXTRACT_EPISODES: memory_episode_handler(memory_for)}
+    a scheduled run queues its next one), forgetting, no-op, and the kinds the families
+    registered (prompt optimization, episode extraction: :mod:`remem.background.kinds`)."""
+    return handlers_for(memory_for, queue)
 
 
 def _payload(request: SubmitRequest, namespace: Namespace) -> dict[str, Any]:
@@ -104,7 +107,7 @@ class MemoryJobs:
     on a server; ``""`` otherwise). ``queue``: by default the one beside the memory's store.
     """
 
-    def __init__(self, memory: Memory, queue: JobQueue | None = None, *,
+    def __init__(self, memory: MemoryFacade, queue: JobQueue | None = None, *,
                  tenant: str = "") -> None:
         self.memory = memory
         self.queue = queue if queue is not None else JobQueue.beside(memory.store,
@@ -199,7 +202,7 @@ class MemoryJobs:
         """Queue a run in ``delay`` seconds that gives every thread of this database idle
         for ``idle`` seconds an episode extraction (one LLM call per thread, stored as
         episodic memory; once per thread and head, see
-        :mod:`remem.background.thread_episodes`); with ``interval``, every ``interval``
+        :mod:`remem.episodic.thread_episodes`); with ``interval``, every ``interval``
         seconds after that."""
         from remem.background.thread_episodes import schedule_thread_summaries
 

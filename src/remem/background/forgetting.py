@@ -27,22 +27,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from remem.background.consolidation import consolidate_flow
 from remem.background.jobs import Job
 from remem.background.queue import JobQueue
 from remem.errors import ConfigError, InvalidInputError
+from remem.memory.facade import MemoryFacade
 from remem.memory.flow import Flow, StoreBatch, run_sync
 from remem.memory.locking import LockSettings
+from remem.memory.observers import observer_for
 from remem.memory.operations import delete_flow
 from remem.memory.reconcile import ChangeContext
 from remem.memory.records import MemoryRecord, current_filter, memory_records
 from remem.store.types import Item, Namespace, SearchOp
 from remem.tokens import DEFAULT_COUNTER
-
-if TYPE_CHECKING:
-    from remem.api import Memory
 
 __all__ = ["FORGET", "Budget", "ForgetReport", "forget_flow", "forgetting_handler",
            "retention_score"]
@@ -209,7 +208,7 @@ def forget_flow(namespace: Namespace, budget: Budget, *, now: float, lock: LockS
     return ForgetReport(namespace, before, count, tokens_before, tokens, tuple(evicted), merged)
 
 
-def forgetting_handler(memory_for: Callable[[str], Memory], queue: JobQueue | None = None
+def forgetting_handler(memory_for: Callable[[str], MemoryFacade], queue: JobQueue | None = None
                        ) -> Callable[[Job], Mapping[str, Any]]:
     """The handler of :data:`FORGET` jobs (payload: ``namespace`` and the budget's fields);
     ``queue``: the worker's (read counts are beside its jobs; default: the queue beside each
@@ -238,13 +237,11 @@ def forgetting_handler(memory_for: Callable[[str], Memory], queue: JobQueue | No
     return run
 
 
-def _reads_of(memory: Memory, queue: JobQueue) -> Callable[[list[str]], Reads]:
+def _reads_of(memory: MemoryFacade, queue: JobQueue) -> Callable[[list[str]], Reads]:
     def look_up(memory_ids: list[str]) -> Reads:
-        from remem.background.access import recorder_of
-
-        recorder = recorder_of(memory.store)
-        if recorder is not None:  # reads still queued in this process count too
-            recorder.flush()
+        observer = observer_for(memory.store)
+        if observer is not None:  # reads still queued in this process count too
+            observer.flush()
         return queue.access(memory_ids)
 
     return look_up

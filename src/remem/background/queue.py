@@ -23,7 +23,7 @@ Guarantees (on every backend, :mod:`remem.background.storage`):
 * **A worker that lost its lease cannot finish the job**: ``complete``, ``fail`` and
   ``heartbeat`` from a worker that no longer holds it return ``False`` / ``None``. Its
   effects may already be written: handlers make them idempotent (the job id is their key,
-  see :mod:`remem.background.handlers`).
+  see :mod:`remem.background.kinds`).
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from remem.background.jobs import Job
-from remem.memory.requests import Messages
-from remem.requests import JsonObject, NamespacePath, Request, ScopeId
+from remem.requests import JsonObject, Messages, NamespacePath, Request, ScopeId
 
 __all__ = ["BudgetScope", "CancelResult", "FlushResult", "SetBudgetRequest", "SubmitRequest",
            "SubmitResult", "ThreadJobsRequest"]

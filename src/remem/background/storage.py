@@ -394,7 +394,7 @@ class PostgresJobStorage:
                 return
             if self._closed:
                 raise StoreError("this JobQueue is closed; open a new one")
-            from remem._postgres import open_migrated_pool
+            from remem.store.migrations.postgres import open_migrated_pool
 
             self._pool = open_migrated_pool(
                 self.dsn, self.schema, self._q, sql.JOB_MIGRATIONS_POSTGRES,

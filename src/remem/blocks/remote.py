@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from remem.blocks.core import DEFAULT_LIMIT, Block, BlockSpec
 from remem.blocks.requests import (
@@ -29,9 +29,7 @@ from remem.blocks.requests import (
 )
 from remem.files.render import Overflow, Rendered
 from remem.files.types import FileEvent
-
-if TYPE_CHECKING:
-    from remem.client import Client, _Call
+from remem.transport import Call, Sender, path_segment
 
 __all__ = ["RemoteBlocks", "block_of", "rendered_of"]
 
@@ -53,16 +51,12 @@ def rendered_of(data: dict[str, Any]) -> Rendered:
 
 
 def _call(method: str, path: str, parse: Callable[[Any], T], body: Any = None,
-          params: dict[str, Any] | None = None) -> _Call[T]:
-    from remem.client import _Call
-
-    return _Call(method, path, parse, body, params or {})
+          params: dict[str, Any] | None = None) -> Call[T]:
+    return Call(method, path, parse, body, params or {})
 
 
 def _path(*parts: str) -> str:
-    from remem.client import _id
-
-    return "/".join(_id(p) if i else p for i, p in enumerate(parts))
+    return "/".join(path_segment(p) if i else p for i, p in enumerate(parts))
 
 
 def _none(data: Any) -> None:
@@ -79,44 +73,44 @@ def _events(data: builtins.list[Any]) -> builtins.list[FileEvent]:
 
 # -- the pure core: one operation -> one HTTP call ------------------------------------------
 
-def _create_call(body: CreateBlockRequest) -> _Call[Block]:
+def _create_call(body: CreateBlockRequest) -> Call[Block]:
     """``POST /v1/blocks``."""
     return _call("POST", "/v1/blocks", block_of, body.model_dump(mode="json"))
 
 
-def _get_call(block_id: str) -> _Call[Block]:
+def _get_call(block_id: str) -> Call[Block]:
     """``GET /v1/blocks/{id}``."""
     return _call("GET", _path("/v1/blocks", block_id), block_of)
 
 
-def _list_call() -> _Call[builtins.list[Block]]:
+def _list_call() -> Call[builtins.list[Block]]:
     """``GET /v1/blocks``."""
     return _call("GET", "/v1/blocks", _blocks)
 
 
-def _update_call(block_id: str, body: UpdateBlockRequest) -> _Call[Block]:
+def _update_call(block_id: str, body: UpdateBlockRequest) -> Call[Block]:
     """``PATCH /v1/blocks/{id}`` with the fields given (omitted ones stay)."""
     return _call("PATCH", _path("/v1/blocks", block_id), block_of,
                  body.model_dump(mode="json", exclude_none=True))
 
 
-def _delete_call(block_id: str) -> _Call[None]:
+def _delete_call(block_id: str) -> Call[None]:
     """``DELETE /v1/blocks/{id}``."""
     return _call("DELETE", _path("/v1/blocks", block_id), _none)
 
 
-def _history_call(block_id: str) -> _Call[builtins.list[FileEvent]]:
+def _history_call(block_id: str) -> Call[builtins.list[FileEvent]]:
     """``GET /v1/blocks/{id}/history``."""
     return _call("GET", _path("/v1/blocks", block_id) + "/history", _events)
 
 
-def _attach_call(agent_id: str, block_id: str, *, attach: bool = True) -> _Call[None]:
+def _attach_call(agent_id: str, block_id: str, *, attach: bool = True) -> Call[None]:
     """``PUT`` (attach) or ``DELETE`` (detach) ``/v1/agents/{agent}/blocks/{id}``."""
     return _call("PUT" if attach else "DELETE",
                  _path("/v1/agents", agent_id, "blocks", block_id), _none)
 
 
-def _blocks_of_call(agent_id: str) -> _Call[builtins.list[Block]]:
+def _blocks_of_call(agent_id: str) -> Call[builtins.list[Block]]:
     """``GET /v1/agents/{agent}/blocks``."""
     return _call("GET", _path("/v1/agents", agent_id, "blocks"), _blocks)
 
@@ -125,13 +119,13 @@ _EDIT_ROUTES: dict[type[Any], str] = {AppendRequest: "append", ReplaceRequest: "
                                       RethinkRequest: "rethink"}
 
 
-def _edit_call(agent_id: str, body: BlockRequest) -> _Call[Block]:
+def _edit_call(agent_id: str, body: BlockRequest) -> Call[Block]:
     """``POST /v1/blocks/{append|replace|rethink}?agent_id=``: the agent's edit."""
     return _call("POST", f"/v1/blocks/{_EDIT_ROUTES[type(body)]}", block_of,
                  body.model_dump(mode="json"), {"agent_id": agent_id})
 
 
-def _render_call(agent_id: str, budget: int | None) -> _Call[Rendered]:
+def _render_call(agent_id: str, budget: int | None) -> Call[Rendered]:
     """``GET /v1/blocks/render?agent_id=&budget=``."""
     params: dict[str, Any] = {"agent_id": agent_id}
     if budget is not None:
@@ -154,13 +148,13 @@ def _update_body(value: str | None, limit: int | None, description: str | None,
 class RemoteBlocks:
     """The tenant's blocks on the server ``client`` talks to (``client.blocks``)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Sender) -> None:
         self.client = client
 
-    def _send(self, call: _Call[T]) -> T:
+    def _send(self, call: Call[T]) -> T:
         return self.client._send(call)
 
-    async def _asend(self, call: _Call[T]) -> T:
+    async def _asend(self, call: Call[T]) -> T:
         return await self.client._asend(call)
 
     # -- blocks -----------------------------------------------------------------------------

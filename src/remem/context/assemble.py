@@ -25,7 +25,7 @@ from remem.context.sections import (
     RecentMessagesSection,
     SummarySection,
 )
-from remem.context.types import ContextResult, ContextScope, ContextSection
+from remem.context.types import ContextMemory, ContextResult, ContextScope, ContextSection
 from remem.errors import InvalidInputError, UsageError
 from remem.memory.requests import MemoryRequest, Query
 from remem.requests import NamespacePath, ScopeId
@@ -33,7 +33,6 @@ from remem.threads.requests import LocalCounter
 from remem.tokens import DEFAULT_COUNTER
 
 if TYPE_CHECKING:
-    from remem.api import Memory
     from remem.threads.api import ThreadAPI
 
 __all__ = ["DEFAULT_ORDER", "ContextRequest", "aassemble", "assemble", "register_section",
@@ -160,7 +159,7 @@ def resolve_sections(request: ContextRequest) -> list[ContextSection]:
     return sections
 
 
-def _scope(memory: Memory, request: ContextRequest, threads: ThreadAPI | None,
+def _scope(memory: ContextMemory, request: ContextRequest, threads: ThreadAPI | None,
            sections: Sequence[ContextSection]) -> ContextScope:
     if request.thread_id is not None and threads is None and any(
             isinstance(section, SummarySection | RecentMessagesSection) for section in sections):
@@ -181,7 +180,7 @@ def _offer(section: ContextSection, items: Sequence[Any]) -> SectionOffer:
                         tuple(items))
 
 
-def assemble(memory: Memory, request: ContextRequest,
+def assemble(memory: ContextMemory, request: ContextRequest,
              threads: ThreadAPI | None = None) -> ContextResult:
     """Gather every section of ``request`` and pack them (blocking)."""
     if not isinstance(request, ContextRequest):
@@ -192,7 +191,7 @@ def assemble(memory: Memory, request: ContextRequest,
     return pack(offers, request.budget_tokens, request.token_counter or DEFAULT_COUNTER)
 
 
-async def aassemble(memory: Memory, request: ContextRequest,
+async def aassemble(memory: ContextMemory, request: ContextRequest,
                     threads: ThreadAPI | None = None) -> ContextResult:
     """Async :func:`assemble`: the sections gather concurrently."""
     if not isinstance(request, ContextRequest):

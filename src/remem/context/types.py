@@ -12,16 +12,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from remem.memory.facade import MemoryFacade
+from remem.memory.results import SearchResult
 from remem.messages import to_anthropic, to_openai
 from remem.messages.types import Message
 
 if TYPE_CHECKING:
-    from remem.api import Memory
+    from remem.graph import Graph
     from remem.threads.api import ThreadAPI
     from remem.tokens import TokenCounter
 
 __all__ = [
     "ContextItem",
+    "ContextMemory",
     "ContextResult",
     "ContextScope",
     "ContextSection",
@@ -51,12 +54,35 @@ class ContextItem:
     order: float = 0.0
 
 
+class ContextMemory(MemoryFacade, Protocol):
+    """What the sections read from a memory (:class:`remem.api.Memory` is one): its store,
+    its search and its graph. Context assembly sits below the facade, so it types the
+    memory with this Protocol, never with :mod:`remem.api`."""
+
+    def search(self, query: str | None = None, *, user_id: str | None = None,
+               agent_id: str | None = None, thread_id: str | None = None,
+               namespace: Sequence[str] | None = None, limit: int = 10) -> SearchResult:
+        """Current memories in the scope, best first for ``query``."""
+        ...
+
+    async def asearch(self, query: str | None = None, *, user_id: str | None = None,
+                      agent_id: str | None = None, thread_id: str | None = None,
+                      namespace: Sequence[str] | None = None,
+                      limit: int = 10) -> SearchResult:
+        """Async :meth:`search`."""
+        ...
+
+    def graph(self, *, user_id: str | None = None, agent_id: str | None = None) -> Graph:
+        """The temporal knowledge graph of a scope."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ContextScope:
     """What a section gathers for: the query, whose memory, which thread, and the tools to
     read them (``memory``: the facade; ``threads``: a thread store, when one is given)."""
 
-    memory: Memory
+    memory: ContextMemory
     query: str | None = None
     user_id: str | None = None
     agent_id: str | None = None

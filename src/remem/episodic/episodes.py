@@ -198,17 +198,13 @@ class EpisodeStore:
         """Run one request of :mod:`remem.episodic.requests` (the value the HTTP routes,
         ``remem.Client.episodes`` and the MCP tools are built from); ``model``: what
         extraction calls."""
-        from remem.episodic.requests import run_episode_request
-
-        return run_episode_request(request, self, model)
+        return request.run_on(self, model)
 
     # -- async API ------------------------------------------------------------------------------
 
     async def arun(self, request: EpisodeRequest[R], model: ChatModel | None = None) -> R:
         """Async :meth:`run`."""
-        from remem.episodic.requests import arun_episode_request
-
-        return await arun_episode_request(request, self, model)
+        return await request.arun_on(self, model)
 
     async def aadd(self, episode: Episode | Mapping[str, Any]) -> Episode:
         """Async :meth:`add`."""

@@ -5,23 +5,24 @@
 one extraction call, its episodes stored under ids made from the job id
 (``<job id>-0``, ``-1``...). A job re-run after a crash finds them and returns them without
 calling the model again.
+
+Importing this module registers the kind with every memory worker
+(:func:`~remem.background.kinds.register_job_kind`; the facade, :mod:`remem.api`, imports it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from remem.background.jobs import Job, NewJob
+from remem.background.kinds import MemoryFor, register_job_kind
 from remem.background.worker import Handler
 from remem.episodic.episodes import EpisodeStore
 from remem.errors import InvalidInputError, NotFoundError
 from remem.llm.base import ChatModel
 from remem.memory.flow import run_sync
 from remem.messages.types import Message
-
-if TYPE_CHECKING:
-    from remem.api import Memory
 
 __all__ = ["EXTRACT_EPISODES", "episode_extraction_handler", "extract_job",
            "memory_episode_handler"]
@@ -58,7 +59,7 @@ def episode_extraction_handler(episodes: EpisodeStore, model: ChatModel) -> Hand
     return run
 
 
-def memory_episode_handler(memory_for: Callable[[str], Memory]) -> Handler:
+def memory_episode_handler(memory_for: MemoryFor) -> Handler:
     """The handler of :data:`EXTRACT_EPISODES` jobs in a memory worker (``remem worker``,
     ``remem serve --workers-in-process``, ``mem.background``): episodes go to the
     :class:`EpisodeStore` of ``memory_for(job.tenant)``'s store (default prefix
@@ -82,3 +83,6 @@ def _already(episodes: EpisodeStore, job_id: str) -> list[str]:
             found.append(episodes.get(f"{job_id}-{len(found)}").id)
         except NotFoundError:
             return found
+
+
+register_job_kind(EXTRACT_EPISODES, lambda memory_for, queue: memory_episode_handler(memory_for))

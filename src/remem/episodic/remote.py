@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from remem.episodic.episodes import Extracted
 from remem.episodic.examples import Selection
@@ -27,10 +27,8 @@ from remem.episodic.requests import (
 )
 from remem.episodic.schema import Episode
 from remem.errors import UsageError
-from remem.memory.requests import MessagesInput
-
-if TYPE_CHECKING:
-    from remem.client import Client, _Call
+from remem.messages.inputs import MessagesInput
+from remem.transport import Call, Sender
 
 __all__ = ["RemoteEpisodes", "episode_call"]
 
@@ -44,22 +42,18 @@ _PATHS: Mapping[type[EpisodeRequest[Any]], str] = {
 }
 
 
-def episode_call(request: EpisodeRequest[R]) -> _Call[R]:
+def episode_call(request: EpisodeRequest[R]) -> Call[R]:
     """The HTTP call that runs ``request`` on a server: a POST of its JSON."""
-    from remem.client import _Call
-
     path = _PATHS.get(type(request))
     if path is None:
         raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
                          "requests in remem.episodic.requests")
-    return _Call("POST", path, partial(load_episode_result, type(request)),
+    return Call("POST", path, partial(load_episode_result, type(request)),
                  request.model_dump(mode="json"))
 
 
-def _submit_call(request: SubmitExtractionRequest) -> _Call[dict[str, Any]]:
-    from remem.client import _Call
-
-    return _Call("POST", "/v1/episodes/extract/submit", dict, request.model_dump(mode="json"))
+def _submit_call(request: SubmitExtractionRequest) -> Call[dict[str, Any]]:
+    return Call("POST", "/v1/episodes/extract/submit", dict, request.model_dump(mode="json"))
 
 
 def _add_request(episode: Episode | Mapping[str, Any]) -> AddEpisodeRequest:
@@ -73,7 +67,7 @@ class RemoteEpisodes:
     """The tenant's episodes on the server ``client`` talks to (``client.episodes``). The
     server gives each added episode its own id and time."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Sender) -> None:
         self.client = client
 
     def run(self, request: EpisodeRequest[R]) -> R:

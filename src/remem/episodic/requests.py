@@ -22,8 +22,7 @@ from remem.episodic.examples import Selection
 from remem.episodic.schema import Episode
 from remem.errors import UsageError
 from remem.llm.base import ChatModel, Usage
-from remem.memory.requests import Messages
-from remem.requests import JsonObject, Limit, Offset, Request
+from remem.requests import JsonObject, Limit, Messages, Offset, Request
 
 __all__ = [
     "AddEpisodeRequest",
@@ -48,6 +47,16 @@ Ident = Annotated[str, StringConstraints(min_length=1, max_length=256,
 
 class EpisodeRequest(Request, Generic[R]):
     """Base of the episode requests; ``R`` is what running one returns."""
+
+    def run_on(self, episodes: EpisodeStore, model: ChatModel | None = None) -> R:
+        """Run this request on ``episodes`` (``model``: what extraction calls): what
+        :meth:`EpisodeStore.run <remem.episodic.EpisodeStore.run>` calls, so the store
+        needs no import of the requests built on it."""
+        return run_episode_request(self, episodes, model)
+
+    async def arun_on(self, episodes: EpisodeStore, model: ChatModel | None = None) -> R:
+        """Async :meth:`run_on`."""
+        return await arun_episode_request(self, episodes, model)
 
 
 class AddEpisodeRequest(EpisodeRequest[Episode]):

@@ -31,7 +31,7 @@ from remem.graph.profile import (
     profile_prompt_lines,
 )
 from remem.graph.types import Entity, Fact
-from remem.memory.grounding import LANGUAGE_RULE, format_moment
+from remem.messages.grounding import LANGUAGE_RULE, format_moment
 
 __all__ = ["PROFILE_INSTRUCTIONS", "Choice", "Disambiguation", "Extraction", "Summary",
            "XEntity", "XFact", "disambiguation_prompt", "disambiguation_schema",

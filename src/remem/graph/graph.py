@@ -61,7 +61,7 @@ from remem.graph.types import (
 from remem.graph.vectors import ANN_MIN_ROWS, VectorCache
 from remem.llm.base import ChatModel, Usage
 from remem.llm.structured import generate
-from remem.memory.grounding import date_to_timestamp, reference_time, timed_conversation
+from remem.messages.grounding import date_to_timestamp, reference_time, timed_conversation
 from remem.messages.types import Message
 from remem.retrieval.tokenize import DefaultTokenizer, Tokenizer
 from remem.store.namespace_codec import encode_ns

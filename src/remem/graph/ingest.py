@@ -26,7 +26,7 @@ from remem.graph.extract import Extraction, XFact
 from remem.graph.resolve import name_key, variants
 from remem.graph.rows import Rows
 from remem.graph.types import Entity, Fact
-from remem.memory.grounding import date_to_timestamp
+from remem.messages.grounding import date_to_timestamp
 
 __all__ = ["Offer", "Resolution", "apply_facts", "candidates", "resolve"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch, parse_patches
 from remem.graph.requests import (
@@ -29,9 +29,7 @@ from remem.graph.requests import (
 )
 from remem.graph.types import EntityPage, FactHit, IngestResult
 from remem.messages.types import Message
-
-if TYPE_CHECKING:
-    from remem.client import Client, _Call
+from remem.transport import Call, Sender
 
 __all__ = ["RemoteGraph", "graph_call"]
 
@@ -48,12 +46,10 @@ _PATHS: Mapping[type[GraphRequest], tuple[str, str]] = {
 }
 
 
-def graph_call(request: GraphRequest) -> _Call[Any]:
+def graph_call(request: GraphRequest) -> Call[Any]:
     """The HTTP call that runs ``request`` on a server: its JSON is the body."""
-    from remem.client import _Call
-
     method, path = _PATHS[type(request)]
-    return _Call(method, path, partial(load_result, type(request)),
+    return Call(method, path, partial(load_result, type(request)),
                  request.model_dump(mode="json"))
 
 
@@ -66,7 +62,7 @@ def _time(value: When) -> float | None:
 class RemoteGraph:
     """The graph of one scope on the server ``client`` talks to."""
 
-    def __init__(self, client: Client, *, user_id: str | None = None,
+    def __init__(self, client: Sender, *, user_id: str | None = None,
                  agent_id: str | None = None) -> None:
         self.client = client
         self.user_id = user_id

@@ -16,8 +16,7 @@ from pydantic import BaseModel, Field, TypeAdapter, model_validator
 
 from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch
 from remem.graph.types import EntityPage, FactHit, IngestResult
-from remem.memory.requests import Messages
-from remem.requests import Limit, Request, ScopeId, Timestamp
+from remem.requests import Limit, Messages, Request, ScopeId, Timestamp
 
 __all__ = ["EntityRequest", "ExpandRequest", "FactHitsOut", "GraphRequest",
            "IngestEpisodeRequest", "PatchProfileRequest", "ProfileChangesOut", "ProfileRequest",

@@ -207,7 +207,7 @@ class PostgresGraphStorage:
                 return
             if self._closed:
                 raise StoreError("this Graph is closed; open a new one")
-            from remem._postgres import open_migrated_pool
+            from remem.store.migrations.postgres import open_migrated_pool
 
             self._pool = open_migrated_pool(
                 self.dsn, self.schema, self._q, schema.GRAPH_MIGRATIONS_POSTGRES,

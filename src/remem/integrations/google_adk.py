@@ -57,9 +57,9 @@ from pydantic_core import to_jsonable_python
 from remem.api import Memory
 from remem.errors import ConflictError, InvalidInputError, NotFoundError
 from remem.memory.records import MemoryRecord
-from remem.memory.requests import MAX_TEXT
 from remem.memory.results import MemoryHit
 from remem.messages.types import Message, new_id
+from remem.requests import MAX_TEXT
 from remem.retrieval.relevance import check_min_score
 from remem.threads.api import ThreadAPI
 from remem.threads.types import ThreadInfo

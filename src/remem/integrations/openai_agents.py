@@ -33,8 +33,8 @@ from remem.errors import (
     NotFoundError,
     UsageError,
 )
-from remem.memory.requests import MAX_MESSAGES, MAX_TEXT
 from remem.messages.types import Message, ToolCall
+from remem.requests import MAX_MESSAGES, MAX_TEXT
 from remem.threads.api import ThreadAPI
 from remem.threads.types import Checkpoint
 

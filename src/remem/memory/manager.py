@@ -7,7 +7,7 @@ Aliases are mapped back to real ids; an id the model invents is rejected: the an
 to the model once with the errors, and if it is still wrong the call fails with
 :class:`~remem.errors.StructuredOutputError`. Nothing is ever dropped silently.
 
-The prompt is grounded (:mod:`remem.memory.grounding`): it starts with the reference time,
+The prompt is grounded (:mod:`remem.messages.grounding`): it starts with the reference time,
 shows when each message was sent, and the instructions tell the model to keep each memory in
 the language it was stated in and to resolve relative times to dates. An insert or update may
 carry the validity the conversation states (``valid_from`` / ``valid_until``, ISO dates).
@@ -29,14 +29,14 @@ from remem.errors import InvalidInputError, StructuredOutputError
 from remem.llm.base import ChatModel, Usage
 from remem.memory.aliases import IdAliases
 from remem.memory.flow import Flow, StructuredCall, run_async, run_sync
-from remem.memory.grounding import (
+from remem.memory.records import MemoryRecord, Source
+from remem.messages.grounding import (
     LANGUAGE_RULE,
     TIME_RULE,
     date_to_timestamp,
     reference_line,
     timed_conversation,
 )
-from remem.memory.records import MemoryRecord, Source
 from remem.messages.types import Message
 
 __all__ = [
@@ -300,7 +300,7 @@ class MemoryManager:
 
     def full_instructions(self) -> str:
         """The system instructions: the user's (or the default) plus the schema rules and the
-        grounding rules (language and time, :mod:`remem.memory.grounding`)."""
+        grounding rules (language and time, :mod:`remem.messages.grounding`)."""
         base = self.instructions if self.instructions is not None else DEFAULT_INSTRUCTIONS
         kinds = ", ".join(self._by_name)
         return (f"{base}\n\nEach memory has a type ({kinds}) and a 'memory' object of that "

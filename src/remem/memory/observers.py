@@ -7,8 +7,11 @@ The runners (:func:`remem.memory.flow.run_sync` / ``run_async``) hand each notic
 only queues it (its own thread does the writing), and a failing observer is logged, never
 raised, so a notice can neither slow down nor fail the read or write that yielded it.
 
-The observer of a store comes from the factory :mod:`remem.background.access` registers
-(imported on the first notice): use counts and budget checks live beside the job queue.
+The observer of a store comes from the factory registered with :func:`set_observer_factory`:
+:mod:`remem.background.access` registers it when imported (use counts and budget checks live
+beside the job queue), and the facade (:mod:`remem.api`) imports it, so every ``Memory``
+counts its reads. This package never imports the background: without a factory there is no
+observer, and notices are dropped.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ class StoreObserver(Protocol):
         """Queue ``notice`` (never block, never raise)."""
         ...
 
+    def flush(self) -> None:
+        """Handle every notice queued so far, now (a job that reads what they record)."""
+        ...
+
 
 _factory: Callable[[Any], StoreObserver | None] | None = None
 _observers: weakref.WeakKeyDictionary[Any, StoreObserver | None] = weakref.WeakKeyDictionary()
@@ -76,10 +83,6 @@ def observer_for(store: Any) -> StoreObserver | None:
         pass
     except TypeError:  # a store that cannot be weakly referenced or hashed: no observer
         return None
-    if _factory is None:
-        # the background package registers the factory; importing it here keeps remem.memory
-        # free of an import-time dependency on it
-        import remem.background.access  # noqa: F401
     with _lock:
         if store not in _observers:
             _observers[store] = _factory(store) if _factory is not None else None

@@ -6,7 +6,7 @@ patch that does not apply or breaks the schema goes back to the model once with 
 and a second failure raises :class:`~remem.errors.StructuredOutputError`. The profile is a
 memory record (kind ``"profile"``) with a stable id, so history and undo work as for facts.
 
-The prompt is grounded like extraction (:mod:`remem.memory.grounding`): the reference time,
+The prompt is grounded like extraction (:mod:`remem.messages.grounding`): the reference time,
 when each message was sent, and the rules to keep values in the language they were stated in
 and to write relative times as dates.
 """
@@ -31,7 +31,6 @@ from remem.errors import (
 )
 from remem.llm.base import ChatModel, Usage
 from remem.memory.flow import Flow, StoreBatch, StructuredCall, run_async, run_sync
-from remem.memory.grounding import LANGUAGE_RULE, reference_line, timed_conversation
 from remem.memory.jsonpatch import PatchError, apply_patch
 from remem.memory.locking import LockSettings
 from remem.memory.manager import FixedSchemaModel
@@ -40,6 +39,7 @@ from remem.memory.reconcile import Change, ChangeContext, Plan, plan_edit, write
 from remem.memory.records import MemoryRecord, Source
 from remem.memory.store_manager import as_message_list
 from remem.memory.writer import commit
+from remem.messages.grounding import LANGUAGE_RULE, reference_line, timed_conversation
 from remem.messages.types import Message
 from remem.store.bad_records import parse_or_raise
 from remem.store.base import BaseStore

@@ -38,7 +38,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
+from pydantic import Field
+
 from remem.memory.chunks import CHUNK_CHARS, CHUNKS_FIELD, chunk_text
+from remem.memory.shapes import Content, IsoTime, Wire, epoch, iso_time, json_of
 from remem.messages.types import new_id
 from remem.store.bad_records import (
     int_field,
@@ -63,9 +66,11 @@ __all__ = [
     "KEYWORD_FIELDS",
     "LOCKS_LABEL",
     "RESERVED_LABEL",
+    "MemoryOut",
     "MemoryRecord",
     "MemoryStatus",
     "Source",
+    "SourceOut",
     "as_of_filter",
     "content_hash",
     "content_text",
@@ -357,11 +362,93 @@ class MemoryRecord:
                               updated_at=item.updated_at.timestamp())
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict for results (ISO 8601 times; the shape :mod:`remem.memory.wire`
+        """JSON-ready dict for results (ISO 8601 times; the shape :class:`MemoryOut`
         declares)."""
-        from remem.memory.wire import dump
+        return json_of(MemoryOut.of(self))
 
-        return dump(self)
+
+# -- the JSON shapes of a record (gathered with the others in remem.memory.wire) ------------
+
+
+class SourceOut(Wire[Source]):
+    """Where a memory came from."""
+
+    thread_id: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    input_hash: str | None = None
+    speaker: str | None = Field(default=None,
+                                description="who said it (message name, else role)")
+    turn: int | None = Field(default=None,
+                             description="its first message's position in the add")
+    context: str | None = Field(default=None,
+                                description="words keyword search reads with its text (the "
+                                            "message before it, the day it was said)")
+
+    @classmethod
+    def of(cls, result: Source) -> SourceOut:
+        """The model of ``result``."""
+        return cls(thread_id=result.thread_id, message_ids=list(result.message_ids),
+                   input_hash=result.input_hash, speaker=result.speaker, turn=result.turn,
+                   context=result.context)
+
+    def value(self) -> Source:
+        """The source."""
+        return Source(self.thread_id, tuple(self.message_ids), self.input_hash,
+                      self.speaker, self.turn, self.context)
+
+
+class MemoryOut(Wire[MemoryRecord]):
+    """One memory (see :class:`~remem.memory.records.MemoryRecord`)."""
+
+    id: str
+    namespace: list[str]
+    content: Content
+    text: str
+    kind: str = "fact"
+    schema_: str = Field("Fact", alias="schema")
+    status: Literal["current", "invalid"] = "current"
+    valid_at: IsoTime | None = None
+    valid_until: IsoTime | None = None
+    recorded_at: IsoTime | None = None
+    invalid_at: IsoTime | None = None
+    event_time: IsoTime | None = None
+    source: SourceOut = Field(default_factory=SourceOut)
+    content_hash: str = ""
+    version: int = 1
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    created_at: IsoTime | None = None
+    updated_at: IsoTime | None = None
+
+    @classmethod
+    def of(cls, result: MemoryRecord) -> MemoryOut:
+        """The model of ``result``."""
+        return cls(
+            id=result.id, namespace=list(result.namespace), content=result.content,
+            text=result.text, kind=result.kind, schema=result.schema, status=result.status,
+            valid_at=iso_time(result.valid_at), valid_until=iso_time(result.valid_until),
+            recorded_at=iso_time(result.recorded_at or None),
+            invalid_at=iso_time(result.invalid_at),
+            event_time=iso_time(result.event_time), source=SourceOut.of(result.source),
+            content_hash=result.content_hash, version=result.version,
+            metadata=result.metadata, supersedes=result.supersedes,
+            superseded_by=result.superseded_by, created_at=iso_time(result.created_at or None),
+            updated_at=iso_time(result.updated_at or None),
+        )
+
+    def value(self) -> MemoryRecord:
+        """The record."""
+        return MemoryRecord(
+            id=self.id, namespace=tuple(self.namespace), content=self.content,
+            kind=self.kind, schema=self.schema_, valid_at=epoch(self.valid_at) or 0.0,
+            invalid_at=epoch(self.invalid_at), event_time=epoch(self.event_time),
+            source=self.source.value(), content_hash=self.content_hash,
+            version=self.version, metadata=dict(self.metadata), supersedes=self.supersedes,
+            superseded_by=self.superseded_by, created_at=epoch(self.created_at) or 0.0,
+            updated_at=epoch(self.updated_at) or 0.0, valid_until=epoch(self.valid_until),
+            recorded_at=epoch(self.recorded_at) or 0.0,
+        )
 
 
 def memory_records(items: Iterable[Item]) -> list[MemoryRecord]:

@@ -9,36 +9,38 @@ Scopes: ``user_id`` and ``agent_id`` select the namespace ``("memories", "user",
 "agent", <agent_id>)`` (each part only when given); ``thread_id`` is recorded as the source of
 what was said, and is the scope only when neither of the others is given. ``namespace`` names
 a namespace directly.
+
+The message field types (:data:`~remem.requests.Messages`, ``ConversationMessages``,
+``MAX_MESSAGES``, ``MAX_TEXT``) and how messages are read (``MessagesInput``,
+:func:`~remem.messages.inputs.to_messages`) live below every family that takes a
+conversation; they are re-exported here, where they were first documented.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     Field,
-    PlainSerializer,
     StringConstraints,
-    WithJsonSchema,
     model_validator,
 )
 
-from remem.errors import MessageFormatError, UnsupportedError
+from remem.errors import UnsupportedError
 from remem.memory.history import HistoryEvent
 from remem.memory.records import MemoryRecord
 from remem.memory.results import ChangeResult, ExportResult, ImportResult, MemoryPage, SearchResult
 from remem.memory.stages import check_stages
 from remem.memory.store_manager import AddResult, Split
-from remem.messages import from_openai, to_openai
-from remem.messages.types import Message
+from remem.messages.inputs import MessagesInput, to_messages
 from remem.requests import (
-    MAX_JSON_DEPTH,
+    MAX_MESSAGES,
+    MAX_TEXT,
+    ConversationMessages,
     JsonObject,
     Limit,
+    Messages,
     NamespacePath,
     NamespacePrefix,
     Offset,
@@ -46,7 +48,6 @@ from remem.requests import (
     ScopeId,
     Timestamp,
 )
-from remem.store.types import nesting_problem
 
 __all__ = [
     "MAX_MESSAGES",
@@ -62,6 +63,7 @@ __all__ = [
     "ImportRequest",
     "MemoryId",
     "MemoryRequest",
+    "Messages",
     "MessagesInput",
     "SearchRequest",
     "UndoRequest",
@@ -71,148 +73,8 @@ __all__ = [
 
 R = TypeVar("R")
 
-#: most messages one add takes
-MAX_MESSAGES = 500
-#: most characters of one text (a message's, a memory's content, a query is 10,000)
-MAX_TEXT = 200_000
 #: most lines one import request takes (Memory.import_ streams files of any size)
 MAX_IMPORT_LINES = 100_000
-
-MessagesInput = (str | Message | Mapping[str, Any]
-                 | Sequence[str | Message | Mapping[str, Any]])
-"""What ``add`` accepts: text, a message, an OpenAI-style dict, or a list of them."""
-
-
-def to_messages(messages: MessagesInput) -> tuple[Message, ...]:
-    """``messages`` as :class:`Message` values (strings, alone or in a list, are user
-    messages; dicts are read as OpenAI-style chat messages)."""
-    if isinstance(messages, str):
-        return (Message.user(messages),)
-    if isinstance(messages, Message):
-        return (messages,)
-    if isinstance(messages, Mapping):
-        return tuple(from_openai([dict(messages)]))
-    if not isinstance(messages, Sequence):
-        raise MessageFormatError(
-            f"messages is a {type(messages).__name__}; pass text, a remem Message, an "
-            "OpenAI-style dict, or a list of them")
-    out: list[Message] = []
-    dicts: list[dict[str, Any]] = []
-    for position, message in enumerate(messages):
-        if isinstance(message, Message | str):
-            if dicts:
-                out += from_openai(dicts)
-                dicts = []
-            out.append(Message.user(message) if isinstance(message, str) else message)
-        elif isinstance(message, Mapping):
-            dicts.append(dict(message))
-        else:
-            raise MessageFormatError(
-                f"messages[{position}] is a {type(message).__name__}; pass strings, "
-                "remem.messages.Message values or OpenAI-style dicts"
-            )
-    if dicts:
-        out += from_openai(dicts)
-    return tuple(out)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _checked_messages(value: Any) -> tuple[Message, ...]:
-    messages = _checked_conversation(value)
-    if not any(message.text.strip() for message in messages):
-        raise ValueError("nothing to remember: pass non-empty text or at least one message "
-                         "with text")
-    return messages
-
-
-def _checked_conversation(value: Any) -> tuple[Message, ...]:
-    """Messages as a conversation keeps them: at least one, each within the limits, text or
-    not (a tool call, an empty answer, a framework's reasoning item)."""
-    messages = to_messages(value)
-    if not messages:
-        raise ValueError("no messages: pass text or at least one message")
-    if len(messages) > MAX_MESSAGES:
-        raise ValueError(f"at most {MAX_MESSAGES} messages per add, got {len(messages)}; "
-                         "split the conversation into several adds")
-    for position, message in enumerate(messages):
-        text = message.text
-        if len(text) > MAX_TEXT:
-            raise ValueError(f"message {position} has {len(text)} characters; at most "
-                             f"{MAX_TEXT} per message")
-        bad = _SURROGATE.search(text)
-        if bad is not None:
-            raise ValueError(f"message {position} contains a lone surrogate "
-                             f"({bad.group()!r} at character {bad.start()}), which is not "
-                             "valid Unicode; decode the text with errors='replace'")
-        # the JSON a message carries is bounded like every JSON field (it is stored as is)
-        parts = [(f"messages[{position}].metadata", message.metadata)] + [
-            (f"messages[{position}].tool_calls[{i}].arguments", call.arguments)
-            for i, call in enumerate(message.tool_calls)]
-        for where, data in parts:
-            problem = nesting_problem(data, where, MAX_JSON_DEPTH) if data else None
-            if problem is not None:
-                raise ValueError(problem)
-    return messages
-
-
-def _messages_json(messages: tuple[Message, ...]) -> Any:
-    return to_openai(list(messages))
-
-
-_CHAT_MESSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "an OpenAI-style chat message, optionally with remem's id, created_at, "
-                   "metadata and is_error (as /v1/threads answers them); other fields are "
-                   "refused",
-    "properties": {
-        "role": {"enum": ["system", "user", "assistant", "tool", "developer", "function"]},
-        "content": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
-                              {"type": "array", "items": {"type": "object"}},
-                              {"type": "null"}]},
-        "name": {"type": ["string", "null"]},
-        "tool_calls": {"type": ["array", "null"], "items": {"type": "object"}},
-        "tool_call_id": {"type": ["string", "null"]},
-        "function_call": {"type": ["object", "null"]},
-        "refusal": {"type": ["string", "null"]},
-        "id": {"type": ["string", "null"]},
-        "created_at": {"type": ["number", "null"]},
-        "metadata": {"type": ["object", "null"]},
-        "is_error": {"type": ["boolean", "null"]},
-    },
-    "required": ["role"],
-    "additionalProperties": False,
-}
-
-Messages = Annotated[
-    tuple[Message, ...],
-    BeforeValidator(_checked_messages),
-    PlainSerializer(_messages_json, when_used="json"),
-    WithJsonSchema({"anyOf": [
-        {"type": "string", "minLength": 1, "maxLength": MAX_TEXT},
-        # a string in the list is a user message (remem.messages.to_messages reads it so)
-        {"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
-                                              _CHAT_MESSAGE_SCHEMA]},
-         "minItems": 1, "maxItems": MAX_MESSAGES},
-    ]}),
-]
-"""Text or chat messages (OpenAI-style dicts or plain strings, each a user message; or remem
-``Message`` values from Python)."""
-
-ConversationMessages = Annotated[
-    tuple[Message, ...],
-    BeforeValidator(_checked_conversation),
-    PlainSerializer(_messages_json, when_used="json"),
-    WithJsonSchema({"anyOf": [
-        {"type": "string", "maxLength": MAX_TEXT},
-        {"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": MAX_TEXT},
-                                              _CHAT_MESSAGE_SCHEMA]},
-         "minItems": 1, "maxItems": MAX_MESSAGES},
-    ]}),
-]
-"""As :data:`Messages`, for a conversation's record (threads): a message needs no text, since
-a turn of only tool calls, or an empty answer, is still part of the conversation."""
 
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT)]
 StagesSpec = Annotated[str, StringConstraints(max_length=200), AfterValidator(check_stages)]

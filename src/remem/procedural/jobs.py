@@ -6,7 +6,9 @@ runs for it: the optimization, committed with the job id as the version's ``chan
 A job re-run after a crash finds the version it already wrote and returns it without calling
 the model again. A prompt changed by someone else between the optimization's read and its
 commit fails the attempt with :class:`~remem.errors.ConflictError`; the queue retries it
-after a backoff, on the new version.
+after a backoff, on the new version. Importing this module registers the kind with every
+memory worker (:func:`~remem.background.kinds.register_job_kind`; the facade,
+:mod:`remem.api`, imports it).
 
 >>> from remem.background import JobQueue
 >>> from remem.background.worker import Worker
@@ -26,10 +28,11 @@ after a backoff, on the new version.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from remem.background.jobs import Job, NewJob
+from remem.background.kinds import MemoryFor, register_job_kind
 from remem.background.worker import Handler
 from remem.errors import InvalidInputError
 from remem.memory.flow import Flow, run_sync
@@ -37,9 +40,6 @@ from remem.procedural.optimizer import Optimization, PromptOptimizer
 from remem.procedural.prompts import PromptRegistry
 from remem.procedural.strategies import STRATEGIES, Strategy
 from remem.procedural.trajectories import as_trajectories
-
-if TYPE_CHECKING:
-    from remem.api import Memory
 
 __all__ = ["OPTIMIZE", "memory_optimization_handler", "optimization_handler", "optimize_job"]
 
@@ -79,7 +79,7 @@ def optimization_handler(optimizer: PromptOptimizer) -> Handler:
     return run
 
 
-def memory_optimization_handler(memory_for: Callable[[str], Memory]) -> Handler:
+def memory_optimization_handler(memory_for: MemoryFor) -> Handler:
     """The handler of :data:`OPTIMIZE` jobs in a memory worker (``remem worker``, ``remem
     serve --workers-in-process``, ``mem.background``): the job's prompt lives in the
     registry of ``memory_for(job.tenant)``'s store (default prefix ``prompts``, as
@@ -111,3 +111,6 @@ def _flow(optimizer: PromptOptimizer, job: Job, name: str) -> Flow[dict[str, Any
     out = result.to_dict()
     out.pop("text", None)  # in the registry; the diff says what changed
     return out
+
+
+register_job_kind(OPTIMIZE, lambda memory_for, queue: memory_optimization_handler(memory_for))

@@ -496,17 +496,13 @@ class PromptRegistry:
         """Run one request of :mod:`remem.procedural.requests` (the value the HTTP routes,
         ``remem.Client.prompts`` and the MCP tools are built from); ``model``: what
         :class:`~remem.procedural.requests.OptimizePromptRequest` optimizes with."""
-        from remem.procedural.requests import run_prompt_request
-
-        return run_prompt_request(request, self, model)
+        return request.run_on(self, model)
 
     # -- async API ------------------------------------------------------------------------------
 
     async def arun(self, request: PromptRequest[R], model: ChatModel | None = None) -> R:
         """Async :meth:`run`."""
-        from remem.procedural.requests import arun_prompt_request
-
-        return await arun_prompt_request(request, self, model)
+        return await request.arun_on(self, model)
 
     async def acreate(self, name: str, text: str, *, variables: Sequence[str] | None = None,
                       author: str = "user", reason: str = "created") -> PromptVersion:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from remem.errors import UsageError
 from remem.procedural.prompts import PromptVersion
@@ -34,9 +34,7 @@ from remem.procedural.requests import (
 )
 from remem.procedural.strategies import Strategy
 from remem.procedural.trajectories import as_trajectories
-
-if TYPE_CHECKING:
-    from remem.client import Client, _Call
+from remem.transport import Call, Sender, path_segment
 
 __all__ = ["RemotePrompts", "prompt_call"]
 
@@ -48,48 +46,44 @@ def _trajectories(values: Sequence[Any]) -> list[dict[str, Any]]:
     return [t.to_dict() for t in as_trajectories(values)]
 
 
-def prompt_call(request: PromptRequest[R]) -> _Call[R]:
+def prompt_call(request: PromptRequest[R]) -> Call[R]:
     """The HTTP call that runs ``request`` on a server (the name in the path, the rest in
     the body or the query string); the answer is read with
     :func:`~remem.procedural.requests.load_prompt_result`."""
-    from remem.client import _Call, _id
-
     parse: Any = partial(load_prompt_result, type(request))
     body = request.model_dump(mode="json", exclude={"name", "author"})
     if isinstance(request, ListPromptsRequest):
-        return _Call("GET", "/v1/prompts", parse)
+        return Call("GET", "/v1/prompts", parse)
     if isinstance(request, CreatePromptRequest):
-        return _Call("POST", "/v1/prompts", parse,
+        return Call("POST", "/v1/prompts", parse,
                      request.model_dump(mode="json", exclude={"author"}))
-    path = f"/v1/prompts/{_id(request.name)}"  # type: ignore[attr-defined]
+    path = f"/v1/prompts/{path_segment(request.name)}"  # type: ignore[attr-defined]
     query = {k: v for k, v in body.items() if v is not None}
     if isinstance(request, GetPromptRequest):
-        return _Call("GET", path, parse, params=query)
+        return Call("GET", path, parse, params=query)
     if isinstance(request, PromptHistoryRequest):
-        return _Call("GET", f"{path}/history", parse)
+        return Call("GET", f"{path}/history", parse)
     if isinstance(request, PromptDiffRequest):
-        return _Call("GET", f"{path}/diff", parse, params=query)
+        return Call("GET", f"{path}/diff", parse, params=query)
     if isinstance(request, UpdatePromptRequest):
-        return _Call("POST", path, parse, body)
+        return Call("POST", path, parse, body)
     if isinstance(request, RollbackPromptRequest):
-        return _Call("POST", f"{path}/rollback", parse, body)
+        return Call("POST", f"{path}/rollback", parse, body)
     if isinstance(request, OptimizePromptRequest):
-        return _Call("POST", f"{path}/optimize", parse, body)
+        return Call("POST", f"{path}/optimize", parse, body)
     raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
                      "requests in remem.procedural.requests")
 
 
-def _submit_call(request: SubmitOptimizationRequest) -> _Call[dict[str, Any]]:
-    from remem.client import _Call, _id
-
-    return _Call("POST", f"/v1/prompts/{_id(request.name)}/optimize/submit", dict,
+def _submit_call(request: SubmitOptimizationRequest) -> Call[dict[str, Any]]:
+    return Call("POST", f"/v1/prompts/{path_segment(request.name)}/optimize/submit", dict,
                  request.model_dump(mode="json", exclude={"name"}))
 
 
 class RemotePrompts:
     """The tenant's prompts on the server ``client`` talks to (``client.prompts``)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Sender) -> None:
         self.client = client
 
     def run(self, request: PromptRequest[R]) -> R:

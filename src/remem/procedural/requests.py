@@ -26,11 +26,10 @@ from remem.background.jobs import NewJob
 from remem.errors import UsageError
 from remem.llm.base import ChatModel
 from remem.memory.flow import Flow, run_async, run_sync
-from remem.memory.requests import Messages
 from remem.procedural.optimizer import Optimization, PromptOptimizer
 from remem.procedural.prompts import PromptRegistry, PromptVersion
 from remem.procedural.strategies import Strategy
-from remem.requests import JsonObject, Request
+from remem.requests import JsonObject, Messages, Request
 
 __all__ = [
     "CreatePromptRequest",
@@ -103,6 +102,16 @@ class OptimizeResult:
 
 class PromptRequest(Request, Generic[R]):
     """Base of the prompt requests; ``R`` is what running one returns."""
+
+    def run_on(self, registry: PromptRegistry, model: ChatModel | None = None) -> R:
+        """Run this request on ``registry`` (``model``: what optimize calls): what
+        :meth:`PromptRegistry.run <remem.procedural.PromptRegistry.run>` calls, so the
+        registry needs no import of the requests built on it."""
+        return run_prompt_request(self, registry, model)
+
+    async def arun_on(self, registry: PromptRegistry, model: ChatModel | None = None) -> R:
+        """Async :meth:`run_on`."""
+        return await arun_prompt_request(self, registry, model)
 
 
 class ListPromptsRequest(PromptRequest[list[PromptVersion]]):

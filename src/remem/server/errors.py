@@ -39,7 +39,7 @@ from remem.errors import (
     StoreError,
     UsageError,
 )
-from remem.server.metrics import ASGIApp, Message, Receive, Scope, Send
+from remem.server.asgi import ASGIApp, Message, Receive, Scope, Send
 from remem.server.quotas import QuotaExceededError
 from remem.server.schemas import ErrorBody
 

@@ -30,7 +30,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -45,6 +45,12 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+# the ASGI types under their old names too (remem.server.mcp imports them from here)
+from remem.server.asgi import ASGIApp as ASGIApp
+from remem.server.asgi import Message as Message
+from remem.server.asgi import Receive as Receive
+from remem.server.asgi import Scope as Scope
+from remem.server.asgi import Send as Send
 from remem.store.bad_records import FAMILIES, BadRecord, add_listener
 
 __all__ = ["BUCKETS", "CONTENT_TYPE", "MULTIPROC_VAR", "TENANT_PREFIX", "Metrics",
@@ -59,11 +65,6 @@ MULTIPROC_VAR = "PROMETHEUS_MULTIPROC_DIR"
 #: metric names of the per-tenant series, never served on ``/metrics``
 TENANT_PREFIX = "remem_tenant_"
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def prepare_multiprocess_dir() -> str:

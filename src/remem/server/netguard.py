@@ -19,7 +19,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from remem.server.metrics import ASGIApp, Receive, Scope, Send
+from remem.server.asgi import ASGIApp, Receive, Scope, Send
 
 __all__ = ["GUARD_RESPONSES", "HostGuard", "document_guard", "host_name", "is_loopback",
            "rebinding_refusal"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 
+from remem.api import Memory
 from remem.embed.base import Embedder
 from remem.errors import ConfigError
 from remem.llm.base import ChatModel
@@ -29,7 +30,6 @@ from remem.store.guarded import GuardedStore
 from remem.store.scoped import ScopedStore
 
 if TYPE_CHECKING:
-    from remem.api import Memory
     from remem.background.queue import JobQueue
     from remem.threads import ThreadStore
     from remem.usage import UsageRecorder
@@ -262,9 +262,9 @@ class ServerState:
         return GuardedStore(self.store_for(principal), admin=principal.admin)
 
     def memory_for(self, principal: Principal) -> Memory:
-        """The :class:`~remem.api.Memory` facade over the tenant's scoped store."""
-        from remem.api import Memory
-
+        """The :class:`~remem.api.Memory` facade over the tenant's scoped store (the facade
+        imported with this module: its plug-ins, the families' job kinds among them, are
+        registered before the in-process worker lists them)."""
         return self._memories.get(principal.tenant, lambda: Memory(
             self.store_for(principal), llm=self.llm_for(principal)))
 

@@ -22,14 +22,12 @@ Run it on its own for demos (``remem chat`` against a fake provider)::
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +47,8 @@ __all__ = [
     "anthropic_error",
     "anthropic_messages_route",
     "chat_completions_route",
+    "check_bearer",
+    "check_openai_request",
     "openai_error",
 ]
 
@@ -179,13 +179,50 @@ def _prompt_tokens(body: Mapping[str, Any]) -> int:
         json.dumps(body.get("system", ""), ensure_ascii=False))
 
 
+# -- what every OpenAI route checks first (the embeddings route too) ---------------------------
+
+
+def check_bearer(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any] | None:
+    """OpenAI's 401 answers when ``server.api_key`` is set and not sent as a Bearer token."""
+    if server.api_key is None:
+        return None
+    auth = request.headers.get("authorization", "")
+    if not auth.startswith("Bearer "):
+        return openai_error(401, "You didn't provide an API key. You need to provide your API "
+                                 "key in an Authorization header using Bearer auth (i.e. "
+                                 "Authorization: Bearer YOUR_KEY).")
+    key = auth.removeprefix("Bearer ")
+    if key != server.api_key:
+        masked = f"{key[:3]}***{key[-4:]}" if len(key) > 10 else "***"
+        return openai_error(401, f"Incorrect API key provided: {masked}. You can find your API "
+                                 f"key at https://platform.openai.com/account/api-keys.",
+                            code="invalid_api_key")
+    return None
+
+
+def check_openai_request(server: LoopbackServer,
+                         request: RecordedRequest) -> tuple[int, Any] | None:
+    """What every OpenAI route checks first, answered as OpenAI does: the bearer key, a JSON
+    object body, and a model the server serves. ``None`` when the request passes."""
+    if (refused := check_bearer(server, request)) is not None:
+        return refused
+    body = request.body
+    if not isinstance(body, dict):
+        return openai_error(400, "We could not parse the JSON body of your request.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return openai_error(400, "you must provide a model parameter", param="model")
+    if server.models is not None and model not in server.models:
+        return openai_error(404, f"The model `{model}` does not exist or you do not have access "
+                                 f"to it.", code="model_not_found")
+    return None
+
+
 # -- OpenAI chat completions --------------------------------------------------------------------
 
 
 def chat_completions_route(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any]:
     """``POST /v1/chat/completions``: validates the basics like OpenAI, answers from the queue."""
-    from remem.testing.openai_server import check_openai_request  # a cycle at import time
-
     if (refused := check_openai_request(server, request)) is not None:
         return refused
     body = request.body
@@ -314,28 +351,3 @@ CHAT_ROUTES: Mapping[tuple[str, str], Any] = {
     ("POST", "/v1/messages"): anthropic_messages_route,
 }
 """The chat routes every :class:`~remem.testing.LoopbackServer` serves."""
-
-
-def main(argv: Iterable[str] | None = None) -> None:
-    """Serve both chat APIs on a fixed port until interrupted, answering ``--default``."""
-    from remem.testing.openai_server import LoopbackServer
-
-    parser = argparse.ArgumentParser(
-        prog="python -m remem.testing",
-        description="A loopback OpenAI/Anthropic chat server answering with scripted text.")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--default", default="This is the remem loopback model.",
-                        help="the answer to every request (JSON is sent as JSON text)")
-    parser.add_argument("--answer", action="append", default=[],
-                        help="an answer to queue before the default (repeatable)")
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    server = LoopbackServer(port=args.port)
-    server.chat.add(*args.answer)
-    server.chat.default = args.default
-    with server:
-        for provider in ("openai", "anthropic"):
-            print(f"REMEM_LLM_PROVIDER={provider} REMEM_LLM_BASE_URL={server.url} "
-                  "REMEM_LLM_MODEL=any", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            threading.Event().wait()
-

@@ -39,7 +39,14 @@ import numpy.typing as npt
 from remem.embed.base import normalize_rows
 from remem.embed.fake import FakeEmbedder
 from remem.errors import UsageError
-from remem.testing.chat_server import CHAT_ROUTES, ChatQueue, anthropic_error, openai_error
+from remem.testing.chat_server import (
+    CHAT_ROUTES,
+    ChatQueue,
+    anthropic_error,
+    check_bearer,
+    check_openai_request,
+    openai_error,
+)
 
 __all__ = [
     "DEFAULT_ROUTES",
@@ -268,42 +275,6 @@ class LoopbackServer:
 
 
 # -- routes -----------------------------------------------------------------------------------
-
-
-def check_bearer(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any] | None:
-    """OpenAI's 401 answers when ``server.api_key`` is set and not sent as a Bearer token."""
-    if server.api_key is None:
-        return None
-    auth = request.headers.get("authorization", "")
-    if not auth.startswith("Bearer "):
-        return openai_error(401, "You didn't provide an API key. You need to provide your API "
-                                 "key in an Authorization header using Bearer auth (i.e. "
-                                 "Authorization: Bearer YOUR_KEY).")
-    key = auth.removeprefix("Bearer ")
-    if key != server.api_key:
-        masked = f"{key[:3]}***{key[-4:]}" if len(key) > 10 else "***"
-        return openai_error(401, f"Incorrect API key provided: {masked}. You can find your API "
-                                 f"key at https://platform.openai.com/account/api-keys.",
-                            code="invalid_api_key")
-    return None
-
-
-def check_openai_request(server: LoopbackServer,
-                         request: RecordedRequest) -> tuple[int, Any] | None:
-    """What every OpenAI route checks first, answered as OpenAI does: the bearer key, a JSON
-    object body, and a model the server serves. ``None`` when the request passes."""
-    if (refused := check_bearer(server, request)) is not None:
-        return refused
-    body = request.body
-    if not isinstance(body, dict):
-        return openai_error(400, "We could not parse the JSON body of your request.")
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        return openai_error(400, "you must provide a model parameter", param="model")
-    if server.models is not None and model not in server.models:
-        return openai_error(404, f"The model `{model}` does not exist or you do not have access "
-                                 f"to it.", code="model_not_found")
-    return None
 
 
 def embeddings_route(server: LoopbackServer, request: RecordedRequest) -> tuple[int, Any]:

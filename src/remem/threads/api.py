@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from remem.errors import NotFoundError
-from remem.memory.requests import MessagesInput
+from remem.messages.inputs import MessagesInput
 from remem.store.types import NOT_PROVIDED, NotProvided, SearchMode
 from remem.threads.requests import (
     AppendRequest,

@@ -218,7 +218,7 @@ class PostgresBackend:
                 return
             if self._closed:
                 raise StoreError("this ThreadStore is closed; open a new one")
-            from remem._postgres import open_migrated_pool
+            from remem.store.migrations.postgres import open_migrated_pool
 
             self._pool = open_migrated_pool(
                 self.dsn, self.schema, self._q, sql.THREAD_MIGRATIONS_POSTGRES,

@@ -21,7 +21,7 @@ the stored ones.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from remem.errors import UsageError
 from remem.threads.api import ThreadAPI
@@ -37,9 +37,7 @@ from remem.threads.requests import (
 )
 from remem.threads.thread import Thread
 from remem.threads.wire import load
-
-if TYPE_CHECKING:
-    from remem.client import Client, _Call
+from remem.transport import Call, Sender
 
 __all__ = ["RemoteThreads", "call_of"]
 
@@ -64,18 +62,16 @@ def _parse(request: type[ThreadRequest[Any]], data: Any) -> Any:
     return load(request, data)
 
 
-def call_of(request: ThreadRequest[R], threads: RemoteThreads) -> _Call[R]:
+def call_of(request: ThreadRequest[R], threads: RemoteThreads) -> Call[R]:
     """The HTTP call that runs ``request`` (a new thread's answer becomes a :class:`Thread`
     handle on ``threads``)."""
-    from remem.client import _Call
-
     _check_sendable(request)
     http = http_call(request)
     kind = type(request)
     parse: Any = partial(_parse, kind)
     if isinstance(request, _NEW_THREAD):
         parse = partial(_new_thread, threads, kind)
-    return _Call(http.method, http.path, parse, http.json, http.params)
+    return Call(http.method, http.path, parse, http.json, http.params)
 
 
 def _new_thread(threads: RemoteThreads, request: type[ThreadRequest[Any]],
@@ -91,7 +87,7 @@ class RemoteThreads(ThreadAPI):
     (sync and async); see the module docstring for what cannot be sent.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Sender) -> None:
         self.client = client
 
     def __repr__(self) -> str:

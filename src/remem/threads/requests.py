@@ -39,9 +39,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from remem.errors import InvalidInputError
 from remem.llm.base import ChatModel
-from remem.memory.requests import ConversationMessages
 from remem.messages.types import Message
-from remem.requests import JsonObject, Limit, Offset, Request, ScopeId
+from remem.requests import ConversationMessages, JsonObject, Limit, Offset, Request, ScopeId
 from remem.store.types import MAX_TTL
 from remem.threads.search import ThreadHit
 from remem.threads.summary import SummaryPolicy

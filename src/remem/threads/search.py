@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from remem.errors import InvalidInputError
 from remem.messages.types import Message
@@ -43,11 +43,13 @@ from remem.store.types import (
     SearchMode,
     validate_namespace,
 )
+from remem.threads.shapes import Wire, json_of
 
 if TYPE_CHECKING:
     from remem.threads.store import ThreadStore
 
-__all__ = ["MessageMatch", "ThreadHit", "ThreadIndex", "index_entry_of"]
+__all__ = ["MessageMatch", "MessageMatchOut", "ThreadHit", "ThreadHitOut", "ThreadIndex",
+           "index_entry_of"]
 
 NO_OWNER = "_"
 
@@ -80,10 +82,55 @@ class ThreadHit:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (CLI ``--json`` output, HTTP answers), as
-        :class:`~remem.threads.wire.ThreadHitOut` declares it."""
-        from remem.threads.wire import dump_value
+        :class:`ThreadHitOut` declares it."""
+        return json_of(ThreadHitOut.of(self))
 
-        return dump_value(self)
+
+# -- their JSON shapes (gathered with the others in remem.threads.wire) -----------------------
+
+
+class MessageMatchOut(Wire[MessageMatch]):
+    """A message that matched a thread search: where it is in its thread and its score."""
+
+    message_id: str
+    position: int
+    role: str
+    text: str
+    score: float
+    created_at: float
+
+    @classmethod
+    def of(cls, result: MessageMatch) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(
+            message_id=result.message_id, position=result.position, role=result.role,
+            text=result.text, score=result.score, created_at=result.created_at)
+
+    def value(self) -> MessageMatch:
+        """The match."""
+        return MessageMatch(self.message_id, self.position, self.role, self.text, self.score,
+                            self.created_at)
+
+
+class ThreadHitOut(Wire[ThreadHit]):
+    """A thread that matched: its owner, best score and matching messages (best first)."""
+
+    thread_id: str
+    owner: str
+    score: float
+    matches: list[MessageMatchOut]
+
+    @classmethod
+    def of(cls, result: ThreadHit) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(thread_id=result.thread_id, owner=result.owner,
+                                   score=result.score,
+                                   matches=[MessageMatchOut.of(m) for m in result.matches])
+
+    def value(self) -> ThreadHit:
+        """The hit."""
+        return ThreadHit(self.thread_id, self.owner, self.score,
+                         tuple(m.value() for m in self.matches))
 
 
 def index_entry_of(value: Mapping[str, Any]) -> tuple[str, MessageMatch]:

@@ -15,7 +15,7 @@ request is checked with the policy's counter to fit ``window - max_summary_token
 The work is written once, as a generator that yields requests and receives responses
 (:func:`_compaction`); :func:`compact` and :func:`acompact` are thin sync and async drivers.
 
-Every request is grounded like memory extraction (:mod:`remem.memory.grounding`): it starts
+Every request is grounded like memory extraction (:mod:`remem.messages.grounding`): it starts
 with the reference time (the latest message's time), the transcript shows when messages were
 sent, and the instructions ask for absolute dates and the conversation's own language.
 """
@@ -30,7 +30,7 @@ from typing import Literal
 
 from remem.errors import ContextWindowError, InvalidInputError, LLMError
 from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
-from remem.memory.grounding import SAME_MOMENT, format_moment, reference_line
+from remem.messages.grounding import SAME_MOMENT, format_moment, reference_line
 from remem.messages.types import ImagePart, Message
 from remem.threads.trim import leading_system
 from remem.tokens import DEFAULT_COUNTER, TokenCounter, count_messages

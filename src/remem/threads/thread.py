@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from remem.memory.requests import MessagesInput
+from remem.messages.inputs import MessagesInput
 from remem.messages.types import Message
 from remem.store.types import NOT_PROVIDED, NotProvided
 from remem.threads._aio import in_thread

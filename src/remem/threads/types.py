@@ -1,15 +1,18 @@
-"""Values returned by thread storage: :class:`ThreadInfo` and :class:`Checkpoint`."""
+"""Values returned by thread storage: :class:`ThreadInfo` and :class:`Checkpoint`, and their
+JSON shapes (:class:`ThreadInfoOut`, :class:`CheckpointOut`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from remem.errors import InvalidInputError
 from remem.llm.base import Usage
+from remem.threads.shapes import Wire, json_of
 
-__all__ = ["Checkpoint", "ThreadInfo", "summary_state", "summary_usage"]
+__all__ = ["Checkpoint", "CheckpointOut", "ThreadInfo", "ThreadInfoOut", "summary_state",
+           "summary_usage"]
 
 #: checkpoint state keys written by compaction
 SUMMARY = "summary"
@@ -57,10 +60,8 @@ class Checkpoint:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (CLI ``--json`` output, HTTP answers), as
-        :class:`~remem.threads.wire.CheckpointOut` declares it."""
-        from remem.threads.wire import dump_value
-
-        return dump_value(self)
+        :class:`CheckpointOut` declares it."""
+        return json_of(CheckpointOut.of(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +91,66 @@ class ThreadInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (CLI ``--json`` output, HTTP answers), as
-        :class:`~remem.threads.wire.ThreadInfoOut` declares it (``head`` is the head
-        checkpoint)."""
-        from remem.threads.wire import dump_value
+        :class:`ThreadInfoOut` declares it (``head`` is the head checkpoint)."""
+        return json_of(ThreadInfoOut.of(self))
 
-        return dump_value(self)
+
+# -- their JSON shapes (gathered with the others in remem.threads.wire) -----------------------
+
+
+class CheckpointOut(Wire[Checkpoint]):
+    """One saved point of a thread: ``position`` messages, a small JSON ``state`` (the
+    running summary), ``metadata`` saying what made it (``source``)."""
+
+    id: str
+    thread_id: str
+    parent_id: str | None
+    position: int
+    state: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: float
+
+    @classmethod
+    def of(cls, result: Checkpoint) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(
+            id=result.id, thread_id=result.thread_id, parent_id=result.parent_id,
+            position=result.position, state=dict(result.state),
+            metadata=dict(result.metadata), created_at=result.created_at)
+
+    def value(self) -> Checkpoint:
+        """The checkpoint."""
+        return Checkpoint(self.id, self.thread_id, self.parent_id, self.position, self.state,
+                          self.metadata, self.created_at)
+
+
+class ThreadInfoOut(Wire[ThreadInfo]):
+    """A thread's record: its metadata, ``length`` (messages at the head), head checkpoint,
+    times, the checkpoint a fork or copy started from (``source``) and its TTL."""
+
+    thread_id: str
+    metadata: dict[str, Any]
+    length: int
+    head: CheckpointOut
+    source: str | None
+    created_at: float
+    updated_at: float
+    ttl: float | None
+    expires_at: float | None
+
+    @classmethod
+    def of(cls, result: ThreadInfo) -> Self:
+        """The model of ``result``."""
+        return cls.model_construct(
+            thread_id=result.thread_id, metadata=dict(result.metadata), length=result.length,
+            head=CheckpointOut.of(result.head), source=result.source,
+            created_at=result.created_at, updated_at=result.updated_at, ttl=result.ttl,
+            expires_at=result.expires_at)
+
+    def value(self) -> ThreadInfo:
+        """The thread record."""
+        return ThreadInfo(self.thread_id, self.metadata, self.head.value(), self.created_at,
+                          self.updated_at, self.source, self.ttl, self.expires_at)
 
 
 def summary_state(summary: str, through: int, usage: Usage,

@@ -1,7 +1,9 @@
 """The JSON shape of every thread result, declared once (pydantic models).
 
 Each model turns a Python result into JSON (:func:`dump`; ``Checkpoint.to_dict()``,
-``ThreadInfo.to_dict()`` and ``ThreadHit.to_dict()`` are this), is the HTTP route's
+``ThreadInfo.to_dict()`` and ``ThreadHit.to_dict()`` are this: those three shapes are declared
+beside their values, in :mod:`remem.threads.types` and :mod:`remem.threads.search`, on the
+base in :mod:`remem.threads.shapes`, and gathered here with the rest), is the HTTP route's
 ``response_model`` (so OpenAPI documents it and schemathesis checks answers against it), and
 turns JSON back into the Python result (:func:`load`, what
 :class:`~remem.threads.remote.RemoteThreads` returns). :data:`RESULT_MODELS` names the model
@@ -16,9 +18,9 @@ Readers ignore fields they do not know, so a newer server's answers still read.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Generic, Literal, Self, TypeVar, cast
+from typing import Any, Literal, Self, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from remem.messages.convert_openai import from_openai_message, to_openai_message
 from remem.messages.types import Message
@@ -41,8 +43,9 @@ from remem.threads.requests import (
     ThreadRequest,
     UpdateStateRequest,
 )
-from remem.threads.search import MessageMatch, ThreadHit
-from remem.threads.types import Checkpoint, ThreadInfo
+from remem.threads.search import MessageMatchOut, ThreadHit, ThreadHitOut
+from remem.threads.shapes import Wire, json_of
+from remem.threads.types import Checkpoint, CheckpointOut, ThreadInfo, ThreadInfoOut
 
 __all__ = [
     "RESULT_MODELS",
@@ -61,78 +64,7 @@ __all__ = [
     "load",
 ]
 
-T = TypeVar("T")
 R = TypeVar("R")
-
-
-class Wire(BaseModel, Generic[T]):
-    """A result's JSON shape: :meth:`of` from the Python value, :meth:`value` back."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    @classmethod
-    def of(cls, result: T) -> Self:
-        """The model of ``result``."""
-        raise NotImplementedError
-
-    def value(self) -> T:
-        """The Python result this JSON describes."""
-        raise NotImplementedError
-
-
-class CheckpointOut(Wire[Checkpoint]):
-    """One saved point of a thread: ``position`` messages, a small JSON ``state`` (the
-    running summary), ``metadata`` saying what made it (``source``)."""
-
-    id: str
-    thread_id: str
-    parent_id: str | None
-    position: int
-    state: dict[str, Any]
-    metadata: dict[str, Any]
-    created_at: float
-
-    @classmethod
-    def of(cls, result: Checkpoint) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(
-            id=result.id, thread_id=result.thread_id, parent_id=result.parent_id,
-            position=result.position, state=dict(result.state),
-            metadata=dict(result.metadata), created_at=result.created_at)
-
-    def value(self) -> Checkpoint:
-        """The checkpoint."""
-        return Checkpoint(self.id, self.thread_id, self.parent_id, self.position, self.state,
-                          self.metadata, self.created_at)
-
-
-class ThreadInfoOut(Wire[ThreadInfo]):
-    """A thread's record: its metadata, ``length`` (messages at the head), head checkpoint,
-    times, the checkpoint a fork or copy started from (``source``) and its TTL."""
-
-    thread_id: str
-    metadata: dict[str, Any]
-    length: int
-    head: CheckpointOut
-    source: str | None
-    created_at: float
-    updated_at: float
-    ttl: float | None
-    expires_at: float | None
-
-    @classmethod
-    def of(cls, result: ThreadInfo) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(
-            thread_id=result.thread_id, metadata=dict(result.metadata), length=result.length,
-            head=CheckpointOut.of(result.head), source=result.source,
-            created_at=result.created_at, updated_at=result.updated_at, ttl=result.ttl,
-            expires_at=result.expires_at)
-
-    def value(self) -> ThreadInfo:
-        """The thread record."""
-        return ThreadInfo(self.thread_id, self.metadata, self.head.value(), self.created_at,
-                          self.updated_at, self.source, self.ttl, self.expires_at)
 
 
 class MessageOut(Wire[Message]):
@@ -225,50 +157,6 @@ class DeletedOut(Wire[bool]):
         return self.deleted
 
 
-class MessageMatchOut(Wire[MessageMatch]):
-    """A message that matched a thread search: where it is in its thread and its score."""
-
-    message_id: str
-    position: int
-    role: str
-    text: str
-    score: float
-    created_at: float
-
-    @classmethod
-    def of(cls, result: MessageMatch) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(
-            message_id=result.message_id, position=result.position, role=result.role,
-            text=result.text, score=result.score, created_at=result.created_at)
-
-    def value(self) -> MessageMatch:
-        """The match."""
-        return MessageMatch(self.message_id, self.position, self.role, self.text, self.score,
-                            self.created_at)
-
-
-class ThreadHitOut(Wire[ThreadHit]):
-    """A thread that matched: its owner, best score and matching messages (best first)."""
-
-    thread_id: str
-    owner: str
-    score: float
-    matches: list[MessageMatchOut]
-
-    @classmethod
-    def of(cls, result: ThreadHit) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(thread_id=result.thread_id, owner=result.owner,
-                                   score=result.score,
-                                   matches=[MessageMatchOut.of(m) for m in result.matches])
-
-    def value(self) -> ThreadHit:
-        """The hit."""
-        return ThreadHit(self.thread_id, self.owner, self.score,
-                         tuple(m.value() for m in self.matches))
-
-
 class ThreadHitsOut(Wire[list[ThreadHit]]):
     """Threads matching a search, best first."""
 
@@ -309,9 +197,7 @@ def dump(request: type[ThreadRequest[Any]], result: Any) -> dict[str, Any]:
     """The result of a ``request`` as JSON-ready data, in its declared shape. A new thread
     (a :class:`~remem.threads.thread.Thread` handle) is dumped as its record: pass
     ``thread.info()``."""
-    model = RESULT_MODELS[request]
-    data: dict[str, Any] = model.of(result).model_dump(mode="json", exclude_defaults=True)
-    return data
+    return json_of(RESULT_MODELS[request].of(result))
 
 
 def load(request: type[ThreadRequest[R]], data: Any) -> R:
@@ -319,11 +205,3 @@ def load(request: type[ThreadRequest[R]], data: Any) -> R:
     thread's record is a :class:`ThreadInfo` (the caller makes the handle)."""
     return cast(R, RESULT_MODELS[request].model_validate(data).value())
 
-
-def dump_value(value: Checkpoint | ThreadInfo | ThreadHit) -> dict[str, Any]:
-    """One checkpoint, thread record or search hit as JSON (their ``to_dict()``)."""
-    model: type[Wire[Any]] = (CheckpointOut if isinstance(value, Checkpoint)
-                              else ThreadInfoOut if isinstance(value, ThreadInfo)
-                              else ThreadHitOut)
-    data: dict[str, Any] = model.of(value).model_dump(mode="json", exclude_defaults=True)
-    return data

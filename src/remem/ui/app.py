@@ -4,12 +4,11 @@ alone over a whole local database for ``remem ui`` (:func:`build_local_app`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
 from starlette.applications import Starlette
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
@@ -31,7 +30,7 @@ from remem.ui import (
     routes_prompts,
     routes_threads,
 )
-from remem.ui.web import Inspector
+from remem.ui.web import Inspector, page_routes
 
 __all__ = ["UI_PATH", "build_local_app", "build_ui", "page_routes"]
 
@@ -62,17 +61,6 @@ def build_ui(state: ServerState, prefix: str = UI_PATH, *,
     app.include_router(routes_dashboard.router)
     app.mount("/static", StaticFiles(directory=_STATIC), name="static")
     return app
-
-
-def page_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
-    """Every page route among ``routes`` (an inspector app's ``routes``), through the
-    routers it includes (FastAPI keeps an included router as a wrapper around it)."""
-    for route in routes:
-        if isinstance(route, APIRoute):
-            yield route
-        inner = getattr(route, "original_router", None)
-        if inner is not None:
-            yield from page_routes(inner.routes)
 
 
 def build_local_app(db: str | os.PathLike[str], embedder: Embedder | None, *,

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from remem.errors import InvalidInputError
 from remem.ui.added import added_chart, added_per_day
 from remem.ui.dashboard import latencies, usage_charts
-from remem.ui.web import inspector
+from remem.ui.web import inspector, page_routes
 from remem.usage import MAX_DAYS, day_window
 
 __all__ = ["router"]
@@ -62,8 +62,6 @@ async def dashboard(request: Request, days: str | None = None) -> Response:
     rows = latencies(ui.metrics.render()) if ui.metrics is not None else []
     # the server records the inspector's pages by their route inside the inspector
     # ("/memories"): show them under the mount point, as a browser requests them
-    from remem.ui.app import page_routes  # (the app module imports this one)
-
     own = {route.path for route in page_routes(request.app.routes)}
     rows = [replace(row, route=ui.prefix + row.route) if row.route in own else row
             for row in rows]

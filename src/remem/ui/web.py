@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -21,6 +21,7 @@ import jinja2
 from fastapi import HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from remem.api import Memory
@@ -35,7 +36,7 @@ from remem.ui.session import COOKIE_NAME, SESSION_SECONDS, Session, SessionCodec
 from remem.ui.views import fmt_time, iso_time
 
 __all__ = ["CSP", "Inspector", "LoginRequired", "Viewer", "form_value", "inspector", "ns_query",
-           "safe_next"]
+           "page_routes", "safe_next"]
 
 T = TypeVar("T")
 
@@ -327,6 +328,17 @@ def inspector(request: Request) -> Inspector:
     """The :class:`Inspector` serving ``request``."""
     found: Inspector = request.app.state.inspector
     return found
+
+
+def page_routes(routes: Iterable[Any]) -> Iterator[APIRoute]:
+    """Every page route among ``routes`` (an inspector app's ``routes``), through the
+    routers it includes (FastAPI keeps an included router as a wrapper around it)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from page_routes(inner.routes)
 
 
 def safe_next(prefix: str, target: str | None) -> str:

@@ -6,21 +6,24 @@ fills in its (quoted) schema, so several stores can live in one database.
 :func:`apply_postgres` runs the missing migrations in one transaction holding a transaction-level
 advisory lock derived from the schema name, so any number of servers may call ``setup()`` at
 the same moment: one applies, the others wait and then find nothing to do.
+:func:`open_migrated_pool` does that for a package that keeps its own tables in the schema
+(threads, background jobs, the graph), then opens a pool over it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from remem.errors import MigrationError
+from remem.errors import ConfigError, MigrationError, StoreError
 from remem.store.migrations import Migration, _family
 
 if TYPE_CHECKING:  # psycopg is an optional dependency
     import psycopg
 
-__all__ = ["POSTGRES_MIGRATIONS", "advisory_key", "applied_postgres", "apply_postgres"]
+__all__ = ["POSTGRES_MIGRATIONS", "advisory_key", "applied_postgres", "apply_postgres",
+           "open_migrated_pool"]
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -144,3 +147,33 @@ def apply_postgres(conn: psycopg.Connection[tuple[object, ...]], schema: str, qs
             )
             applied.append(migration.name)
     return applied
+
+
+def open_migrated_pool(dsn: str, schema: str, quoted: str, migrations: Sequence[Any], *,
+                       kwargs: dict[str, Any], name: str, max_size: int, timeout: float,
+                       min_size: int = 1, check: bool = False) -> Any:
+    """Apply ``migrations`` to ``schema`` (``quoted``: its quoted identifier) over one direct
+    connection, then return an opened (not yet waited for) ``psycopg_pool.ConnectionPool``
+    whose connections set ``search_path`` to it. ``kwargs``: connection arguments;
+    ``check``: test each connection when it leaves the pool."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
+                          f"pip install 'remem[postgres]' ({exc})") from None
+    try:
+        with psycopg.connect(dsn, **kwargs) as conn:
+            apply_postgres(conn, schema, quoted, migrations)
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL setup failed (schema {schema}): {exc}") from exc
+
+    def configure(conn: Any) -> None:
+        conn.execute(f"SET search_path TO {quoted}")
+
+    pool = psycopg_pool.ConnectionPool(
+        dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, configure=configure,
+        open=False, timeout=timeout, name=name,
+        check=psycopg_pool.ConnectionPool.check_connection if check else None)
+    pool.open(wait=False)
+    return pool

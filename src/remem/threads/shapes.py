@@ -1,0 +1,40 @@
+"""The base of every thread result's JSON shape (:class:`Wire`).
+
+A value whose ``to_dict()`` is its shape declares that shape beside itself, on this base
+(:class:`~remem.threads.types.CheckpointOut` and ``ThreadInfoOut`` in
+:mod:`remem.threads.types`, ``ThreadHitOut`` in :mod:`remem.threads.search`), so a value never
+reaches up to :mod:`remem.threads.wire`, which gathers every shape and names each request's
+result model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Wire", "json_of"]
+
+T = TypeVar("T")
+
+
+class Wire(BaseModel, Generic[T]):
+    """A result's JSON shape: :meth:`of` from the Python value, :meth:`value` back."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @classmethod
+    def of(cls, result: T) -> Self:
+        """The model of ``result``."""
+        raise NotImplementedError
+
+    def value(self) -> T:
+        """The Python result this JSON describes."""
+        raise NotImplementedError
+
+
+def json_of(model: Wire[Any]) -> dict[str, Any]:
+    """A shape as JSON-ready data, fields at their defaults left out: what ``to_dict()``
+    and the HTTP answers hold."""
+    data: dict[str, Any] = model.model_dump(mode="json", exclude_defaults=True)
+    return data
