@@ -101,6 +101,7 @@ def test_every_eval_command_runs_through_memory(command: str, tmp_path: Path) ->
 def test_through_memory_on_postgresql(pg_database: str) -> None:
     doc = run("locomo", "--through", "memory", "--db", pg_database)
     assert doc["config"]["through"] == "memory" and doc["main"]["n"] > 0
+    assert doc["config"]["backend"] == "postgresql"  # the database it ran in, not --backend
 
 
 def test_db_needs_through_memory() -> None:

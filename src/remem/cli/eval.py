@@ -78,6 +78,7 @@ from remem.eval.store_retriever import (
 from remem.llm.config import model_from_env
 from remem.retrieval.llm_assist import ASSIST_MODES, AssistMode, LLMAssist
 from remem.retrieval.ranking import Ranking
+from remem.store import is_dsn
 
 __all__ = ["EVAL_EMBEDDERS", "eval_group", "make_embedder"]
 
@@ -191,6 +192,14 @@ def _product_stages(stages: str) -> str | None:
     return None if source in (None, ParameterSource.DEFAULT) else stages
 
 
+def _backend_of(backend: str, db: str | None) -> str:
+    """The database a run used, for the report: ``--db``'s when given (a DSN is
+    PostgreSQL), else ``--backend``."""
+    if db is None:
+        return backend
+    return "postgresql" if is_dsn(db) else "sqlite"
+
+
 @contextmanager
 def _retriever(through: str, *, backend: Backend, db: str | None, model: Embedder,
                mode: EvalMode, ranking: Ranking, stages: str) -> Iterator[Retriever]:
@@ -287,9 +296,9 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
             run = run_locomo(dataset, retriever, k=k, progress=bars)
     sets = summarize_sets(run, resamples=bootstrap, seed=seed)
     summary = summary_object(sets, run.timing, _config(
-        dataset, file=file, mode=mode, k=k, backend=backend, embedder=embedder,
-        model=model.model, bootstrap=bootstrap, seed=seed, questions_scored=len(run.results),
-        random_floor=check.random.to_dict(),
+        dataset, file=file, mode=mode, k=k, backend=_backend_of(backend, db),
+        embedder=embedder, model=model.model, bootstrap=bootstrap, seed=seed,
+        questions_scored=len(run.results), random_floor=check.random.to_dict(),
     ))
     summary["config"]["stages"] = _stage_names(stages)
     summary["config"]["through"] = through
@@ -304,7 +313,8 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     _print_table(results_table(sets, random_floor=check.random, random_seed=seed,
                                resamples=bootstrap))
     click.echo(timing_line(run.timing, dataset.n_turns))
-    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
+    click.echo(f"mode {mode}, embedder {model.model}, backend {_backend_of(backend, db)}, "
+               f"k {k}, "
                f"stages {','.join(_stage_names(stages)) or 'none'}, through {through}")
     units_view.echo(summary)
     if assist is not None:
@@ -537,7 +547,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
             _warn(f"{parent} level: {', '.join(metrics)} not reported for "
                   f"{', '.join(withheld)}: the top {k} {unit} of some questions reach only "
                   f"{fewest} {parent}s, fewer than the cut-off; a deeper --k scores them")
-    config = _config(dataset.data, file=file, mode=mode, k=k, backend=backend,
+    config = _config(dataset.data, file=file, mode=mode, k=k, backend=_backend_of(backend, db),
                      embedder=embedder, model=model.model, bootstrap=bootstrap, seed=seed,
                      questions_scored=len(run.results), random_floor=floor.to_dict())
     if dataset.parent_gold:
@@ -566,7 +576,8 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
                                           f"{unit} of some question reach" if withheld
                                           else None)))
     click.echo(timing_line(run.timing, dataset.data.n_turns).replace("turns", unit))
-    click.echo(f"mode {mode}, embedder {model.model}, backend {backend}, k {k}, "
+    click.echo(f"mode {mode}, embedder {model.model}, backend {_backend_of(backend, db)}, "
+               f"k {k}, "
                f"stages {','.join(_stage_names(stages)) or 'none'}")
     click.echo(f"self-test passed: the oracle scores 1.000 on hit@k; {len(dataset.fixes)} "
                "data fixes" + (f"; records in {out}" if out is not None else ""))
