@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -145,6 +146,11 @@ class Memory:
         self.lock = lock or LockSettings()
         self.clock = clock
         self._owns_store = owns_store
+        # what the families open on first use (a scope's graph, the job queue), each made
+        # once however many threads ask at once, and closed with this memory
+        self._opened_lock = threading.Lock()
+        self._graphs: dict[Namespace, Graph] = {}
+        self._background: MemoryJobs | None = None
         #: memory formation over the store (extraction, reconciliation, writes)
         self.formation = MemoryStoreManager(
             store, manager or MemoryManager(self._llm),
@@ -527,25 +533,21 @@ class Memory:
         """The temporal knowledge graph (:class:`remem.graph.Graph`) of a scope: in this
         memory's database under ``("graph", *scope)``, with this memory's chat model and
         embedder. Opened once per scope and closed with the memory."""
-        import threading
-
         scope: Namespace = ("graph", *self.namespace_of(user_id=user_id, agent_id=agent_id,
                                                          namespace=namespace))
-        graphs: dict[Namespace, Graph] = self.__dict__.setdefault("_graphs", {})
-        found = graphs.get(scope)
+        found = self._graphs.get(scope)
         if found is not None:
             return found
         # threads asking first at once open one graph, not one each (the others would hold
-        # storage handles nobody closes); dict.setdefault is atomic, so all get one lock
-        lock: threading.Lock = self.__dict__.setdefault("_graphs_lock", threading.Lock())
-        with lock:
-            found = graphs.get(scope)
+        # storage handles nobody closes)
+        with self._opened_lock:
+            found = self._graphs.get(scope)
             if found is None:
                 from remem.graph import Graph
 
                 found = Graph.beside(self.store, scope, model=self._llm)
                 found.setup()
-                graphs[scope] = found
+                self._graphs[scope] = found
         return found
 
     def profile(self, user_id: str, *, as_of: datetime | float | None = None) -> Profile:
@@ -567,12 +569,16 @@ class Memory:
         """Background extraction: the job queue beside the store and its worker
         (``mem.background.start()`` runs jobs in a thread of this process; ``remem worker``
         runs them in other processes)."""
-        jobs: MemoryJobs | None = self.__dict__.get("_background")
-        if jobs is None:
-            from remem.background.extraction import MemoryJobs
+        jobs = self._background
+        if jobs is not None:
+            return jobs
+        # one queue and one worker however many threads ask first at once
+        with self._opened_lock:
+            if self._background is None:
+                from remem.background.extraction import MemoryJobs
 
-            jobs = self.__dict__["_background"] = MemoryJobs(self)
-        return jobs
+                self._background = MemoryJobs(self)
+            return self._background
 
     def submit(self, messages: MessagesInput, *, thread_id: str, user_id: str | None = None,
                agent_id: str | None = None, namespace: Sequence[str] | None = None,
@@ -623,10 +629,12 @@ class Memory:
 
     def close(self) -> None:
         """Close the store if this memory opened it."""
-        background = self.__dict__.get("_background")
+        with self._opened_lock:
+            background, self._background = self._background, None
+            graphs, self._graphs = list(self._graphs.values()), {}
         if background is not None:  # stop its worker thread before the store goes
             background.close()
-        for opened in self.__dict__.pop("_graphs", {}).values():
+        for opened in graphs:
             opened.close()
         if self._owns_store:
             self.store.close()

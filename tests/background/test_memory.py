@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from remem.api import Memory
 from remem.background.extraction import EXTRACT
+from remem.embed import FakeEmbedder
 from remem.errors import InvalidInputError
 from remem.llm import ScriptedModel
 from remem.memory.store_manager import APPLIED_NAMESPACE
@@ -227,3 +228,22 @@ def test_a_memory_runs_only_its_own_jobs(mem: Memory, model: ScriptedModel) -> N
     [ran] = mem.background.run_due()
     assert ran.kind == EXTRACT
     assert mem.background.queue.get(server_job.id).status == "queued"  # a tenant's view runs it
+
+
+def test_threads_asking_first_for_the_background_share_one_queue(tmp_path: Path) -> None:
+    """Threads that reach ``mem.background`` first at once (a submit from each) get one job
+    queue, not one each: a second would hold storage and a worker nobody closes."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = 8
+    barrier = threading.Barrier(threads)
+    with Memory.open(tmp_path / "race.db", embedder=FakeEmbedder()) as mem:
+        def first(_: int) -> object:
+            barrier.wait()  # all ask together, before any queue is made
+            return mem.background
+
+        with ThreadPoolExecutor(threads) as pool:
+            got = list(pool.map(first, range(threads)))
+        assert len({id(jobs) for jobs in got}) == 1
+        assert mem.background is got[0]
