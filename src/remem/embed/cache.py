@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["TextKind", "VectorMemo", "text_hash"]
+__all__ = ["EmbedCounts", "TextKind", "VectorMemo", "text_hash"]
 
 TextKind = Literal["document", "query"]
 
@@ -70,3 +70,24 @@ class VectorMemo:
                 self._entries.move_to_end((model, digest))
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
+
+
+class EmbedCounts:
+    """Texts embedded by a model vs served from a cache, added to from many threads at once
+    under a lock: a ``+=`` on a shared dict is a read and a write, kept whole today only by
+    CPython's GIL."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = {"embedded": 0, "cached": 0}
+
+    def add(self, *, embedded: int = 0, cached: int = 0) -> None:
+        """Count ``embedded`` texts embedded and ``cached`` served from the cache."""
+        with self._lock:
+            self._counts["embedded"] += embedded
+            self._counts["cached"] += cached
+
+    def snapshot(self) -> dict[str, int]:
+        """The counts so far, as a new dict."""
+        with self._lock:
+            return dict(self._counts)

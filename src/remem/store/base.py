@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.embed.base import Embedder, normalize_rows
-from remem.embed.cache import TextKind, VectorMemo, text_hash
+from remem.embed.cache import EmbedCounts, TextKind, VectorMemo, text_hash
 from remem.errors import (
     EmbeddingError,
     IndexConfigError,
@@ -281,8 +281,7 @@ class BaseStore(ABC):
         )
         self.ttl = ttl or TTLConfig()
         self._memo = VectorMemo()
-        #: texts embedded by this store's embedder vs served from the cache (both kinds)
-        self.embed_counts = {"embedded": 0, "cached": 0}
+        self._embeds = EmbedCounts()  # searches and writes embed from many threads at once
         self.clock = clock
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
@@ -424,6 +423,12 @@ class BaseStore(ABC):
             counts[term] = counts.get(term, 0) + 1
         return counts
 
+    @property
+    def embed_counts(self) -> dict[str, int]:
+        """Texts embedded by this store's embedder vs served from the cache (both kinds),
+        since it was opened."""
+        return self._embeds.snapshot()
+
     def _embed_cached(self, kind: TextKind, texts: list[str]
                       ) -> tuple[list[npt.NDArray[np.float32]], list[bytes]]:
         """Vectors for ``texts``, embedding only texts this model has not embedded before."""
@@ -437,7 +442,7 @@ class BaseStore(ABC):
         for digest, text in zip(hashes, texts, strict=True):
             if digest not in found:
                 todo.setdefault(digest, text)
-        self.embed_counts["cached"] += len(texts) - len(todo)
+        self._embeds.add(cached=len(texts) - len(todo))
         if todo:
             embed = (self.index.embedder.embed_documents if kind == "document"
                      else self.index.embedder.embed_queries)
@@ -445,7 +450,7 @@ class BaseStore(ABC):
             new = dict(zip(todo, fresh, strict=True))
             self._memo.put_many(model, new)
             found.update(new)
-            self.embed_counts["embedded"] += len(todo)
+            self._embeds.add(embedded=len(todo))
         return [found[digest] for digest in hashes], hashes
 
     def _holds_vectors(self) -> bool:
