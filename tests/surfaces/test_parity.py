@@ -39,6 +39,7 @@ from remem.client import Client, call_of, context_call
 from remem.context.assemble import ContextRequest
 from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.embed import FakeEmbedder
+from remem.errors import UsageError
 from remem.memory.operation_table import MEMORY_OPERATIONS
 from remem.memory.requests import (
     AddRequest,
@@ -60,6 +61,7 @@ from remem.server import ServerConfig, create_app
 from remem.server.mcp import CONTEXT_TOOL, FORGET_TOOL, MCP_TOOLS, build_mcp
 from remem.server.state import Principal
 from remem.testing.server import ThreadedServer
+from remem.threads.requests import ListThreadsRequest
 from tests.memory_support import make_store, rule_model
 
 #: every row the memory surfaces serve
@@ -349,15 +351,27 @@ def _sample(request: type[MemoryRequest[Any]]) -> MemoryRequest[Any]:
 @pytest.mark.parametrize("row", TABLE, ids=_ids(TABLE))
 def test_client_sends_what_the_row_says(row: Operation) -> None:
     """``remem.Client`` builds each call from the row's plain data: the method, the path
-    with its fields filled in, the query fields, the body fields."""
+    with its fields filled in, the query fields (those set), the body fields, and reads the
+    answer with the row's result model."""
     request = _sample(row.request)
     call = context_call(request) if isinstance(request, ContextRequest) else call_of(request)
+    data = request.model_dump(mode="json")
     assert call.method == row.route.method
     assert call.path == row.route.path.format(**{
         name: quote(getattr(request, name), safe="") for name in row.path_fields})
-    assert set(call.params) <= set(row.query_fields)
+    assert dict(call.params) == {name: data[name] for name in row.query_fields
+                                 if data[name] is not None}
     assert set(call.json or {}) == set(row.body_fields)
     assert (call.json is None) is (not row.body_fields)
+    assert call.json is None or dict(call.json) == {name: data[name] for name in row.body_fields}
+    # the answer is read by the row's result model, into the Python result
+    assert call.parse == row.read
+
+
+def test_the_client_sends_only_memory_requests() -> None:
+    """A request without a row in the memory table is refused before anything is sent."""
+    with pytest.raises(UsageError, match="cannot send a ListThreadsRequest"):
+        call_of(ListThreadsRequest())  # type: ignore[arg-type]
 
 
 # -- the same JSON on every surface ------------------------------------------------------------
