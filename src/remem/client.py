@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from remem.graph import Profile, TimelineEvent
     from remem.graph.remote import RemoteGraph
     from remem.procedural.remote import RemotePrompts
+    from remem.raw_store.remote import RemoteStore
     from remem.threads.remote import RemoteThreads
 
 __all__ = ["Client"]
@@ -230,6 +231,17 @@ class Client:
 
             self._threads = RemoteThreads(self)
         return self._threads
+
+    @property
+    def store(self) -> RemoteStore:
+        """The tenant's raw store (``/v1/store``): put, get, delete, search, count and
+        list_namespaces, sync and async (``aput``...), answering the store's types."""
+        found: RemoteStore | None = self.__dict__.get("_store")
+        if found is None:
+            from remem.raw_store.remote import RemoteStore
+
+            found = self.__dict__["_store"] = RemoteStore(self)
+        return found
 
     @property
     def prompts(self) -> RemotePrompts:
