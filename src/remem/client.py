@@ -7,11 +7,13 @@ from an embedded memory to a shared server by changing the line that builds it::
     mem = Client("http://127.0.0.1:8000", api_key="rk_...")  # served
 
 Each method builds the same request value as ``Memory`` (:mod:`remem.memory.requests`);
-:func:`call_of`, a pure function, turns it into one HTTP call (the request's JSON is the body,
-the answer is read by the result's model in :mod:`remem.memory.wire`), and the sync and async
-shells only send it. The one difference: no ``actor`` argument, since the server records the
-caller's key. Server errors come back as remem's own errors (``NotFoundError``,
-``ConflictError``, ``InvalidInputError``...), with the server's message.
+:func:`call_of`, a pure function, turns it into one HTTP call from the request's row in the
+operation table (:data:`~remem.memory.operation_table.MEMORY_OPERATIONS`: the route the server
+builds from the same row, each field where the row says, the answer read by the row's result
+model; :meth:`remem.operations.Operation.call`), and the sync and async shells only send it.
+The one difference: no ``actor`` argument, since the server records the caller's key. Server
+errors come back as remem's own errors (``NotFoundError``, ``ConflictError``,
+``InvalidInputError``...), with the server's message.
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Self, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import httpx
 
@@ -36,10 +37,11 @@ from remem.background.requests import (
     ThreadJobsRequest,
 )
 from remem.context.assemble import ContextRequest
+from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.context.types import ContextResult
-from remem.context.wire import load_context
 from remem.errors import ConfigError, StoreError, UsageError
 from remem.memory.history import HistoryEvent
+from remem.memory.operation_table import MEMORY_OPERATIONS
 from remem.memory.records import MemoryRecord
 from remem.memory.requests import (
     AddRequest,
@@ -58,7 +60,7 @@ from remem.memory.requests import (
 )
 from remem.memory.results import ChangeResult, MemoryPage, SearchResult
 from remem.memory.store_manager import AddResult, Split
-from remem.memory.wire import load
+from remem.operations import Operation, row_of
 from remem.store.types import SearchMode
 
 # the call value and id quoting live below the families, whose remote sides share them
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from remem.graph import Profile, TimelineEvent
     from remem.graph.remote import RemoteGraph
     from remem.procedural.remote import RemotePrompts
+    from remem.raw_store.remote import RemoteStore
     from remem.threads.remote import RemoteThreads
 
 __all__ = ["Client"]
@@ -78,15 +81,10 @@ __all__ = ["Client"]
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: requests whose whole value is the body of a POST to this path
-_POSTED: Mapping[type[MemoryRequest[Any]], str] = {
-    AddRequest: "/v1/memories",
-    SearchRequest: "/v1/memories/search",
-    GetAllRequest: "/v1/memories/list",
-    DeleteAllRequest: "/v1/memories/delete",
-    ExportRequest: "/v1/memories/export",
-    ImportRequest: "/v1/memories/import",
-}
+#: the row of each memory request type (the table the server's memory routes are built from)
+_ROWS: Mapping[type[Any], Operation] = {row.request: row for row in MEMORY_OPERATIONS}
+#: context assembly's row (its own table: it reads threads as well as memories)
+_CONTEXT = row_of(CONTEXT_OPERATIONS, ContextRequest)
 
 #: most bytes of export lines one import request carries (the server's default body limit
 #: is 1 MiB; Client.import_ splits a file into requests of this size)
@@ -97,29 +95,14 @@ IMPORT_CHUNK_BYTES = 512 * 1024
 
 
 def call_of(request: MemoryRequest[R]) -> _Call[R]:
-    """The HTTP call that runs ``request`` on a server: its JSON is the body (ids in the
-    path, delete's options in the query), the answer is read with its result model."""
-    parse: Callable[[Any], R] = partial(load, type(request))
-    body = request.model_dump(mode="json")
-    path = _POSTED.get(type(request))
-    if path is not None:
-        return _Call("POST", path, parse, body)
-    if isinstance(request, GetRequest):
-        return _Call("GET", f"/v1/memories/{_id(request.memory_id)}", parse)
-    if isinstance(request, UpdateRequest):
-        del body["memory_id"]
-        return _Call("PATCH", f"/v1/memories/{_id(request.memory_id)}", parse, body)
-    if isinstance(request, DeleteRequest):
-        params = {"hard": "true" if request.hard else "false", "reason": request.reason,
-                  **({"version": request.version} if request.version is not None else {})}
-        return _Call("DELETE", f"/v1/memories/{_id(request.memory_id)}", parse,
-                     params=params)
-    if isinstance(request, HistoryRequest):
-        return _Call("GET", f"/v1/memories/{_id(request.memory_id)}/history", parse)
-    if isinstance(request, UndoRequest):
-        return _Call("POST", f"/v1/events/{_id(request.event_id)}/undo", parse)
-    raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
-                     "requests in remem.memory.requests")
+    """The HTTP call that runs ``request`` on a server, from its row in the memory operation
+    table: the row's method and path (ids in the path), the other fields in the query or the
+    JSON body as the row says, the answer read with the row's result model."""
+    row = _ROWS.get(type(request))
+    if row is None:
+        raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
+                         "requests in remem.memory.requests")
+    return cast(_Call[R], row.call(request))
 
 
 def submit_call(request: SubmitRequest) -> _Call[SubmitResult]:
@@ -149,8 +132,7 @@ def context_call(request: ContextRequest) -> _Call[ContextResult]:
         raise UsageError("a token counter or a ContextSection object cannot be sent to a "
                          "server: pass section names, or assemble the context with "
                          "remem.Memory locally")
-    return _Call("POST", "/v1/memories/context", load_context,
-                 request.model_dump(mode="json"))
+    return cast(_Call[ContextResult], _CONTEXT.call(request))
 
 
 def _args(values: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +231,17 @@ class Client:
 
             self._threads = RemoteThreads(self)
         return self._threads
+
+    @property
+    def store(self) -> RemoteStore:
+        """The tenant's raw store (``/v1/store``): put, get, delete, search, count and
+        list_namespaces, sync and async (``aput``...), answering the store's types."""
+        found: RemoteStore | None = self.__dict__.get("_store")
+        if found is None:
+            from remem.raw_store.remote import RemoteStore
+
+            found = self.__dict__["_store"] = RemoteStore(self)
+        return found
 
     @property
     def prompts(self) -> RemotePrompts:

@@ -9,9 +9,13 @@ every surface. A new operation is a row and a handler.
 How a request travels over HTTP is derived from the row, in plain data a client can follow
 without the server's code: the fields named in the path (``{memory_id}``) go in the path; of
 the others (less the row's ``not_sent`` and the local fields that hold Python objects), a
-``GET`` or ``DELETE`` sends them as query parameters and a ``POST`` or ``PATCH`` as the JSON
-body (:attr:`Operation.query_fields`, :attr:`Operation.body_fields`). A ``POST`` without
-path fields has the request itself as its body, so its OpenAPI schema is the request's.
+``GET`` or ``DELETE`` sends them as query parameters and a ``POST``, ``PUT`` or ``PATCH`` as
+the JSON body (:attr:`Operation.query_fields`, :attr:`Operation.body_fields`). A ``POST`` or
+``PUT`` without path fields has the request itself as its body, so its OpenAPI schema is the
+request's. The server's router builder takes each field from where these properties say, and
+:meth:`Operation.call`, the one client side of every row (``remem.Client`` and the families'
+remote sides), puts it there, so the two cannot drift; the answer is read back with the row's
+result model (:meth:`Operation.read`).
 
 This module imports no surface (nor any family): every family's table can use it.
 """
@@ -26,10 +30,11 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from remem.requests import Request
+from remem.transport import Call, path_segment
 
-__all__ = ["HttpMethod", "McpToolRow", "Operation", "Route", "command_of"]
+__all__ = ["HttpMethod", "McpToolRow", "Operation", "Route", "command_of", "row_of"]
 
-HttpMethod = Literal["GET", "POST", "PATCH", "DELETE"]
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,8 @@ class Operation:
     """One operation, declared once.
 
     ``request``: its request value (the parameters of every surface); ``result``: the model of
-    its answer on the wire (HTTP, MCP, ``--json``); ``writes``: whether it changes anything
+    its answer on the wire (HTTP, MCP, ``--json``), which reads the Python result with
+    ``of(result)`` and gives it back with ``value()``; ``writes``: whether it changes anything
     (refused for read-only keys); ``route``: its HTTP route; ``tool``: its MCP tool (``None``:
     not served over MCP); ``command``: the ``remem`` command built from its request (``None``:
     none is); ``python``: the method of the Python facades (``Memory``, ``Client``) that
@@ -99,11 +105,36 @@ class Operation:
         if not callable(getattr(self.result, "of", None)):
             raise TypeError(f"{self.result.__name__} has no of(result): a result model reads "
                             "the Python result with it")
+        if not callable(getattr(self.result, "value", None)):
+            raise TypeError(f"{self.result.__name__} has no value(): a result model gives the "
+                            "Python result back with it (what a client returns)")
 
     def answer(self, result: Any) -> BaseModel:
         """``result``, what running the request returned, as the row's wire model."""
         wire: BaseModel = self.result.of(result)  # type: ignore[attr-defined]  # checked above
         return wire
+
+    def read(self, data: Any) -> Any:
+        """The Python result an answer's JSON stands for, read with the row's wire model."""
+        return self.result.model_validate(data).value()  # type: ignore[attr-defined]
+
+    def call(self, request: Request) -> Call[Any]:
+        """The HTTP call that runs ``request`` on a server: the row's method, its path with
+        the path fields filled in (each one quoted segment), :attr:`query_fields` as query
+        parameters in name order (those left ``None`` are not sent: the route's default; the
+        query string does not change when a request reorders its fields), :attr:`body_fields`
+        as the JSON body (none: no body); the answer is read with :meth:`read`. The fields are
+        the request's JSON (``model_dump(mode="json")``), as the route validates them."""
+        if type(request) is not self.request:
+            raise TypeError(f"the row of {self.request.__name__} cannot send a "
+                            f"{type(request).__name__}")
+        data = request.model_dump(mode="json")
+        path = self.route.path.format(**{name: path_segment(str(data[name]))
+                                         for name in self.path_fields})
+        params = {name: data[name] for name in sorted(self.query_fields)
+                  if data[name] is not None}
+        body = {name: data[name] for name in self.body_fields} if self.body_fields else None
+        return Call(self.route.method, path, self.read, body, params)
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -135,9 +166,9 @@ class Operation:
 
     @property
     def whole_body(self) -> bool:
-        """Whether the body is the request itself (a ``POST`` without path fields), so the
-        route's body schema is the request's."""
-        return self.route.method == "POST" and not self.path_fields
+        """Whether the body is the request itself (a ``POST`` or ``PUT`` without path
+        fields), so the route's body schema is the request's."""
+        return self.route.method in ("POST", "PUT") and not self.path_fields
 
 
 def command_of(table: Sequence[Operation], request: type[Request]) -> str:
@@ -147,3 +178,11 @@ def command_of(table: Sequence[Operation], request: type[Request]) -> str:
         if row.request is request and row.command is not None:
             return row.command
     raise TypeError(f"no row of the table names a command for {request.__name__}")
+
+
+def row_of(table: Sequence[Operation], request: type[Request]) -> Operation:
+    """``table``'s row for ``request`` (a :class:`TypeError` when there is none)."""
+    for row in table:
+        if row.request is request:
+            return row
+    raise TypeError(f"no row of the table is for {request.__name__}")

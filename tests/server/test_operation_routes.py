@@ -52,6 +52,9 @@ class EchoOut(BaseModel):
     def of(cls, result: tuple[str, dict[str, Any]]) -> EchoOut:
         return cls(kind=result[0], fields=result[1])
 
+    def value(self) -> tuple[str, dict[str, Any]]:
+        return self.kind, self.fields
+
 
 def _row(request: type[Request], method: Any, path: str, writes: bool = False,
          not_sent: tuple[str, ...] = ()) -> Operation:

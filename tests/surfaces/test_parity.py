@@ -28,7 +28,6 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from mcp import Client as McpClient
@@ -39,6 +38,7 @@ from remem.client import Client, call_of, context_call
 from remem.context.assemble import ContextRequest
 from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.embed import FakeEmbedder
+from remem.errors import UsageError
 from remem.memory.operation_table import MEMORY_OPERATIONS
 from remem.memory.requests import (
     AddRequest,
@@ -60,7 +60,13 @@ from remem.server import ServerConfig, create_app
 from remem.server.mcp import CONTEXT_TOOL, FORGET_TOOL, MCP_TOOLS, build_mcp
 from remem.server.state import Principal
 from remem.testing.server import ThreadedServer
+from remem.threads.requests import ListThreadsRequest
 from tests.memory_support import make_store, rule_model
+from tests.surfaces.rows import (
+    check_call_follows_the_row,
+    check_route_is_the_request,
+    parameters,
+)
 
 #: every row the memory surfaces serve
 TABLE: tuple[Operation, ...] = (*MEMORY_OPERATIONS, *CONTEXT_OPERATIONS)
@@ -228,17 +234,6 @@ def test_every_row_is_on_every_surface(openapi: dict[str, Any]) -> None:
 # -- Python signatures ---------------------------------------------------------------------------
 
 
-def _parameters(function: Callable[..., Any]) -> dict[str, Any]:
-    """Name -> default (``PydanticUndefined`` when required) of a method's parameters."""
-    found = {}
-    for name, parameter in inspect.signature(function).parameters.items():
-        if name == "self":
-            continue
-        empty = parameter.default is inspect.Parameter.empty
-        found[name] = PydanticUndefined if empty else parameter.default
-    return found
-
-
 def _expected(row: Operation, *, remote: bool) -> dict[str, Any]:
     """The parameters a Python method of ``row`` takes: the request's fields, less those the
     row's :data:`PYTHON_DIFFERENCES` drops (and, on ``Client``, ``actor`` and the local
@@ -268,13 +263,13 @@ def test_python_signatures(row: Operation, surface: str) -> None:
     assert row.python is not None
     method = getattr(cls, "a" + row.python.rstrip("_") if is_async else row.python)
     assert inspect.iscoroutinefunction(method) is is_async
-    assert _parameters(method) == _expected(row, remote=remote)
+    assert parameters(method) == _expected(row, remote=remote)
 
 
 @pytest.mark.parametrize("cls", [Memory, Client])
 def test_run_takes_any_request_value(cls: type) -> None:
     for name in ("run", "arun"):
-        assert list(_parameters(getattr(cls, name))) == ["request"]
+        assert list(parameters(getattr(cls, name))) == ["request"]
 
 
 # -- HTTP --------------------------------------------------------------------------------------
@@ -288,54 +283,9 @@ def openapi() -> dict[str, Any]:
     return schema
 
 
-def _plain(schema: Any) -> Any:
-    """A JSON schema as compared here: FastAPI leaves out ``"default": null``."""
-    if isinstance(schema, dict):
-        return {k: _plain(v) for k, v in schema.items()
-                if not (k == "default" and v is None) and k != "title"}
-    if isinstance(schema, list):
-        return [_plain(v) for v in schema]
-    return schema
-
-
-def _request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema = row.request.model_json_schema(ref_template="#/components/schemas/{model}")
-    for name in without:
-        schema["properties"].pop(name, None)
-        if name in schema.get("required", []):
-            schema["required"].remove(name)
-    if not schema.get("required"):
-        schema.pop("required", None)
-    schema.pop("description", None)
-    plain: dict[str, Any] = _plain(schema)
-    return plain
-
-
 @pytest.mark.parametrize("row", TABLE, ids=_ids(TABLE))
 def test_http_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
-    route = openapi["paths"][row.route.path][row.route.method.lower()]
-    params = {p["name"]: p for p in route.get("parameters", [])}
-    assert {n for n, p in params.items() if p["in"] == "path"} == set(row.path_fields)
-    want = _request_schema(row, without=(*row.path_fields, *row.route.not_sent))
-    body = route.get("requestBody")
-    if row.in_query:  # every other field is a query parameter, with the field's schema
-        assert body is None
-        query = {n: _plain(p["schema"]) for n, p in params.items() if p["in"] == "query"}
-        assert query == want["properties"]
-        assert list(query) == list(row.query_fields)
-    elif want["properties"]:
-        ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
-        got = dict(openapi["components"]["schemas"][ref])
-        got.pop("description", None)
-        assert _plain(got) == want
-        assert list(got["properties"]) == list(row.body_fields)
-        assert (ref == row.request.__name__) is row.whole_body  # else a model of the rest
-    else:
-        assert body is None and not row.body_fields
-    # every answer is a declared model, so schema checks cover responses too
-    answer = route["responses"]["200"]["content"]["application/json"]["schema"]
-    assert answer["$ref"].rsplit("/", 1)[1] == row.result.__name__
-    assert ("502" in route["responses"]) is row.calls_model  # the model's failures
+    check_route_is_the_request(row, openapi)
 
 
 def _sample(request: type[MemoryRequest[Any]]) -> MemoryRequest[Any]:
@@ -349,15 +299,17 @@ def _sample(request: type[MemoryRequest[Any]]) -> MemoryRequest[Any]:
 @pytest.mark.parametrize("row", TABLE, ids=_ids(TABLE))
 def test_client_sends_what_the_row_says(row: Operation) -> None:
     """``remem.Client`` builds each call from the row's plain data: the method, the path
-    with its fields filled in, the query fields, the body fields."""
+    with its fields filled in, the query fields (those set), the body fields, and reads the
+    answer with the row's result model."""
     request = _sample(row.request)
     call = context_call(request) if isinstance(request, ContextRequest) else call_of(request)
-    assert call.method == row.route.method
-    assert call.path == row.route.path.format(**{
-        name: quote(getattr(request, name), safe="") for name in row.path_fields})
-    assert set(call.params) <= set(row.query_fields)
-    assert set(call.json or {}) == set(row.body_fields)
-    assert (call.json is None) is (not row.body_fields)
+    check_call_follows_the_row(row, request, call)
+
+
+def test_the_client_sends_only_memory_requests() -> None:
+    """A request without a row in the memory table is refused before anything is sent."""
+    with pytest.raises(UsageError, match="cannot send a ListThreadsRequest"):
+        call_of(ListThreadsRequest())  # type: ignore[arg-type]
 
 
 # -- the same JSON on every surface ------------------------------------------------------------

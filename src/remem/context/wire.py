@@ -92,17 +92,21 @@ class ContextOut(_Out):
                    dropped=[DroppedOut(**d.to_dict()) for d in result.dropped],
                    blocks=blocks)
 
+    def value(self) -> ContextResult:
+        """The :class:`ContextResult` this JSON describes (what ``remem.Client`` returns)."""
+        blocks = tuple(
+            Block(block.name, block.title,
+                  tuple(ContextItem(item.key, item.text,
+                                    tuple(Message.from_dict(m) for m in item.messages),
+                                    item.order)
+                        for item in block.items),
+                  block.conversation)
+            for block in self.blocks)
+        return ContextResult(blocks, self.tokens, self.budget, self.counter,
+                             tuple(SectionReport(**s.model_dump()) for s in self.sections),
+                             tuple(DroppedItem(**d.model_dump()) for d in self.dropped))
+
 
 def load_context(data: Any) -> ContextResult:
     """The :class:`ContextResult` a server answered (its JSON)."""
-    out = ContextOut.model_validate(data)
-    blocks = tuple(
-        Block(block.name, block.title,
-              tuple(ContextItem(item.key, item.text,
-                                tuple(Message.from_dict(m) for m in item.messages), item.order)
-                    for item in block.items),
-              block.conversation)
-        for block in out.blocks)
-    return ContextResult(blocks, out.tokens, out.budget, out.counter,
-                         tuple(SectionReport(**s.model_dump()) for s in out.sections),
-                         tuple(DroppedItem(**d.model_dump()) for d in out.dropped))
+    return ContextOut.model_validate(data).value()

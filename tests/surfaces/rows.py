@@ -1,0 +1,99 @@
+"""Checks every family's operation table shares (memories and context in
+``test_parity.py``, the raw store in ``test_parity_store.py``): a row's HTTP route is its
+request, the Client's call follows the row, a Python method's parameters are the request's."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from pydantic_core import PydanticUndefined
+
+from remem.operations import Operation
+from remem.requests import Request
+from remem.transport import Call
+
+__all__ = ["check_call_follows_the_row", "check_route_is_the_request", "parameters", "plain",
+           "request_schema"]
+
+
+def parameters(function: Callable[..., Any]) -> dict[str, Any]:
+    """Name -> default (``PydanticUndefined`` when required) of a method's parameters."""
+    found = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        if name == "self":
+            continue
+        empty = parameter.default is inspect.Parameter.empty
+        found[name] = PydanticUndefined if empty else parameter.default
+    return found
+
+
+def plain(schema: Any) -> Any:
+    """A JSON schema as compared here: FastAPI leaves out ``"default": null``."""
+    if isinstance(schema, dict):
+        return {k: plain(v) for k, v in schema.items()
+                if not (k == "default" and v is None) and k != "title"}
+    if isinstance(schema, list):
+        return [plain(v) for v in schema]
+    return schema
+
+
+def request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON schema of ``row``'s request, less the fields ``without``."""
+    schema = row.request.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name in without:
+        schema["properties"].pop(name, None)
+        if name in schema.get("required", []):
+            schema["required"].remove(name)
+    if not schema.get("required"):
+        schema.pop("required", None)
+    schema.pop("description", None)
+    found: dict[str, Any] = plain(schema)
+    return found
+
+
+def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
+    """The route of ``row`` in ``openapi`` takes the request: its path fields in the path, the
+    others as query parameters or the body (the request itself, or a model of the rest), each
+    with the field's schema; and answers with the row's result model."""
+    route = openapi["paths"][row.route.path][row.route.method.lower()]
+    params = {p["name"]: p for p in route.get("parameters", [])}
+    assert {n for n, p in params.items() if p["in"] == "path"} == set(row.path_fields)
+    want = request_schema(row, without=(*row.path_fields, *row.route.not_sent))
+    body = route.get("requestBody")
+    if row.in_query:  # every other field is a query parameter, with the field's schema
+        assert body is None
+        query = {n: plain(p["schema"]) for n, p in params.items() if p["in"] == "query"}
+        assert query == want["properties"]
+        assert list(query) == list(row.query_fields)
+    elif want["properties"]:
+        ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        got = dict(openapi["components"]["schemas"][ref])
+        got.pop("description", None)
+        assert plain(got) == want
+        assert list(got["properties"]) == list(row.body_fields)
+        assert (ref == row.request.__name__) is row.whole_body  # else a model of the rest
+    else:
+        assert body is None and not row.body_fields
+    # every answer is a declared model, so schema checks cover responses too
+    answer = route["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer["$ref"].rsplit("/", 1)[1].split("__")[-1] == row.result.__name__
+    assert ("502" in route["responses"]) is row.calls_model  # the model's failures
+
+
+def check_call_follows_the_row(row: Operation, request: Request, call: Call[Any]) -> None:
+    """``call``, what a client built for ``request``, is the row's plain data: the method,
+    the path with its fields filled in, the query fields (those set), the body fields, and
+    the answer read by the row's result model."""
+    data = request.model_dump(mode="json")
+    assert call.method == row.route.method
+    assert call.path == row.route.path.format(**{
+        name: quote(getattr(request, name), safe="") for name in row.path_fields})
+    assert dict(call.params) == {name: data[name] for name in row.query_fields
+                                 if data[name] is not None}
+    assert set(call.json or {}) == set(row.body_fields)
+    assert (call.json is None) is (not row.body_fields)
+    assert call.json is None or dict(call.json) == {name: data[name] for name in row.body_fields}
+    assert call.parse == row.read
