@@ -107,6 +107,7 @@ class Fix(Enum):
     CREATE_PROMPT = "create the prompt"
     PROMPT_HISTORY = "read the prompt's history"
     LIST_APPROVALS = "list the pending approvals"
+    LIST_THREADS = "list the threads"
 
 
 @dataclass(frozen=True, slots=True)

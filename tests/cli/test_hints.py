@@ -15,6 +15,7 @@ from remem.errors import Fix, NotFoundError
 from remem.files import InMemoryFileBackend
 from remem.procedural import PromptRegistry
 from remem.store import InMemoryStore
+from remem.threads import ThreadStore
 
 
 def test_every_fix_has_cli_words() -> None:
@@ -39,11 +40,13 @@ CASES = [
     (["prompts", "show", "greet"], "no prompt named 'greet'",
      "create it with `remem prompts create greet --text TEXT`",
      "create it with create(name, text)"),
+    (["threads", "show", "nope"], "thread 'nope' does not exist",
+     "list them with `remem threads ls`", "list them with ThreadStore.list_threads()"),
 ]
 
 
 @pytest.mark.parametrize(("args", "fact", "cli_words", "python_words"), CASES,
-                         ids=["blocks", "files", "prompts"])
+                         ids=["blocks", "files", "prompts", "threads"])
 def test_the_cli_names_a_command_and_python_a_call(
         tmp_path: Path, args: list[str], fact: str, cli_words: str, python_words: str) -> None:
     db = str(tmp_path / "e.db")
@@ -57,6 +60,8 @@ def test_the_cli_names_a_command_and_python_a_call(
             Blocks(InMemoryFileBackend()).get("nope")
         elif args[0] == "files":
             InMemoryFileBackend().read("/nope.md")
+        elif args[0] == "threads":
+            ThreadStore(":memory:").thread("nope")
         else:
             PromptRegistry(InMemoryStore()).get("greet")
     error = raised.value

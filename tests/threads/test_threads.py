@@ -227,7 +227,7 @@ def test_errors_name_the_problem(threads: ThreadStore) -> None:
         chat.append([])
     with pytest.raises(NotFoundError, match="not a checkpoint of thread 't1'"):
         chat.messages(checkpoint_id=other.checkpoint().id)
-    with pytest.raises(NotFoundError, match="remem threads ls"):
+    with pytest.raises(NotFoundError, match=r"ThreadStore\.list_threads\(\)"):
         threads.thread("nope")
     with pytest.raises(InvalidInputError, match="ttl: Input should be greater than 0"):
         threads.create(ttl=-1)

@@ -35,6 +35,7 @@ CLI_FIXES: Final[Mapping[Fix, Callable[[str], str]]] = {
                                      "--text TEXT`, or list them with `remem prompts ls`"),
     Fix.PROMPT_HISTORY: lambda name: f"see `remem prompts history {_quoted(name)}`",
     Fix.LIST_APPROVALS: lambda _: "list them with `remem approvals ls`",
+    Fix.LIST_THREADS: lambda _: "list them with `remem threads ls`",
 }
 """Each fix in the CLI's words, from the hint's subject."""
 

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 from remem.errors import (
     ConflictError,
+    Fix,
+    Hint,
     InvalidInputError,
     NotFoundError,
     RememError,
@@ -216,8 +218,8 @@ class ThreadStore(ThreadAPI):
                          (thread_id, self.clock())).fetchone()
         if row is None:
             raise NotFoundError(
-                f"thread {self._shown(thread_id)!r} does not exist (or its TTL expired); list "
-                "threads with ThreadStore.list_threads() or `remem threads ls`")
+                f"thread {self._shown(thread_id)!r} does not exist (or its TTL expired)",
+                hint=Hint(Fix.LIST_THREADS, "list them with ThreadStore.list_threads()"))
         return self._info(row)
 
     @staticmethod
