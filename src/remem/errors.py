@@ -108,6 +108,8 @@ class Fix(Enum):
     PROMPT_HISTORY = "read the prompt's history"
     LIST_APPROVALS = "list the pending approvals"
     LIST_THREADS = "list the threads"
+    LIST_CHECKPOINTS = "list a thread's checkpoints"
+    MEMORY_HISTORY = "read a memory's history"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from remem.api import Memory
 from remem.blocks import Blocks
 from remem.cli import cli
 from remem.cli.hints import CLI_FIXES
+from remem.embed import FakeEmbedder
 from remem.errors import Fix, NotFoundError
 from remem.files import InMemoryFileBackend
+from remem.messages import Message
 from remem.procedural import PromptRegistry
 from remem.store import InMemoryStore
 from remem.threads import ThreadStore
@@ -68,3 +72,30 @@ def test_the_cli_names_a_command_and_python_a_call(
     assert str(error).startswith(fact) and str(error).endswith(python_words), str(error)
     assert "remem " not in str(error)
     assert error.hint is not None and error.fact.startswith(fact)
+
+
+def test_a_memory_deleted_for_good_points_to_its_history(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    common = ["--db", db, "--embedder", "fake"]
+    added = CliRunner().invoke(cli, ["add", "Alice drinks tea", "--user", "a", "--no-infer",
+                                     "--json", *common])
+    memory_id = json.loads(added.stdout)["changes"][0]["memory"]["id"]
+    CliRunner().invoke(cli, ["delete", memory_id, "--hard", *common])
+    line = _cli_error("get", memory_id, *common)
+    assert f"`remem history {memory_id}`" in line and "()" not in line, line
+    with Memory.open(db, embedder=FakeEmbedder()) as mem, \
+            pytest.raises(NotFoundError, match=r"history\(\); undo\(\)"):
+        mem.get(memory_id)
+
+
+def test_a_checkpoint_of_another_thread_points_to_the_thread_s_checkpoints(
+        tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    with ThreadStore(db) as threads:
+        mine, other = threads.create(thread_id="mine"), threads.create(thread_id="other")
+        foreign = other.append([Message.user("hi")])
+        mine.append([Message.user("hello")])
+        with pytest.raises(NotFoundError, match=r"checkpoints\(\)"):
+            mine.messages(checkpoint_id=foreign.id)
+    line = _cli_error("threads", "show", "mine", "--checkpoint", foreign.id, "--db", db)
+    assert "`remem threads show mine --checkpoints`" in line and "()" not in line, line

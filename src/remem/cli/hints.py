@@ -36,6 +36,10 @@ CLI_FIXES: Final[Mapping[Fix, Callable[[str], str]]] = {
     Fix.PROMPT_HISTORY: lambda name: f"see `remem prompts history {_quoted(name)}`",
     Fix.LIST_APPROVALS: lambda _: "list them with `remem approvals ls`",
     Fix.LIST_THREADS: lambda _: "list them with `remem threads ls`",
+    Fix.LIST_CHECKPOINTS: lambda thread: (f"list them with `remem threads show "
+                                          f"{_quoted(thread)} --checkpoints`"),
+    Fix.MEMORY_HISTORY: lambda memory: (f"read it with `remem history {_quoted(memory)}`; "
+                                        "`remem undo EVENT` brings it back"),
 }
 """Each fix in the CLI's words, from the hint's subject."""
 

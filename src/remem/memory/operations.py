@@ -13,7 +13,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from remem.errors import ConflictError, ImportFormatError, InvalidInputError, NotFoundError
+from remem.errors import (
+    ConflictError,
+    Fix,
+    Hint,
+    ImportFormatError,
+    InvalidInputError,
+    NotFoundError,
+)
 from remem.memory.chunks import chunk_index_fields
 from remem.memory.flow import Flow, StoreBatch
 from remem.memory.history import (
@@ -116,9 +123,9 @@ def get_flow(memory_id: str) -> Flow[MemoryRecord]:
     item = found[0]
     if not isinstance(item, Item):
         raise NotFoundError(
-            f"memory {memory_id!r} was deleted for good; its history keeps its last state "
-            "(history(), and undo() brings it back)"
-        )
+            f"memory {memory_id!r} was deleted for good; its history keeps its last state",
+            hint=Hint(Fix.MEMORY_HISTORY, "read it with history(); undo() brings it back",
+                      memory_id.strip()))
     record = read_memory(item)
     yield Touched((item.key,))  # a read counts as a use (remem.memory.observers)
     return record

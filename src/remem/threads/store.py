@@ -240,8 +240,9 @@ class ThreadStore(ThreadAPI):
         if row is None or row[1] != thread_id:
             raise NotFoundError(
                 f"checkpoint {checkpoint_id!r} is not a checkpoint of thread "
-                f"{self._shown(thread_id)!r}; list them with checkpoints() or "
-                "`remem threads show --checkpoints`")
+                f"{self._shown(thread_id)!r}",
+                hint=Hint(Fix.LIST_CHECKPOINTS, "list them with checkpoints()",
+                          self._shown(thread_id)))
         return _checkpoint(row)
 
     def _base_of(self, tx: Tx) -> Callable[[int], tuple[int | None, int]]:
