@@ -45,7 +45,9 @@ class Route:
     name. ``name`` names the route (FastAPI's operation id is made from it); ``summary`` and
     ``description`` are its OpenAPI documentation. ``not_sent``: request fields the route does
     not take at all, because the server sets them itself (``actor``, on routes without a body
-    to carry it).
+    to carry it). ``part``: the name of the model of what the route takes besides its path
+    (its body, or its query), when it is not the route's ``name`` in title case plus ``Body``
+    or ``Query`` (the thread routes keep the component names they had before their rows).
     """
 
     method: HttpMethod
@@ -54,6 +56,7 @@ class Route:
     summary: str
     description: str
     not_sent: tuple[str, ...] = ()
+    part: str | None = None
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -83,7 +86,11 @@ class Operation:
     not served over MCP); ``command``: the ``remem`` command built from its request (``None``:
     none is); ``python``: the method of the Python facades (``Memory``, ``Client``) that
     builds and runs it; ``calls_model``: it may call the server's chat model (its failures
-    are declared among the route's answers).
+    are declared among the route's answers); ``sparse``: a field left out is not a field at
+    its default (a thread's ``ttl`` left out is the server's default, unlike ``null``), so the
+    body holds only the fields the request was given (``exclude_unset``, nested values too),
+    the route builds the request from only the fields it was sent, and the answer leaves out
+    the fields at their defaults (the family's JSON shapes, ``to_dict()``).
     """
 
     request: type[Request]
@@ -94,6 +101,7 @@ class Operation:
     command: str | None = None
     python: str | None = None
     calls_model: bool = False
+    sparse: bool = False
 
     def __post_init__(self) -> None:
         # checked when the table is built, not when a request first takes the route
@@ -123,8 +131,9 @@ class Operation:
         the path fields filled in (each one quoted segment), :attr:`query_fields` as query
         parameters in name order (those left ``None`` are not sent: the route's default; the
         query string does not change when a request reorders its fields), :attr:`body_fields`
-        as the JSON body (none: no body); the answer is read with :meth:`read`. The fields are
-        the request's JSON (``model_dump(mode="json")``), as the route validates them."""
+        as the JSON body (none: no body; a :attr:`sparse` row's body holds only the fields the
+        request was given); the answer is read with :meth:`read`. The fields are the
+        request's JSON (``model_dump(mode="json")``), as the route validates them."""
         if type(request) is not self.request:
             raise TypeError(f"the row of {self.request.__name__} cannot send a "
                             f"{type(request).__name__}")
@@ -133,7 +142,9 @@ class Operation:
                                          for name in self.path_fields})
         params = {name: data[name] for name in sorted(self.query_fields)
                   if data[name] is not None}
-        body = {name: data[name] for name in self.body_fields} if self.body_fields else None
+        sent = request.model_dump(mode="json", exclude_unset=True) if self.sparse else data
+        body = ({name: sent[name] for name in self.body_fields if name in sent}
+                if self.body_fields else None)
         return Call(self.route.method, path, self.read, body, params)
 
     @property

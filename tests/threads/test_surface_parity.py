@@ -3,7 +3,9 @@
 - ThreadStore, ScopedThreads and RemoteThreads (sync and async) and the Thread handle take
   each request's parameters, with its defaults;
 - the OpenAPI schema of each /v1/threads route is the request's (body or query, less the
-  path), and its answer is the result's declared model;
+  path), and its answer is the result's declared model: each row of THREAD_OPERATIONS,
+  checked as every family's table is (tests/surfaces/rows.py), and the Client's calls
+  follow the rows;
 - the same operations give the same JSON embedded, over raw HTTP and through
   ``client.threads`` (sync and async), ids and times aside; and the same errors;
 - on a server, one tenant cannot reach another's threads through the new routes either.
@@ -16,7 +18,7 @@ import inspect
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -27,14 +29,15 @@ from remem.client import Client
 from remem.embed import FakeEmbedder
 from remem.errors import ConflictError, NotFoundError, RememError, UsageError
 from remem.llm import ChatRequest, ScriptedModel
+from remem.operations import Operation, row_of
 from remem.server import ServerConfig, create_app
 from remem.store import IndexConfig, KeywordConfig, open_store
 from remem.store.types import NOT_PROVIDED
 from remem.testing.server import ThreadedServer
 from remem.threads import SummaryPolicy, Thread, ThreadIndex, ThreadStore
 from remem.threads.api import ThreadAPI
-from remem.threads.http import ROUTES, http_call, part_model
-from remem.threads.remote import RemoteThreads
+from remem.threads.operation_table import THREAD_OPERATIONS
+from remem.threads.remote import RemoteThreads, call_of
 from remem.threads.requests import (
     ALL,
     OMITTABLE,
@@ -60,6 +63,7 @@ from remem.threads.requests import (
 from remem.threads.scoped import ScopedThreads
 from remem.threads.wire import RESULT_MODELS, dump
 from remem.tokens import EstimateCounter
+from tests.surfaces.rows import check_call_follows_the_row, check_route_is_the_request
 
 
 def summarise(request: ChatRequest) -> str:
@@ -113,7 +117,12 @@ def test_the_thread_handle_takes_them_less_the_thread_id(
 
 
 def test_every_request_has_a_method_a_route_and_a_result_model() -> None:
-    assert set(ROUTES) == set(RESULT_MODELS) == set(ALL)
+    requests = [row.request for row in THREAD_OPERATIONS]
+    assert len(requests) == len(set(requests))  # one row each
+    assert set(requests) == set(RESULT_MODELS) == set(ALL)
+    for row in THREAD_OPERATIONS:
+        assert row.result is RESULT_MODELS[row.request]
+        assert row.python == row.request.operation and row.sparse
     assert len({r.operation for r in ALL}) == len(ALL)
     for request_type in ALL:
         assert callable(getattr(ThreadAPI, request_type.operation))
@@ -132,51 +141,51 @@ def openapi() -> dict[str, Any]:
     return schema
 
 
-def _norm(schema: Any) -> Any:
-    """A schema as FastAPI writes it: no titles, no ``null`` defaults, 1000 not 1000.0."""
-    if isinstance(schema, dict):
-        return {k: _norm(v) for k, v in schema.items()
-                if k != "title" and not (k == "default" and v is None)}
-    if isinstance(schema, list):
-        return [_norm(v) for v in schema]
-    if isinstance(schema, float) and schema.is_integer():
-        return int(schema)
-    return schema
-
-
-@pytest.mark.parametrize("request_type", ALL, ids=lambda r: r.__name__)
-def test_openapi_is_the_request_less_the_path(openapi: dict[str, Any],
-                                              request_type: type[ThreadRequest[Any]]) -> None:
-    route = ROUTES[request_type]
-    operation = openapi["paths"][route.full_path][route.method.lower()]
-    declared = request_type.model_json_schema()["properties"]
-    params = {p["name"]: p for p in operation.get("parameters", [])}
-    assert {n for n, p in params.items() if p["in"] == "path"} == set(route.path_params)
-    rest = set(declared) - set(route.path_params)
-    part = part_model(request_type)
-    if route.in_query:
-        query = {n: p for n, p in params.items() if p["in"] == "query"}
-        assert set(query) == rest
-        for name, param in query.items():
-            assert _norm(param["schema"]) == _norm(declared[name]), name
-        assert "requestBody" not in operation
-    elif rest:
-        assert part is not None
-        ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-        body = openapi["components"]["schemas"][ref.rsplit("/", 1)[1]]
-        assert _norm(body) == _norm(part.model_json_schema())
-        assert set(body["properties"]) == rest
-        assert _norm(body["properties"]) == _norm({k: declared[k] for k in rest})
-    else:
-        assert "requestBody" not in operation and part is None
-    answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
-    assert answer == {"$ref": f"#/components/schemas/{RESULT_MODELS[request_type].__name__}"}
+@pytest.mark.parametrize("row", THREAD_OPERATIONS, ids=lambda r: r.request.__name__)
+def test_openapi_is_the_request_less_the_path(openapi: dict[str, Any], row: Operation) -> None:
+    check_route_is_the_request(row, openapi)
 
 
 def test_every_threads_route_is_declared(openapi: dict[str, Any]) -> None:
     served = {(method.upper(), path) for path, ops in openapi["paths"].items()
               if path.startswith("/v1/threads") for method in ops}
-    assert served == {(r.method, r.full_path) for r in ROUTES.values()}
+    assert served == {(r.route.method, r.route.path) for r in THREAD_OPERATIONS}
+
+
+TID = "t 1/é"  # quoted as one path segment
+CALLS: list[ThreadRequest[Any]] = [
+    CreateThreadRequest.of(), CreateThreadRequest.of(ttl=None), CreateThreadRequest.of(ttl=5.0),
+    ListThreadsRequest.of(filter={"a": 1}, limit=3),
+    SearchThreadsRequest.of(query="x", owner="u", exclude=["a"]),
+    GetThreadRequest.of(thread_id=TID), DeleteThreadRequest.of(thread_id=TID),
+    SetMetadataRequest.of(thread_id=TID, metadata={"a": None}),
+    AppendRequest.of(thread_id=TID, messages=[{"role": "user", "content": "hi"}]),
+    MessagesRequest.of(thread_id=TID), MessagesRequest.of(thread_id=TID, start=1, last=2),
+    CheckpointsRequest.of(thread_id=TID, offset=1), CheckpointRequest.of(thread_id=TID),
+    UpdateStateRequest.of(thread_id=TID, state={"s": 1}, merge=False),
+    RewindRequest.of(thread_id=TID, checkpoint_id="c"),
+    ForkRequest.of(thread_id=TID, ttl=None), CopyRequest.of(thread_id=TID, new_thread_id="n"),
+    CompactRequest.of(thread_id=TID), CompactRequest.of(thread_id=TID, force=True,
+                                                        policy=SummaryPolicy(keep_tokens=50)),
+    ContextRequest.of(thread_id=TID, max_tokens=10, checkpoint_id="c"),
+]
+
+
+@pytest.mark.parametrize("sample", CALLS, ids=lambda r: type(r).__name__)
+def test_the_clients_call_follows_the_row(sample: ThreadRequest[Any]) -> None:
+    row = row_of(THREAD_OPERATIONS, type(sample))
+    call = call_of(sample, RemoteThreads(Client("http://x")))
+    if isinstance(sample, CreateThreadRequest | ForkRequest | CopyRequest):
+        assert call.parse != row.read  # the record becomes a Thread handle
+        call = replace(call, parse=row.read)
+    check_call_follows_the_row(row, sample, call)
+
+
+def test_a_field_left_out_stays_out_of_the_body() -> None:
+    # a ttl left out is the server's default; a ttl of None keeps the thread forever
+    assert call_of(CreateThreadRequest.of(), RemoteThreads(Client("http://x"))).json == {}
+    assert call_of(CreateThreadRequest.of(ttl=None),
+                   RemoteThreads(Client("http://x"))).json == {"ttl": None}
 
 
 # -- the same JSON embedded and served ----------------------------------------------------------
@@ -285,7 +294,7 @@ def client_run(threads: RemoteThreads) -> Run:
 
 def http_run(url: str, token: str) -> Run:
     def run(request: ThreadRequest[Any]) -> Any:
-        call = http_call(request)
+        call = row_of(THREAD_OPERATIONS, type(request)).call(request)
         answer = httpx.request(call.method, url + call.path, json=call.json,
                                params=call.params, headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code == 200, answer.text
@@ -524,11 +533,11 @@ def test_every_route_needs_a_key_and_writes_need_a_writing_key() -> None:
     app = create_app(ServerConfig(db=":memory:", mcp=False, key_cache_seconds=0))
     with TestClient(app) as http:
         read_only = {"X-API-Key": app.state.remem.keys.create("ro", read_only=True)[0]}
-        for request_type, route in ROUTES.items():
-            path = route.full_path.format(thread_id="t")
+        for row in THREAD_OPERATIONS:
+            request_type, route = row.request, row.route
+            path = route.path.format(thread_id="t")
             body = {"query": "x"} if request_type is SearchThreadsRequest else {}
-            kwargs: dict[str, Any] = {} if route.in_query or part_model(request_type) is None \
-                else {"json": body}
+            kwargs: dict[str, Any] = {} if not row.body_fields else {"json": body}
             r = http.request(route.method, path, **kwargs)
             assert r.status_code == 401, (route, r.text)
             r = http.request(route.method, path, headers=read_only, **kwargs)

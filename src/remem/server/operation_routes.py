@@ -14,7 +14,8 @@ server's model). What the route takes follows the row (see :mod:`remem.operation
 
 The caller's key is checked before anything else (``Writer`` for a row that writes,
 ``Reader`` otherwise). The family's handler runs the request for the caller and returns the
-result, which the route answers with the row's result model.
+result, which the route answers with the row's result model (a ``sparse`` row: its fields
+at their defaults left out, and its request built from only the fields it was sent).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def add_operation_routes(router: APIRouter, table: Sequence[Operation],
 def part_model(operation: Operation) -> type[BaseModel] | None:
     """The model of what ``operation``'s route takes besides its path: the request's
     :attr:`~remem.operations.Operation.sent_fields` with their types, limits, defaults and
-    descriptions, named after the route (``update_memory`` -> ``UpdateMemoryBody``). A query
+    descriptions, named after the route (``update_memory`` -> ``UpdateMemoryBody``; or the
+    route's ``part`` and the suffix). A query
     model converts text (query values arrive as text); a body is as strict as the request.
     ``None`` when nothing travels outside the path."""
     fields: dict[str, Any] = {name: (operation.request.model_fields[name].annotation,
@@ -64,7 +66,8 @@ def part_model(operation: Operation) -> type[BaseModel] | None:
     if not fields:
         return None
     suffix = "Query" if operation.in_query else "Body"
-    name = "".join(word.title() for word in operation.route.name.split("_")) + suffix
+    name = (operation.route.part or
+            "".join(word.title() for word in operation.route.name.split("_"))) + suffix
     config = ConfigDict(**{**operation.request.model_config, "strict": not operation.in_query})
     model: type[BaseModel] = create_model(name, __config__=config,
                                           __doc__=operation.request.__doc__,
@@ -89,7 +92,10 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
             request = values["body"]
         else:
             given = values.pop("query" if operation.in_query else "body", None)
-            request = kind.of(**(dict(given) if given is not None else {}), **values)
+            fields = ({} if given is None else
+                      {name: getattr(given, name) for name in given.model_fields_set}
+                      if operation.sparse else dict(given))
+            request = kind.of(**fields, **values)
         return operation.answer(await handler(http, who, request))
 
     # the signature FastAPI reads: path parameters, the body or query, the key's check
@@ -111,4 +117,5 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
     router.add_api_route(route.path, endpoint, methods=[route.method],
                          response_model=operation.result, summary=route.summary,
                          description=route.description, name=route.name,
-                         responses=MODEL_RESPONSES if operation.calls_model else None)
+                         responses=MODEL_RESPONSES if operation.calls_model else None,
+                         response_model_exclude_defaults=operation.sparse)

@@ -7,9 +7,10 @@ server's by changing the line that makes them::
     threads = ThreadStore("memory.db")                                  # embedded
     threads = Client("http://127.0.0.1:8000", api_key="rk_...").threads  # served
 
-Each request becomes one HTTP call in a pure core (:func:`call_of`: the route table of
-:mod:`remem.threads.http`, the answer read with :mod:`remem.threads.wire`); the client's sync
-and async shells send it. The server keeps the tenancy: its threads are the key's tenant's.
+Each request becomes one HTTP call in a pure core (:func:`call_of`: its row of
+:data:`~remem.threads.operation_table.THREAD_OPERATIONS` builds it, ``Operation.call``, and
+reads the answer, ``Operation.read``); the client's sync and async shells send it. The
+server keeps the tenancy: its threads are the key's tenant's.
 
 What cannot travel is refused up front with :class:`~remem.errors.UsageError`: a chat model
 for :meth:`compact` (the server's LLM summarises), a token counter for :meth:`context`, or a
@@ -20,12 +21,13 @@ the stored ones.
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from remem.errors import UsageError
+from remem.operations import Operation
 from remem.threads.api import ThreadAPI
-from remem.threads.http import http_call
+from remem.threads.operation_table import THREAD_OPERATIONS
 from remem.threads.requests import (
     CompactRequest,
     CopyRequest,
@@ -36,7 +38,6 @@ from remem.threads.requests import (
     local_fields,
 )
 from remem.threads.thread import Thread
-from remem.threads.wire import load
 from remem.transport import Call, Sender
 
 __all__ = ["RemoteThreads", "call_of"]
@@ -58,25 +59,20 @@ def _check_sendable(request: ThreadRequest[Any]) -> None:
                          "server (it counts with the default estimate); leave counter out")
 
 
-def _parse(request: type[ThreadRequest[Any]], data: Any) -> Any:
-    return load(request, data)
+_ROWS: Mapping[type[Any], Operation] = {row.request: row for row in THREAD_OPERATIONS}
 
 
 def call_of(request: ThreadRequest[R], threads: RemoteThreads) -> Call[R]:
-    """The HTTP call that runs ``request`` (a new thread's answer becomes a :class:`Thread`
-    handle on ``threads``)."""
+    """The HTTP call that runs ``request``: its row's (a new thread's answer, its record,
+    becomes a :class:`Thread` handle on ``threads``)."""
     _check_sendable(request)
-    http = http_call(request)
-    kind = type(request)
-    parse: Any = partial(_parse, kind)
+    row = _ROWS[type(request)]
+    call: Call[Any] = row.call(request)
     if isinstance(request, _NEW_THREAD):
-        parse = partial(_new_thread, threads, kind)
-    return Call(http.method, http.path, parse, http.json, http.params)
-
-
-def _new_thread(threads: RemoteThreads, request: type[ThreadRequest[Any]],
-                data: Any) -> Thread:
-    return Thread(threads, load(request, data).thread_id)
+        def new_thread(data: Any) -> Thread:
+            return Thread(threads, row.read(data).thread_id)
+        call = Call(call.method, call.path, new_thread, call.json, call.params)
+    return call
 
 
 class RemoteThreads(ThreadAPI):
