@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from urllib.parse import quote
-
-import httpx
 
 from remem.errors import (
     ConfigError,
@@ -34,6 +32,9 @@ from remem.errors import (
     UnsupportedError,
     UsageError,
 )
+
+if TYPE_CHECKING:  # only in annotations: the memory commands import this module, not httpx
+    import httpx
 
 __all__ = ["Call", "Sender", "error_of", "path_segment"]
 
