@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from remem.errors import EmbeddingError
+from remem.errors import EmbeddingError, IndexConfigError, RememError
 
-__all__ = ["Embedder", "normalize_rows"]
+__all__ = ["Embedder", "checked_unit_vectors", "normalize_rows"]
 
 
 @runtime_checkable
@@ -88,3 +89,40 @@ def normalize_rows(vectors: npt.ArrayLike, *, model: str | None = None
     out[keep] = array[keep] / norms[keep, None]
     out[redo] = scaled / lengths
     return out
+
+
+_WORD = re.compile(r"\w")
+
+
+def checked_unit_vectors(fn: Callable[[Sequence[str]], npt.ArrayLike], texts: list[str], *,
+                         model: str, dims: int) -> npt.NDArray[np.float32]:
+    """Unit vectors of ``texts`` by ``fn`` (one of ``model``'s embed methods). Its failure is
+    an EmbeddingError (its cause chained), and so is a vector with NaN or infinity (every
+    score with it would be NaN) or of all zeros for a text with a word in it (the vector says
+    nothing, every score with it is 0). Text without a word ("???", an emoji) may embed to
+    zeros: the bundled FakeEmbedder does. A wrong shape is an IndexConfigError."""
+    try:
+        array = np.asarray(fn(texts), dtype=np.float32)
+    except RememError:
+        raise  # already typed (an EmbeddingError naming the model, a ConfigError...)
+    except Exception as exc:
+        raise EmbeddingError(
+            f"embedder {model!r} failed on {len(texts)} text(s): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if array.shape != (len(texts), dims):
+        raise IndexConfigError(
+            f"embedder {model!r} returned shape {array.shape} for {len(texts)} "
+            f"texts; expected ({len(texts)}, {dims})"
+        )
+    finite = np.asarray(np.isfinite(array).all(axis=1), dtype=bool).tolist()
+    zero = np.asarray(~array.any(axis=1), dtype=bool).tolist()
+    for row, (ok, empty) in enumerate(zip(finite, zero, strict=True)):
+        if ok and (not empty or not _WORD.search(texts[row])):
+            continue
+        what = "an all-zero vector" if ok else "NaN or infinite values"
+        raise EmbeddingError(
+            f"embedder {model!r} returned {what} for text {row} of {len(texts)} "
+            f"({texts[row][:60]!r}); nothing was written: fix or replace the embedder"
+        )
+    return normalize_rows(array)

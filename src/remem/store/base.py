@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -34,13 +33,10 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-from remem.embed.base import Embedder, normalize_rows
+from remem.embed.base import Embedder, checked_unit_vectors
 from remem.embed.cache import EmbedCounts, TextKind, VectorMemo, text_hash
 from remem.errors import (
-    EmbeddingError,
-    IndexConfigError,
     InvalidInputError,
-    RememError,
     UnsupportedError,
     UsageError,
 )
@@ -165,9 +161,6 @@ class KeywordConfig:
 
 
 #: a word character: a text with one has content an embedder must place somewhere
-_WORD = re.compile(r"\w")
-
-
 @dataclass(frozen=True, slots=True)
 class TTLConfig:
     """Time-to-live defaults.
@@ -470,38 +463,9 @@ class BaseStore(ABC):
 
     def _embed(self, fn: Callable[[Sequence[str]], npt.NDArray[np.float32]],
                texts: list[str]) -> npt.NDArray[np.float32]:
-        """Unit vectors for ``texts``. An embedder's failure is an EmbeddingError (its cause
-        chained), and so is a vector it returns with NaN or infinity (every score with it would
-        be NaN) or of all zeros for a text with a word in it (the vector says nothing, every
-        score with it is 0). Text without a word ("???", an emoji) may embed to zeros: the
-        bundled FakeEmbedder does."""
+        """Unit vectors for ``texts``, checked (:func:`remem.embed.base.checked_unit_vectors`)."""
         assert self.index is not None
-        model = self.index.model
-        try:
-            array = np.asarray(fn(texts), dtype=np.float32)
-        except RememError:
-            raise  # already typed (an EmbeddingError naming the model, a ConfigError...)
-        except Exception as exc:
-            raise EmbeddingError(
-                f"embedder {model!r} failed on {len(texts)} text(s): "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if array.shape != (len(texts), self.index.dims):
-            raise IndexConfigError(
-                f"embedder {model!r} returned shape {array.shape} for {len(texts)} "
-                f"texts; expected ({len(texts)}, {self.index.dims})"
-            )
-        finite = np.asarray(np.isfinite(array).all(axis=1), dtype=bool).tolist()
-        zero = np.asarray(~array.any(axis=1), dtype=bool).tolist()
-        for row, (ok, empty) in enumerate(zip(finite, zero, strict=True)):
-            if ok and (not empty or not _WORD.search(texts[row])):
-                continue
-            what = "an all-zero vector" if ok else "NaN or infinite values"
-            raise EmbeddingError(
-                f"embedder {model!r} returned {what} for text {row} of {len(texts)} "
-                f"({texts[row][:60]!r}); nothing was written: fix or replace the embedder"
-            )
-        return normalize_rows(array)
+        return checked_unit_vectors(fn, texts, model=self.index.model, dims=self.index.dims)
 
     # -- ranked search, shared by backends ----------------------------------------------------
 
