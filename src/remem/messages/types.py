@@ -10,11 +10,12 @@ serialise to JSON for storage (``model_dump(mode="json")`` / ``Message.model_val
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from remem.messages.ids import new_id
 
 __all__ = [
     "ContentPart",
@@ -27,15 +28,6 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
-
-
-def new_id(prefix: str = "msg") -> str:
-    """A new unique id such as ``msg_3f2a...`` (time-ordered uuid7-like hex, 26 characters)."""
-    # milliseconds first so ids sort by creation time, then random bits for uniqueness
-    # (os.urandom, not uuid4: a caller that patches uuid.uuid4 with a counter, as LangGraph's
-    # tests do, must not make two ids of one millisecond equal)
-    millis = int(time.time() * 1000)
-    return f"{prefix}_{millis:012x}{os.urandom(7).hex()}"
 
 
 class _Frozen(BaseModel):
