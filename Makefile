@@ -15,12 +15,14 @@ system-deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fonts-wqy-microhei; fi
 
+# every core (-n auto); loadscope keeps a module's tests on one worker, so a module's fixture
+# (a server, a PostgreSQL database, an indexed corpus) is built once, not once per worker
 test:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadscope
 
 # the suite without the multi-process and crash tests (marked slow): for the edit-test loop
 test-fast:
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto --dist loadscope -m "not slow"
 
 # ruff, then the layer contract of pyproject.toml ([tool.importlinter], docs/architecture.md);
 # lint-imports run through $(PY) so it checks the interpreter's remem (the -e install)

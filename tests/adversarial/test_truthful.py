@@ -30,6 +30,13 @@ def _nest(depth: int) -> dict[str, Any]:
     return value
 
 
+def _nested_json(depth: int) -> str:
+    """``_nest(depth)`` as JSON text, written without recursion: encoding 950 levels with
+    ``json.dumps`` needs as many stack frames, more than a test runner deep in its own
+    stack (a pytest-xdist worker) has left below the recursion limit."""
+    return '{"a":' * depth + '{"leaf":true}' + "}" * depth
+
+
 def _poison(db: str, memory_id: str, depth: int = 300) -> None:
     """Give memory ``memory_id``'s stored value metadata nested ``depth`` levels."""
     with sqlite3.connect(db) as con:
@@ -124,9 +131,10 @@ def test_answer_and_store_agree_on_deep_metadata(depth: int, tmp_path: Path) -> 
     """Whatever the status, a 2xx means stored and readable back, a 4xx means not stored."""
     app = create_app(ServerConfig(db=os.fspath(tmp_path / "d.db"), mcp=False, auth=False))
     with ThreadedServer(app) as server, httpx.Client(base_url=server.url) as http:
-        r = http.post("/v1/memories", content=json.dumps({
-            "messages": f"deep {depth}", "user_id": "u", "infer": False,
-            "metadata": _nest(depth)}), headers={"content-type": "application/json"})
+        body = json.dumps({"messages": f"deep {depth}", "user_id": "u", "infer": False,
+                           "metadata": None})
+        body = body.replace('"metadata": null', '"metadata": ' + _nested_json(depth))
+        r = http.post("/v1/memories", content=body, headers={"content-type": "application/json"})
         listed = http.post("/v1/memories/list", json={"user_id": "u"})
         assert listed.status_code == 200, listed.text
         stored = listed.json()["memories"]

@@ -82,7 +82,8 @@ def test_graph_tools_act_for_the_callers_key_over_http() -> None:
     async def call(url: str) -> Any:
         async with contextlib.AsyncExitStack() as stack:
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                   timeout=60))  # httpx's 5 s is short on a loaded CI box
             client = await stack.enter_async_context(
                 Client(streamable_http_client(url + "/mcp", http_client=http)))
             return await client.call_tool("get_profile", {"user_id": "alice"})
