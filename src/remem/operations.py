@@ -10,8 +10,8 @@ How a request travels over HTTP is derived from the row, in plain data a client 
 without the server's code: the fields named in the path (``{memory_id}``) go in the path; of
 the others (less the row's ``not_sent`` and the local fields that hold Python objects), a
 ``GET`` or ``DELETE`` sends them as query parameters and a ``POST``, ``PUT`` or ``PATCH`` as
-the JSON body (:attr:`Operation.query_fields`, :attr:`Operation.body_fields`). A ``POST`` or
-``PUT`` without path fields has the request itself as its body, so its OpenAPI schema is the
+the JSON body (:attr:`Operation.query_fields`, :attr:`Operation.body_fields`). A ``POST``,
+``PUT`` or ``PATCH`` without path fields has the request as its body: its OpenAPI schema is the
 request's. The server's router builder takes each field from where these properties say, and
 :meth:`Operation.call`, the one client side of every row (``remem.Client`` and the families'
 remote sides), puts it there, so the two cannot drift; the answer is read back with the row's
@@ -177,9 +177,9 @@ class Operation:
 
     @property
     def whole_body(self) -> bool:
-        """Whether the body is the request itself (a ``POST`` or ``PUT`` without path
-        fields), so the route's body schema is the request's."""
-        return self.route.method in ("POST", "PUT") and not self.path_fields
+        """Whether the body is the request itself (a ``POST``, ``PUT`` or ``PATCH`` without
+        path fields), so the route's body schema is the request's."""
+        return self.route.method in ("POST", "PUT", "PATCH") and not self.path_fields
 
 
 def command_of(table: Sequence[Operation], request: type[Request]) -> str:

@@ -44,6 +44,7 @@ def plain(schema: Any) -> Any:
 def request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, Any]:
     """The JSON schema of ``row``'s request, less the fields ``without``."""
     schema = row.request.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)  # nested models are components of their own in OpenAPI
     for name in without:
         schema["properties"].pop(name, None)
         if name in schema.get("required", []):

@@ -5,16 +5,17 @@
 ``expand``, ``profile``, ``patch_profile`` and ``timeline`` (and async twins), with the same
 arguments less what cannot travel (a model: the server's ingests; search's fusion knobs) and
 the same result values. Each method builds a request of :mod:`remem.graph.requests`;
-:func:`graph_call` turns it into one HTTP call.
+:func:`graph_call`, its row of :data:`~remem.graph.operation_table.GRAPH_OPERATIONS`, turns it
+into one HTTP call (``Operation.call``) and reads the answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from remem.graph.operation_table import GRAPH_OPERATIONS
 from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch, parse_patches
 from remem.graph.requests import (
     EntityRequest,
@@ -25,37 +26,25 @@ from remem.graph.requests import (
     ProfileRequest,
     SearchFactsRequest,
     TimelineRequest,
-    load_result,
 )
-from remem.graph.types import EntityPage, FactHit, IngestResult
+from remem.graph.types import EntityPage, FactHit, IngestResult, timestamp
 from remem.messages.types import Message
+from remem.operations import row_of
 from remem.transport import Call, Sender
 
 __all__ = ["RemoteGraph", "graph_call"]
 
+R = TypeVar("R")
 When = datetime | float | int | None
 
-_PATHS: Mapping[type[GraphRequest], tuple[str, str]] = {
-    IngestEpisodeRequest: ("POST", "/v1/graph/episodes"),
-    SearchFactsRequest: ("POST", "/v1/graph/search"),
-    EntityRequest: ("POST", "/v1/graph/entity"),
-    ExpandRequest: ("POST", "/v1/graph/expand"),
-    ProfileRequest: ("POST", "/v1/graph/profile"),
-    PatchProfileRequest: ("PATCH", "/v1/graph/profile"),
-    TimelineRequest: ("POST", "/v1/graph/timeline"),
-}
 
-
-def graph_call(request: GraphRequest) -> Call[Any]:
-    """The HTTP call that runs ``request`` on a server: its JSON is the body."""
-    method, path = _PATHS[type(request)]
-    return Call(method, path, partial(load_result, type(request)),
-                 request.model_dump(mode="json"))
+def graph_call(request: GraphRequest[R]) -> Call[R]:
+    """The HTTP call that runs ``request`` on a server: its row's."""
+    call: Call[R] = row_of(GRAPH_OPERATIONS, type(request)).call(request)
+    return call
 
 
 def _time(value: When) -> float | None:
-    from remem.graph.types import timestamp
-
     return timestamp(value, "time")
 
 
@@ -96,92 +85,83 @@ class RemoteGraph:
                                      as_of=_time(as_of), known_at=_time(known_at),
                                      focal=focal, hops=hops, rerank=rerank)
 
-    def _patch(self, patch: Sequence[Mapping[str, Any] | XPatch]) -> PatchProfileRequest:
-        return PatchProfileRequest.of(**self._user(), patch=parse_patches(patch))
+    def _entity(self, entity: int | str, as_of: When) -> EntityRequest:
+        return EntityRequest.of(**self._scope(), entity=entity, as_of=_time(as_of))
+
+    def _profile(self, as_of: When) -> ProfileRequest:
+        return ProfileRequest.of(**self._user(), as_of=_time(as_of))
+
+    def _timeline(self, since: When, until: When, tags: Sequence[str]) -> TimelineRequest:
+        return TimelineRequest.of(**self._user(), since=_time(since), until=_time(until),
+                                  tags=list(tags))
+
+    def _send(self, request: GraphRequest[R]) -> R:
+        return self.client._send(graph_call(request))
+
+    async def _asend(self, request: GraphRequest[R]) -> R:
+        return await self.client._asend(graph_call(request))
 
     # -- sync ---------------------------------------------------------------------------------
 
     def ingest(self, episode: str | Sequence[Message], *, event_at: When = None,
                source_ids: Sequence[str] = ()) -> IngestResult:
         """:meth:`remem.graph.Graph.ingest` with the server's model."""
-        result: IngestResult = self.client._send(graph_call(
-            self._ingest(episode, event_at, source_ids)))
-        return result
+        return self._send(self._ingest(episode, event_at, source_ids))
 
     def search(self, query: str, *, limit: int = 10, as_of: When = None,
                known_at: When = None, focal: int | str | None = None, hops: int = 2,
                rerank: Literal["fusion", "distance", "mmr"] = "fusion") -> list[FactHit]:
         """:meth:`remem.graph.Graph.search`."""
-        hits: list[FactHit] = self.client._send(graph_call(
-            self._search(query, limit, as_of, known_at, focal, hops, rerank)))
-        return hits
+        return self._send(self._search(query, limit, as_of, known_at, focal, hops, rerank))
 
     def entity(self, entity: int | str, *, as_of: When = None) -> EntityPage:
         """:meth:`remem.graph.Graph.entity`."""
-        page: EntityPage = self.client._send(graph_call(EntityRequest.of(
-            **self._scope(), entity=entity, as_of=_time(as_of))))
-        return page
+        return self._send(self._entity(entity, as_of))
 
     def expand(self, entity: int | str, *, hops: int = 2, as_of: When = None,
                known_at: When = None) -> list[FactHit]:
         """:meth:`remem.graph.Graph.expand`."""
-        hits: list[FactHit] = self.client._send(graph_call(ExpandRequest.of(
-            **self._scope(), entity=entity, hops=hops, as_of=_time(as_of),
-            known_at=_time(known_at))))
-        return hits
+        return self._send(ExpandRequest.of(**self._scope(), entity=entity, hops=hops,
+                                           as_of=_time(as_of), known_at=_time(known_at)))
 
     def profile(self, *, as_of: When = None) -> Profile:
         """:meth:`remem.graph.Graph.profile` (the graph of a ``user_id``)."""
-        profile: Profile = self.client._send(graph_call(ProfileRequest.of(
-            **self._user(), as_of=_time(as_of))))
-        return profile
+        return self._send(self._profile(as_of))
 
     def patch_profile(self, patch: Sequence[Mapping[str, Any] | XPatch]
                       ) -> list[ProfileChange]:
         """:meth:`remem.graph.Graph.patch_profile`."""
-        changes: list[ProfileChange] = self.client._send(graph_call(self._patch(patch)))
-        return changes
+        return self._send(PatchProfileRequest.of(**self._user(), patch=parse_patches(patch)))
 
     def timeline(self, *, since: When = None, until: When = None,
                  tags: Sequence[str] = ()) -> list[TimelineEvent]:
         """:meth:`remem.graph.Graph.timeline`."""
-        events: list[TimelineEvent] = self.client._send(graph_call(TimelineRequest.of(
-            **self._user(), since=_time(since), until=_time(until), tags=list(tags))))
-        return events
+        return self._send(self._timeline(since, until, tags))
 
     # -- async --------------------------------------------------------------------------------
 
     async def aingest(self, episode: str | Sequence[Message], *, event_at: When = None,
                       source_ids: Sequence[str] = ()) -> IngestResult:
         """Async :meth:`ingest`."""
-        result: IngestResult = await self.client._asend(graph_call(
-            self._ingest(episode, event_at, source_ids)))
-        return result
+        return await self._asend(self._ingest(episode, event_at, source_ids))
 
     async def asearch(self, query: str, *, limit: int = 10, as_of: When = None,
                       known_at: When = None, focal: int | str | None = None, hops: int = 2,
                       rerank: Literal["fusion", "distance", "mmr"] = "fusion"
                       ) -> list[FactHit]:
         """Async :meth:`search`."""
-        hits: list[FactHit] = await self.client._asend(graph_call(
-            self._search(query, limit, as_of, known_at, focal, hops, rerank)))
-        return hits
+        return await self._asend(self._search(query, limit, as_of, known_at, focal, hops,
+                                              rerank))
 
     async def aentity(self, entity: int | str, *, as_of: When = None) -> EntityPage:
         """Async :meth:`entity`."""
-        page: EntityPage = await self.client._asend(graph_call(EntityRequest.of(
-            **self._scope(), entity=entity, as_of=_time(as_of))))
-        return page
+        return await self._asend(self._entity(entity, as_of))
 
     async def aprofile(self, *, as_of: When = None) -> Profile:
         """Async :meth:`profile`."""
-        profile: Profile = await self.client._asend(graph_call(ProfileRequest.of(
-            **self._user(), as_of=_time(as_of))))
-        return profile
+        return await self._asend(self._profile(as_of))
 
     async def atimeline(self, *, since: When = None, until: When = None,
                         tags: Sequence[str] = ()) -> list[TimelineEvent]:
         """Async :meth:`timeline`."""
-        events: list[TimelineEvent] = await self.client._asend(graph_call(TimelineRequest.of(
-            **self._user(), since=_time(since), until=_time(until), tags=list(tags))))
-        return events
+        return await self._asend(self._timeline(since, until, tags))

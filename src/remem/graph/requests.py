@@ -1,43 +1,53 @@
 """The graph's operations as values: what HTTP, MCP and ``remem.Client`` send.
 
 Each request names its scope (``user_id`` / ``agent_id``, as :meth:`remem.api.Memory.graph`
-takes them) and the arguments of one :class:`~remem.graph.Graph` method;
-:func:`run_graph_request` runs it on the graph of that scope and :func:`dump_result` turns
-the answer into JSON values (the answer types themselves describe them in the OpenAPI
-schema) and :func:`load_result` reads them back into the same values the Python API returns, so
-``client.graph(user_id=...)`` answers as ``mem.graph(user_id=...)`` does.
+takes them) and the arguments of one :class:`~remem.graph.Graph` method, the one its
+``operation`` names: :meth:`GraphRequest.run_on` runs it on the graph of that scope. Its row
+of :data:`~remem.graph.operation_table.GRAPH_OPERATIONS` says how it travels, and its answer
+model (:mod:`remem.graph.wire`) how the answer does, so ``client.graph(user_id=...)``
+answers as ``mem.graph(user_id=...)`` does.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, model_validator
+from pydantic import Field, model_validator
 
 from remem.graph.profile import Profile, ProfileChange, TimelineEvent, XPatch
 from remem.graph.types import EntityPage, FactHit, IngestResult
 from remem.requests import Limit, Messages, Request, ScopeId, Timestamp
 
-__all__ = ["EntityRequest", "ExpandRequest", "FactHitsOut", "GraphRequest",
-           "IngestEpisodeRequest", "PatchProfileRequest", "ProfileChangesOut", "ProfileRequest",
-           "SearchFactsRequest", "TimelineOut", "TimelineRequest", "dump_result", "load_result",
-           "run_graph_request"]
+__all__ = ["EntityRequest", "ExpandRequest", "GraphRequest", "IngestEpisodeRequest",
+           "PatchProfileRequest", "ProfileRequest", "SearchFactsRequest", "TimelineRequest"]
 
+R = TypeVar("R")
 Text = Annotated[str, Field(min_length=1, max_length=200_000)]
 EntityRef = Annotated[int, Field(ge=1, le=2**62)] | Annotated[str, Field(min_length=1,
                                                                          max_length=200)]
 Hops = Annotated[int, Field(ge=1, le=5)]
 
 
-class GraphRequest(Request):
-    """A graph operation on the graph of a scope."""
+class GraphRequest(Request, Generic[R]):
+    """A graph operation on the graph of a scope; ``R`` is what running it returns."""
 
     operation: ClassVar[str] = ""
     user_id: ScopeId | None = Field(None, description="whose graph (a user id)")
     agent_id: ScopeId | None = Field(None, description="an agent id (with or without user_id)")
 
+    def graph_arguments(self) -> dict[str, Any]:
+        """The arguments of the :class:`~remem.graph.Graph` method it runs: its fields less
+        the scope."""
+        return {name: value for name, value in self.arguments().items()
+                if name not in ("user_id", "agent_id")}
 
-class IngestEpisodeRequest(GraphRequest):
+    def run_on(self, graph: Any) -> R:
+        """Run it on ``graph`` (the :class:`~remem.graph.Graph` of its scope)."""
+        result: R = getattr(graph, self.operation)(**self.graph_arguments())
+        return result
+
+
+class IngestEpisodeRequest(GraphRequest[IngestResult]):
     """Learn from one episode (one model call, two when a name is ambiguous)."""
 
     operation: ClassVar[str] = "ingest"
@@ -57,8 +67,13 @@ class IngestEpisodeRequest(GraphRequest):
             raise ValueError("text is blank: give the episode's text")
         return self
 
+    def graph_arguments(self) -> dict[str, Any]:
+        """``Graph.ingest``'s arguments: the text or the messages are the episode."""
+        return {"episode": self.text if self.text is not None else self.messages,
+                "event_at": self.event_at, "source_ids": self.source_ids}
 
-class SearchFactsRequest(GraphRequest):
+
+class SearchFactsRequest(GraphRequest[list[FactHit]]):
     """Facts for a query: keywords, meaning and graph distance, fused."""
 
     operation: ClassVar[str] = "search"
@@ -73,7 +88,7 @@ class SearchFactsRequest(GraphRequest):
     rerank: Literal["fusion", "distance", "mmr"] = Field("fusion", description="final order")
 
 
-class EntityRequest(GraphRequest):
+class EntityRequest(GraphRequest[EntityPage]):
     """An entity's page: its current facts and its fact timeline."""
 
     operation: ClassVar[str] = "entity"
@@ -81,7 +96,7 @@ class EntityRequest(GraphRequest):
     as_of: Timestamp | None = Field(None, description="current at this time (default now)")
 
 
-class ExpandRequest(GraphRequest):
+class ExpandRequest(GraphRequest[list[FactHit]]):
     """Every fact within ``hops`` of an entity, nearest first."""
 
     operation: ClassVar[str] = "expand"
@@ -91,7 +106,7 @@ class ExpandRequest(GraphRequest):
     known_at: Timestamp | None = Field(None, description="as the graph knew them then")
 
 
-class ProfileRequest(GraphRequest):
+class ProfileRequest(GraphRequest[Profile]):
     """The user's profile (topics and sub-topics)."""
 
     operation: ClassVar[str] = "profile"
@@ -99,7 +114,7 @@ class ProfileRequest(GraphRequest):
     as_of: Timestamp | None = Field(None, description="the profile as it stood then")
 
 
-class PatchProfileRequest(GraphRequest):
+class PatchProfileRequest(GraphRequest[list[ProfileChange]]):
     """Change the profile by hand with JSON Patch operations on /topic/sub_topic."""
 
     operation: ClassVar[str] = "patch_profile"
@@ -108,7 +123,7 @@ class PatchProfileRequest(GraphRequest):
                                 description="add / replace / remove operations")
 
 
-class TimelineRequest(GraphRequest):
+class TimelineRequest(GraphRequest[list[TimelineEvent]]):
     """Dated events of the user's timeline, ``since <= happened_at < until``."""
 
     operation: ClassVar[str] = "timeline"
@@ -117,92 +132,3 @@ class TimelineRequest(GraphRequest):
     until: Timestamp | None = Field(None, description="to this time (exclusive)")
     tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(
         default_factory=list, max_length=20, description="only events with one of these tags")
-
-
-# -- answers --------------------------------------------------------------------------------
-# The answers are the Python API's own values (dataclasses FastAPI documents and pydantic
-# reads and writes); only lists get an envelope naming them.
-
-
-class FactHitsOut(BaseModel):
-    """Hits, best first."""
-
-    hits: list[FactHit]
-
-
-class ProfileChangesOut(BaseModel):
-    """Recorded profile changes."""
-
-    changes: list[ProfileChange]
-
-
-class TimelineOut(BaseModel):
-    """Events, by time."""
-
-    events: list[TimelineEvent]
-
-
-# -- running and (de)serialising --------------------------------------------------------------
-
-
-def run_graph_request(graph: Any, request: GraphRequest) -> Any:
-    """Run ``request`` on ``graph`` (the :class:`~remem.graph.Graph` of its scope)."""
-    if isinstance(request, IngestEpisodeRequest):
-        episode = request.text if request.text is not None else request.messages
-        assert episode is not None
-        return graph.ingest(episode, event_at=request.event_at, source_ids=request.source_ids)
-    if isinstance(request, SearchFactsRequest):
-        return graph.search(request.query, limit=request.limit, as_of=request.as_of,
-                            known_at=request.known_at, focal=request.focal, hops=request.hops,
-                            rerank=request.rerank)
-    if isinstance(request, EntityRequest):
-        return graph.entity(request.entity, as_of=request.as_of)
-    if isinstance(request, ExpandRequest):
-        return graph.expand(request.entity, hops=request.hops, as_of=request.as_of,
-                            known_at=request.known_at)
-    if isinstance(request, ProfileRequest):
-        return graph.profile(as_of=request.as_of)
-    if isinstance(request, PatchProfileRequest):
-        return graph.patch_profile(request.patch)
-    if isinstance(request, TimelineRequest):
-        return graph.timeline(since=request.since, until=request.until, tags=request.tags)
-    raise TypeError(f"not a graph request: {type(request).__name__}")
-
-
-#: per request: the answer's type, and the envelope key a list answer goes under
-_ANSWERS: dict[type[GraphRequest], tuple[Any, str | None]] = {
-    IngestEpisodeRequest: (IngestResult, None), SearchFactsRequest: (list[FactHit], "hits"),
-    EntityRequest: (EntityPage, None), ExpandRequest: (list[FactHit], "hits"),
-    ProfileRequest: (Profile, None), PatchProfileRequest: (list[ProfileChange], "changes"),
-    TimelineRequest: (list[TimelineEvent], "events"),
-}
-_ADAPTERS: dict[type[GraphRequest], TypeAdapter[Any]] = {
-    kind: TypeAdapter(answer) for kind, (answer, _) in _ANSWERS.items()}
-
-#: the response model of each request (what the route declares)
-RESPONSE_MODELS: dict[type[GraphRequest], Any] = {
-    IngestEpisodeRequest: IngestResult, SearchFactsRequest: FactHitsOut,
-    EntityRequest: EntityPage, ExpandRequest: FactHitsOut, ProfileRequest: Profile,
-    PatchProfileRequest: ProfileChangesOut, TimelineRequest: TimelineOut,
-}
-
-
-def _kind(request_type: type[GraphRequest]) -> type[GraphRequest]:
-    if request_type not in _ANSWERS:
-        raise TypeError(f"not a graph request: {request_type.__name__}")
-    return request_type
-
-
-def dump_result(request: GraphRequest, result: Any) -> dict[str, Any]:
-    """The answer to ``request`` as JSON values (the response model's shape)."""
-    kind = _kind(type(request))
-    value = _ADAPTERS[kind].dump_python(result, mode="json")
-    key = _ANSWERS[kind][1]
-    return value if key is None else {key: value}
-
-
-def load_result(request_type: type[GraphRequest], data: dict[str, Any]) -> Any:
-    """Read an answer (:func:`dump_result`'s shape) back into the Python API's values."""
-    kind = _kind(request_type)
-    key = _ANSWERS[kind][1]
-    return _ADAPTERS[kind].validate_python(data if key is None else data[key])

@@ -5,12 +5,13 @@ Each row becomes one route at its method and path, documented with its summary a
 description, answering with its result model (and the model's failures when it calls the
 server's model). What the route takes follows the row (see :mod:`remem.operations`):
 
-* a ``POST`` without path fields takes the request itself as its body, so the body's schema
-  is the request's and FastAPI validates it;
+* a ``POST``, ``PUT`` or ``PATCH`` without path fields takes the request itself as its body,
+  so the body's schema is the request's and FastAPI validates it;
 * path fields are path parameters with the field's type, limits and description;
-* the other fields are the query parameters (``GET``, ``DELETE``) or the body (``PATCH``, a
-  ``POST`` with path fields) of a model derived from the request (:func:`part_model`);
-  the route builds the request from those and the path, as ``Request.of`` validates it.
+* the other fields are the query parameters (``GET``, ``DELETE``) or the body (a ``POST``,
+  ``PUT`` or ``PATCH`` with path fields) of a model derived from the request
+  (:func:`part_model`); the route builds the request from those and the path, as
+  ``Request.of`` validates it.
 
 The caller's key is checked before anything else (``Writer`` for a row that writes,
 ``Reader`` otherwise). The family's handler runs the request for the caller and returns the

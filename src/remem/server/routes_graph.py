@@ -1,12 +1,14 @@
 """``/v1/graph``: the temporal knowledge graph, profile and timeline of a scope of the caller's
-tenant.
+tenant, over HTTP and MCP.
 
-Each body is a request value of :mod:`remem.graph.requests` (the OpenAPI schema), run on
-``Memory.graph(user_id=..., agent_id=...)`` of the tenant's memory; each answer is the Python
-API's own value (:mod:`remem.graph.types`; a list in an envelope). The graph lives under the
-tenant's prefix, so another tenant's key sees none of it (an entity id from elsewhere is
-404). Errors map as everywhere: a bad field 422, an unknown entity 404, an ingest without a
-server model 400.
+The routes and tools are the rows of :data:`remem.graph.operation_table.GRAPH_OPERATIONS`,
+made by the router builder (:mod:`remem.server.operation_routes`) and the MCP registrar
+(:mod:`remem.server.mcp_registrar`): each takes one request of :mod:`remem.graph.requests`
+(the body is the request), run on ``Memory.graph(user_id=..., agent_id=...)`` of the tenant's
+memory; each answer is the Python API's own value (:mod:`remem.graph.wire`). The graph lives
+under the tenant's prefix, so another tenant's key sees none of it (an entity id from
+elsewhere is 404). Errors map as everywhere: a bad field 422, an unknown entity 404, an
+ingest without a server model 400.
 """
 
 from __future__ import annotations
@@ -18,134 +20,54 @@ from fastapi import Request as HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
 
 from remem.errors import UnsupportedError
-from remem.graph.profile import Profile
-from remem.graph.requests import (
-    EntityRequest,
-    ExpandRequest,
-    FactHitsOut,
-    GraphRequest,
-    IngestEpisodeRequest,
-    PatchProfileRequest,
-    ProfileChangesOut,
-    ProfileRequest,
-    SearchFactsRequest,
-    TimelineOut,
-    TimelineRequest,
-    dump_result,
-    run_graph_request,
-)
-from remem.graph.types import EntityPage, IngestResult
-from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
+from remem.graph.operation_table import GRAPH_OPERATIONS
+from remem.graph.requests import GraphRequest, IngestEpisodeRequest
+from remem.operations import row_of
+from remem.server.auth import server_state
+from remem.server.errors import ERROR_RESPONSES
 from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
+from remem.server.operation_routes import add_operation_routes
 from remem.server.state import Principal, ServerState
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/graph", tags=["graph"], responses=ERROR_RESPONSES)
+router = APIRouter(tags=["graph"], responses=ERROR_RESPONSES)
 
 
-async def _run(http: HttpRequest, who: Principal, request: GraphRequest, *,
-               waits_on_llm: bool = False) -> dict[str, Any]:
+def _run_on(memory: Any, request: GraphRequest[Any]) -> Any:
+    """``request`` run on the graph of its scope of ``memory``."""
+    return request.run_on(memory.graph(user_id=request.user_id, agent_id=request.agent_id))
+
+
+def _ingests(request: GraphRequest[Any]) -> bool:
+    """Whether ``request`` calls the server's model (an ingest, the one that does)."""
+    return isinstance(request, IngestEpisodeRequest)
+
+
+async def _run_graph(http: HttpRequest, who: Principal, request: GraphRequest[Any]) -> Any:
+    """Run ``request`` on the tenant's graph in a worker thread. Ingesting extracts with the
+    server's model: refused (400) when it has none."""
     state = server_state(http)
-    memory = state.memory_for(who)
-
-    def run() -> dict[str, Any]:
-        graph = memory.graph(user_id=request.user_id, agent_id=request.agent_id)
-        return dump_result(request, run_graph_request(graph, request))
-
-    result: dict[str, Any] = await state.run(run, waits_on_llm=waits_on_llm)
-    return result
-
-
-@router.post("/episodes", response_model=IngestResult, summary="Ingest an episode",
-             responses=MODEL_RESPONSES)
-async def ingest_episode(body: IngestEpisodeRequest, who: Writer,
-                         http: HttpRequest) -> dict[str, Any]:
-    """Learn entities, facts, profile changes and events from one episode with the server's
-    model (one call; two when a name is ambiguous). 400 when the server has no model."""
-    if server_state(http).config.llm is None:
+    if _ingests(request) and state.config.llm is None:
         raise UnsupportedError("ingesting an episode needs an LLM and this server has none "
                                "configured: start it with REMEM_LLM_* set")
-    return await _run(http, who, body, waits_on_llm=True)
+    memory = state.memory_for(who)
+    return await state.run(lambda: _run_on(memory, request), waits_on_llm=_ingests(request))
 
 
-@router.post("/search", response_model=FactHitsOut, summary="Search facts")
-async def search_facts(body: SearchFactsRequest, who: Reader,
-                       http: HttpRequest) -> dict[str, Any]:
-    """Facts for ``query`` (keywords, meaning, graph distance), best first; ``as_of``: true
-    then; ``known_at``: as known then. Each hit has its path and validity interval."""
-    return await _run(http, who, body)
-
-
-@router.post("/entity", response_model=EntityPage, summary="Read an entity's page")
-async def get_entity(body: EntityRequest, who: Reader, http: HttpRequest) -> dict[str, Any]:
-    """The entity (by id, name or alias), its current facts and its fact timeline (404 if
-    none; 422 when a name fits several entities, naming their ids)."""
-    return await _run(http, who, body)
-
-
-@router.post("/expand", response_model=FactHitsOut, summary="Facts around an entity")
-async def expand_entity(body: ExpandRequest, who: Reader, http: HttpRequest) -> dict[str, Any]:
-    """Every fact within ``hops`` of the entity, nearest first, with its path."""
-    return await _run(http, who, body)
-
-
-@router.post("/profile", response_model=Profile, summary="Read a user's profile")
-async def get_profile(body: ProfileRequest, who: Reader, http: HttpRequest) -> dict[str, Any]:
-    """The user's profile: topic -> sub-topic -> value (``as_of``: as it stood then)."""
-    return await _run(http, who, body)
-
-
-@router.patch("/profile", response_model=ProfileChangesOut, summary="Edit a user's profile")
-async def patch_profile(body: PatchProfileRequest, who: Writer,
-                        http: HttpRequest) -> dict[str, Any]:
-    """Apply JSON Patch operations (add / replace / remove on ``/topic/sub_topic``), checked
-    against the profile's schema; answers the changes recorded."""
-    return await _run(http, who, body)
-
-
-@router.post("/timeline", response_model=TimelineOut, summary="Read a user's timeline")
-async def get_timeline(body: TimelineRequest, who: Reader, http: HttpRequest) -> dict[str, Any]:
-    """Dated events of the user's life with ``since <= happened_at < until``, by time."""
-    return await _run(http, who, body)
-
-
-# -- MCP tools ----------------------------------------------------------------------------------
-
-_TOOLS: tuple[tuple[str, type[GraphRequest], bool, str], ...] = (
-    ("search_facts", SearchFactsRequest, False,
-     "Facts about people, places and organisations for a query, best first, each with the "
-     "time it held (valid_at .. invalid_at) and its path from the entity the query names; "
-     "as_of: what was true then, known_at: what was known then."),
-    ("get_entity", EntityRequest, False,
-     "An entity (by name, alias or id): its current facts and the timeline of every fact "
-     "about it, ended ones included."),
-    ("get_profile", ProfileRequest, False,
-     "The user's profile: topics (basic_info, work, interests, ...) and their values."),
-    ("get_timeline", TimelineRequest, False,
-     "Dated events of the user's life (since <= time < until), optionally by tag."),
-)
-#: served only when the server has a model to ingest with
-_INGEST_TOOL = ("ingest_episode", IngestEpisodeRequest, True,
-                "Learn from an episode (text or messages): the people, places and facts it "
-                "states, the user's profile changes and dated events.")
+add_operation_routes(router, GRAPH_OPERATIONS, _run_graph)
 
 
 def add_graph_tools(server: MCPServer, state: ServerState, run: Runner) -> None:
-    """Add the graph MCP tools to ``server`` (``ingest_episode`` only with a model); ``run``
-    acts for the caller (it refuses writes for read-only keys)."""
-    def on_graph(request: GraphRequest, ctx: Context | None) -> Work:
-        def work(who: Principal) -> dict[str, Any]:
-            graph = state.memory_for(who).graph(user_id=request.user_id,
-                                                agent_id=request.agent_id)
-            return dump_result(request, run_graph_request(graph, request))
-        return work
+    """Add the graph's MCP tools (its rows') to ``server``, a row that calls the model
+    (``ingest_episode``) only when the server has one; ``run`` acts for the caller (it
+    refuses writes for read-only keys)."""
+    def on_graph(request: GraphRequest[Any], ctx: Context | None) -> Work:
+        row = row_of(GRAPH_OPERATIONS, type(request))
+        return lambda who: row.answer(_run_on(state.memory_for(who), request)).model_dump(
+            mode="json")
 
-    def ingests(request: GraphRequest) -> bool:  # the one tool that calls the model
-        return isinstance(request, IngestEpisodeRequest)
-
-    tools = (*_TOOLS, *((_INGEST_TOOL,) if state.config.llm is not None else ()))
-    for name, model, writes, description in tools:
-        add_request_tool(server, run, McpTool(name, model, writes, description), on_graph,
-                         waits_on_llm=ingests)
+    # the model's tool last: the list starts the same with a model or without
+    for row in sorted(GRAPH_OPERATIONS, key=lambda row: row.calls_model):
+        if row.tool is not None and (state.config.llm is not None or not row.calls_model):
+            add_request_tool(server, run, McpTool.of(row), on_graph, waits_on_llm=_ingests)
