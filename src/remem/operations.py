@@ -48,6 +48,8 @@ class Route:
     to carry it). ``part``: the name of the model of what the route takes besides its path
     (its body, or its query), when it is not the route's ``name`` in title case plus ``Body``
     or ``Query`` (the thread routes keep the component names they had before their rows).
+    ``server_sets``: request fields the route takes but the server sets itself whatever was
+    sent (a prompt version's ``author``: the caller's key), so a client leaves them out.
     """
 
     method: HttpMethod
@@ -57,6 +59,7 @@ class Route:
     description: str
     not_sent: tuple[str, ...] = ()
     part: str | None = None
+    server_sets: tuple[str, ...] = ()
 
     @property
     def path_fields(self) -> tuple[str, ...]:
@@ -106,7 +109,8 @@ class Operation:
     def __post_init__(self) -> None:
         # checked when the table is built, not when a request first takes the route
         fields = self.request.model_fields
-        unknown = [n for n in (*self.route.path_fields, *self.route.not_sent) if n not in fields]
+        unknown = [n for n in (*self.route.path_fields, *self.route.not_sent,
+                               *self.route.server_sets) if n not in fields]
         if unknown:
             raise TypeError(f"{self.request.__name__} has no field {', '.join(unknown)} "
                             f"(route {self.route.method} {self.route.path})")
@@ -132,17 +136,20 @@ class Operation:
         parameters in name order (those left ``None`` are not sent: the route's default; the
         query string does not change when a request reorders its fields), :attr:`body_fields`
         as the JSON body (none: no body; a :attr:`sparse` row's body holds only the fields the
-        request was given); the answer is read with :meth:`read`. The fields are the
-        request's JSON (``model_dump(mode="json")``), as the route validates them."""
+        request was given), less the route's ``server_sets``; the answer is read with
+        :meth:`read`. The fields are the request's JSON (``model_dump(mode="json")``), as the
+        route validates them."""
         if type(request) is not self.request:
             raise TypeError(f"the row of {self.request.__name__} cannot send a "
                             f"{type(request).__name__}")
-        data = request.model_dump(mode="json")
+        kept = set(self.route.server_sets)
+        data = request.model_dump(mode="json", exclude=kept)
         path = self.route.path.format(**{name: path_segment(str(data[name]))
                                          for name in self.path_fields})
         params = {name: data[name] for name in sorted(self.query_fields)
-                  if data[name] is not None}
-        sent = request.model_dump(mode="json", exclude_unset=True) if self.sparse else data
+                  if data.get(name) is not None}
+        sent = (request.model_dump(mode="json", exclude_unset=True, exclude=kept)
+                if self.sparse else data)
         body = ({name: sent[name] for name in self.body_fields if name in sent}
                 if self.body_fields else None)
         return Call(self.route.method, path, self.read, body, params)

@@ -1,6 +1,7 @@
 """Checks every family's operation table shares (memories and context in
 ``test_parity.py``, the raw store in ``test_parity_store.py``, threads in
-``tests/threads/test_surface_parity.py``): a row's HTTP route is its
+``tests/threads/test_surface_parity.py``, prompts in
+``tests/procedural/test_surface_parity.py``): a row's HTTP route is its
 request, the Client's call follows the row, a Python method's parameters are the request's."""
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, A
     if not schema.get("required"):
         schema.pop("required", None)
     schema.pop("description", None)
+    schema.pop("$defs", None)  # nested models: components of their own in OpenAPI
     found: dict[str, Any] = plain(schema)
     return found
 
@@ -88,16 +90,18 @@ def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
 def check_call_follows_the_row(row: Operation, request: Request, call: Call[Any]) -> None:
     """``call``, what a client built for ``request``, is the row's plain data: the method,
     the path with its fields filled in, the query fields (those set), the body fields (a
-    sparse row's: those the request was given), and the answer read by the row's result
-    model."""
-    data = request.model_dump(mode="json")
-    given = request.model_dump(mode="json", exclude_unset=True) if row.sparse else data
+    sparse row's: those the request was given), none the server sets, and the answer read by
+    the row's result model."""
+    server = set(row.route.server_sets)
+    data = request.model_dump(mode="json", exclude=server)
+    given = (request.model_dump(mode="json", exclude_unset=True, exclude=server) if row.sparse
+             else data)
     sent = [name for name in row.body_fields if name in given]
     assert call.method == row.route.method
     assert call.path == row.route.path.format(**{
         name: quote(getattr(request, name), safe="") for name in row.path_fields})
     assert dict(call.params) == {name: data[name] for name in row.query_fields
-                                 if data[name] is not None}
+                                 if data.get(name) is not None}
     assert list(call.json or {}) == sent
     assert (call.json is None) is (not row.body_fields)
     assert call.json is None or dict(call.json) == {name: given[name] for name in sent}

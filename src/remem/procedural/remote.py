@@ -6,17 +6,19 @@ plus ``optimize`` (the server's model rewrites the prompt, see
 :class:`~remem.procedural.requests.OptimizePromptRequest`), with the same arguments less
 ``author`` (the server records the caller's key). Each method builds the request value of
 :mod:`remem.procedural.requests`; :func:`prompt_call`, a pure function, turns it into one
-HTTP call, and the client's sync or async shell sends it.
+HTTP call (its row of :data:`~remem.procedural.operation_table.PROMPT_OPERATIONS` builds it,
+``Operation.call``, and reads the answer), and the client's sync or async shell sends it.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from remem.errors import UsageError
+from remem.operations import Operation
+from remem.procedural.operation_table import PROMPT_OPERATIONS
 from remem.procedural.prompts import PromptVersion
 from remem.procedural.requests import (
     CreatePromptRequest,
@@ -30,15 +32,17 @@ from remem.procedural.requests import (
     RollbackPromptRequest,
     SubmitOptimizationRequest,
     UpdatePromptRequest,
-    load_prompt_result,
 )
 from remem.procedural.strategies import Strategy
 from remem.procedural.trajectories import as_trajectories
-from remem.transport import Call, Sender, path_segment
+from remem.requests import Request
+from remem.transport import Call, Sender
 
 __all__ = ["RemotePrompts", "prompt_call"]
 
 R = TypeVar("R")
+
+_ROWS: Mapping[type[Request], Operation] = {row.request: row for row in PROMPT_OPERATIONS}
 
 
 def _trajectories(values: Sequence[Any]) -> list[dict[str, Any]]:
@@ -46,38 +50,16 @@ def _trajectories(values: Sequence[Any]) -> list[dict[str, Any]]:
     return [t.to_dict() for t in as_trajectories(values)]
 
 
-def prompt_call(request: PromptRequest[R]) -> Call[R]:
-    """The HTTP call that runs ``request`` on a server (the name in the path, the rest in
-    the body or the query string); the answer is read with
-    :func:`~remem.procedural.requests.load_prompt_result`."""
-    parse: Any = partial(load_prompt_result, type(request))
-    body = request.model_dump(mode="json", exclude={"name", "author"})
-    if isinstance(request, ListPromptsRequest):
-        return Call("GET", "/v1/prompts", parse)
-    if isinstance(request, CreatePromptRequest):
-        return Call("POST", "/v1/prompts", parse,
-                     request.model_dump(mode="json", exclude={"author"}))
-    path = f"/v1/prompts/{path_segment(request.name)}"  # type: ignore[attr-defined]
-    query = {k: v for k, v in body.items() if v is not None}
-    if isinstance(request, GetPromptRequest):
-        return Call("GET", path, parse, params=query)
-    if isinstance(request, PromptHistoryRequest):
-        return Call("GET", f"{path}/history", parse)
-    if isinstance(request, PromptDiffRequest):
-        return Call("GET", f"{path}/diff", parse, params=query)
-    if isinstance(request, UpdatePromptRequest):
-        return Call("POST", path, parse, body)
-    if isinstance(request, RollbackPromptRequest):
-        return Call("POST", f"{path}/rollback", parse, body)
-    if isinstance(request, OptimizePromptRequest):
-        return Call("POST", f"{path}/optimize", parse, body)
-    raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
-                     "requests in remem.procedural.requests")
-
-
-def _submit_call(request: SubmitOptimizationRequest) -> Call[dict[str, Any]]:
-    return Call("POST", f"/v1/prompts/{path_segment(request.name)}/optimize/submit", dict,
-                 request.model_dump(mode="json", exclude={"name"}))
+def prompt_call(request: PromptRequest[R] | SubmitOptimizationRequest) -> Call[R]:
+    """The HTTP call that runs ``request`` on a server: its row's (the name in the path, the
+    rest in the body or the query string, less the ``author`` the server sets), the answer
+    read with the row's result model."""
+    row = _ROWS.get(type(request))
+    if row is None:
+        raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
+                         "requests in remem.procedural.requests")
+    call: Call[Any] = row.call(request)
+    return call
 
 
 class RemotePrompts:
@@ -144,7 +126,7 @@ class RemotePrompts:
                             idempotency_key: str | None = None) -> dict[str, Any]:
         """Queue the optimization as a background job (committed by the worker that runs
         it); answers the job's JSON at once (follow it with ``client.job(id)``)."""
-        return self.client._send(_submit_call(SubmitOptimizationRequest.of(
+        return self.client._send(prompt_call(SubmitOptimizationRequest.of(
             name=name, trajectories=_trajectories(trajectories), strategy=strategy,
             idempotency_key=idempotency_key)))
 
@@ -154,7 +136,7 @@ class RemotePrompts:
                                    strategy: Strategy | None = None,
                                    idempotency_key: str | None = None) -> dict[str, Any]:
         """Async :meth:`submit_optimization`."""
-        return await self.client._asend(_submit_call(SubmitOptimizationRequest.of(
+        return await self.client._asend(prompt_call(SubmitOptimizationRequest.of(
             name=name, trajectories=_trajectories(trajectories), strategy=strategy,
             idempotency_key=idempotency_key)))
 

@@ -5,8 +5,9 @@ Each operation of a :class:`~remem.procedural.PromptRegistry` (and the optimizer
 ``optimize``) is one frozen request. :func:`prompt_flow` runs any of them on a registry (and a
 model, for :class:`OptimizePromptRequest`) as one flow, driven by :func:`run_prompt_request`
 or :func:`arun_prompt_request`; the ``/v1/prompts`` routes, ``remem.Client.prompts`` and the
-MCP tools are built from the same values, and :func:`prompt_json` / :func:`load_prompt_result`
-are the JSON every surface answers with.
+MCP tools are built from the same values (the rows of
+:mod:`remem.procedural.operation_table`), and :data:`RESULT_MODELS` are the JSON every surface
+answers with (:func:`prompt_json`).
 
 Results: a :class:`~remem.procedural.PromptVersion` (get, create, update, rollback), a list of
 them (list: the latest of each; history: every version), a diff (``str``), or an
@@ -17,21 +18,28 @@ tokens it cost, and the stored version when ``commit`` was asked).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 
 from remem.background.jobs import NewJob
 from remem.errors import UsageError
 from remem.llm.base import ChatModel
 from remem.memory.flow import Flow, run_async, run_sync
-from remem.procedural.optimizer import Optimization, PromptOptimizer
+from remem.procedural.optimizer import PromptOptimizer
 from remem.procedural.prompts import PromptRegistry, PromptVersion
 from remem.procedural.strategies import Strategy
+from remem.procedural.wire import (
+    DiffOut,
+    OptimizeResult,
+    PromptsOut,
+    PromptVersionOut,
+    VersionsOut,
+)
 from remem.requests import JsonObject, Messages, Request
 
 __all__ = [
+    "RESULT_MODELS",
     "CreatePromptRequest",
     "GetPromptRequest",
     "ListPromptsRequest",
@@ -45,7 +53,6 @@ __all__ = [
     "TrajectoryIn",
     "UpdatePromptRequest",
     "arun_prompt_request",
-    "load_prompt_result",
     "prompt_flow",
     "prompt_json",
     "run_prompt_request",
@@ -62,42 +69,6 @@ VariableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]
 Reason = Annotated[str, StringConstraints(max_length=2000)]
 Author = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 VersionNumber = Annotated[int, Field(ge=1, le=2**31)]
-
-
-@dataclass(frozen=True, slots=True)
-class OptimizeResult:
-    """An optimization's outcome as every surface reports it (:class:`Optimization` without
-    the trajectories): the candidate ``text`` and its ``diff``, the model's ``reasoning``,
-    the calls and tokens, why it was ``skipped`` (too little feedback), and the
-    ``committed_version`` when it was stored."""
-
-    name: str | None
-    strategy: str
-    base_version: int | None
-    changed: bool
-    text: str
-    diff: str
-    reasoning: str
-    calls: int
-    input_tokens: int
-    output_tokens: int
-    steps: int
-    skipped: str | None
-    committed_version: int | None
-
-    @classmethod
-    def of(cls, optimization: Optimization) -> OptimizeResult:
-        """The result of ``optimization``."""
-        return cls.from_dict(optimization.to_dict())
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> OptimizeResult:
-        """Read what :meth:`to_dict` wrote."""
-        return cls(**{name: data[name] for name in cls.__slots__})
 
 
 class PromptRequest(Request, Generic[R]):
@@ -312,32 +283,17 @@ async def arun_prompt_request(request: PromptRequest[R], registry: PromptRegistr
     return await run_async(prompt_flow(request, registry, optimizer), registry.store, model)
 
 
+RESULT_MODELS: Mapping[type[Request], type[BaseModel]] = {
+    ListPromptsRequest: PromptsOut, GetPromptRequest: PromptVersionOut,
+    PromptHistoryRequest: VersionsOut, PromptDiffRequest: DiffOut,
+    CreatePromptRequest: PromptVersionOut, UpdatePromptRequest: PromptVersionOut,
+    RollbackPromptRequest: PromptVersionOut, OptimizePromptRequest: OptimizeResult}
+"""Each prompt request's result model (:mod:`remem.procedural.wire`): its JSON on every
+surface, and its row's result in :mod:`remem.procedural.operation_table`."""
+
+
 def prompt_json(request: PromptRequest[Any], result: Any) -> dict[str, Any]:
     """The JSON answer of ``request``'s ``result`` (the HTTP API's and the MCP tools')."""
-    if isinstance(request, ListPromptsRequest):
-        return {"prompts": [v.to_dict() for v in result]}
-    if isinstance(request, PromptHistoryRequest):
-        return {"versions": [v.to_dict() for v in result]}
-    if isinstance(request, PromptDiffRequest):
-        return {"diff": result}
-    if isinstance(request, OptimizePromptRequest):
-        out: dict[str, Any] = result.to_dict()
-        return out
-    out = result.to_dict()
-    return out
-
-
-def load_prompt_result(kind: type[PromptRequest[R]], data: Mapping[str, Any]) -> R:
-    """Read the JSON :func:`prompt_json` wrote for a request of type ``kind``."""
-    found: Any
-    if issubclass(kind, ListPromptsRequest):
-        found = [PromptVersion.from_dict(v) for v in data["prompts"]]
-    elif issubclass(kind, PromptHistoryRequest):
-        found = [PromptVersion.from_dict(v) for v in data["versions"]]
-    elif issubclass(kind, PromptDiffRequest):
-        found = str(data["diff"])
-    elif issubclass(kind, OptimizePromptRequest):
-        found = OptimizeResult.from_dict(data)
-    else:
-        found = PromptVersion.from_dict(data)
-    return found  # type: ignore[no-any-return]
+    data: dict[str, Any] = RESULT_MODELS[type(request)].of(  # type: ignore[attr-defined]
+        result).model_dump(mode="json")
+    return data

@@ -113,6 +113,7 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
     app.include_router(routes_memory.router)
     app.include_router(routes_threads.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_procedural.prompts_router)
     app.include_router(routes_procedural.router)
     app.include_router(routes_files.router)
     app.include_router(routes_approvals.router)

@@ -27,6 +27,7 @@ from remem.background.requests import (
     SubmitRequest,
     ThreadJobsRequest,
 )
+from remem.background.wire import JobOut
 from remem.background.worker import Worker
 from remem.errors import UnsupportedError
 from remem.server.auth import Reader, Writer, server_state
@@ -41,29 +42,6 @@ log = logging.getLogger("remem.server")
 router = APIRouter(prefix="/v1", tags=["jobs"], responses=ERROR_RESPONSES)
 
 JobIdPath = Annotated[str, Path(description="a job id", min_length=1, max_length=64)]
-
-
-class JobOut(BaseModel):
-    """One job (times in ISO 8601)."""
-
-    id: str
-    kind: str
-    status: JobStatus
-    payload: dict[str, Any]
-    attempts: int
-    max_attempts: int
-    idempotency_key: str | None
-    debounce_key: str | None
-    thread_id: str | None
-    claimed_by: str | None
-    lease_until: str | None
-    heartbeat_at: str | None
-    run_after: str | None
-    result: dict[str, Any] | None
-    error: str | None
-    created_at: str | None
-    updated_at: str | None
-    finished_at: str | None
 
 
 class JobsOut(BaseModel):

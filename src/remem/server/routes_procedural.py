@@ -1,28 +1,33 @@
 """``/v1/prompts`` and ``/v1/episodes``: procedural and episodic memory of the caller's tenant.
 
-Each route takes one request value of :mod:`remem.procedural.requests` or
+The prompt routes (:data:`prompts_router`) are the rows of
+:data:`remem.procedural.operation_table.PROMPT_OPERATIONS`, made by the router builder
+(:mod:`remem.server.operation_routes`); the episode routes (:data:`router`) are written here.
+Each takes one request value of :mod:`remem.procedural.requests` or
 :mod:`remem.episodic.requests` (a path's prompt name fills the same value as the body) and
 runs it on the tenant's :class:`~remem.procedural.PromptRegistry` or
 :class:`~remem.episodic.EpisodeStore`, both over the tenant's scoped store (the store views
 ``ServerState.store_for`` gives), so names, versions and episodes are confined to the tenant
-like memories. Answers are :func:`~remem.procedural.requests.prompt_json` /
+like memories. Answers are the rows' result models (:mod:`remem.procedural.wire`) /
 :func:`~remem.episodic.requests.episode_json`. The server records the caller's key as the
 author of prompt versions. Optimize and extract need the server's chat model: without one
 they answer 400 ``unsupported``.
 
-:func:`add_procedural_tools` adds the MCP tools (``get_prompt``, ``list_prompts``,
-``select_examples`` read; ``add_episode`` writes, refused for read-only keys).
+:func:`add_procedural_tools` adds the MCP tools (the prompt rows' ``get_prompt`` and
+``list_prompts``, and ``select_examples`` read; ``add_episode`` writes, refused for read-only
+keys).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter
 from fastapi import Request as HttpRequest
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict
 
+from remem.background.wire import JobOut
 from remem.episodic.episodes import EpisodeStore
 from remem.episodic.requests import (
     AddEpisodeRequest,
@@ -35,21 +40,12 @@ from remem.episodic.requests import (
     run_episode_request,
 )
 from remem.errors import UnsupportedError
+from remem.procedural.operation_table import PROMPT_OPERATIONS
 from remem.procedural.prompts import PromptRegistry
 from remem.procedural.requests import (
-    CreatePromptRequest,
-    GetPromptRequest,
-    ListPromptsRequest,
     OptimizePromptRequest,
-    OptimizeResult,
-    PromptDiffRequest,
-    PromptHistoryRequest,
-    PromptName,
     PromptRequest,
-    RollbackPromptRequest,
     SubmitOptimizationRequest,
-    UpdatePromptRequest,
-    VersionNumber,
     prompt_json,
     run_prompt_request,
 )
@@ -57,48 +53,13 @@ from remem.requests import Request
 from remem.server.auth import Reader, Writer, server_state
 from remem.server.errors import ERROR_RESPONSES, MODEL_RESPONSES
 from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
-from remem.server.routes_jobs import JobOut
+from remem.server.operation_routes import add_operation_routes
 from remem.server.state import Principal, ServerState
 
-__all__ = ["add_procedural_tools", "router"]
+__all__ = ["add_procedural_tools", "prompts_router", "router"]
 
 router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
-
-NamePath = Annotated[PromptName, Path(description="a prompt name")]
-
-
-class PromptVersionOut(BaseModel):
-    """One version of a prompt (``created_at``: epoch seconds)."""
-
-    name: str
-    version: int
-    text: str
-    variables: list[str]
-    author: str
-    reason: str
-    created_at: float
-    kind: str
-    trajectories: list[dict[str, Any]]
-    rolled_back_to: int | None
-    change_id: str | None
-
-
-class PromptsOut(BaseModel):
-    """The latest version of every prompt, by name."""
-
-    prompts: list[PromptVersionOut]
-
-
-class VersionsOut(BaseModel):
-    """Every version of a prompt, oldest first."""
-
-    versions: list[PromptVersionOut]
-
-
-class DiffOut(BaseModel):
-    """A unified diff (empty when the texts are equal)."""
-
-    diff: str
+prompts_router = APIRouter(tags=["prompts"], responses=ERROR_RESPONSES)
 
 
 class EpisodeOut(BaseModel):
@@ -148,27 +109,6 @@ class ExtractedOut(BaseModel):
     output_tokens: int
 
 
-def _body(request: type[Request], name: str) -> type[BaseModel]:
-    """``request``'s fields less ``name`` (it comes from the path), as a body model."""
-    fields: dict[str, Any] = {n: (f.annotation, f) for n, f in request.model_fields.items()
-                              if n != "name"}
-    model: type[BaseModel] = create_model(
-        name, __config__=ConfigDict(extra="forbid", strict=True), __doc__=request.__doc__,
-        **fields)
-    return model
-
-
-UpdateBody = _body(UpdatePromptRequest, "UpdatePromptBody")
-RollbackBody = _body(RollbackPromptRequest, "RollbackPromptBody")
-OptimizeBody = _body(OptimizePromptRequest, "OptimizePromptBody")
-SubmitOptimizationBody = _body(SubmitOptimizationRequest, "SubmitOptimizationBody")
-
-
-def _with_name(kind: type[Any], body: BaseModel, name: str) -> Any:
-    given = {field: getattr(body, field) for field in body.model_fields_set}
-    return kind.of(**given, name=name)
-
-
 def _author(who: Principal) -> str:
     return f"key:{who.key_id}" if who.key_id else "user"
 
@@ -194,94 +134,12 @@ def run_episodes(state: ServerState, who: Principal, request: EpisodeRequest[Any
                                state.llm_for(who))
 
 
-async def _prompt(http: HttpRequest, who: Principal, request: PromptRequest[Any],
-                  *, waits_on_llm: bool = False) -> dict[str, Any]:
-    state = server_state(http)
-    result = await state.run(lambda: run_prompt(state, who, request), waits_on_llm=waits_on_llm)
-    return prompt_json(request, result)
-
-
 async def _episodes(http: HttpRequest, who: Principal, request: EpisodeRequest[Any],
                     *, waits_on_llm: bool = False) -> dict[str, Any]:
     state = server_state(http)
     result = await state.run(lambda: run_episodes(state, who, request),
                              waits_on_llm=waits_on_llm)
     return episode_json(request, result)
-
-
-# -- prompts ------------------------------------------------------------------------------------
-
-
-@router.get("/prompts", summary="List prompts", tags=["prompts"], response_model=PromptsOut)
-async def list_prompts(who: Reader, http: HttpRequest) -> dict[str, Any]:
-    """The latest version of every prompt of the tenant, by name: ``{"prompts": [...]}``."""
-    return await _prompt(http, who, ListPromptsRequest())
-
-
-@router.post("/prompts", summary="Create a prompt", tags=["prompts"],
-             response_model=PromptVersionOut)
-async def create_prompt(body: CreatePromptRequest, who: Writer,
-                        http: HttpRequest) -> dict[str, Any]:
-    """Create a prompt (version 1); its template variables are those the text uses unless
-    ``variables`` declares them. A name that exists answers 409."""
-    return await _prompt(http, who, body)
-
-
-@router.get("/prompts/{name}", summary="Read a prompt", tags=["prompts"],
-            response_model=PromptVersionOut)
-async def get_prompt(name: NamePath, who: Reader, http: HttpRequest,
-                     version: Annotated[VersionNumber | None, Query(
-                         description="a version (default: the latest)")] = None,
-                     ) -> dict[str, Any]:
-    """The latest version of the prompt (or ``version``): text, variables, author, reason."""
-    return await _prompt(http, who, GetPromptRequest.of(name=name, version=version))
-
-
-@router.post("/prompts/{name}", summary="Write a new version of a prompt", tags=["prompts"],
-             response_model=PromptVersionOut)
-async def update_prompt(name: NamePath, body: UpdateBody,  # type: ignore[valid-type]
-                        who: Writer, http: HttpRequest) -> dict[str, Any]:
-    """A new version; a text that drops or invents a template variable answers 422,
-    ``expected_version`` that is no longer current answers 409."""
-    return await _prompt(http, who, _with_name(UpdatePromptRequest, body, name))
-
-
-@router.get("/prompts/{name}/history", summary="Every version of a prompt", tags=["prompts"],
-            response_model=VersionsOut)
-async def prompt_history(name: NamePath, who: Reader, http: HttpRequest) -> dict[str, Any]:
-    """Every version, oldest first: ``{"versions": [...]}``."""
-    return await _prompt(http, who, PromptHistoryRequest.of(name=name))
-
-
-@router.get("/prompts/{name}/diff", summary="Diff two versions of a prompt", tags=["prompts"],
-            response_model=DiffOut)
-async def prompt_diff(name: NamePath, who: Reader, http: HttpRequest,
-                      old: Annotated[VersionNumber | None, Query()] = None,
-                      new: Annotated[VersionNumber | None, Query()] = None) -> dict[str, Any]:
-    """A unified diff from ``old`` (default: the version before ``new``) to ``new``
-    (default: the latest): ``{"diff": "..."}``."""
-    return await _prompt(http, who, PromptDiffRequest.of(name=name, old=old, new=new))
-
-
-@router.post("/prompts/{name}/rollback", summary="Roll a prompt back", tags=["prompts"],
-             response_model=PromptVersionOut)
-async def rollback_prompt(name: NamePath, body: RollbackBody,  # type: ignore[valid-type]
-                          who: Writer, http: HttpRequest) -> dict[str, Any]:
-    """Make an old version's text current again, as a new version."""
-    return await _prompt(http, who, _with_name(RollbackPromptRequest, body, name))
-
-
-@router.post("/prompts/{name}/optimize", summary="Optimize a prompt from feedback",
-             tags=["prompts"], response_model=OptimizeResult, responses=MODEL_RESPONSES)
-async def optimize_prompt(name: NamePath, body: OptimizeBody,  # type: ignore[valid-type]
-                          who: Writer, http: HttpRequest) -> dict[str, Any]:
-    """Rewrite the prompt from ``trajectories`` with the server's model: the candidate text,
-    its diff, the reasoning, calls and tokens. Stored only with ``commit`` (or later, with
-    an update whose ``expected_version`` is the answer's ``base_version``)."""
-    state = server_state(http)
-    _needs_llm(state, "optimizing a prompt")
-    return await _prompt(http, who, _with_name(OptimizePromptRequest, body, name),
-                         waits_on_llm=True)
 
 
 async def _queue(http: HttpRequest, who: Principal, request: Any) -> dict[str, Any]:
@@ -295,16 +153,20 @@ async def _queue(http: HttpRequest, who: Principal, request: Any) -> dict[str, A
     return out
 
 
-@router.post("/prompts/{name}/optimize/submit", summary="Optimize a prompt in the background",
-             tags=["prompts"], response_model=JobOut)
-async def submit_optimization(name: NamePath,
-                              body: SubmitOptimizationBody,  # type: ignore[valid-type]
-                              who: Writer, http: HttpRequest) -> dict[str, Any]:
-    """Queue the optimization as a ``prompts.optimize`` job (run by ``remem worker`` or
-    ``remem serve --workers-in-process``; it commits the new version) and answer the job at
-    once (``GET /v1/jobs/{id}`` follows it)."""
-    _needs_llm(server_state(http), "optimizing a prompt")
-    return await _queue(http, who, _with_name(SubmitOptimizationRequest, body, name))
+async def _run_prompts(http: HttpRequest, who: Principal,
+                       request: PromptRequest[Any] | SubmitOptimizationRequest) -> Any:
+    """Run ``request`` on the tenant's prompts in a worker thread (a queued optimization
+    answers its job). Optimizing needs the server's model: refused (400) without one."""
+    state = server_state(http)
+    optimizes = isinstance(request, OptimizePromptRequest | SubmitOptimizationRequest)
+    if optimizes:
+        _needs_llm(state, "optimizing a prompt")
+    if isinstance(request, SubmitOptimizationRequest):
+        return await _queue(http, who, request)
+    return await state.run(lambda: run_prompt(state, who, request), waits_on_llm=optimizes)
+
+
+add_operation_routes(prompts_router, PROMPT_OPERATIONS, _run_prompts)
 
 
 # -- episodes -----------------------------------------------------------------------------------
@@ -355,11 +217,7 @@ async def submit_extraction(body: SubmitExtractionRequest, who: Writer,
 
 # -- MCP tools ----------------------------------------------------------------------------------
 
-_TOOLS: tuple[tuple[str, type[Request], bool, str], ...] = (
-    ("get_prompt", GetPromptRequest, False,
-     "The current text of a named prompt (or one of its versions), with its template "
-     "variables."),
-    ("list_prompts", ListPromptsRequest, False, "The prompts kept, latest version of each."),
+_EPISODE_TOOLS: tuple[tuple[str, type[Request], bool, str], ...] = (
     ("select_examples", SelectExamplesRequest, False,
      "Past episodes most like a new situation, as few-shot examples (relevant, diverse, "
      "within a token budget)."),
@@ -370,15 +228,17 @@ _TOOLS: tuple[tuple[str, type[Request], bool, str], ...] = (
 
 
 def add_procedural_tools(server: MCPServer, state: ServerState, run: Runner) -> None:
-    """Add the prompt and episode MCP tools to ``server``; ``run`` acts for the caller (it
-    refuses writes for read-only keys)."""
-    def on_prompts_or_episodes(request: Any, ctx: Context | None) -> Work:
-        def work(who: Principal) -> dict[str, Any]:
-            if isinstance(request, PromptRequest):
-                return prompt_json(request, run_prompt(state, who, request))
-            return episode_json(request, run_episodes(state, who, request))
-        return work
+    """Add the prompt tools (the rows' of :data:`PROMPT_OPERATIONS` that declare one) and the
+    episode tools to ``server``; ``run`` acts for the caller (it refuses writes for
+    read-only keys)."""
+    def on_prompts(request: Any, ctx: Context | None) -> Work:
+        return lambda who: prompt_json(request, run_prompt(state, who, request))
 
-    for name, model, writes, description in _TOOLS:
-        add_request_tool(server, run, McpTool(name, model, writes, description),
-                         on_prompts_or_episodes)
+    def on_episodes(request: Any, ctx: Context | None) -> Work:
+        return lambda who: episode_json(request, run_episodes(state, who, request))
+
+    for row in PROMPT_OPERATIONS:
+        if row.tool is not None:
+            add_request_tool(server, run, McpTool.of(row), on_prompts)
+    for name, model, writes, description in _EPISODE_TOOLS:
+        add_request_tool(server, run, McpTool(name, model, writes, description), on_episodes)
