@@ -53,7 +53,6 @@ def request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, A
     if not schema.get("required"):
         schema.pop("required", None)
     schema.pop("description", None)
-    schema.pop("$defs", None)  # nested models: components of their own in OpenAPI
     found: dict[str, Any] = plain(schema)
     return found
 
