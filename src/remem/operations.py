@@ -10,12 +10,13 @@ How a request travels over HTTP is derived from the row, in plain data a client 
 without the server's code: the fields named in the path (``{memory_id}``) go in the path; of
 the others (less the row's ``not_sent`` and the local fields that hold Python objects), a
 ``GET`` or ``DELETE`` sends them as query parameters and a ``POST``, ``PUT`` or ``PATCH`` as
-the JSON body (:attr:`Operation.query_fields`, :attr:`Operation.body_fields`). A ``POST`` or
-``PUT`` without path fields has the request itself as its body, so its OpenAPI schema is the
-request's. The server's router builder takes each field from where these properties say, and
-:meth:`Operation.call`, the one client side of every row (``remem.Client`` and the families'
-remote sides), puts it there, so the two cannot drift; the answer is read back with the row's
-result model (:meth:`Operation.read`).
+the JSON body, less the route's ``query`` (:attr:`Operation.query_fields`,
+:attr:`Operation.body_fields`). A ``POST`` or ``PUT`` without path or ``query`` fields has the
+request itself as its body, so its OpenAPI schema is the request's. The server's router
+builder takes each field from where these properties say, and :meth:`Operation.call`, the one
+client side of every row (``remem.Client`` and the families' remote sides), puts it there, so
+the two cannot drift; the answer is read back with the row's result model
+(:meth:`Operation.read`).
 
 This module imports no surface (nor any family): every family's table can use it.
 """
@@ -48,6 +49,10 @@ class Route:
     to carry it). ``part``: the name of the model of what the route takes besides its path
     (its body, or its query), when it is not the route's ``name`` in title case plus ``Body``
     or ``Query`` (the thread routes keep the component names they had before their rows).
+    ``query``: request fields a ``POST``, ``PUT`` or ``PATCH`` sends as query parameters
+    rather than in its body (the agent a block edit acts for). ``renamed``: ``(name in the
+    path, request field)`` pairs for path parameters not named as their field (a block's
+    ``id`` is ``{block_id}`` in its paths). ``status``: the status of a success.
     """
 
     method: HttpMethod
@@ -57,11 +62,20 @@ class Route:
     description: str
     not_sent: tuple[str, ...] = ()
     part: str | None = None
+    query: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    status: int = 200
+
+    @property
+    def path_params(self) -> tuple[tuple[str, str], ...]:
+        """``(name in the path, request field)`` of each path parameter, in path order."""
+        renamed = dict(self.renamed)
+        return tuple((name, renamed.get(name, name)) for name in re.findall(r"{(\w+)}", self.path))
 
     @property
     def path_fields(self) -> tuple[str, ...]:
         """The request fields that travel in the path, in path order."""
-        return tuple(re.findall(r"{(\w+)}", self.path))
+        return tuple(field for _, field in self.path_params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +120,8 @@ class Operation:
     def __post_init__(self) -> None:
         # checked when the table is built, not when a request first takes the route
         fields = self.request.model_fields
-        unknown = [n for n in (*self.route.path_fields, *self.route.not_sent) if n not in fields]
+        unknown = [n for n in (*self.route.path_fields, *self.route.not_sent, *self.route.query)
+                   if n not in fields]
         if unknown:
             raise TypeError(f"{self.request.__name__} has no field {', '.join(unknown)} "
                             f"(route {self.route.method} {self.route.path})")
@@ -138,8 +153,8 @@ class Operation:
             raise TypeError(f"the row of {self.request.__name__} cannot send a "
                             f"{type(request).__name__}")
         data = request.model_dump(mode="json")
-        path = self.route.path.format(**{name: path_segment(str(data[name]))
-                                         for name in self.path_fields})
+        path = self.route.path.format(**{name: path_segment(str(data[field]))
+                                         for name, field in self.route.path_params})
         params = {name: data[name] for name in sorted(self.query_fields)
                   if data[name] is not None}
         sent = request.model_dump(mode="json", exclude_unset=True) if self.sparse else data
@@ -167,19 +182,24 @@ class Operation:
 
     @property
     def query_fields(self) -> tuple[str, ...]:
-        """The request fields sent as query parameters."""
-        return self.sent_fields if self.in_query else ()
+        """The request fields sent as query parameters (a body route's: its ``query``)."""
+        if self.in_query:
+            return self.sent_fields
+        return tuple(name for name in self.sent_fields if name in self.route.query)
 
     @property
     def body_fields(self) -> tuple[str, ...]:
         """The request fields sent in the JSON body (none: the route takes no body)."""
-        return () if self.in_query else self.sent_fields
+        if self.in_query:
+            return ()
+        return tuple(name for name in self.sent_fields if name not in self.route.query)
 
     @property
     def whole_body(self) -> bool:
-        """Whether the body is the request itself (a ``POST`` or ``PUT`` without path
-        fields), so the route's body schema is the request's."""
-        return self.route.method in ("POST", "PUT") and not self.path_fields
+        """Whether the body is the request itself (a ``POST`` or ``PUT`` without path or
+        query fields), so the route's body schema is the request's."""
+        return (self.route.method in ("POST", "PUT") and not self.path_fields
+                and not self.route.query)
 
 
 def command_of(table: Sequence[Operation], request: type[Request]) -> str:
