@@ -10,12 +10,13 @@ How a request travels over HTTP is derived from the row, in plain data a client 
 without the server's code: the fields named in the path (``{memory_id}``) go in the path; of
 the others (less the row's ``not_sent`` and the local fields that hold Python objects), a
 ``GET`` or ``DELETE`` sends them as query parameters and a ``POST``, ``PUT`` or ``PATCH`` as
-the JSON body (:attr:`Operation.query_fields`, :attr:`Operation.body_fields`). A ``POST``,
-``PUT`` or ``PATCH`` without path fields has the request as its body: its OpenAPI schema is the
-request's. The server's router builder takes each field from where these properties say, and
-:meth:`Operation.call`, the one client side of every row (``remem.Client`` and the families'
-remote sides), puts it there, so the two cannot drift; the answer is read back with the row's
-result model (:meth:`Operation.read`).
+the JSON body, less the route's ``query`` (:attr:`Operation.query_fields`,
+:attr:`Operation.body_fields`). A ``POST``, ``PUT`` or ``PATCH`` without path or ``query``
+fields has the request itself as its body, so its OpenAPI schema is the request's. The server's
+router builder takes each field from where these properties say, and :meth:`Operation.call`,
+the one client side of every row (``remem.Client`` and the families' remote sides), puts it
+there, so the two cannot drift; the answer is read back with the row's result model
+(:meth:`Operation.read`).
 
 This module imports no surface (nor any family): every family's table can use it.
 """
@@ -50,6 +51,10 @@ class Route:
     or ``Query`` (the thread routes keep the component names they had before their rows).
     ``server_sets``: request fields the route takes but the server sets itself whatever was
     sent (a prompt version's ``author``: the caller's key), so a client leaves them out.
+    ``query``: request fields a ``POST``, ``PUT`` or ``PATCH`` sends as query parameters
+    rather than in its body (the agent a block edit acts for). ``renamed``: ``(name in the
+    path, request field)`` pairs for path parameters not named as their field (a block's
+    ``id`` is ``{block_id}`` in its paths). ``status``: the status of a success.
     """
 
     method: HttpMethod
@@ -60,11 +65,20 @@ class Route:
     not_sent: tuple[str, ...] = ()
     part: str | None = None
     server_sets: tuple[str, ...] = ()
+    query: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    status: int = 200
+
+    @property
+    def path_params(self) -> tuple[tuple[str, str], ...]:
+        """``(name in the path, request field)`` of each path parameter, in path order."""
+        renamed = dict(self.renamed)
+        return tuple((name, renamed.get(name, name)) for name in re.findall(r"{(\w+)}", self.path))
 
     @property
     def path_fields(self) -> tuple[str, ...]:
         """The request fields that travel in the path, in path order."""
-        return tuple(re.findall(r"{(\w+)}", self.path))
+        return tuple(field for _, field in self.path_params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +124,7 @@ class Operation:
         # checked when the table is built, not when a request first takes the route
         fields = self.request.model_fields
         unknown = [n for n in (*self.route.path_fields, *self.route.not_sent,
-                               *self.route.server_sets) if n not in fields]
+                               *self.route.server_sets, *self.route.query) if n not in fields]
         if unknown:
             raise TypeError(f"{self.request.__name__} has no field {', '.join(unknown)} "
                             f"(route {self.route.method} {self.route.path})")
@@ -144,8 +158,8 @@ class Operation:
                             f"{type(request).__name__}")
         kept = set(self.route.server_sets)
         data = request.model_dump(mode="json", exclude=kept)
-        path = self.route.path.format(**{name: path_segment(str(data[name]))
-                                         for name in self.path_fields})
+        path = self.route.path.format(**{name: path_segment(str(data[field]))
+                                         for name, field in self.route.path_params})
         params = {name: data[name] for name in sorted(self.query_fields)
                   if data.get(name) is not None}
         sent = (request.model_dump(mode="json", exclude_unset=True, exclude=kept)
@@ -174,19 +188,24 @@ class Operation:
 
     @property
     def query_fields(self) -> tuple[str, ...]:
-        """The request fields sent as query parameters."""
-        return self.sent_fields if self.in_query else ()
+        """The request fields sent as query parameters (a body route's: its ``query``)."""
+        if self.in_query:
+            return self.sent_fields
+        return tuple(name for name in self.sent_fields if name in self.route.query)
 
     @property
     def body_fields(self) -> tuple[str, ...]:
         """The request fields sent in the JSON body (none: the route takes no body)."""
-        return () if self.in_query else self.sent_fields
+        if self.in_query:
+            return ()
+        return tuple(name for name in self.sent_fields if name not in self.route.query)
 
     @property
     def whole_body(self) -> bool:
         """Whether the body is the request itself (a ``POST``, ``PUT`` or ``PATCH`` without
-        path fields), so the route's body schema is the request's."""
-        return self.route.method in ("POST", "PUT", "PATCH") and not self.path_fields
+        path or query fields), so the route's body schema is the request's."""
+        return (self.route.method in ("POST", "PUT", "PATCH") and not self.path_fields
+                and not self.route.query)
 
 
 def command_of(table: Sequence[Operation], request: type[Request]) -> str:

@@ -63,8 +63,14 @@ def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
     with the field's schema; and answers with the row's result model."""
     route = openapi["paths"][row.route.path][row.route.method.lower()]
     params = {p["name"]: p for p in route.get("parameters", [])}
-    assert {n for n, p in params.items() if p["in"] == "path"} == set(row.path_fields)
-    want = request_schema(row, without=(*row.path_fields, *row.route.not_sent))
+    assert {n for n, p in params.items() if p["in"] == "path"} == {
+        name for name, _ in row.route.path_params}
+    want = request_schema(row, without=(*row.path_fields, *row.route.not_sent,
+                                        *row.route.query))
+    if row.route.query:  # a body route's query parameters, each with the field's schema
+        fields = request_schema(row)["properties"]
+        assert {n: plain(p["schema"]) for n, p in params.items() if p["in"] == "query"} == {
+            n: fields[n] for n in row.route.query}
     body = route.get("requestBody")
     if row.in_query:  # every other field is a query parameter, with the field's schema
         assert body is None
@@ -81,7 +87,7 @@ def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
     else:
         assert body is None and not row.body_fields
     # every answer is a declared model, so schema checks cover responses too
-    answer = route["responses"]["200"]["content"]["application/json"]["schema"]
+    answer = route["responses"][str(row.route.status)]["content"]["application/json"]["schema"]
     assert answer["$ref"].rsplit("/", 1)[1].split("__")[-1] == row.result.__name__
     assert ("502" in route["responses"]) is row.calls_model  # the model's failures
 
@@ -98,7 +104,7 @@ def check_call_follows_the_row(row: Operation, request: Request, call: Call[Any]
     sent = [name for name in row.body_fields if name in given]
     assert call.method == row.route.method
     assert call.path == row.route.path.format(**{
-        name: quote(getattr(request, name), safe="") for name in row.path_fields})
+        name: quote(getattr(request, field), safe="") for name, field in row.route.path_params})
     assert dict(call.params) == {name: data[name] for name in row.query_fields
                                  if data.get(name) is not None}
     assert list(call.json or {}) == sent

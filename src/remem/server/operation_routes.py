@@ -5,9 +5,10 @@ Each row becomes one route at its method and path, documented with its summary a
 description, answering with its result model (and the model's failures when it calls the
 server's model). What the route takes follows the row (see :mod:`remem.operations`):
 
-* a ``POST``, ``PUT`` or ``PATCH`` without path fields takes the request itself as its body,
-  so the body's schema is the request's and FastAPI validates it;
-* path fields are path parameters with the field's type, limits and description;
+* a ``POST``, ``PUT`` or ``PATCH`` without path fields (nor a ``query``) takes the request
+  itself as its body, so the body's schema is the request's and FastAPI validates it;
+* path fields are path parameters with the field's type, limits and description (named as
+  the path names them), and so is a body route's ``query`` of query parameters;
 * the other fields are the query parameters (``GET``, ``DELETE``) or the body (a ``POST``,
   ``PUT`` or ``PATCH`` with path fields) of a model derived from the request
   (:func:`part_model`); the route builds the request from those and the path, as
@@ -63,7 +64,8 @@ def part_model(operation: Operation) -> type[BaseModel] | None:
     ``None`` when nothing travels outside the path."""
     fields: dict[str, Any] = {name: (operation.request.model_fields[name].annotation,
                                      operation.request.model_fields[name])
-                              for name in operation.sent_fields}
+                              for name in (operation.query_fields if operation.in_query
+                                           else operation.body_fields)}
     if not fields:
         return None
     suffix = "Query" if operation.in_query else "Body"
@@ -76,11 +78,11 @@ def part_model(operation: Operation) -> type[BaseModel] | None:
     return model
 
 
-def _path_parameter(request: type[Request], name: str) -> Any:
-    """The annotation of path parameter ``name``: the field's type and limits, described as
-    the field is."""
+def _parameter(request: type[Request], name: str, where: Any = Path) -> Any:
+    """The annotation of path (or query) parameter ``name``: the field's type and limits,
+    described as the field is."""
     info = request.model_fields[name]
-    return Annotated[(info.annotation, *info.metadata, Path(description=info.description))]
+    return Annotated[(info.annotation, *info.metadata, where(description=info.description))]
 
 
 def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> None:
@@ -92,6 +94,8 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
         if operation.whole_body:
             request = values["body"]
         else:
+            for name, field in route.renamed:
+                values[field] = values.pop(name)
             given = values.pop("query" if operation.in_query else "body", None)
             fields = ({} if given is None else
                       {name: getattr(given, name) for name in given.model_fields_set}
@@ -100,9 +104,14 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
         return operation.answer(await handler(http, who, request))
 
     # the signature FastAPI reads: path parameters, the body or query, the key's check
-    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [inspect.Parameter(name, keyword, annotation=_path_parameter(kind, name))
-              for name in operation.path_fields]
+    keyword = inspect.Parameter.KEYWORD_ONLY  # a query parameter may have a default
+    params = [inspect.Parameter(name, keyword, annotation=_parameter(kind, field))
+              for name, field in route.path_params]
+    params += [inspect.Parameter(name, keyword, annotation=_parameter(kind, name, Query),
+                                 default=inspect.Parameter.empty if info.is_required()
+                                 else info.default)
+               for name, info in kind.model_fields.items()
+               if name in route.query and name in operation.query_fields]
     if operation.whole_body:
         params.append(inspect.Parameter("body", keyword, annotation=kind))
     elif part is not None and operation.in_query:
@@ -119,4 +128,5 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
                          response_model=operation.result, summary=route.summary,
                          description=route.description, name=route.name,
                          responses=MODEL_RESPONSES if operation.calls_model else None,
-                         response_model_exclude_defaults=operation.sparse)
+                         response_model_exclude_defaults=operation.sparse,
+                         status_code=route.status)
