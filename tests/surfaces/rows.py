@@ -1,7 +1,8 @@
 """Checks every family's operation table shares (memories and context in
 ``test_parity.py``, the raw store in ``test_parity_store.py``, threads in
 ``tests/threads/test_surface_parity.py``, prompts in
-``tests/procedural/test_surface_parity.py``): a row's HTTP route is its
+``tests/procedural/test_surface_parity.py``, episodes in
+``tests/episodic/test_surface_parity.py``): a row's HTTP route is its
 request, the Client's call follows the row, a Python method's parameters are the request's."""
 
 from __future__ import annotations

@@ -2,20 +2,22 @@
 
 :class:`RemoteEpisodes` has :class:`~remem.episodic.EpisodeStore`'s ``add``, ``list``,
 ``select_examples`` and ``extract`` (and async twins), with the same arguments less what
-cannot travel (the model: the server's extracts; a token counter or a filter). Each method
-builds a request value of :mod:`remem.episodic.requests`; :func:`episode_call` turns it into
-one HTTP call.
+cannot travel (the model: the server's extracts; a token counter or a filter), plus
+``submit_extraction``. Each method builds a request value of :mod:`remem.episodic.requests`;
+:func:`episode_call`, a pure function, turns it into one HTTP call (its row of
+:data:`~remem.episodic.operation_table.EPISODE_OPERATIONS` builds it, ``Operation.call``, and
+reads the answer), and the client's sync or async shell sends it.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping
-from functools import partial
 from typing import Any, TypeVar
 
 from remem.episodic.episodes import Extracted
 from remem.episodic.examples import Selection
+from remem.episodic.operation_table import EPISODE_OPERATIONS
 from remem.episodic.requests import (
     AddEpisodeRequest,
     EpisodeRequest,
@@ -23,37 +25,30 @@ from remem.episodic.requests import (
     ListEpisodesRequest,
     SelectExamplesRequest,
     SubmitExtractionRequest,
-    load_episode_result,
 )
 from remem.episodic.schema import Episode
 from remem.errors import UsageError
 from remem.messages.inputs import MessagesInput
+from remem.operations import Operation
+from remem.requests import Request
 from remem.transport import Call, Sender
 
 __all__ = ["RemoteEpisodes", "episode_call"]
 
 R = TypeVar("R")
 
-_PATHS: Mapping[type[EpisodeRequest[Any]], str] = {
-    AddEpisodeRequest: "/v1/episodes",
-    ListEpisodesRequest: "/v1/episodes/list",
-    SelectExamplesRequest: "/v1/episodes/select",
-    ExtractEpisodesRequest: "/v1/episodes/extract",
-}
+_ROWS: Mapping[type[Request], Operation] = {row.request: row for row in EPISODE_OPERATIONS}
 
 
-def episode_call(request: EpisodeRequest[R]) -> Call[R]:
-    """The HTTP call that runs ``request`` on a server: a POST of its JSON."""
-    path = _PATHS.get(type(request))
-    if path is None:
+def episode_call(request: EpisodeRequest[R] | SubmitExtractionRequest) -> Call[R]:
+    """The HTTP call that runs ``request`` on a server: its row's (a POST of its JSON), the
+    answer read with the row's result model."""
+    row = _ROWS.get(type(request))
+    if row is None:
         raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
                          "requests in remem.episodic.requests")
-    return Call("POST", path, partial(load_episode_result, type(request)),
-                 request.model_dump(mode="json"))
-
-
-def _submit_call(request: SubmitExtractionRequest) -> Call[dict[str, Any]]:
-    return Call("POST", "/v1/episodes/extract/submit", dict, request.model_dump(mode="json"))
+    call: Call[Any] = row.call(request)
+    return call
 
 
 def _add_request(episode: Episode | Mapping[str, Any]) -> AddEpisodeRequest:
@@ -103,14 +98,14 @@ class RemoteEpisodes:
     def submit_extraction(self, messages: MessagesInput, *, thread_id: str | None = None,
                           idempotency_key: str | None = None) -> dict[str, Any]:
         """Queue the extraction as a background job; answers the job's JSON at once."""
-        return self.client._send(_submit_call(SubmitExtractionRequest.of(
+        return self.client._send(episode_call(SubmitExtractionRequest.of(
             messages=messages, thread_id=thread_id, idempotency_key=idempotency_key)))
 
     async def asubmit_extraction(self, messages: MessagesInput, *,
                                  thread_id: str | None = None,
                                  idempotency_key: str | None = None) -> dict[str, Any]:
         """Async :meth:`submit_extraction`."""
-        return await self.client._asend(_submit_call(SubmitExtractionRequest.of(
+        return await self.client._asend(episode_call(SubmitExtractionRequest.of(
             messages=messages, thread_id=thread_id, idempotency_key=idempotency_key)))
 
     async def aadd(self, episode: Episode | Mapping[str, Any]) -> Episode:

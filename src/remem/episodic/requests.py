@@ -5,7 +5,8 @@
 ``remem.Client.episodes`` sends and what the MCP tools read their parameters from;
 :func:`run_episode_request` runs any of them on an
 :class:`~remem.episodic.EpisodeStore` (and a model, for extraction), and :func:`episode_json`
-/ :func:`load_episode_result` are the JSON every surface answers with.
+(:data:`RESULT_MODELS`, the rows' answers in :mod:`remem.episodic.operation_table`) is the
+JSON every surface answers with.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ import asyncio
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints
 
 from remem.background.jobs import NewJob
 from remem.episodic.episodes import EpisodeStore, Extracted
 from remem.episodic.examples import Selection
 from remem.episodic.schema import Episode
+from remem.episodic.wire import EpisodeOut, EpisodesOut, ExtractedOut, SelectionOut
 from remem.errors import UsageError
-from remem.llm.base import ChatModel, Usage
+from remem.llm.base import ChatModel
 from remem.requests import JsonObject, Limit, Messages, Offset, Request
 
 __all__ = [
+    "RESULT_MODELS",
     "AddEpisodeRequest",
     "EpisodeRequest",
     "ExtractEpisodesRequest",
@@ -33,7 +36,6 @@ __all__ = [
     "SubmitExtractionRequest",
     "arun_episode_request",
     "episode_json",
-    "load_episode_result",
     "run_episode_request",
 ]
 
@@ -162,43 +164,17 @@ async def arun_episode_request(request: EpisodeRequest[R], episodes: EpisodeStor
     return await asyncio.to_thread(run_episode_request, request, episodes, model)
 
 
-def _episode(episode: Episode) -> dict[str, Any]:
-    return episode.model_dump(mode="json")
+RESULT_MODELS: Mapping[type[Request], type[BaseModel]] = {
+    AddEpisodeRequest: EpisodeOut, ListEpisodesRequest: EpisodesOut,
+    SelectExamplesRequest: SelectionOut, ExtractEpisodesRequest: ExtractedOut}
+"""Each episode request's result model (:mod:`remem.episodic.wire`): its JSON on every
+surface, and its row's result in :mod:`remem.episodic.operation_table`."""
 
 
 def episode_json(request: EpisodeRequest[Any], result: Any) -> dict[str, Any]:
     """The JSON answer of ``request``'s ``result`` (the HTTP API's and the MCP tools')."""
-    if isinstance(request, AddEpisodeRequest):
-        return _episode(result)
-    if isinstance(request, ListEpisodesRequest):
-        return {"episodes": [_episode(e) for e in result]}
-    if isinstance(request, SelectExamplesRequest):
-        return {"examples": [_episode(e) for e in result.examples], "tokens": result.tokens,
-                "duplicates": result.duplicates, "over_budget": result.over_budget,
-                "messages": [m.to_dict() for m in result.messages()]}
-    if isinstance(request, ExtractEpisodesRequest):
-        return {"episodes": [_episode(e) for e in result.episodes],
-                "calls": result.usage.calls, "input_tokens": result.usage.input_tokens,
-                "output_tokens": result.usage.output_tokens}
-    raise UsageError(f"no JSON shape for {type(request).__name__}")
-
-
-def load_episode_result(kind: type[EpisodeRequest[R]], data: Mapping[str, Any]) -> R:
-    """Read the JSON :func:`episode_json` wrote for a request of type ``kind``."""
-    found: Any
-    if issubclass(kind, AddEpisodeRequest):
-        found = Episode.model_validate(data)
-    elif issubclass(kind, ListEpisodesRequest):
-        found = [Episode.model_validate(e) for e in data["episodes"]]
-    elif issubclass(kind, SelectExamplesRequest):
-        found = Selection(tuple(Episode.model_validate(e) for e in data["examples"]),
-                          int(data["tokens"]), int(data["duplicates"]),
-                          int(data["over_budget"]))
-    elif issubclass(kind, ExtractEpisodesRequest):
-        found = Extracted(episodes=tuple(Episode.model_validate(e) for e in data["episodes"]),
-                          usage=Usage(int(data["calls"]), int(data["input_tokens"]),
-                                      int(data["output_tokens"])))
-    else:
-        raise UsageError(f"no JSON shape for {kind.__name__}")
-    return found  # type: ignore[no-any-return]
-
+    model = RESULT_MODELS.get(type(request))
+    if model is None:
+        raise UsageError(f"no JSON shape for {type(request).__name__}")
+    data: dict[str, Any] = model.of(result).model_dump(mode="json")  # type: ignore[attr-defined]
+    return data
