@@ -662,7 +662,10 @@ def test_keys_are_stored_hashed(world: World) -> None:
     from remem.server.keys import KEYS_NAMESPACE
 
     stored = state.store.get(KEYS_NAMESPACE, info.key_id).value
-    assert token not in str(stored) and token.split("_")[-1] not in str(stored)
+    # the secret is everything after "rk_<key id>_" (it may hold "_" itself, so no split)
+    secret = token.removeprefix(f"rk_{info.key_id}_")
+    assert len(secret) >= 40 and secret != token
+    assert token not in str(stored) and secret not in str(stored)
     assert len(stored["sha256"]) == 64
 
 
