@@ -35,22 +35,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 
-# the imports bound to _names are plug-ins that register themselves when imported: the facade
-# imports them so every Memory has them (read counting and budget checks, the observer of the
-# memory flows; the families' job kinds and consolidation runs, remem.background.kinds)
+# the import bound to a _name is a plug-in that registers itself when imported: the facade
+# imports it so every Memory has it (read counting and budget checks, the observer of the
+# memory flows); the families' job kinds and consolidation runs register when a worker first
+# reads the kinds (_family_jobs below, remem.background.kinds)
 from remem.background import access as _access  # noqa: F401
-from remem.background.requests import (
-    CancelResult,
-    FlushResult,
-    SubmitRequest,
-    SubmitResult,
-    ThreadJobsRequest,
-)
-from remem.context.assemble import ContextRequest, aassemble, assemble
-from remem.context.types import ContextResult, ContextSection
+from remem.background.kinds import register_kind_loader
 from remem.embed.base import Embedder
-from remem.episodic import jobs as _episode_jobs  # noqa: F401
-from remem.episodic import thread_episodes as _thread_episodes  # noqa: F401
 from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
 from remem.llm.config import model_from_env, require_model
@@ -98,12 +89,13 @@ from remem.memory.results import (
 from remem.memory.stages import staged_ranking
 from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
 from remem.messages.inputs import MessagesInput, to_messages
-from remem.procedural import jobs as _prompt_jobs  # noqa: F401
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.types import Namespace, SearchMode, validate_namespace
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # and imported where used: `remem list` needs neither jobs nor context
     from remem.background.extraction import MemoryJobs
+    from remem.background.requests import CancelResult, FlushResult, SubmitResult
+    from remem.context.types import ContextResult, ContextSection
     from remem.graph import Graph, Profile, TimelineEvent
     from remem.threads.api import ThreadAPI
     from remem.tokens import TokenCounter
@@ -111,6 +103,22 @@ if TYPE_CHECKING:
 __all__ = ["Memory", "MessagesInput", "to_messages"]
 
 R = TypeVar("R")
+
+#: the requests :meth:`Memory._flow` runs (a request of none of them may be a ContextRequest)
+_FLOW_REQUESTS = (AddRequest, SearchRequest, GetRequest, GetAllRequest, UpdateRequest,
+                  DeleteRequest, DeleteAllRequest, HistoryRequest, UndoRequest)
+
+
+def _family_jobs() -> None:
+    """The families' job kinds and the episodes' consolidation run: imported the first time a
+    worker reads the kinds (:func:`~remem.background.kinds.register_kind_loader`), not by
+    every command that opens a memory."""
+    from remem.episodic import jobs as _episode_jobs  # noqa: F401
+    from remem.episodic import thread_episodes as _thread_episodes  # noqa: F401
+    from remem.procedural import jobs as _prompt_jobs  # noqa: F401
+
+
+register_kind_loader(_family_jobs)
 
 MEMORY_FIELDS = ("text",)
 """The record field remem indexes for keyword and vector search."""
@@ -292,20 +300,26 @@ class Memory:
     def run(self, request: MemoryRequest[R]) -> R:
         """Run one memory request and return its result: ``run(SearchRequest(query="tea",
         user_id="alice"))`` is ``search("tea", user_id="alice")``."""
-        if isinstance(request, ContextRequest):  # no thread store: pass one to context()
-            return cast(R, assemble(self, request))
         if isinstance(request, ExportRequest):
             lines = tuple(export_lines(self.store, self._export_prefix(request)))
             return cast(R, ExportResult(lines))
         if isinstance(request, ImportRequest):
             return cast(R, ImportResult(import_lines(self.store, request.lines)))
+        if not isinstance(request, _FLOW_REQUESTS):
+            from remem.context.assemble import ContextRequest, assemble
+
+            if isinstance(request, ContextRequest):  # no thread store: pass one to context()
+                return cast(R, assemble(self, request))
         flow, model = self._flow(request)
         return cast(R, run_sync(flow, self.store, model))
 
     async def arun(self, request: MemoryRequest[R]) -> R:
         """Async :meth:`run`."""
-        if isinstance(request, ContextRequest):
-            return cast(R, await aassemble(self, request))
+        if not isinstance(request, (*_FLOW_REQUESTS, ExportRequest, ImportRequest)):
+            from remem.context.assemble import ContextRequest, aassemble
+
+            if isinstance(request, ContextRequest):
+                return cast(R, await aassemble(self, request))
         if isinstance(request, ExportRequest | ImportRequest):
             # the store's item iterator is sync: a worker thread
             result: R = await asyncio.to_thread(self.run, cast(MemoryRequest[R], request))
@@ -438,6 +452,8 @@ class Memory:
         messages and reports tokens per section and what was left out."""
         arguments = _args(locals())
         del arguments["threads"]
+        from remem.context.assemble import ContextRequest, assemble
+
         return assemble(self, ContextRequest.of(**arguments), threads)
 
     # -- async API --------------------------------------------------------------------------
@@ -511,6 +527,8 @@ class Memory:
         """Async :meth:`context`."""
         arguments = _args(locals())
         del arguments["threads"]
+        from remem.context.assemble import ContextRequest, aassemble
+
         return await aassemble(self, ContextRequest.of(**arguments), threads)
 
     async def aexport(self, target: str | os.PathLike[str] | IO[str], *,
@@ -588,41 +606,59 @@ class Memory:
         quiet on the thread: a new submission meanwhile replaces the pending job and carries
         its messages, so one extraction (one LLM call) covers them all. Returns at once,
         with the job's id; the job survives restarts (it is in the store's database)."""
-        return self.background.submit(SubmitRequest.of(**_args(locals())))
+        arguments = _args(locals())
+        from remem.background.requests import SubmitRequest
+
+        return self.background.submit(SubmitRequest.of(**arguments))
 
     def flush(self, thread_id: str, *, user_id: str | None = None,
               agent_id: str | None = None,
               namespace: Sequence[str] | None = None) -> FlushResult:
         """Run the thread's pending extraction now (without a scope: every pending one of
         the thread) and return the jobs with their results."""
-        return self.background.flush(ThreadJobsRequest.of(**_args(locals())))
+        arguments = _args(locals())
+        from remem.background.requests import ThreadJobsRequest
+
+        return self.background.flush(ThreadJobsRequest.of(**arguments))
 
     def cancel(self, thread_id: str, *, user_id: str | None = None,
                agent_id: str | None = None,
                namespace: Sequence[str] | None = None) -> CancelResult:
         """Drop the thread's pending extraction; return the ids of the jobs dropped."""
-        return self.background.cancel(ThreadJobsRequest.of(**_args(locals())))
+        arguments = _args(locals())
+        from remem.background.requests import ThreadJobsRequest
+
+        return self.background.cancel(ThreadJobsRequest.of(**arguments))
 
     async def asubmit(self, messages: MessagesInput, *, thread_id: str,
                       user_id: str | None = None, agent_id: str | None = None,
                       namespace: Sequence[str] | None = None, delay: float = 30.0,
                       metadata: Mapping[str, Any] | None = None) -> SubmitResult:
         """Async :meth:`submit` (in a worker thread)."""
-        request = SubmitRequest.of(**_args(locals()))
+        arguments = _args(locals())
+        from remem.background.requests import SubmitRequest
+
+        request = SubmitRequest.of(**arguments)
         return await asyncio.to_thread(self.background.submit, request)
 
     async def aflush(self, thread_id: str, *, user_id: str | None = None,
                      agent_id: str | None = None,
                      namespace: Sequence[str] | None = None) -> FlushResult:
         """Async :meth:`flush` (in a worker thread)."""
-        request = ThreadJobsRequest.of(**_args(locals()))
+        arguments = _args(locals())
+        from remem.background.requests import ThreadJobsRequest
+
+        request = ThreadJobsRequest.of(**arguments)
         return await asyncio.to_thread(self.background.flush, request)
 
     async def acancel(self, thread_id: str, *, user_id: str | None = None,
                       agent_id: str | None = None,
                       namespace: Sequence[str] | None = None) -> CancelResult:
         """Async :meth:`cancel` (in a worker thread)."""
-        request = ThreadJobsRequest.of(**_args(locals()))
+        arguments = _args(locals())
+        from remem.background.requests import ThreadJobsRequest
+
+        request = ThreadJobsRequest.of(**arguments)
         return await asyncio.to_thread(self.background.cancel, request)
 
     # -- lifecycle --------------------------------------------------------------------------------

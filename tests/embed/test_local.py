@@ -79,9 +79,36 @@ def test_deterministic_and_independent_of_batching(embedder: LocalEmbedder) -> N
 def test_results_do_not_depend_on_the_thread_count() -> None:
     texts = ["Melanie: I ran a charity race for mental health last Saturday.",
              "小美每周六都去游泳。"]
-    one = LocalEmbedder(num_threads=1).embed_documents(texts)
-    two = LocalEmbedder(num_threads=2).embed_documents(texts)
-    assert np.allclose(one, two, atol=1e-6)
+    long = [" ".join(texts * 4)]  # past SERIAL_TOKENS: really computed on two threads
+    one = LocalEmbedder(num_threads=1)
+    two = LocalEmbedder(num_threads=2)
+    for batch in (texts, long):
+        assert np.allclose(one.embed_documents(batch), two.embed_documents(batch), atol=1e-6)
+
+
+def test_a_small_computation_runs_on_one_thread() -> None:
+    """A query (a few tokens) on one thread: on a busy CPU two threads meeting at every
+    layer's barrier took seconds where one takes milliseconds. Longer input uses them all."""
+    embedder = LocalEmbedder(num_threads=2)
+    embedder.embed_queries(["warm up"])  # loads the engine
+    real = embedder._set_threads
+    assert real is not None  # the wheel's engine is built with OpenMP
+    asked: list[int] = []
+
+    def record(threads: int) -> None:
+        asked.append(threads)
+        real(threads)
+
+    embedder._set_threads = record
+    embedder.embed_queries(["what does the user drink"])
+    embedder.embed_documents(["tea", "coffee", "小美每周六都去游泳。"])
+    assert asked == [1, 1]
+    long = "Melanie ran a charity race for mental health last Saturday. " * 8
+    assert embedder._engine is not None
+    assert embedder._engine.token_count(long) > local.SERIAL_TOKENS
+    embedder.embed_documents([long])
+    embedder.embed_documents(["tea"] * 48)  # many small texts add up (three batches of 16)
+    assert asked == [1, 1, 2, 2, 2, 2]
 
 
 def test_queries_and_documents_get_different_prefixes(embedder: LocalEmbedder) -> None:
