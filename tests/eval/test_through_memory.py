@@ -5,6 +5,7 @@ scripted model."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -107,4 +108,43 @@ def test_through_memory_on_postgresql(pg_database: str) -> None:
 def test_db_needs_through_memory() -> None:
     result = CliRunner().invoke(cli, ["eval", "locomo", str(FILES["locomo"]), "--embedder",
                                       "fake", "--bootstrap", "0", "--db", "x.db"])
+    assert result.exit_code == 2 and "--through memory" in result.stderr
+
+
+def test_extract_runs_the_formation_pipeline_with_the_configured_model() -> None:
+    """``--extract``: each session goes through Memory.add(infer=True) with the model
+    REMEM_LLM_* configure (here a loopback server speaking OpenAI's wire format)."""
+    from remem.testing import LoopbackServer
+    from remem.testing.chat_server import ChatCall
+
+    def one_fact(call: ChatCall) -> dict[str, Any]:
+        # the session's last words as its one fact: findable by the session's questions
+        said = call.messages[-1].text.strip().splitlines()[-1]
+        return {"inserts": [{"memory": {"content": said[-300:]}}]}
+
+    with LoopbackServer() as server:
+        server.chat.default = one_fact
+        env = {"REMEM_LLM_MODEL": "gpt-test", "REMEM_LLM_BASE_URL": server.url,
+               "REMEM_LLM_API_KEY": "sk-test", "REMEM_LLM_PROVIDER": "openai",
+               "REMEM_LLM_MAX_RETRIES": "0"}
+        result = CliRunner().invoke(cli, [
+            "eval", "locomo", str(FILES["locomo"]), "--embedder", "fake", "--bootstrap", "0",
+            "--json", "--through", "memory", "--extract"], env=env)
+        calls = server.requests_to("/v1/chat/completions")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    doc = json.loads(result.stdout)
+    assert doc["config"]["through"] == "memory" and doc["config"]["extract"] is True
+    sessions = {(c["sample_id"], key) for c in json.loads(FILES["locomo"].read_text())
+                for key in c["conversation"] if re.fullmatch(r"session_\d+", key)}
+    assert len(calls) >= len(sessions) > 0  # one extraction (or more) per session
+    assert doc["main"]["n"] > 0 and doc["main"]["recall@50"] > 0
+
+
+def test_extract_without_a_model_names_the_setting_and_needs_through_memory() -> None:
+    base = ["eval", "locomo", str(FILES["locomo"]), "--embedder", "fake", "--bootstrap", "0"]
+    result = CliRunner().invoke(cli, [*base, "--through", "memory", "--extract"],
+                                env={"REMEM_LLM_MODEL": None})
+    assert result.exit_code == 1
+    assert "--extract needs a chat model" in result.stderr and "REMEM_LLM_MODEL" in result.stderr
+    result = CliRunner().invoke(cli, [*base, "--extract"])
     assert result.exit_code == 2 and "--through memory" in result.stderr

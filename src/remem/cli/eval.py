@@ -75,6 +75,7 @@ from remem.eval.store_retriever import (
     stage_ranking,
     temporary_store,
 )
+from remem.llm.base import ChatModel
 from remem.llm.config import model_from_env
 from remem.retrieval.llm_assist import ASSIST_MODES, AssistMode, LLMAssist
 from remem.retrieval.ranking import Ranking
@@ -171,7 +172,12 @@ def _stages_option(default: Sequence[str]) -> Callable[[Any], Any]:
 
 
 def _through_options(function: Any) -> Any:
-    """``--through`` and ``--db``, shared by every ``remem eval`` command."""
+    """``--through``, ``--db`` and ``--extract``, shared by every ``remem eval`` command."""
+    function = click.option(
+        "--extract", is_flag=True,
+        help="With --through memory: extract facts from each session with the configured "
+             "chat model (REMEM_LLM_*), as Memory.add(infer=True) does, instead of storing "
+             "each turn; a fact counts for the turns of its session.")(function)
     function = click.option(
         "--db", metavar="DSN",
         help="With --through memory: the database to run in (a postgresql:// DSN or a "
@@ -202,15 +208,21 @@ def _backend_of(backend: str, db: str | None) -> str:
 
 @contextmanager
 def _retriever(through: str, *, backend: Backend, db: str | None, model: Embedder,
-               mode: EvalMode, ranking: Ranking, stages: str) -> Iterator[Retriever]:
+               mode: EvalMode, ranking: Ranking, stages: str,
+               extract: bool = False) -> Iterator[Retriever]:
     """The retriever of one run: through the product or the bare store."""
+    if extract and through != "memory":
+        raise click.BadParameter("--extract goes with --through memory (the formation "
+                                 "pipeline writes memories, not store items)",
+                                 param_hint="--extract")
     if through == "memory":
         if mode != "hybrid":
             raise click.BadParameter("--through memory searches as Memory.search does "
                                      "(hybrid)", param_hint="--mode")
-        with temporary_memory(model, db=db) as memory:
+        chat_model = _configured_model("--extract") if extract else None
+        with temporary_memory(model, db=db, llm=chat_model) as memory:
             try:
-                yield MemoryRetriever(memory, stages=_product_stages(stages))
+                yield MemoryRetriever(memory, stages=_product_stages(stages), infer=extract)
             except InvalidInputError as exc:
                 raise click.BadParameter(str(exc), param_hint="--stages") from None
         return
@@ -262,7 +274,7 @@ def eval_group() -> None:
 def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
            backend: Backend, embedder: str, limit_conversations: int | None, bootstrap: int,
            seed: int, units: Units | None, stages: str,
-           llm_mode: AssistMode | None, through: str, db: str | None) -> None:
+           llm_mode: AssistMode | None, through: str, db: str | None, extract: bool) -> None:
     """Score turn retrieval on a LoCoMo-format FILE.
 
     Reports recall@k, hit@k, MRR and nDCG@10 per LoCoMo category, with bootstrap 95%
@@ -288,7 +300,7 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     assist = _llm_assist(llm_mode)
     ranking = _stage_ranking(stages)
     with _retriever(through, backend=backend, db=db, model=model, mode=mode,
-                    ranking=ranking, stages=stages) as retriever:
+                    ranking=ranking, stages=stages, extract=extract) as retriever:
         if assist is not None:
             retriever = AssistedRetriever(retriever, assist)
         retriever = units_view.wrap(retriever)
@@ -302,6 +314,7 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     ))
     summary["config"]["stages"] = _stage_names(stages)
     summary["config"]["through"] = through
+    summary["config"]["extract"] = extract
     units_view.report(summary, run)
     if assist is not None:
         summary["llm"] = _assist_report(assist)
@@ -315,7 +328,8 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
     click.echo(timing_line(run.timing, dataset.n_turns))
     click.echo(f"mode {mode}, embedder {model.model}, backend {_backend_of(backend, db)}, "
                f"k {k}, "
-               f"stages {','.join(_stage_names(stages)) or 'none'}, through {through}")
+               f"stages {','.join(_stage_names(stages)) or 'none'}, through {through}"
+               + (", facts extracted by the chat model" if extract else ""))
     units_view.echo(summary)
     if assist is not None:
         llm = summary["llm"]
@@ -328,21 +342,28 @@ def locomo(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | No
                "data fixes" + (f"; records in {out}" if out is not None else ""))
 
 
-def _llm_assist(mode: AssistMode | None) -> LLMAssist | None:
-    """The assist ``--llm`` asks for, with the model ``REMEM_LLM_*`` configure; failing
-    before any work, naming the setting, when there is none."""
-    if mode is None:
-        return None
+def _configured_model(option: str) -> ChatModel:
+    """The chat model ``REMEM_LLM_*`` configure, closed with the command; failing before any
+    work, naming the setting, when there is none."""
     chat_model = model_from_env()
     if chat_model is None:
         raise ConfigError(
-            f"--llm {mode} needs a chat model and none is configured: set REMEM_LLM_MODEL "
+            f"{option} needs a chat model and none is configured: set REMEM_LLM_MODEL "
             "(e.g. gpt-4.1-mini, or llama3.1 with REMEM_LLM_BASE_URL=http://localhost:11434/v1)"
             " and, as the provider needs, REMEM_LLM_API_KEY and REMEM_LLM_PROVIDER; see "
             "docs/llm.md")
     close = getattr(chat_model, "close", None)
     if callable(close):  # the HTTP clients hold a connection pool
         click.get_current_context().call_on_close(close)
+    return chat_model
+
+
+def _llm_assist(mode: AssistMode | None) -> LLMAssist | None:
+    """The assist ``--llm`` asks for, with the model ``REMEM_LLM_*`` configure; failing
+    before any work, naming the setting, when there is none."""
+    if mode is None:
+        return None
+    chat_model = _configured_model(f"--llm {mode}")
     # a failed call is counted and that query runs unhelped, so one bad answer cannot
     # end a long run; the report shows how many failed
     return LLMAssist(chat_model, mode, fallback=True)
@@ -507,7 +528,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
                   json_output: bool, out: Path | None, backend: Backend, embedder: str,
                   bootstrap: int, seed: int, unit: str, stages: str, hint: str,
                   extra_config: dict[str, Any] | None = None, through: str = "store",
-                  db: str | None = None) -> None:
+                  db: str | None = None, extract: bool = False) -> None:
     """The shell shared by the non-LoCoMo commands: self-test, run, report, write.
 
     ``hint`` says how a file whose questions were all excluded could be scored."""
@@ -531,7 +552,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
                             f"{check.failures[0]}")
     floor = random_floor(dataset, k=k, seed=seed)
     with _retriever(through, backend=backend, db=db, model=model, mode=mode,
-                    ranking=ranking, stages=stages) as retriever, \
+                    ranking=ranking, stages=stages, extract=extract) as retriever, \
             _progress_bars(not json_output) as bars:
         run = run_labelled(dataset, retriever, k=k, progress=bars)
     sets = summarize_labelled(dataset, run, resamples=bootstrap, seed=seed)
@@ -558,6 +579,7 @@ def _run_labelled(dataset: LabelledDataset, *, file: Path, mode: EvalMode, k: in
     config["data_fixes"] = [fix.to_dict() for fix in dataset.fixes]
     config["stages"] = _stage_names(stages)
     config["through"] = through
+    config["extract"] = extract
     config.update(extra_config or {})
     summary = labelled_summary(dataset, sets, run, config, parent_sets)
     if out is not None:
@@ -623,7 +645,8 @@ def _run_options(function: Any) -> Any:
 @_stages_option(MEMDAILY_STAGES)
 def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
              backend: Backend, embedder: str, bootstrap: int, seed: int, pool: Pooling,
-             limit_pools: int | None, stages: str, through: str, db: str | None) -> None:
+             limit_pools: int | None, stages: str, through: str, db: str | None,
+             extract: bool) -> None:
     """Score message retrieval on a MemDaily-format FILE.
 
     One memory per message; a file's trajectories are pooled into one namespace (an object
@@ -637,7 +660,7 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
                   unit="messages", stages=stages, extra_config={"pool": pool},
-                  through=through, db=db,
+                  through=through, db=db, extract=extract,
                   hint="questions come from question_list (or QA); one asked in several "
                        "trajectories of a pool is ambiguous there (--pool trajectory keeps "
                        "it), and one needs a target_step_id naming a mid of its own "
@@ -653,7 +676,7 @@ def memdaily(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | 
 def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path | None,
                 backend: Backend, embedder: str, bootstrap: int, seed: int,
                 limit_items: int | None, stages: str, through: str,
-                db: str | None) -> None:
+                db: str | None, extract: bool) -> None:
     """Score turn retrieval on a LongMemEval-format FILE.
 
     Each item's haystack sessions go into their own namespace, one memory per turn; gold is
@@ -666,5 +689,6 @@ def longmemeval(file: Path, mode: EvalMode, k: int, json_output: bool, out: Path
     _run_labelled(dataset, file=file, mode=mode, k=k, json_output=json_output, out=out,
                   backend=backend, embedder=embedder, bootstrap=bootstrap, seed=seed,
                   unit="turns", stages=stages, through=through, db=db,
+                  extract=extract,
                   hint="a question needs turns marked has_answer: true, or "
                        "answer_session_ids naming sessions of its haystack")
