@@ -50,6 +50,8 @@ class Route:
     or ``Query`` (the thread routes keep the component names they had before their rows).
     ``server_sets``: request fields the route takes but the server sets itself whatever was
     sent (a prompt version's ``author``: the caller's key), so a client leaves them out.
+    ``tags``: OpenAPI tags of the route besides its router's (a job route that acts on
+    memories is listed under ``memories`` too).
     """
 
     method: HttpMethod
@@ -60,6 +62,7 @@ class Route:
     not_sent: tuple[str, ...] = ()
     part: str | None = None
     server_sets: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
     @property
     def path_fields(self) -> tuple[str, ...]:
