@@ -29,13 +29,17 @@ from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import httpx
 
+from remem.background.operation_table import CANCEL, FLUSH, JOB_OPERATIONS, SUBMIT
 from remem.background.requests import (
     CancelResult,
     FlushResult,
+    GetJobRequest,
+    ListJobsRequest,
     SubmitRequest,
     SubmitResult,
     ThreadJobsRequest,
 )
+from remem.background.wire import JobJson
 from remem.context.assemble import ContextRequest
 from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.context.types import ContextResult
@@ -63,9 +67,8 @@ from remem.memory.store_manager import AddResult, Split
 from remem.operations import Operation, row_of
 from remem.store.types import SearchMode
 
-# the call value and id quoting live below the families, whose remote sides share them
+# the call value lives below the families, whose remote sides share it
 from remem.transport import Call as _Call
-from remem.transport import path_segment as _id
 
 if TYPE_CHECKING:
     from remem.blocks.remote import RemoteBlocks
@@ -85,6 +88,9 @@ R = TypeVar("R")
 _ROWS: Mapping[type[Any], Operation] = {row.request: row for row in MEMORY_OPERATIONS}
 #: context assembly's row (its own table: it reads threads as well as memories)
 _CONTEXT = row_of(CONTEXT_OPERATIONS, ContextRequest)
+#: the job rows Client reads (flush and cancel share a request: their rows are named)
+_JOB = row_of(JOB_OPERATIONS, GetJobRequest)
+_JOBS = row_of(JOB_OPERATIONS, ListJobsRequest)
 
 #: most bytes of export lines one import request carries (the server's default body limit
 #: is 1 MiB; Client.import_ splits a file into requests of this size)
@@ -103,25 +109,6 @@ def call_of(request: MemoryRequest[R]) -> _Call[R]:
         raise UsageError(f"Client cannot send a {type(request).__name__}; pass one of the "
                          "requests in remem.memory.requests")
     return cast(_Call[R], row.call(request))
-
-
-def submit_call(request: SubmitRequest) -> _Call[SubmitResult]:
-    """The HTTP call of a submission (``POST /v1/memories/submit``)."""
-    return _Call("POST", "/v1/memories/submit", SubmitResult.from_dict,
-                 request.model_dump(mode="json"))
-
-
-def flush_call(request: ThreadJobsRequest) -> _Call[FlushResult]:
-    """The HTTP call of a flush (``POST /v1/memories/flush``)."""
-    return _Call("POST", "/v1/memories/flush", lambda data: FlushResult(tuple(data["jobs"])),
-                 request.model_dump(mode="json"))
-
-
-def cancel_call(request: ThreadJobsRequest) -> _Call[CancelResult]:
-    """The HTTP call of a cancel (``POST /v1/memories/cancel``)."""
-    return _Call("POST", "/v1/memories/cancel",
-                 lambda data: CancelResult(tuple(data["cancelled"])),
-                 request.model_dump(mode="json"))
 
 
 def context_call(request: ContextRequest) -> _Call[ContextResult]:
@@ -464,56 +451,60 @@ class Client:
         return await self._asend(context_call(ContextRequest.of(**_args(locals()))))
 
     # -- background extraction (POST /v1/memories/submit, /v1/jobs) ---------------------------
+    # each call is its row's (remem.background.operation_table)
 
     def submit(self, messages: MessagesInput, *, thread_id: str, user_id: str | None = None,
                agent_id: str | None = None, namespace: Sequence[str] | None = None,
                delay: float = 30.0,
                metadata: Mapping[str, Any] | None = None) -> SubmitResult:
         """:meth:`remem.api.Memory.submit` on the server (answers at once with the job)."""
-        return self._send(submit_call(SubmitRequest.of(**_args(locals()))))
+        return cast(SubmitResult, self._send(SUBMIT.call(SubmitRequest.of(**_args(locals())))))
 
     def flush(self, thread_id: str, *, user_id: str | None = None,
               agent_id: str | None = None,
               namespace: Sequence[str] | None = None) -> FlushResult:
         """:meth:`remem.api.Memory.flush` on the server."""
-        return self._send(flush_call(ThreadJobsRequest.of(**_args(locals()))))
+        return cast(FlushResult, self._send(FLUSH.call(ThreadJobsRequest.of(**_args(locals())))))
 
     def cancel(self, thread_id: str, *, user_id: str | None = None,
                agent_id: str | None = None,
                namespace: Sequence[str] | None = None) -> CancelResult:
         """:meth:`remem.api.Memory.cancel` on the server."""
-        return self._send(cancel_call(ThreadJobsRequest.of(**_args(locals()))))
+        return cast(CancelResult,
+                    self._send(CANCEL.call(ThreadJobsRequest.of(**_args(locals())))))
 
     async def asubmit(self, messages: MessagesInput, *, thread_id: str,
                       user_id: str | None = None, agent_id: str | None = None,
                       namespace: Sequence[str] | None = None, delay: float = 30.0,
                       metadata: Mapping[str, Any] | None = None) -> SubmitResult:
         """Async :meth:`submit`."""
-        return await self._asend(submit_call(SubmitRequest.of(**_args(locals()))))
+        return cast(SubmitResult,
+                    await self._asend(SUBMIT.call(SubmitRequest.of(**_args(locals())))))
 
     async def aflush(self, thread_id: str, *, user_id: str | None = None,
                      agent_id: str | None = None,
                      namespace: Sequence[str] | None = None) -> FlushResult:
         """Async :meth:`flush`."""
-        return await self._asend(flush_call(ThreadJobsRequest.of(**_args(locals()))))
+        return cast(FlushResult,
+                    await self._asend(FLUSH.call(ThreadJobsRequest.of(**_args(locals())))))
 
     async def acancel(self, thread_id: str, *, user_id: str | None = None,
                       agent_id: str | None = None,
                       namespace: Sequence[str] | None = None) -> CancelResult:
         """Async :meth:`cancel`."""
-        return await self._asend(cancel_call(ThreadJobsRequest.of(**_args(locals()))))
+        return cast(CancelResult,
+                    await self._asend(CANCEL.call(ThreadJobsRequest.of(**_args(locals())))))
 
-    def job(self, job_id: str) -> dict[str, Any]:
-        """One of the tenant's jobs (``GET /v1/jobs/{id}``) as JSON."""
-        return self._send(_Call("GET", f"/v1/jobs/{_id(job_id)}", dict))
+    def job(self, job_id: str) -> JobJson:
+        """One of the tenant's jobs (``GET /v1/jobs/{id}``): its JSON, a dict typed key by key
+        (``["status"]``, ``["result"]``...)."""
+        return cast(JobJson, self._send(_JOB.call(GetJobRequest.of(job_id=job_id))))
 
-    def jobs(self, *, status: str | None = None, thread_id: str | None = None,
-             limit: int = 100) -> list[dict[str, Any]]:
-        """The tenant's jobs, newest first (``GET /v1/jobs``), as JSON."""
-        params = {k: v for k, v in (("status", status), ("thread_id", thread_id),
-                                    ("limit", limit)) if v is not None}
-        return self._send(_Call("GET", "/v1/jobs", lambda data: list(data["jobs"]),
-                                params=params))
+    def jobs(self, *, status: str | None = None, kind: str | None = None,
+             thread_id: str | None = None, limit: int = 100) -> list[JobJson]:
+        """The tenant's jobs, newest first (``GET /v1/jobs``; ``kind``: of that kind only),
+        as :meth:`job` gives each."""
+        return cast(list[JobJson], self._send(_JOBS.call(ListJobsRequest.of(**_args(locals())))))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

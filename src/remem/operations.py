@@ -55,6 +55,8 @@ class Route:
     rather than in its body (the agent a block edit acts for). ``renamed``: ``(name in the
     path, request field)`` pairs for path parameters not named as their field (a block's
     ``id`` is ``{block_id}`` in its paths). ``status``: the status of a success.
+    ``tags``: OpenAPI tags of the route besides its router's (a job route that acts on
+    memories is listed under ``memories`` too).
     """
 
     method: HttpMethod
@@ -65,6 +67,7 @@ class Route:
     not_sent: tuple[str, ...] = ()
     part: str | None = None
     server_sets: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
     query: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     status: int = 200

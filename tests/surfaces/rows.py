@@ -87,9 +87,10 @@ def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
         assert (ref == row.request.__name__) is row.whole_body  # else a model of the rest
     else:
         assert body is None and not row.body_fields
-    # every answer is a declared model, so schema checks cover responses too
+    # every answer is a declared model, so schema checks cover responses too (its component
+    # is named after its qualified name: the jobs' FlushOut documents itself as JobsOut)
     answer = route["responses"][str(row.route.status)]["content"]["application/json"]["schema"]
-    assert answer["$ref"].rsplit("/", 1)[1].split("__")[-1] == row.result.__name__
+    assert answer["$ref"].rsplit("/", 1)[1].split("__")[-1] == row.result.__qualname__
     assert ("502" in route["responses"]) is row.calls_model  # the model's failures
 
 

@@ -2,7 +2,8 @@
 
 ``Memory.submit(...)`` builds a :class:`SubmitRequest`; so do ``remem.Client.submit``, the
 ``POST /v1/memories/submit`` route (the request is the body) and the MCP tool
-``submit_memories``. ``flush`` and ``cancel`` take a :class:`ThreadJobsRequest`.
+``submit_memories``. ``flush`` and ``cancel`` take a :class:`ThreadJobsRequest`. The job and
+budget routes take the rest (:data:`~remem.background.operation_table.JOB_OPERATIONS`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from remem.background.jobs import Job
-from remem.requests import JsonObject, Messages, NamespacePath, Request, ScopeId
+from remem.background.jobs import STATUSES, Job, JobStatus
+from remem.requests import JsonObject, Limit, Messages, NamespacePath, Request, ScopeId
 
-__all__ = ["BudgetScope", "CancelResult", "FlushResult", "SetBudgetRequest", "SubmitRequest",
-           "SubmitResult", "ThreadJobsRequest"]
+__all__ = ["BudgetScope", "CancelJobRequest", "CancelResult", "FlushResult", "GetJobRequest",
+           "JobStatsRequest", "ListBudgetsRequest", "ListJobsRequest", "RetryJobRequest",
+           "SetBudgetRequest", "SubmitRequest", "SubmitResult", "ThreadJobsRequest"]
 
 #: the longest debounce delay: a day
 MAX_DELAY = 86400.0
@@ -86,6 +88,51 @@ class ThreadJobsRequest(_ThreadScope):
     def has_scope(self) -> bool:
         """Whether a scope narrows the thread's pending jobs to one."""
         return any(v is not None for v in (self.user_id, self.agent_id, self.namespace))
+
+
+class ListJobsRequest(Request):
+    """The tenant's jobs, newest first."""
+
+    operation: ClassVar[str] = "jobs"
+
+    status: JobStatus | None = Field(None, description=f"one of {', '.join(STATUSES)}")
+    kind: str | None = Field(None, max_length=64)
+    thread_id: str | None = Field(None, max_length=256)
+    limit: Limit = 100
+
+
+class JobStatsRequest(Request):
+    """How many of the tenant's jobs have each status, how late the oldest due one is."""
+
+    operation: ClassVar[str] = "job_stats"
+
+
+class _JobId(Request):
+    job_id: str = Field(min_length=1, max_length=64, description="a job id")
+
+
+class GetJobRequest(_JobId):
+    """One of the tenant's jobs: payload, attempts, lease, result or last error."""
+
+    operation: ClassVar[str] = "job"
+
+
+class RetryJobRequest(_JobId):
+    """Queue a failed, dead or cancelled job again (attempts reset)."""
+
+    operation: ClassVar[str] = "retry_job"
+
+
+class CancelJobRequest(_JobId):
+    """Drop a queued (or failed, dead) job."""
+
+    operation: ClassVar[str] = "cancel_job"
+
+
+class ListBudgetsRequest(Request):
+    """The tenant's stored budgets, by namespace."""
+
+    operation: ClassVar[str] = "budgets"
 
 
 @dataclass(frozen=True, slots=True)

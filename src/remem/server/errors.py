@@ -20,6 +20,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
@@ -167,8 +168,14 @@ def _is_sequence(annotation: Any) -> bool:
 
 
 def _scalar_query_names(dependant: Any) -> frozenset[str]:
-    names = {param.alias for param in dependant.query_params
-             if not _is_sequence(param.field_info.annotation)}
+    names: set[str] = set()
+    for param in dependant.query_params:
+        kind = param.field_info.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):  # a query model: its fields
+            names |= {field.alias or name for name, field in kind.model_fields.items()
+                      if not _is_sequence(field.annotation)}
+        elif not _is_sequence(kind):
+            names.add(param.alias)
     for sub in dependant.dependencies:
         names |= _scalar_query_names(sub)
     return frozenset(names)

@@ -127,6 +127,7 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
     router.add_api_route(route.path, endpoint, methods=[route.method],
                          response_model=operation.result, summary=route.summary,
                          description=route.description, name=route.name,
+                         tags=list(route.tags) or None,
                          responses=MODEL_RESPONSES if operation.calls_model else None,
                          response_model_exclude_defaults=operation.sparse,
                          status_code=route.status)

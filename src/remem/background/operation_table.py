@@ -1,0 +1,98 @@
+"""The background operations, one row each (:class:`remem.operations.Operation`): the table
+the job routes (:mod:`remem.server.routes_jobs`, by the router builder), ``remem.Client``'s
+``submit``, ``flush``, ``cancel``, ``job`` and ``jobs``, the ``submit_memories`` MCP tool and
+the family's parity tests read.
+
+Each row answers with its model of :mod:`remem.background.wire`. Route names are the endpoints'
+from before the rows, so are the OpenAPI operation ids; the memory-facing routes (submit,
+flush, cancel, budgets) are tagged ``memories`` too. ``flush`` and ``cancel`` take the same
+request (:class:`~remem.background.requests.ThreadJobsRequest`, one body schema), so they are
+named here (:data:`FLUSH`, :data:`CANCEL`) rather than found by request type. The rows declare
+no CLI command (``remem jobs`` works on a database file).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from remem.background import wire
+from remem.background.requests import (
+    BudgetScope,
+    CancelJobRequest,
+    GetJobRequest,
+    JobStatsRequest,
+    ListBudgetsRequest,
+    ListJobsRequest,
+    RetryJobRequest,
+    SetBudgetRequest,
+    SubmitRequest,
+    ThreadJobsRequest,
+)
+from remem.operations import HttpMethod, McpToolRow, Operation, Route
+from remem.requests import Request
+
+__all__ = ["CANCEL", "FLUSH", "JOB_OPERATIONS", "SUBMIT", "SUBMIT_TOOL_DESCRIPTION"]
+
+SUBMIT_TOOL_DESCRIPTION = (
+    "Remember a conversation turn in the background: facts are extracted once the thread "
+    "has been quiet for delay seconds (a later call for the same thread extends the pending "
+    "job). Answers at once with the job id.")
+
+
+def _row(request: type[Request], result: type[BaseModel], method: HttpMethod, path: str,
+         name: str, summary: str, description: str, *, writes: bool, python: str | None = None,
+         memories: bool = False, calls_model: bool = False,
+         tool: McpToolRow | None = None) -> Operation:
+    return Operation(request, result, writes=writes,
+                     route=Route(method, "/v1" + path, name, summary, description,
+                                 tags=("memories",) if memories else ()),
+                     tool=tool, python=python, calls_model=calls_model)
+
+
+SUBMIT = _row(SubmitRequest, wire.SubmitOut, "POST", "/memories/submit", "submit_memories",
+              "Submit messages for background extraction",
+              "Queue extraction of ``messages`` after ``delay`` seconds of quiet on the thread; "
+              "a\nlater submission to the same thread and scope replaces the pending job and "
+              "carries its\nmessages. Answers at once with the job id.", writes=True,
+              python="submit", memories=True,
+              tool=McpToolRow("submit_memories", SUBMIT_TOOL_DESCRIPTION))
+FLUSH = _row(ThreadJobsRequest, wire.FlushOut, "POST", "/memories/flush", "flush_memories",
+             "Run a thread's pending extraction now",
+             "Run the thread's pending extraction now and answer with the jobs and their "
+             "results.", writes=True, python="flush", memories=True, calls_model=True)
+CANCEL = _row(ThreadJobsRequest, wire.CancelOut, "POST", "/memories/cancel", "cancel_memories",
+              "Drop a thread's pending extraction",
+              "Drop the thread's pending extraction (a running one finishes).", writes=True,
+              python="cancel", memories=True)
+
+JOB_OPERATIONS: tuple[Operation, ...] = (
+    SUBMIT, FLUSH, CANCEL,
+    _row(ListJobsRequest, wire.JobsOut, "GET", "/jobs", "list_jobs", "List jobs",
+         "The tenant's jobs, newest first.", writes=False, python="jobs"),
+    _row(JobStatsRequest, wire.StatsOut, "GET", "/jobs/stats", "job_stats",
+         "Queue depth, lag, failures",
+         "How many of the tenant's jobs have each status, how late the oldest due one is.",
+         writes=False),
+    _row(GetJobRequest, wire.JobOut, "GET", "/jobs/{job_id}", "get_job", "Get a job",
+         "One of the tenant's jobs: payload, attempts, lease, result or last error.",
+         writes=False, python="job"),
+    _row(RetryJobRequest, wire.JobOut, "POST", "/jobs/{job_id}/retry", "retry_job",
+         "Retry a job", "Queue a failed, dead or cancelled job again (attempts reset).",
+         writes=True),
+    _row(CancelJobRequest, wire.JobOut, "POST", "/jobs/{job_id}/cancel", "cancel_job",
+         "Cancel a job", "Drop a queued (or failed, dead) job.", writes=True),
+    _row(SetBudgetRequest, wire.BudgetOut, "PUT", "/budgets", "set_budget",
+         "Set a namespace's budget",
+         "Store a budget for a namespace; every later write to it is checked, and a namespace"
+         "\nover its budget gets a ``forget`` job (checked at once too).", writes=True,
+         memories=True),
+    _row(ListBudgetsRequest, wire.BudgetsOut, "GET", "/budgets", "list_budgets",
+         "List budgets", "The tenant's stored budgets, by namespace.", writes=False,
+         memories=True),
+    _row(BudgetScope, wire.BudgetDeletedOut, "DELETE", "/budgets", "delete_budget",
+         "Drop a budget",
+         "Drop the budget of ``user_id`` / ``agent_id`` (or ``namespace``, one label per\n"
+         "repeated parameter); nothing is evicted when a budget goes.", writes=True,
+         memories=True),
+)
+"""Every background request's row, in the order the routes were declared."""
