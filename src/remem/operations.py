@@ -48,7 +48,10 @@ class Route:
     not take at all, because the server sets them itself (``actor``, on routes without a body
     to carry it). ``part``: the name of the model of what the route takes besides its path
     (its body, or its query), when it is not the route's ``name`` in title case plus ``Body``
-    or ``Query`` (the thread routes keep the component names they had before their rows).
+    or ``Query`` (the thread routes keep the component names they had before their rows); or
+    that model itself, one of the family's whose fields are exactly those (its OpenAPI
+    component keeps its name: an approval's body is an ``ApproveRequest``, its id in the
+    path). ``optional_body``: the body may be left out (its fields all have defaults).
     ``server_sets``: request fields the route takes but the server sets itself whatever was
     sent (a prompt version's ``author``: the caller's key), so a client leaves them out.
     ``query``: request fields a ``POST``, ``PUT`` or ``PATCH`` sends as query parameters
@@ -65,12 +68,13 @@ class Route:
     summary: str
     description: str
     not_sent: tuple[str, ...] = ()
-    part: str | None = None
+    part: str | type[BaseModel] | None = None
     server_sets: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     query: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     status: int = 200
+    optional_body: bool = False
 
     @property
     def path_params(self) -> tuple[tuple[str, str], ...]:
@@ -131,6 +135,11 @@ class Operation:
         if unknown:
             raise TypeError(f"{self.request.__name__} has no field {', '.join(unknown)} "
                             f"(route {self.route.method} {self.route.path})")
+        part = self.route.part
+        sent = self.query_fields if self.in_query else self.body_fields
+        if isinstance(part, type) and set(part.model_fields) != set(sent):
+            raise TypeError(f"{part.__name__} is not what the route of "
+                            f"{self.request.__name__} takes besides its path ({sent})")
         if not callable(getattr(self.result, "of", None)):
             raise TypeError(f"{self.result.__name__} has no of(result): a result model reads "
                             "the Python result with it")
@@ -206,9 +215,10 @@ class Operation:
     @property
     def whole_body(self) -> bool:
         """Whether the body is the request itself (a ``POST``, ``PUT`` or ``PATCH`` without
-        path or query fields), so the route's body schema is the request's."""
+        path or query fields, nor a ``part`` model), so the route's body schema is the
+        request's."""
         return (self.route.method in ("POST", "PUT", "PATCH") and not self.path_fields
-                and not self.route.query)
+                and not self.route.query and not isinstance(self.route.part, type))
 
 
 def command_of(table: Sequence[Operation], request: type[Request]) -> str:

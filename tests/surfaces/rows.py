@@ -58,12 +58,14 @@ def request_schema(row: Operation, without: tuple[str, ...] = ()) -> dict[str, A
     return found
 
 
-def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
+def check_route_is_the_request(row: Operation, openapi: dict[str, Any],
+                               context: tuple[str, ...] = ()) -> None:
     """The route of ``row`` in ``openapi`` takes the request: its path fields in the path, the
-    others as query parameters or the body (the request itself, or a model of the rest), each
-    with the field's schema; and answers with the row's result model."""
+    others as query parameters or the body (the request itself, or a model of the rest; left
+    out if the route says it may be), each with the field's schema; and answers with the
+    row's result model. ``context``: the query parameters the table's context adds."""
     route = openapi["paths"][row.route.path][row.route.method.lower()]
-    params = {p["name"]: p for p in route.get("parameters", [])}
+    params = {p["name"]: p for p in route.get("parameters", []) if p["name"] not in context}
     assert {n for n, p in params.items() if p["in"] == "path"} == {
         name for name, _ in row.route.path_params}
     want = request_schema(row, without=(*row.path_fields, *row.route.not_sent,
@@ -79,7 +81,11 @@ def check_route_is_the_request(row: Operation, openapi: dict[str, Any]) -> None:
         assert query == want["properties"]
         assert list(query) == list(row.query_fields)
     elif want["properties"]:
-        ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        schema = body["content"]["application/json"]["schema"]
+        if row.route.optional_body:  # the model, or null
+            assert not body.get("required") and schema["anyOf"][1] == {"type": "null"}
+            schema = schema["anyOf"][0]
+        ref = schema["$ref"].rsplit("/", 1)[1]
         got = dict(openapi["components"]["schemas"][ref])
         got.pop("description", None)
         assert plain(got) == want

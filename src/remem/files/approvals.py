@@ -76,12 +76,15 @@ from remem.store.bad_records import (
 __all__ = [
     "ARGUMENTS",
     "Approval",
+    "ApprovalId",
     "ApprovalStatus",
     "Approvals",
+    "ApproveByIdRequest",
     "ApproveRequest",
     "Interrupt",
     "ListApprovalsRequest",
     "RecoverRequest",
+    "RejectByIdRequest",
     "RejectRequest",
     "approval_of",
     "check_arguments",
@@ -318,7 +321,10 @@ class Approvals:
             approver: str | None = None) -> Any:
         """Run an approvals request (what the CLI and the HTTP routes do): a list of
         :class:`Approval` for :class:`ListApprovalsRequest` and :class:`RecoverRequest`,
-        the resolved :class:`Approval` for the others (``approval_id`` names it)."""
+        the resolved :class:`Approval` for the others (``approval_id`` names it, or the
+        request does)."""
+        if isinstance(request, ApproveByIdRequest | RejectByIdRequest):
+            approval_id = request.approval_id
         if isinstance(request, ListApprovalsRequest):
             return self.list_approvals(None if request.status == "all" else request.status)
         if isinstance(request, RecoverRequest):
@@ -563,3 +569,21 @@ class RecoverRequest(Request):
     operation: ClassVar[str] = "recover_approvals"
     stale_after: Annotated[float, Field(ge=0, le=86_400 * 365)] = Field(
         60.0, description="only approvals claimed at least this many seconds ago")
+
+
+ApprovalId = Annotated[str, Field(min_length=5, max_length=64, pattern=r"^apr_[A-Za-z0-9]+$",
+                                  description="an approval id (apr_...)")]
+
+
+class ApproveByIdRequest(ApproveRequest):
+    """Approve parked operation ``approval_id`` (``POST /v1/approvals/{approval_id}/approve``:
+    the id in the path, the body an :class:`ApproveRequest`)."""
+
+    approval_id: ApprovalId
+
+
+class RejectByIdRequest(RejectRequest):
+    """Reject parked operation ``approval_id`` (``POST /v1/approvals/{approval_id}/reject``:
+    the id in the path, the body a :class:`RejectRequest`)."""
+
+    approval_id: ApprovalId

@@ -52,15 +52,7 @@ from remem.files.approvals import (
 from remem.files.base import FileBackend
 from remem.files.core import MAX_GREP_MATCHES, compile_glob, glob_matches
 from remem.files.paths import ROOT, normalize_dir, normalize_file
-from remem.files.requests import (
-    EditFileRequest,
-    FileRequest,
-    GlobRequest,
-    GrepRequest,
-    LsRequest,
-    ReadFileRequest,
-    WriteFileRequest,
-)
+from remem.files.requests import AnyFileRequest
 from remem.files.types import FileEvent, FileInfo, GrepMatch
 
 __all__ = [
@@ -311,22 +303,10 @@ class GuardedFiles:
             return self._park("undo", name, {"etag": etag})
         return self.files.undo(name, etag=etag, actor=self.actor)
 
-    def run(self, request: FileRequest) -> Any:
+    def run(self, request: AnyFileRequest) -> Any:
         """Run a file request value through the policy: the backend's result, or an
         :class:`Interrupt`."""
-        if isinstance(request, LsRequest):
-            return self.ls(request.path)
-        if isinstance(request, ReadFileRequest):
-            return self.read(request.path, offset=request.offset, limit=request.limit)
-        if isinstance(request, WriteFileRequest):
-            return self.write(request.path, request.content, etag=request.etag)
-        if isinstance(request, EditFileRequest):
-            return self.edit(request.path, request.old_string, request.new_string,
-                             replace_all=request.replace_all, etag=request.etag)
-        if isinstance(request, GlobRequest):
-            return self.glob(request.pattern, request.path)
-        assert isinstance(request, GrepRequest)
-        return self.grep(request.pattern, request.path, glob=request.glob)
+        return request.on(self)
 
 
 _RULE_FIELDS: Final = ("effect", "paths", "operations", "scope", "org", "user", "agent")

@@ -1,7 +1,11 @@
-"""File operations as request values: one model per tool, run by :func:`run_file_request`.
+"""File operations as request values: one model per operation, each run by its ``on``.
 
-The agent tools (:mod:`remem.tools.files`) take their JSON schemas from these models, so a
-parameter, its bounds and its description are declared once.
+The agent tools (:mod:`remem.tools.files`), the ``/v1/files`` routes and the MCP file tools
+(:data:`remem.files.operation_table.FILE_OPERATIONS`) take their JSON schemas from these
+models, so a parameter, its bounds and its description are declared once. ``on(files)``
+runs a request on a :class:`~remem.files.base.FileBackend` or a
+:class:`~remem.files.permissions.GuardedFiles` (the same method names), so no surface
+dispatches on the request's type.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from remem.files.core import MAX_FILE_CHARS, MAX_GREP_MATCHES
 from remem.requests import Request
 
 __all__ = [
+    "AnyFileRequest",
     "EditFileRequest",
+    "FileHistoryRequest",
     "FileRequest",
     "GlobRequest",
     "GrepRequest",
     "LsRequest",
     "ReadFileRequest",
+    "UndoFileRequest",
     "WriteFileRequest",
     "run_file_request",
 ]
@@ -41,6 +48,11 @@ class LsRequest(Request):
     operation: ClassVar[str] = "ls"
     path: Dir = "/"
 
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (a backend, or its guard; ``actor``: who a change is recorded
+        as, for the changes of a backend)."""
+        return files.ls(self.path)
+
 
 class ReadFileRequest(Request):
     """Read lines of a file."""
@@ -52,6 +64,10 @@ class ReadFileRequest(Request):
     limit: Annotated[int | None, Field(ge=1, le=100_000, description=(
         "How many lines to read (default: as many as fit)."))] = None
 
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`)."""
+        return files.read(self.path, offset=self.offset, limit=self.limit)
+
 
 class WriteFileRequest(Request):
     """Create or replace a file."""
@@ -60,6 +76,10 @@ class WriteFileRequest(Request):
     path: Path
     content: Annotated[Content, Field(description="The whole new content of the file.")]
     etag: Etag = None
+
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`)."""
+        return files.write(self.path, self.content, etag=self.etag, **actor)
 
 
 class EditFileRequest(Request):
@@ -74,6 +94,11 @@ class EditFileRequest(Request):
         "Replace every occurrence (otherwise old_string must occur exactly once)."))] = False
     etag: Etag = None
 
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`)."""
+        return files.edit(self.path, self.old_string, self.new_string,
+                          replace_all=self.replace_all, etag=self.etag, **actor)
+
 
 class GlobRequest(Request):
     """Find files by name pattern."""
@@ -82,6 +107,10 @@ class GlobRequest(Request):
     pattern: Annotated[str, Field(min_length=1, max_length=1024, description=(
         "A glob: '*' and '?' within a name, '**' across directories, e.g. '**/*.md'."))]
     path: Dir = "/"
+
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`)."""
+        return files.glob(self.pattern, self.path)
 
 
 class GrepRequest(Request):
@@ -94,24 +123,41 @@ class GrepRequest(Request):
     glob: Annotated[str | None, Field(max_length=1024, description=(
         "Only files matching this glob, e.g. '*.py'."))] = None
 
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`): at most ``MAX_GREP_MATCHES`` lines."""
+        return files.grep(self.pattern, self.path, glob=self.glob, limit=MAX_GREP_MATCHES)
+
+
+class FileHistoryRequest(Request):
+    """A file's history: every change, oldest first."""
+
+    operation: ClassVar[str] = "file_history"
+    path: Annotated[str, Field(max_length=1024)]  # the query parameter it was, undescribed
+
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`)."""
+        return files.history(self.path)
+
+
+class UndoFileRequest(LsRequest):
+    """Revert a file's latest change (its body is an :class:`LsRequest`'s, as it always
+    was: ``path`` names the file)."""
+
+    operation: ClassVar[str] = "undo_file"
+
+    def on(self, files: Any, **actor: str) -> Any:
+        """Run on ``files`` (see :meth:`LsRequest.on`)."""
+        return files.undo(self.path, **actor)
+
 
 FileRequest: TypeAlias = (LsRequest | ReadFileRequest | WriteFileRequest | EditFileRequest
                           | GlobRequest | GrepRequest)
+"""The requests of the agents' file tools."""
+AnyFileRequest: TypeAlias = FileRequest | FileHistoryRequest | UndoFileRequest
+"""Every file request (the rows of ``/v1/files``)."""
 
 
-def run_file_request(files: FileBackend, request: FileRequest, *,
+def run_file_request(files: FileBackend, request: AnyFileRequest, *,
                      actor: str = "user") -> Any:
     """Run ``request`` on ``files``; the backend's result value."""
-    if isinstance(request, LsRequest):
-        return files.ls(request.path)
-    if isinstance(request, ReadFileRequest):
-        return files.read(request.path, offset=request.offset, limit=request.limit)
-    if isinstance(request, WriteFileRequest):
-        return files.write(request.path, request.content, etag=request.etag, actor=actor)
-    if isinstance(request, EditFileRequest):
-        return files.edit(request.path, request.old_string, request.new_string,
-                          replace_all=request.replace_all, etag=request.etag, actor=actor)
-    if isinstance(request, GlobRequest):
-        return files.glob(request.pattern, request.path)
-    return files.grep(request.pattern, request.path, glob=request.glob,
-                      limit=MAX_GREP_MATCHES)
+    return request.on(files, actor=actor)

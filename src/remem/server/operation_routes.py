@@ -17,7 +17,11 @@ server's model). What the route takes follows the row (see :mod:`remem.operation
 The caller's key is checked before anything else (``Writer`` for a row that writes,
 ``Reader`` otherwise). The family's handler runs the request for the caller and returns the
 result, which the route answers with the row's result model (a ``sparse`` row: its fields
-at their defaults left out, and its request built from only the fields it was sent).
+at their defaults left out, and its request built from only the fields it was sent); a
+handler that returns a response answers with it (another status: a file operation parked
+for approval is a 202). A table whose routes all take something that is not the request's
+(which file tree, who acts) names it as ``context``, a FastAPI dependency whose value the
+handler gets after the request.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Response
 from fastapi import Request as HttpRequest
 from pydantic import BaseModel, ConfigDict, create_model
 
@@ -37,21 +41,26 @@ from remem.server.auth import Reader, Writer
 from remem.server.errors import MODEL_RESPONSES
 from remem.server.state import Principal
 
-__all__ = ["Handler", "add_operation_routes", "part_model"]
+__all__ = ["ContextHandler", "Handler", "add_operation_routes", "part_model"]
 
 Handler = Callable[[HttpRequest, Principal, Any], Awaitable[Any]]
 """Runs a validated request for the caller (the HTTP request gives the server's state) and
-returns its result (the Python value the row's result model reads with ``of``)."""
+returns its result (the Python value the row's result model reads with ``of``), or a
+response to answer with."""
+ContextHandler = Callable[[HttpRequest, Principal, Any, Any], Awaitable[Any]]
+"""A :data:`Handler` that also takes the value of the table's ``context``."""
 
 
 def add_operation_routes(router: APIRouter, table: Sequence[Operation],
-                         handler: Handler) -> None:
-    """Add a route to ``router`` for each row of ``table``, each run by ``handler``.
+                         handler: Handler | ContextHandler, *, context: Any = None) -> None:
+    """Add a route to ``router`` for each row of ``table``, each run by ``handler``;
+    ``context``: the annotation of a dependency every route also takes (``Annotated[T,
+    Depends(...)]``), whose value is the handler's last argument.
 
     Literal paths are added before templated ones (``/v1/memories/list`` before
     ``/v1/memories/{memory_id}``), so no templated path can shadow a literal one."""
     for operation in sorted(table, key=lambda row: bool(row.path_fields)):
-        _add_route(router, operation, handler)
+        _add_route(router, operation, handler, context)
 
 
 @functools.cache
@@ -61,7 +70,10 @@ def part_model(operation: Operation) -> type[BaseModel] | None:
     descriptions, named after the route (``update_memory`` -> ``UpdateMemoryBody``; or the
     route's ``part`` and the suffix). A query
     model converts text (query values arrive as text); a body is as strict as the request.
-    ``None`` when nothing travels outside the path."""
+    ``None`` when nothing travels outside the path; the route's ``part`` when it is a
+    model."""
+    if isinstance(operation.route.part, type):
+        return operation.route.part
     fields: dict[str, Any] = {name: (operation.request.model_fields[name].annotation,
                                      operation.request.model_fields[name])
                               for name in (operation.query_fields if operation.in_query
@@ -85,14 +97,17 @@ def _parameter(request: type[Request], name: str, where: Any = Path) -> Any:
     return Annotated[(info.annotation, *info.metadata, where(description=info.description))]
 
 
-def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> None:
+def _add_route(router: APIRouter, operation: Operation, handler: Handler | ContextHandler,
+               context: Any) -> None:
     route = operation.route
     kind = operation.request
     part = None if operation.whole_body else part_model(operation)
 
     async def endpoint(who: Principal, http: HttpRequest, **values: Any) -> Any:
+        extra = (values.pop("context"),) if context is not None else ()
         if operation.whole_body:
-            request = values["body"]
+            body = values["body"]
+            request = kind.of() if body is None else body  # an optional body left out
         else:
             for name, field in route.renamed:
                 values[field] = values.pop(name)
@@ -101,7 +116,8 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
                       {name: getattr(given, name) for name in given.model_fields_set}
                       if operation.sparse else dict(given))
             request = kind.of(**fields, **values)
-        return operation.answer(await handler(http, who, request))
+        result = await handler(http, who, request, *extra)
+        return result if isinstance(result, Response) else operation.answer(result)
 
     # the signature FastAPI reads: path parameters, the body or query, the key's check
     keyword = inspect.Parameter.KEYWORD_ONLY  # a query parameter may have a default
@@ -112,12 +128,16 @@ def _add_route(router: APIRouter, operation: Operation, handler: Handler) -> Non
                                  else info.default)
                for name, info in kind.model_fields.items()
                if name in route.query and name in operation.query_fields]
-    if operation.whole_body:
-        params.append(inspect.Parameter("body", keyword, annotation=kind))
-    elif part is not None and operation.in_query:
+    sent = kind if operation.whole_body else part
+    if part is not None and operation.in_query:
         params.append(inspect.Parameter("query", keyword, annotation=Annotated[part, Query()]))
-    elif part is not None:
-        params.append(inspect.Parameter("body", keyword, annotation=part))
+    elif sent is not None and route.optional_body:
+        params.append(inspect.Parameter("body", keyword, default=None,
+                                        annotation=Annotated[sent | None, Body()]))
+    elif sent is not None:
+        params.append(inspect.Parameter("body", keyword, annotation=sent))
+    if context is not None:
+        params.append(inspect.Parameter("context", keyword, annotation=context))
     params += [inspect.Parameter("who", keyword, annotation=Writer if operation.writes
                                  else Reader),
                inspect.Parameter("http", keyword, annotation=HttpRequest)]

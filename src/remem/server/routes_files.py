@@ -1,8 +1,11 @@
 """``/v1/files``: the file tree agents see, in the caller's tenant, through the server's file
 permission policy.
 
-Each file route's body is a file request model (:mod:`remem.files.requests`), so it is the
-OpenAPI schema and the same value the agent tools and the CLI run. ``tree`` (a query
+The routes and the MCP file tools are the rows of
+:data:`remem.files.operation_table.FILE_OPERATIONS` (the router builder,
+:mod:`remem.server.operation_routes`, and the MCP registrar make them): each body is a file
+request model (:mod:`remem.files.requests`), the same value the agent tools and the CLI run,
+and each answer the row's result model (:mod:`remem.files.wire`). ``tree`` (a query
 parameter, default ``default``) picks one of the tenant's file trees: files live under the
 store namespace ``("files", tree)`` of the tenant's scoped store. Errors map as everywhere:
 a refused path or bad edit is 422, a missing file 404, a stale etag 409.
@@ -21,12 +24,10 @@ not read. A policy file that cannot be read fails every file request (400
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -35,24 +36,18 @@ from fastapi.responses import JSONResponse
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from remem.errors import ConfigError, PermissionDeniedError
+from remem.errors import ConfigError
 from remem.files.approvals import Interrupt
+from remem.files.operation_table import FILE_OPERATIONS
 from remem.files.permissions import POLICY_ENV, Caller, GuardedFiles, Policy, load_policy
-from remem.files.requests import (
-    EditFileRequest,
-    FileRequest,
-    GlobRequest,
-    GrepRequest,
-    LsRequest,
-    ReadFileRequest,
-    WriteFileRequest,
-)
-from remem.server.auth import Reader, Writer, server_state
-from remem.server.errors import ERROR_RESPONSES, error_response
+from remem.files.requests import AnyFileRequest
+from remem.operations import Operation
+from remem.server.auth import server_state
+from remem.server.errors import ERROR_RESPONSES
 from remem.server.mcp_registrar import McpTool, Runner, Work, add_request_tool
+from remem.server.operation_routes import add_operation_routes
 from remem.server.schemas import Label
 from remem.server.state import Principal, ServerState
-from remem.tools.files import FILE_TOOLS
 
 __all__ = ["AGENT_HEADER", "FILE_POLICY_ENV", "USER_HEADER", "FileTarget", "add_file_tools",
            "file_policy", "guarded_files", "router", "set_file_policy"]
@@ -126,20 +121,6 @@ def guarded_files(state: ServerState, who: Principal, tree: str, *, actor: str,
                         actor=actor, requester=who.key_id)
 
 
-def _dump(value: Any) -> Any:
-    if isinstance(value, Interrupt):
-        return value.to_dict()
-    if isinstance(value, list):
-        return [v.to_dict() if hasattr(v, "to_dict") else v.to_value() for v in value]
-    return value.to_dict()
-
-
-def _answer(result: Any) -> Any:
-    if isinstance(result, Interrupt):
-        return JSONResponse(result.to_dict(), status_code=202)
-    return _dump(result)
-
-
 @dataclass(frozen=True, slots=True)
 class FileTarget:
     """Which of the caller's file trees a route acts on, and for which user and agent the
@@ -159,73 +140,22 @@ def _target(tree: TreeQuery = "default",
     return FileTarget(tree, user_id, agent_id)
 
 
-Target = Annotated[FileTarget, Depends(_target)]
+async def _run_file(http: Request, who: Principal, request: AnyFileRequest,
+                    target: FileTarget) -> Any:
+    """Run ``request`` on the caller's guarded file tree, in a worker thread: its result, or
+    202 with the pending approval (a denial is the 403 ``permission_denied`` of every
+    route)."""
+    state = server_state(http)
+    result = await state.run(lambda: request.on(guarded_files(
+        state, who, target.tree, actor=f"api:{who.tenant}", user=target.user_id,
+        agent=target.agent_id)))
+    if isinstance(result, Interrupt):
+        return JSONResponse(result.to_dict(), status_code=202)
+    return result
 
 
-async def _guarded(request: Request, who: Principal, target: FileTarget,
-                   work: Callable[[GuardedFiles], Any]) -> Any:
-    """``work`` on the caller's guarded file tree, in a worker thread: its answer, 202 with
-    the pending approval, or 403 ``permission_denied``."""
-    state = server_state(request)
-    try:
-        guard = await state.run(lambda: guarded_files(
-            state, who, target.tree, actor=f"api:{who.tenant}",
-            user=target.user_id, agent=target.agent_id))
-        return _answer(await state.run(lambda: work(guard)))
-    except PermissionDeniedError as exc:
-        return error_response(403, "permission_denied", str(exc))
-
-
-#: the routes whose body is a file request, run by ``GuardedFiles.run``: name, request,
-#: whether it writes, summary, description (the OpenAPI operation is named after ``name``)
-_REQUEST_ROUTES: tuple[tuple[str, type[FileRequest], bool, str, str], ...] = (
-    ("ls", LsRequest, False, "List a directory",
-     "The files and subdirectories directly in ``path``."),
-    ("read", ReadFileRequest, False, "Read lines of a file",
-     "Lines ``offset`` .. ``offset + limit`` of the file, with its etag."),
-    ("write", WriteFileRequest, True, "Create or replace a file",
-     "Write the file (409 if ``etag`` is stale)."),
-    ("edit", EditFileRequest, True, "Replace exact text in a file",
-     "Replace ``old_string`` with ``new_string`` (422 if absent or not unique)."),
-    ("glob", GlobRequest, False, "Find files by pattern",
-     "Files whose path matches ``pattern``."),
-    ("grep", GrepRequest, False, "Find lines holding a text",
-     "Lines holding ``pattern`` literally."),
-)
-
-
-def _request_route(name: str, model: type[FileRequest], writes: bool, summary: str,
-                   description: str) -> None:
-    """``POST /v1/files/{name}``: the body is ``model``, run through the caller's guard."""
-    async def route(body: Any, who: Principal, request: Request, target: FileTarget) -> Any:
-        return await _guarded(request, who, target, lambda guard: guard.run(body))
-
-    # the signature FastAPI reads: the body's model, the key's check, the target
-    route.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter(param, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=kind)
-        for param, kind in (("body", model), ("who", Writer if writes else Reader),
-                            ("request", Request), ("target", Target))],
-        return_annotation=Any)
-    router.post(f"/v1/files/{name}", summary=summary, description=description,
-                name=name)(route)
-
-
-for _route in _REQUEST_ROUTES:
-    _request_route(*_route)
-
-
-@router.get("/v1/files/history", summary="A file's history")
-async def history(path: Annotated[str, Query(max_length=1024)], who: Reader,
-                  request: Request, target: Target) -> Any:
-    """Every change of ``path``, oldest first."""
-    return await _guarded(request, who, target, lambda guard: guard.history(path))
-
-
-@router.post("/v1/files/undo", summary="Revert a file's latest change")
-async def undo(body: LsRequest, who: Writer, request: Request, target: Target) -> Any:
-    """Revert the latest change of the file at ``path``; the file as it is now (null:
-    absent)."""
-    return await _guarded(request, who, target, lambda guard: guard.undo(body.path))
+add_operation_routes(router, FILE_OPERATIONS, _run_file,
+                     context=Annotated[FileTarget, Depends(_target)])
 
 
 # -- MCP ------------------------------------------------------------------------------------
@@ -262,17 +192,19 @@ def add_file_tools(server: MCPServer, state: ServerState, run: Runner, *,
     refuses writes for read-only keys). Rules see the caller's tenant as ``org``, and as
     ``user`` / ``agent`` the request's :data:`USER_HEADER` / :data:`AGENT_HEADER` over HTTP,
     else ``user`` / ``agent`` (``remem mcp --files-user``, ``--files-agent``)."""
-    def guarded(request: FileRequest, ctx: Context | None) -> Work:
-        acting_user = _header(ctx, USER_HEADER) or user
-        acting_agent = _header(ctx, AGENT_HEADER) or agent
+    for row in FILE_OPERATIONS:
+        if row.tool is None:
+            continue
 
-        def work(who: Principal) -> Any:
-            guard = guarded_files(state, who, tree, actor=f"mcp:{who.tenant}",
-                                  user=acting_user, agent=acting_agent)
-            return {"result": _dump(guard.run(request))}
-        return work
+        def guarded(request: Any, ctx: Context | None, row: Operation = row) -> Work:
+            acting_user = _header(ctx, USER_HEADER) or user
+            acting_agent = _header(ctx, AGENT_HEADER) or agent
 
-    writes = {"write_file", "edit_file"}
-    for name, (model, description) in FILE_TOOLS.items():
-        add_request_tool(server, run, McpTool(name, model, name in writes, description),
-                         guarded)
+            def work(who: Principal) -> Any:
+                result = request.on(guarded_files(state, who, tree, actor=f"mcp:{who.tenant}",
+                                                  user=acting_user, agent=acting_agent))
+                return {"result": result.to_dict() if isinstance(result, Interrupt)
+                        else row.answer(result).model_dump(mode="json")}
+            return work
+
+        add_request_tool(server, run, McpTool.of(row), guarded)

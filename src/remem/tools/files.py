@@ -22,6 +22,7 @@ from typing import Any
 
 from remem.errors import InvalidInputError, RememError, ToolError
 from remem.files.base import FileBackend
+from remem.files.operation_table import FILE_OPERATIONS
 from remem.files.permissions import GuardedFiles, Interrupt
 from remem.files.requests import (
     EditFileRequest,
@@ -48,15 +49,10 @@ logger = logging.getLogger("remem.tools")
 MIN_BUDGET = 64
 
 FILE_TOOLS: dict[str, tuple[type[Request], str]] = {
-    "ls": (LsRequest, "List the files and directories in a directory."),
-    "read_file": (ReadFileRequest, "Read a file's lines (from offset, as many as fit); "
-                                   "returns its etag and how many lines remain."),
-    "write_file": (WriteFileRequest, "Create a file or replace its whole content."),
-    "edit_file": (EditFileRequest, "Replace exact text in a file (read it first; old_string "
-                                   "must be unique unless replace_all)."),
-    "glob": (GlobRequest, "Find files whose path matches a glob pattern."),
-    "grep": (GrepRequest, "Find the lines of files that contain a text."),
-}
+    row.tool.name: (row.request, row.tool.description) for row in FILE_OPERATIONS
+    if row.tool is not None}
+"""The file tools: name -> (request, description), the rows of
+:data:`~remem.files.operation_table.FILE_OPERATIONS` with a tool (as MCP serves them)."""
 
 
 def to_text(payload: Mapping[str, Any]) -> str:
