@@ -235,7 +235,8 @@ def test_serve_settings_switch_the_tools_on_at_slash_mcp(tmp_path: Path) -> None
     async def run(url: str) -> tuple[set[str], Any]:
         async with contextlib.AsyncExitStack() as stack:
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                   timeout=60))  # httpx's 5 s is short on a loaded CI box
             client = await stack.enter_async_context(
                 Client(streamable_http_client(url + "/mcp", http_client=http)))
             names = {t.name for t in (await client.list_tools()).tools}

@@ -208,7 +208,7 @@ def test_rules_naming_an_agent_or_user_match_the_request_over_http_and_mcp(
     async def mcp_calls(url: str, headers: dict[str, str]) -> list[Any]:
         async with contextlib.AsyncExitStack() as stack:
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers={**auth, **headers}))
+                httpx2.AsyncClient(headers={**auth, **headers}, timeout=60))
             client = await stack.enter_async_context(
                 Client(streamable_http_client(url + "/mcp", http_client=http)))
             return [await client.call_tool("write_file", body),

@@ -115,7 +115,7 @@ async def _http_client(url: str, token: str, tenant: str | None = None
     headers = {"Authorization": f"Bearer {token}"}
     if tenant is not None:
         headers["X-Remem-Tenant"] = tenant
-    async with httpx2.AsyncClient(headers=headers) as http, \
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
             Client(streamable_http_client(url + "/mcp", http_client=http)) as client:
         yield client
 
