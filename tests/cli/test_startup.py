@@ -205,3 +205,30 @@ def test_mcp_answers_initialize_as_the_sdk_does(tmp_path: Path, asked: str) -> N
     assert "add_memory" in {tool["name"] for tool in answers[1]["result"]["tools"]}
     assert "warning" not in err, err
     assert proc.returncode == 0, err
+
+
+def test_memory_requests_build_no_parametrised_model() -> None:
+    """``R`` of ``MemoryRequest[R]`` is for the type checker: pydantic builds no
+    ``_Scoped[AddResult]`` beside ``AddRequest`` (half the cost of importing the requests)."""
+    from remem.memory import requests
+
+    for name in requests.__all__:
+        model = getattr(requests, name)
+        if isinstance(model, type) and issubclass(model, requests.MemoryRequest):
+            assert all("[" not in kind.__name__ for kind in model.__mro__), model.__mro__
+
+
+@pytest.mark.parametrize(("argv", "threads"), [
+    (["list", "--db", "x"], "1"), (["--version"], None), (["search", "tea"], None),
+    (["get", "id"], "1")])
+def test_commands_without_linear_algebra_start_one_blas_thread(
+        monkeypatch: pytest.MonkeyPatch, argv: list[str], threads: str | None) -> None:
+    from remem.cli import _one_blas_thread
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delitem(sys.modules, "numpy", raising=False)
+    _one_blas_thread(argv)
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == threads
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's setting stays
+    _one_blas_thread(argv)
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"

@@ -14,6 +14,8 @@ keeps equal to each command's own help.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any, NamedTuple
 
@@ -245,6 +247,21 @@ def cli() -> None:
     """
 
 
+#: commands that do no linear algebra: numpy comes with the store, and OpenBLAS starts a
+#: thread per CPU when it loads, which spin for ~0.06 s of CPU on a 2-core machine; these run
+#: with one (unless ``OPENBLAS_NUM_THREADS`` is set)
+NO_BLAS_COMMANDS = frozenset({"export", "get", "history", "list"})
+
+
+def _one_blas_thread(args: list[str]) -> None:
+    """Before numpy loads, one OpenBLAS thread when the command is one of
+    :data:`NO_BLAS_COMMANDS` (the first argument not an option names the command)."""
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    if name in NO_BLAS_COMMANDS and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main() -> None:
     """Console entry point (``remem``): run the CLI and exit with its status."""
+    _one_blas_thread(sys.argv[1:])
     cli.main(prog_name="remem")

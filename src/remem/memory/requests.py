@@ -18,7 +18,7 @@ conversation; they are re-exported here, where they were first documented.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -100,7 +100,15 @@ SearchModeField = Literal["auto", "hybrid", "keyword", "vector"]
 
 class MemoryRequest(Request, Generic[R]):
     """Base of the memory requests; ``R`` is what running one returns
-    (``Memory.run(SearchRequest(...))`` is a :class:`~remem.memory.results.SearchResult`)."""
+    (``Memory.run(SearchRequest(...))`` is a :class:`~remem.memory.results.SearchResult`).
+
+    ``R`` is for the type checker only: no field has it, so at run time ``MemoryRequest[X]``
+    and ``_Scoped[X]`` are the classes themselves. pydantic would otherwise build one more
+    model per request (``_Scoped[AddResult]``...), half the cost of importing this module."""
+
+    if not TYPE_CHECKING:
+        def __class_getitem__(cls, params: Any) -> Any:
+            return cls
 
 
 class _Scoped(MemoryRequest[R]):
