@@ -11,8 +11,8 @@ typed key by key, as ``client.job(id)["status"]`` has always read it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, cast
+from collections.abc import Mapping
+from typing import Any, Self, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,7 @@ from remem.background.budgets import StoredBudget
 from remem.background.forgetting import Budget
 from remem.background.jobs import Job, JobStatus, QueueStats
 from remem.background.requests import CancelResult, FlushResult, SubmitResult
+from remem.wire_models import Dumped, Envelope, Wire
 
 __all__ = ["BudgetDeletedOut", "BudgetOut", "BudgetsOut", "CancelOut", "FlushOut", "JobJson",
            "JobOut", "JobsOut", "StatsOut", "SubmitOut"]
@@ -48,7 +49,7 @@ class JobJson(TypedDict):
     finished_at: str | None
 
 
-class JobOut(BaseModel):
+class JobOut(Wire[JobJson]):
     """One job (times in ISO 8601)."""
 
     id: str
@@ -71,7 +72,7 @@ class JobOut(BaseModel):
     finished_at: str | None
 
     @classmethod
-    def of(cls, result: Job | Mapping[str, Any]) -> JobOut:
+    def of(cls, result: Job | Mapping[str, Any]) -> Self:
         """The model of a job, or of its JSON (what a submission answers in Python too)."""
         return cls.model_validate(result.to_dict() if isinstance(result, Job) else result)
 
@@ -80,19 +81,10 @@ class JobOut(BaseModel):
         return cast(JobJson, self.model_dump(mode="json"))
 
 
-class JobsOut(BaseModel):
+class JobsOut(Envelope[list[JobJson]]):
     """Jobs, newest first."""
 
     jobs: list[JobOut]
-
-    @classmethod
-    def of(cls, result: Sequence[Job]) -> JobsOut:
-        """The model of ``result``."""
-        return cls(jobs=[JobOut.of(job) for job in result])
-
-    def value(self) -> list[JobJson]:
-        """The jobs' JSON."""
-        return [job.value() for job in self.jobs]
 
 
 class FlushOut(BaseModel):
@@ -114,7 +106,7 @@ class FlushOut(BaseModel):
         return FlushResult(tuple(job.model_dump(mode="json") for job in self.jobs))
 
 
-class SubmitOut(BaseModel):
+class SubmitOut(Dumped[SubmitResult]):
     """The job that will run a submission."""
 
     job_id: str
@@ -122,11 +114,6 @@ class SubmitOut(BaseModel):
     run_after: str = Field(description="when it runs unless replaced (ISO 8601)")
     messages: int = Field(description="messages the job holds")
     replaced: bool = Field(description="the submission extended a pending job")
-
-    @classmethod
-    def of(cls, result: SubmitResult) -> SubmitOut:
-        """The model of ``result``."""
-        return cls(**result.to_dict())
 
     def value(self) -> SubmitResult:
         """The submission's result."""
@@ -148,7 +135,7 @@ class CancelOut(BaseModel):
         return CancelResult(tuple(self.cancelled))
 
 
-class StatsOut(BaseModel):
+class StatsOut(Dumped[QueueStats]):
     """Queue depth by status, lag of the oldest due job (seconds), failures."""
 
     counts: dict[str, int]
@@ -156,17 +143,8 @@ class StatsOut(BaseModel):
     lag: float
     failures: int
 
-    @classmethod
-    def of(cls, result: QueueStats) -> StatsOut:
-        """The model of ``result``."""
-        return cls(**result.to_dict())
 
-    def value(self) -> QueueStats:
-        """The stats (depth and failures follow from the counts)."""
-        return QueueStats(dict(self.counts), self.lag)
-
-
-class BudgetOut(BaseModel):
+class BudgetOut(Dumped[StoredBudget]):
     """A namespace's stored budget."""
 
     namespace: list[str]
@@ -180,42 +158,19 @@ class BudgetOut(BaseModel):
     consolidate_first: bool
     updated_at: float = Field(description="when it was set (epoch seconds)")
 
-    @classmethod
-    def of(cls, result: StoredBudget) -> BudgetOut:
-        """The model of ``result``."""
-        return cls(**result.to_dict())
-
     def value(self) -> StoredBudget:
         """The stored budget (the tenant is the caller's)."""
         return StoredBudget(tuple(self.namespace), Budget.of(self.model_dump()),
                             updated_at=self.updated_at)
 
 
-class BudgetsOut(BaseModel):
+class BudgetsOut(Envelope[list[StoredBudget]]):
     """The tenant's stored budgets, by namespace."""
 
     budgets: list[BudgetOut]
 
-    @classmethod
-    def of(cls, result: Sequence[StoredBudget]) -> BudgetsOut:
-        """The model of ``result``."""
-        return cls(budgets=[BudgetOut.of(budget) for budget in result])
 
-    def value(self) -> list[StoredBudget]:
-        """The stored budgets."""
-        return [budget.value() for budget in self.budgets]
-
-
-class BudgetDeletedOut(BaseModel):
+class BudgetDeletedOut(Envelope[bool]):
     """Whether the namespace had a budget."""
 
     deleted: bool
-
-    @classmethod
-    def of(cls, result: bool) -> BudgetDeletedOut:
-        """The model of ``result``."""
-        return cls(deleted=result)
-
-    def value(self) -> bool:
-        """Whether it had one."""
-        return self.deleted

@@ -5,20 +5,18 @@ Python result), and what ``client.blocks`` returns (``value()``)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, Field
 
 from remem.blocks.core import Block, BlockSpec
 from remem.files.render import Overflow, Rendered
-from remem.files.types import FileEvent, FileEventOp
-from remem.memory.shapes import Wire
+from remem.files.wire import FileEventOut
+from remem.wire_models import Dumped, Envelope, Rows
 
 __all__ = ["AttachedOut", "BlockDeletedOut", "BlockEventOut", "BlockHistoryOut", "BlockListOut",
            "BlockOverflowOut", "MemoryBlockOut", "RenderedBlocksOut"]
 
 
-class MemoryBlockOut(Wire[Block]):
+class MemoryBlockOut(Dumped[Block]):
     """A block (``Block.to_dict()``): its fields, ``chars`` (its length) and ``etag``."""
 
     id: str
@@ -31,26 +29,15 @@ class MemoryBlockOut(Wire[Block]):
     read_only: bool = False
     etag: str
 
-    @classmethod
-    def of(cls, result: Block) -> MemoryBlockOut:
-        return cls.model_validate(result.to_dict())
-
     def value(self) -> Block:
         return Block(self.id, BlockSpec(self.label, self.text, self.limit, self.description,
                                         self.read_only), self.etag)
 
 
-class BlockListOut(Wire[list[Block]]):
+class BlockListOut(Envelope[list[Block]]):
     """Blocks, in order (by id, or as an agent's prompt shows them)."""
 
     blocks: list[MemoryBlockOut]
-
-    @classmethod
-    def of(cls, result: list[Block]) -> BlockListOut:
-        return cls(blocks=[MemoryBlockOut.of(b) for b in result])
-
-    def value(self) -> list[Block]:
-        return [b.value() for b in self.blocks]
 
 
 class BlockDeletedOut(BaseModel):
@@ -82,55 +69,23 @@ class AttachedOut(BaseModel):
         """Nothing, as ``Blocks.attach`` and ``Blocks.detach``."""
 
 
-class BlockEventOut(Wire[FileEvent]):
+class BlockEventOut(FileEventOut):
     """One change of a block's file (``before`` / ``after``: its stored JSON)."""
 
-    type: Literal["file_event"] = "file_event"
-    path: str
-    version: int
-    op: FileEventOp
-    before: str | None
-    after: str | None
-    at: float
-    actor: str = "user"
 
-    @classmethod
-    def of(cls, result: FileEvent) -> BlockEventOut:
-        return cls.model_validate(result.to_value())
-
-    def value(self) -> FileEvent:
-        return FileEvent.from_value(self.model_dump())
-
-
-class BlockHistoryOut(RootModel[list[BlockEventOut]]):
+class BlockHistoryOut(Rows[BlockEventOut]):
     """A block's changes, oldest first."""
 
-    @classmethod
-    def of(cls, result: list[FileEvent]) -> BlockHistoryOut:
-        """The shape of ``result``."""
-        return cls([BlockEventOut.of(e) for e in result])
 
-    def value(self) -> list[FileEvent]:
-        """The events."""
-        return [e.value() for e in self.root]
-
-
-class BlockOverflowOut(Wire[Overflow]):
+class BlockOverflowOut(Dumped[Overflow]):
     """A block left out of the rendered prompt (``included_tokens`` is 0)."""
 
     source: str
     tokens: int
     included_tokens: int = 0
 
-    @classmethod
-    def of(cls, result: Overflow) -> BlockOverflowOut:
-        return cls.model_validate(result.to_dict())
 
-    def value(self) -> Overflow:
-        return Overflow(self.source, self.tokens, self.included_tokens)
-
-
-class RenderedBlocksOut(Wire[Rendered]):
+class RenderedBlocksOut(Dumped[Rendered]):
     """An agent's blocks as its system prompt shows them, their tokens and what did not fit
     ``budget``."""
 
@@ -139,12 +94,4 @@ class RenderedBlocksOut(Wire[Rendered]):
     budget: int
     counter: str
     overflow: list[BlockOverflowOut] = Field(default_factory=list)
-
-    @classmethod
-    def of(cls, result: Rendered) -> RenderedBlocksOut:
-        return cls.model_validate(result.to_dict())
-
-    def value(self) -> Rendered:
-        return Rendered(self.text, self.tokens, self.budget, self.counter,
-                        [o.value() for o in self.overflow])
 

@@ -4,7 +4,7 @@ giving it back with ``value`` (what ``client.episodes`` returns)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -12,11 +12,12 @@ from remem.episodic.episodes import Extracted
 from remem.episodic.examples import Selection
 from remem.episodic.schema import Episode
 from remem.llm.base import Usage
+from remem.wire_models import Envelope, Wire
 
 __all__ = ["ChatMessageOut", "EpisodeOut", "EpisodesOut", "ExtractedOut", "SelectionOut"]
 
 
-class EpisodeOut(BaseModel):
+class EpisodeOut(Wire[Episode]):
     """One episode (``created_at``: epoch seconds)."""
 
     id: str
@@ -29,7 +30,7 @@ class EpisodeOut(BaseModel):
     metadata: dict[str, Any]
 
     @classmethod
-    def of(cls, result: Episode) -> EpisodeOut:
+    def of(cls, result: Episode) -> Self:
         """The model of ``result``."""
         return cls(**result.model_dump(mode="json"))
 
@@ -38,19 +39,10 @@ class EpisodeOut(BaseModel):
         return Episode.model_validate(self.model_dump())
 
 
-class EpisodesOut(BaseModel):
+class EpisodesOut(Envelope[list[Episode]]):
     """Episodes, newest first."""
 
     episodes: list[EpisodeOut]
-
-    @classmethod
-    def of(cls, result: list[Episode]) -> EpisodesOut:
-        """The model of ``result``."""
-        return cls(episodes=[EpisodeOut.of(e) for e in result])
-
-    def value(self) -> list[Episode]:
-        """The episodes."""
-        return [e.value() for e in self.episodes]
 
 
 class ChatMessageOut(BaseModel):

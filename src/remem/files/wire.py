@@ -6,19 +6,19 @@ file tools answer (``of`` from the Python result) and what a client reads back
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import RootModel
 
 from remem.files.approvals import Approval
 from remem.files.types import FileEvent, FileEventOp, FileInfo, FileRead, GrepMatch
-from remem.memory.shapes import Wire
+from remem.wire_models import Dumped, Envelope, Rows, Wire
 
 __all__ = ["ApprovalOut", "ApprovalsOut", "FileEventOut", "FileHistoryOut", "FileInfoOut",
            "FileListOut", "FileReadOut", "GrepMatchOut", "GrepMatchesOut", "UndoneOut"]
 
 
-class FileInfoOut(Wire[FileInfo]):
+class FileInfoOut(Dumped[FileInfo]):
     """A file (its size in UTF-8 bytes and etag) or a directory (``is_dir``)."""
 
     path: str
@@ -27,25 +27,9 @@ class FileInfoOut(Wire[FileInfo]):
     etag: str | None = None
     modified_at: float | None = None
 
-    @classmethod
-    def of(cls, result: FileInfo) -> FileInfoOut:
-        return cls.model_validate(result.to_dict())
 
-    def value(self) -> FileInfo:
-        return FileInfo(self.path, self.is_dir, self.size, self.etag, self.modified_at)
-
-
-class FileListOut(RootModel[list[FileInfoOut]]):
+class FileListOut(Rows[FileInfoOut]):
     """A listing or a glob's files."""
-
-    @classmethod
-    def of(cls, result: list[FileInfo]) -> FileListOut:
-        """The shape of ``result``."""
-        return cls([FileInfoOut.of(i) for i in result])
-
-    def value(self) -> list[FileInfo]:
-        """The entries."""
-        return [i.value() for i in self.root]
 
 
 class UndoneOut(RootModel[FileInfoOut | None]):
@@ -61,7 +45,7 @@ class UndoneOut(RootModel[FileInfoOut | None]):
         return None if self.root is None else self.root.value()
 
 
-class FileReadOut(Wire[FileRead]):
+class FileReadOut(Dumped[FileRead]):
     """Lines ``offset`` .. ``offset + lines`` of ``total_lines``, the file's etag, and how
     many lines ``remaining``."""
 
@@ -73,41 +57,17 @@ class FileReadOut(Wire[FileRead]):
     total_lines: int
     remaining: int
 
-    @classmethod
-    def of(cls, result: FileRead) -> FileReadOut:
-        return cls.model_validate(result.to_dict())
 
-    def value(self) -> FileRead:
-        return FileRead(self.path, self.content, self.etag, self.offset, self.lines,
-                        self.total_lines)
-
-
-class GrepMatchOut(Wire[GrepMatch]):
+class GrepMatchOut(Dumped[GrepMatch]):
     """A line holding the text: its file, 1-based line number and the line."""
 
     path: str
     line: int
     text: str
 
-    @classmethod
-    def of(cls, result: GrepMatch) -> GrepMatchOut:
-        return cls.model_validate(result.to_dict())
 
-    def value(self) -> GrepMatch:
-        return GrepMatch(self.path, self.line, self.text)
-
-
-class GrepMatchesOut(RootModel[list[GrepMatchOut]]):
+class GrepMatchesOut(Rows[GrepMatchOut]):
     """A grep's lines."""
-
-    @classmethod
-    def of(cls, result: list[GrepMatch]) -> GrepMatchesOut:
-        """The shape of ``result``."""
-        return cls([GrepMatchOut.of(m) for m in result])
-
-    def value(self) -> list[GrepMatch]:
-        """The matches."""
-        return [m.value() for m in self.root]
 
 
 class FileEventOut(Wire[FileEvent]):
@@ -123,24 +83,15 @@ class FileEventOut(Wire[FileEvent]):
     actor: str = "user"
 
     @classmethod
-    def of(cls, result: FileEvent) -> FileEventOut:
+    def of(cls, result: FileEvent) -> Self:
         return cls.model_validate(result.to_value())
 
     def value(self) -> FileEvent:
         return FileEvent.from_value(self.model_dump())
 
 
-class FileHistoryOut(RootModel[list[FileEventOut]]):
+class FileHistoryOut(Rows[FileEventOut]):
     """A file's changes, oldest first."""
-
-    @classmethod
-    def of(cls, result: list[FileEvent]) -> FileHistoryOut:
-        """The shape of ``result``."""
-        return cls([FileEventOut.of(e) for e in result])
-
-    def value(self) -> list[FileEvent]:
-        """The events."""
-        return [e.value() for e in self.root]
 
 
 class ApprovalOut(Wire[Approval]):
@@ -161,21 +112,14 @@ class ApprovalOut(Wire[Approval]):
     requested_by: str | None = None
 
     @classmethod
-    def of(cls, result: Approval) -> ApprovalOut:
+    def of(cls, result: Approval) -> Self:
         return cls.model_validate(result.to_value())
 
     def value(self) -> Approval:
         return Approval.from_value(self.model_dump())
 
 
-class ApprovalsOut(Wire[list[Approval]]):
+class ApprovalsOut(Envelope[list[Approval]]):
     """Approvals, oldest first."""
 
     approvals: list[ApprovalOut]
-
-    @classmethod
-    def of(cls, result: list[Approval]) -> ApprovalsOut:
-        return cls(approvals=[ApprovalOut.of(a) for a in result])
-
-    def value(self) -> list[Approval]:
-        return [a.value() for a in self.approvals]

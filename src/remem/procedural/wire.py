@@ -12,11 +12,12 @@ from pydantic import BaseModel, ConfigDict
 
 from remem.procedural.optimizer import Optimization
 from remem.procedural.prompts import PromptVersion
+from remem.wire_models import Dumped, Envelope
 
 __all__ = ["DiffOut", "OptimizeResult", "PromptVersionOut", "PromptsOut", "VersionsOut"]
 
 
-class PromptVersionOut(BaseModel):
+class PromptVersionOut(Dumped[PromptVersion]):
     """One version of a prompt (``created_at``: epoch seconds)."""
 
     name: str
@@ -31,59 +32,27 @@ class PromptVersionOut(BaseModel):
     rolled_back_to: int | None
     change_id: str | None
 
-    @classmethod
-    def of(cls, result: PromptVersion) -> PromptVersionOut:
-        """The model of ``result``."""
-        return cls(**result.to_dict())
-
     def value(self) -> PromptVersion:
         """The version."""
         return PromptVersion.from_dict(self.model_dump())
 
 
-class PromptsOut(BaseModel):
+class PromptsOut(Envelope[list[PromptVersion]]):
     """The latest version of every prompt, by name."""
 
     prompts: list[PromptVersionOut]
 
-    @classmethod
-    def of(cls, result: list[PromptVersion]) -> PromptsOut:
-        """The model of ``result``."""
-        return cls(prompts=[PromptVersionOut.of(v) for v in result])
 
-    def value(self) -> list[PromptVersion]:
-        """The versions."""
-        return [v.value() for v in self.prompts]
-
-
-class VersionsOut(BaseModel):
+class VersionsOut(Envelope[list[PromptVersion]]):
     """Every version of a prompt, oldest first."""
 
     versions: list[PromptVersionOut]
 
-    @classmethod
-    def of(cls, result: list[PromptVersion]) -> VersionsOut:
-        """The model of ``result``."""
-        return cls(versions=[PromptVersionOut.of(v) for v in result])
 
-    def value(self) -> list[PromptVersion]:
-        """The versions."""
-        return [v.value() for v in self.versions]
-
-
-class DiffOut(BaseModel):
+class DiffOut(Envelope[str]):
     """A unified diff (empty when the texts are equal)."""
 
     diff: str
-
-    @classmethod
-    def of(cls, result: str) -> DiffOut:
-        """The model of ``result``."""
-        return cls(diff=result)
-
-    def value(self) -> str:
-        """The diff."""
-        return self.diff
 
 
 class OptimizeResult(BaseModel):

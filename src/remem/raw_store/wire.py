@@ -6,11 +6,12 @@ made from the Python result with ``of`` and giving it back with ``value`` (what
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from remem.store.types import Item, Namespace, SearchItem, SignalScore
+from remem.wire_models import Envelope, Wire
 
 __all__ = [
     "CountOut",
@@ -42,12 +43,11 @@ class OkOut(BaseModel):
         return None
 
 
-class ItemOut(BaseModel):
+class ItemOut(Wire[Item]):
     """A stored item (times are ISO 8601, UTC)."""
 
     # the item's value is ``value`` in JSON; ``value()`` gives the item back, as on every
-    # result model, so the field is ``value_`` in Python
-    model_config = ConfigDict(populate_by_name=True)
+    # result model, so the field is ``value_`` in Python (Wire populates by name)
 
     namespace: list[str]
     key: str
@@ -58,7 +58,7 @@ class ItemOut(BaseModel):
     event_at: datetime | None = None
 
     @classmethod
-    def of(cls, result: Item) -> ItemOut:
+    def of(cls, result: Item) -> Self:
         """The model of ``result``."""
         return cls(namespace=list(result.namespace), key=result.key, value=result.value,
                    created_at=result.created_at, updated_at=result.updated_at,
@@ -93,7 +93,7 @@ class SearchItemOut(ItemOut):
     relevance_by_signal: dict[str, float] = Field(default_factory=dict)
 
     @classmethod
-    def of(cls, result: Item) -> SearchItemOut:
+    def of(cls, result: Item) -> Self:
         """The model of ``result`` (a :class:`~remem.store.types.SearchItem`)."""
         if not isinstance(result, SearchItem):
             raise TypeError(f"a search result is a SearchItem, not {type(result).__name__}")
@@ -112,34 +112,16 @@ class SearchItemOut(ItemOut):
                           relevance_by_signal=dict(self.relevance_by_signal))
 
 
-class SearchResultsOut(BaseModel):
+class SearchResultsOut(Envelope[list[SearchItem]]):
     """Items of a store search, best first."""
 
     items: list[SearchItemOut]
 
-    @classmethod
-    def of(cls, result: list[SearchItem]) -> SearchResultsOut:
-        """The model of ``result``."""
-        return cls(items=[SearchItemOut.of(item) for item in result])
 
-    def value(self) -> list[SearchItem]:
-        """The search results, best first."""
-        return [item.value() for item in self.items]
-
-
-class CountOut(BaseModel):
+class CountOut(Envelope[int]):
     """How many items match."""
 
     count: int
-
-    @classmethod
-    def of(cls, result: int) -> CountOut:
-        """The model of ``result``."""
-        return cls(count=result)
-
-    def value(self) -> int:
-        """The count."""
-        return self.count
 
 
 class NamespaceList(BaseModel):

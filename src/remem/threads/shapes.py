@@ -1,4 +1,5 @@
-"""The base of every thread result's JSON shape (:class:`Wire`).
+"""The base of every thread result's JSON shape (:class:`~remem.wire_models.Wire`, shared by
+every family) and how a thread shape is dumped (:func:`json_of`).
 
 A value whose ``to_dict()`` is its shape declares that shape beside itself, on this base
 (:class:`~remem.threads.types.CheckpointOut` and ``ThreadInfoOut`` in
@@ -9,28 +10,11 @@ result model.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Self, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from remem.wire_models import Wire
 
 __all__ = ["Wire", "json_of"]
-
-T = TypeVar("T")
-
-
-class Wire(BaseModel, Generic[T]):
-    """A result's JSON shape: :meth:`of` from the Python value, :meth:`value` back."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    @classmethod
-    def of(cls, result: T) -> Self:
-        """The model of ``result``."""
-        raise NotImplementedError
-
-    def value(self) -> T:
-        """The Python result this JSON describes."""
-        raise NotImplementedError
 
 
 def json_of(model: Wire[Any]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from remem.threads.requests import (
 from remem.threads.search import MessageMatchOut, ThreadHit, ThreadHitOut
 from remem.threads.shapes import Wire, json_of
 from remem.threads.types import Checkpoint, CheckpointOut, ThreadInfo, ThreadInfoOut
+from remem.wire_models import Envelope
 
 __all__ = [
     "RESULT_MODELS",
@@ -97,79 +98,34 @@ class MessageOut(Wire[Message]):
             "is_error": self.is_error})
 
 
-class MessagesOut(Wire[list[Message]]):
+class MessagesOut(Envelope[list[Message]]):
     """Messages, oldest first."""
 
     messages: list[MessageOut]
 
-    @classmethod
-    def of(cls, result: list[Message]) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(messages=[MessageOut.of(m) for m in result])
 
-    def value(self) -> list[Message]:
-        """The messages."""
-        return [m.value() for m in self.messages]
-
-
-class ThreadListOut(Wire[list[ThreadInfo]]):
+class ThreadListOut(Envelope[list[ThreadInfo]]):
     """Thread records, most recently changed first."""
 
     threads: list[ThreadInfoOut]
 
-    @classmethod
-    def of(cls, result: list[ThreadInfo]) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(threads=[ThreadInfoOut.of(info) for info in result])
 
-    def value(self) -> list[ThreadInfo]:
-        """The records."""
-        return [info.value() for info in self.threads]
-
-
-class CheckpointListOut(Wire[list[Checkpoint]]):
+class CheckpointListOut(Envelope[list[Checkpoint]]):
     """Checkpoints, newest first."""
 
     checkpoints: list[CheckpointOut]
 
-    @classmethod
-    def of(cls, result: list[Checkpoint]) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(checkpoints=[CheckpointOut.of(cp) for cp in result])
 
-    def value(self) -> list[Checkpoint]:
-        """The checkpoints."""
-        return [cp.value() for cp in self.checkpoints]
-
-
-class DeletedOut(Wire[bool]):
+class DeletedOut(Envelope[bool]):
     """Whether the thread existed (and now does not)."""
 
     deleted: bool
 
-    @classmethod
-    def of(cls, result: bool) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(deleted=result)
 
-    def value(self) -> bool:
-        """Whether it existed."""
-        return self.deleted
-
-
-class ThreadHitsOut(Wire[list[ThreadHit]]):
+class ThreadHitsOut(Envelope[list[ThreadHit]]):
     """Threads matching a search, best first."""
 
     hits: list[ThreadHitOut]
-
-    @classmethod
-    def of(cls, result: list[ThreadHit]) -> Self:
-        """The model of ``result``."""
-        return cls.model_construct(hits=[ThreadHitOut.of(hit) for hit in result])
-
-    def value(self) -> list[ThreadHit]:
-        """The hits."""
-        return [hit.value() for hit in self.hits]
 
 
 #: the result model of each thread request (a new thread's JSON is its record)
