@@ -191,14 +191,14 @@ def test_head_keeps_only_the_fixes_of_the_items_it_keeps() -> None:
 
 
 def _run(dataset: Any, rankings: dict[str, list[str]], k: int) -> Any:
-    from remem.eval.harness import QuestionResult, RunResult, Timing
+    from remem.eval.harness import QuestionResult, RunResult, RunTiming
     from remem.eval.metrics import question_metrics
 
     results = tuple(
         QuestionResult(q, tuple(rankings[c.id]),
                        question_metrics(rankings[c.id], q.gold) if q.gold else {}, 1.0)
         for c in dataset.data.conversations for q in c.questions)
-    return RunResult(results, Timing(0.0, (1.0,) * len(results)), k)
+    return RunResult(results, RunTiming(0.0, (1.0,) * len(results)), k)
 
 
 def test_session_cut_offs_beyond_the_ranked_sessions_are_not_reported() -> None:

@@ -210,11 +210,11 @@ def test_migrations_are_recorded_and_rows_survive_reopening(
 
 
 def test_keyword_scores_are_the_retrieval_bm25(make_storage: Callable[..., Any]) -> None:
-    """The database sums BM25 (:meth:`Rows.keyword`); the scores and the order are those of
+    """The database sums BM25 (:meth:`GraphRows.keyword`); the scores and the order are those of
     :func:`remem.retrieval.bm25.bm25_scores` over the same postings."""
     from collections import Counter
 
-    from remem.graph.rows import Rows
+    from remem.graph.rows import GraphRows
     from remem.retrieval.bm25 import bm25_scores
     from remem.retrieval.tokenize import DefaultTokenizer
 
@@ -224,7 +224,7 @@ def test_keyword_scores_are_the_retrieval_bm25(make_storage: Callable[..., Any])
     storage = make_storage()
     storage.setup()
     with storage.transaction(True, "kw") as tx:
-        rows = Rows(tx, "kw", tokenizer)
+        rows = GraphRows(tx, "kw", tokenizer)
         ada = rows.insert_entity("Ada", "person", [], 0.0, None)
         ids = [rows.insert_fact(ada.id, "p", None, None, t, None, None, 0.0, None, 1, None).id
                for t in texts]
@@ -242,14 +242,14 @@ def test_keyword_scores_are_the_retrieval_bm25(make_storage: Callable[..., Any])
         expected = [(i, s) for i, _, s in bm25_scores(postings, doc_freq=doc_freq,
                                                       n_docs=len(texts), total_len=total)]
         with storage.transaction(False, "kw") as tx:
-            got = Rows(tx, "kw", tokenizer).keyword(terms, None, None, 100)
+            got = GraphRows(tx, "kw", tokenizer).keyword(terms, None, None, 100)
         assert [i for i, _ in got] == [i for i, _ in expected], query
         assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in expected], query
 
 
 def test_max_postings_reads_a_common_terms_best_postings(
         make_storage: Callable[..., Any]) -> None:
-    from remem.graph.rows import Rows
+    from remem.graph.rows import GraphRows
     from remem.retrieval.tokenize import DefaultTokenizer
 
     tokenizer = DefaultTokenizer()
@@ -257,12 +257,12 @@ def test_max_postings_reads_a_common_terms_best_postings(
     storage.setup()
     texts = ["robots", "robots robots robots", "robots and many other words here", "cats"]
     with storage.transaction(True, "mp") as tx:
-        rows = Rows(tx, "mp", tokenizer)
+        rows = GraphRows(tx, "mp", tokenizer)
         ada = rows.insert_entity("Ada", "person", [], 0.0, None)
         ids = [rows.insert_fact(ada.id, "p", None, None, t, None, None, 0.0, None, 1, None).id
                for t in texts]
     with storage.transaction(False, "mp") as tx:
-        rows = Rows(tx, "mp", tokenizer)
+        rows = GraphRows(tx, "mp", tokenizer)
         exact = rows.keyword(["robot"], None, None, 10)
         capped = rows.keyword(["robot"], None, None, 10, max_postings=1)
     assert [i for i, _ in exact] == [ids[1], ids[0], ids[2]]

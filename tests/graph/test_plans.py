@@ -9,7 +9,7 @@ from typing import Any
 
 from remem.embed import FakeEmbedder
 from remem.graph import Graph, SQLiteGraphStorage
-from remem.graph.rows import Rows
+from remem.graph.rows import GraphRows
 from remem.retrieval.tokenize import DefaultTokenizer
 
 
@@ -46,7 +46,7 @@ def test_no_search_statement_reads_a_whole_namespace_of_facts(tmp_path: Path) ->
     storage = _Recorded(tmp_path / "plans.db")
     ns = "plans\x1f"
     with storage.transaction(True, ns) as tx:
-        rows = Rows(tx, ns, DefaultTokenizer())
+        rows = GraphRows(tx, ns, DefaultTokenizer())
         people = [rows.insert_entity(f"Person{i}", "person", [], 0.0, None).id
                   for i in range(30)]
         for i in range(200):

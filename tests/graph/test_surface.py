@@ -121,9 +121,9 @@ def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None
 
     from remem._sqlite import SQLiteConnections
     from remem.graph import Graph, SQLiteGraphStorage
-    from remem.graph.rows import Rows
+    from remem.graph.rows import GraphRows
     from remem.graph.schema import GRAPH_MIGRATIONS
-    from remem.graph.storage import _SQLiteTx
+    from remem.graph.storage import _SQLiteGraphTx
     from remem.retrieval.tokenize import DefaultTokenizer
     from remem.store.migrations import applied_sqlite, apply_sqlite
 
@@ -132,7 +132,7 @@ def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None
     with conns.connection() as conn:
         apply_sqlite(conn, GRAPH_MIGRATIONS[:1])
         conn.execute("BEGIN IMMEDIATE")
-        rows = Rows(_SQLiteTx(conn), "old\x1f", DefaultTokenizer())
+        rows = GraphRows(_SQLiteGraphTx(conn), "old\x1f", DefaultTokenizer())
         ada = rows.insert_entity("Ada", "person", [], 0.0, None)
         rows.insert_fact(ada.id, "age", None, "36", "Ada is 36", None, None, 0.0, None, 1, None)
         conn.execute("COMMIT")

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remem.graph import SQLiteGraphStorage
-from remem.graph.rows import Rows
+from remem.graph.rows import GraphRows
 from remem.graph.types import holds
 from remem.retrieval.tokenize import DefaultTokenizer
 
@@ -24,7 +24,7 @@ def test_sql_rule_is_the_python_rule(facts: list[tuple[float | None, float | Non
     storage = SQLiteGraphStorage(":memory:")
     try:
         with storage.transaction(True, "p") as tx:
-            rows = Rows(tx, "p", DefaultTokenizer())
+            rows = GraphRows(tx, "p", DefaultTokenizer())
             ada = rows.insert_entity("Ada", "person", [], 0.0, None)
             ids = [rows.insert_fact(ada.id, "p", None, None, f"fact {i}", valid, invalid,
                                     recorded, expired, 1, None).id

@@ -13,7 +13,7 @@ import pytest
 
 from remem.embed.fake import FakeEmbedder
 from remem.graph import Graph
-from remem.graph.rows import Rows
+from remem.graph.rows import GraphRows
 from remem.graph.vectors import VectorCache, train_centroids
 
 MakeGraph = Callable[..., Graph]
@@ -106,7 +106,7 @@ def test_search_through_the_inverted_file_answers_as_the_exact_scan(
     topics = ["solar", "coffee", "chess", "rockets", "wine", "poetry"]
     for graph in (ivf, exact):
         with graph._rows(True) as rows:
-            assert isinstance(rows, Rows)
+            assert isinstance(rows, GraphRows)
             ids = [rows.insert_entity(n, "person", [], 0.0, embedder.embed_documents([n])[0]).id
                    for n in names]
             r = random.Random(5)

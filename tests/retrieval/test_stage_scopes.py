@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remem.embed import FakeEmbedder
-from remem.retrieval.expansion import Feedback
+from remem.retrieval.expansion import PseudoFeedback
 from remem.retrieval.neighbours import Neighbours, neighbour_shares
 from remem.retrieval.ranking import Ranking, rank_candidates
 from remem.retrieval.sessions import Sessions, Spread
@@ -221,7 +221,7 @@ def test_a_mark_does_not_bring_back_what_feedback_dropped(make_store: Factory) -
     store = make_store(index=IndexConfig(FakeEmbedder(64), fields=("text",)), keyword=False)
     for key, text in TEXTS.items():
         store.put(("ns",), key, {"text": text})
-    feedback = {"candidates": 3, "feedback": Feedback(top=2, vector=3.0)}
+    feedback = {"candidates": 3, "feedback": PseudoFeedback(top=2, vector=3.0)}
 
     def search(ranking: Ranking) -> list[tuple[str, dict[str, float]]]:
         return [(hit.key, {name: d.score for name, d in hit.details.items()})

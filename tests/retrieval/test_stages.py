@@ -20,7 +20,7 @@ from remem.eval.store_retriever import DEFAULT_STAGES, STAGES, stage_ranking
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import (
     Entities,
-    Feedback,
+    PseudoFeedback,
     distinctive_terms,
     feedback_vector,
     proper_nouns,
@@ -113,16 +113,16 @@ def test_session_stages_need_the_groups() -> None:
     (lambda: Sessions(field=""), "Sessions.field must name a value field"),
     (lambda: Spread(per_session=0), "Spread.per_session must be an int >= 1"),
     (lambda: Spread(field=3), "Spread.field"),
-    (lambda: Feedback(top=0), "Feedback.top must be an int >= 1"),
-    (lambda: Feedback(vector=-1), "Feedback.vector must be a finite number >= 0"),
-    (lambda: Feedback(terms=-1), "Feedback.terms must be an int >= 0"),
-    (lambda: Feedback(term_weight=math.inf), "Feedback.term_weight"),
+    (lambda: PseudoFeedback(top=0), "Feedback.top must be an int >= 1"),
+    (lambda: PseudoFeedback(vector=-1), "Feedback.vector must be a finite number >= 0"),
+    (lambda: PseudoFeedback(terms=-1), "Feedback.terms must be an int >= 0"),
+    (lambda: PseudoFeedback(term_weight=math.inf), "Feedback.term_weight"),
     (lambda: Entities(max_share=1.5), r"Entities.max_share must be a finite number within"),
     (lambda: Entities(top=True), "Entities.top"),
     (lambda: Speakers(weight="high"), "Speakers.weight"),
     (lambda: Speakers(field=""), "Speakers.field"),
     (lambda: Ranking(sessions="session"), "Ranking.sessions must be a Sessions or None"),
-    (lambda: Ranking(feedback=Entities()), "Ranking.feedback must be a Feedback or None"),
+    (lambda: Ranking(feedback=Entities()), "Ranking.feedback must be a PseudoFeedback or None"),
     (lambda: stage_ranking(["sessions", "bogus"]), "unknown ranking stage 'bogus'"),
 ])
 def test_bad_stage_options_raise_typed_errors(build: Any, message: str) -> None:
@@ -163,7 +163,7 @@ def _results(store: BaseStore, query: str, ranking: Ranking | None) -> list[tupl
 
 
 NEUTRAL = Ranking(sessions=Sessions(weight=0.0), speakers=Speakers(weight=0.0),
-                  feedback=Feedback(vector=0.0, terms=0), entities=Entities(weight=0.0),
+                  feedback=PseudoFeedback(vector=0.0, terms=0), entities=Entities(weight=0.0),
                   timing=Timing(weight=0.0), questions=QuestionTurns(weight=0.0),
                   decompose=Decompose(weight=0.0), reports=SelfReports(weight=0.0))
 

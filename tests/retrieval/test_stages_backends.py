@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from remem.embed import FakeEmbedder
-from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.expansion import Entities, PseudoFeedback
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.speakers import Speakers
@@ -94,7 +94,7 @@ def test_feedback_terms_find_turns_sharing_the_top_hits_words(make_store: Factor
     _put(store, [("t1", "kiln pottery glaze", 1, "Melanie"),
                  ("t2", "a blue glaze on my pottery", 2, "Melanie"), *FILLER])
     assert _keys(store, "kiln") == ["t1"]
-    staged = Ranking(feedback=Feedback(top=1, vector=0.0, terms=2, term_weight=0.5))
+    staged = Ranking(feedback=PseudoFeedback(top=1, vector=0.0, terms=2, term_weight=0.5))
     assert _keys(store, "kiln", staged) == ["t1", "t2"]
 
 
@@ -108,7 +108,7 @@ def test_feedback_vector_searches_again_from_the_moved_query(make_store: Factory
         hits = store.search(NS, query="kiln", limit=6, mode="vector", ranking=ranking)
         return [h.key for h in hits].index("t2")
 
-    assert vector_rank(Ranking(feedback=Feedback(top=1, vector=1.0))) < vector_rank(None)
+    assert vector_rank(Ranking(feedback=PseudoFeedback(top=1, vector=1.0))) < vector_rank(None)
 
 
 def test_stages_respect_the_filter(make_store: Factory) -> None:

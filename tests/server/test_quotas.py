@@ -21,7 +21,7 @@ from remem.server.quotas import (
     Quota,
     QuotaExceededError,
     QuotaStore,
-    Usage,
+    TenantUsage,
     measure,
     value_bytes,
 )
@@ -127,7 +127,7 @@ def test_a_refusal_recounts_what_other_writers_removed(tmp_path: Path) -> None:
             store.put(("n",), "c", {"v": 3})
         now[0] += FRESH_SECONDS
         store.put(("n",), "c", {"v": 3})
-        assert store.usage() == Usage(2, 2 * value_bytes({"v": 1}))
+        assert store.usage() == TenantUsage(2, 2 * value_bytes({"v": 1}))
         # bookkeeping (history, ids, locks) is not counted and never refused
         store.put(("_remem", "locks", "n"), "ticket", {"v": 4})
         assert store.usage(fresh=True).items == 2

@@ -45,7 +45,6 @@ from remem.threads.requests import (
     CheckpointRequest,
     CheckpointsRequest,
     CompactRequest,
-    ContextRequest,
     CopyRequest,
     CreateThreadRequest,
     DeleteThreadRequest,
@@ -56,6 +55,7 @@ from remem.threads.requests import (
     RewindRequest,
     SearchThreadsRequest,
     SetMetadataRequest,
+    ThreadContextRequest,
     ThreadRequest,
     UpdateStateRequest,
     local_fields,
@@ -167,7 +167,7 @@ CALLS: list[ThreadRequest[Any]] = [
     ForkRequest.of(thread_id=TID, ttl=None), CopyRequest.of(thread_id=TID, new_thread_id="n"),
     CompactRequest.of(thread_id=TID), CompactRequest.of(thread_id=TID, force=True,
                                                         policy=SummaryPolicy(keep_tokens=50)),
-    ContextRequest.of(thread_id=TID, max_tokens=10, checkpoint_id="c"),
+    ThreadContextRequest.of(thread_id=TID, max_tokens=10, checkpoint_id="c"),
 ]
 
 
@@ -237,12 +237,12 @@ def scenario(run: Run) -> list[tuple[str, Any]]:
     step(SearchThreadsRequest.of(query="Porto wine cellars", owner="ada"))
     step(SearchThreadsRequest.of(query="Alfama hotel", exclude=["trip-copy"], per_thread=1,
                                  mode="keyword"))
-    step(ContextRequest.of(thread_id="trip-copy", max_messages=3))
-    step(ContextRequest.of(thread_id="trip", max_tokens=40, checkpoint_id=first["id"]))
+    step(ThreadContextRequest.of(thread_id="trip-copy", max_messages=3))
+    step(ThreadContextRequest.of(thread_id="trip", max_tokens=40, checkpoint_id=first["id"]))
     step(CompactRequest.of(thread_id="trip-copy",
                            policy={"trigger_tokens": 40, "keep_tokens": 10}))
     step(CompactRequest.of(thread_id="trip-copy", force=False))
-    step(ContextRequest.of(thread_id="trip-copy"))
+    step(ThreadContextRequest.of(thread_id="trip-copy"))
     step(DeleteThreadRequest.of(thread_id="trip-copy"))
     step(DeleteThreadRequest.of(thread_id="trip-copy"))
     step(CreateThreadRequest.of(metadata={"user_id": "bob"}, ttl=None))
@@ -526,7 +526,7 @@ def test_search_without_the_thread_index_is_a_clear_400() -> None:
 
 
 READS = {GetThreadRequest, ListThreadsRequest, SearchThreadsRequest, MessagesRequest,
-         CheckpointsRequest, CheckpointRequest, ContextRequest}
+         CheckpointsRequest, CheckpointRequest, ThreadContextRequest}
 
 
 def test_every_route_needs_a_key_and_writes_need_a_writing_key() -> None:

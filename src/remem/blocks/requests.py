@@ -25,12 +25,31 @@ from remem.requests import Request
 if TYPE_CHECKING:
     from remem.blocks.store import Blocks
 
-__all__ = ["RESULT_MODELS", "AgentAppendRequest", "AgentBlocksRequest", "AgentReplaceRequest",
-           "AgentRethinkRequest", "AppendRequest", "AttachBlockRequest", "BlockHistoryRequest",
-           "BlockRequest", "ChangeBlockRequest", "CreateBlockRequest", "DeleteBlockRequest",
-           "DetachBlockRequest", "GetBlockRequest", "ListBlocksRequest", "RenderBlocksRequest",
-           "ReplaceRequest", "RethinkRequest", "Returns", "UpdateBlockRequest",
-           "run_block_admin", "run_block_request"]
+__all__ = [
+    "RESULT_MODELS",
+    "AgentAppendRequest",
+    "AgentBlocksRequest",
+    "AgentReplaceRequest",
+    "AgentRethinkRequest",
+    "AppendRequest",
+    "AttachBlockRequest",
+    "BlockAppendRequest",
+    "BlockHistoryRequest",
+    "BlockRequest",
+    "ChangeBlockRequest",
+    "CreateBlockRequest",
+    "DeleteBlockRequest",
+    "DetachBlockRequest",
+    "GetBlockRequest",
+    "ListBlocksRequest",
+    "RenderBlocksRequest",
+    "ReplaceRequest",
+    "RethinkRequest",
+    "Returns",
+    "UpdateBlockRequest",
+    "run_block_admin",
+    "run_block_request",
+]
 
 Label = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]*$",
                              description="The block's label, as shown in your core memory.")]
@@ -43,13 +62,17 @@ class Returns(Generic[R]):
     returns for it): a type checker's note, nothing at run time."""
 
 
-class AppendRequest(Request):
+class BlockAppendRequest(Request):
     """Append to a block."""
 
     operation: ClassVar[str] = "core_memory_append"
     label: Label
     content: Annotated[Text, Field(min_length=1, description=(
         "The text to add on a new line at the end of the block."))]
+
+
+#: the old name (issue 34: one name per concept), kept so user code keeps working
+AppendRequest = BlockAppendRequest
 
 
 class ReplaceRequest(Request):
@@ -72,7 +95,7 @@ class RethinkRequest(Request):
         "The block's whole new text: reorganised, condensed or corrected."))]
 
 
-BlockRequest = AppendRequest | ReplaceRequest | RethinkRequest
+BlockRequest = BlockAppendRequest | ReplaceRequest | RethinkRequest
 
 
 class CreateBlockRequest(Request, Returns[Block]):
@@ -184,7 +207,7 @@ class RenderBlocksRequest(Request, Returns[Rendered]):
 EditingAgent = Annotated[AgentId, Field(description="The agent whose blocks are edited.")]
 
 
-class AgentAppendRequest(AppendRequest, Returns[Block]):
+class AgentAppendRequest(BlockAppendRequest, Returns[Block]):
     """``core_memory_append`` for the agent named (``POST /v1/blocks/append``)."""
 
     agent_id: EditingAgent

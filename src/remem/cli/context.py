@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from remem.cli.memory import Session, _session_params
+from remem.cli.memory import CliSession, _session_params
 from remem.cli.options import request_command
 from remem.cli.render import emit_json
 from remem.context.assemble import ContextRequest, assemble
@@ -27,7 +27,7 @@ CLI_EXCLUDED = ("token_counter",)
 """ContextRequest fields the CLI does not offer: a token counter is a Python object."""
 
 
-def _threads(session: Session, request: ContextRequest) -> Any:
+def _threads(session: CliSession, request: ContextRequest) -> Any:
     """The thread store the summary and recent sections read (only with ``--thread``),
     in the tenant's view when ``--tenant`` is given."""
     if request.thread_id is None:
@@ -52,7 +52,7 @@ def _body(request: ContextRequest, db: str, embedder: str, tenant: str | None,
     Whole items are kept or left out (lowest priority first); --json adds the tokens per
     section and every item left out.
     """
-    session = Session(db, embedder, json_output, tenant)
+    session = CliSession(db, embedder, json_output, tenant)
     memory = session.open()
     result = assemble(memory, request, _threads(session, request))
     if json_output:

@@ -379,7 +379,7 @@ def repair(store: BaseStore, findings: Sequence[Finding], *, keep: bool = True,
     """Move each finding aside (``keep``: with a copy in the quarantine of its scope; see
     the module docstring); the number repaired."""
     from remem.files import StoreFileBackend
-    from remem.graph.rows import Rows
+    from remem.graph.rows import GraphRows
     from remem.graph.storage import persistent_storage_beside
     from remem.retrieval.tokenize import DefaultTokenizer
 
@@ -400,7 +400,7 @@ def repair(store: BaseStore, findings: Sequence[Finding], *, keep: bool = True,
             assert storage is not None
             try:
                 with storage.transaction(True, ns) as tx:
-                    Rows(tx, ns, DefaultTokenizer()).remove_row(table, row_id)
+                    GraphRows(tx, ns, DefaultTokenizer()).remove_row(table, row_id)
             finally:
                 storage.close()
         else:

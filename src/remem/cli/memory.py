@@ -80,7 +80,7 @@ ID_OPTIONS = ("full_ids",)
 
 
 @dataclass(frozen=True, slots=True)
-class Session:
+class CliSession:
     """Where a command works: the database, the embedder, whether to print JSON, and the
     tenant whose view to open (``None``: the database's own namespaces)."""
 
@@ -138,7 +138,7 @@ def _session_params() -> list[click.Parameter]:
 def memory_command(model: type[R], *, params: Sequence[click.Parameter] = ()
                    ) -> Callable[[Callable[..., None]], click.Command]:
     """A command built from ``model`` plus ``params`` and the session options, named as
-    ``model``'s row of the memory table says; the body gets the :class:`Session`, the
+    ``model``'s row of the memory table says; the body gets the :class:`CliSession`, the
     validated request and each of ``params`` by name. Its help is the body's docstring, in
     the CLI's spelling (TEXT, --hard), where the table's descriptions are HTTP's and MCP's."""
     name = command_of(MEMORY_OPERATIONS, model)
@@ -146,7 +146,7 @@ def memory_command(model: type[R], *, params: Sequence[click.Parameter] = ()
     def decorate(body: Callable[..., None]) -> click.Command:
         def run(request: R, db: str, embedder: str, tenant: str | None, json_output: bool,
                 full_ids: bool, **extra: Any) -> None:
-            body(Session(db, embedder, json_output, tenant, full_ids), request, **extra)
+            body(CliSession(db, embedder, json_output, tenant, full_ids), request, **extra)
 
         run.__doc__ = body.__doc__
         full_ids = click.Option(["--full-ids"], is_flag=True, help=FULL_IDS_HELP)
@@ -265,7 +265,7 @@ def _scope_words(request: DeleteAllRequest) -> str:
 
 
 @memory_command(AddRequest)
-def add(session: Session, request: AddRequest) -> None:
+def add(session: CliSession, request: AddRequest) -> None:
     """Remember TEXT (or stdin, with TEXT omitted or '-')."""
     _require_scope(request)
     result = session.open(create=True).run(request)
@@ -279,7 +279,7 @@ def add(session: Session, request: AddRequest) -> None:
 
 
 @memory_command(SearchRequest)
-def search(session: Session, request: SearchRequest) -> None:
+def search(session: CliSession, request: SearchRequest) -> None:
     """Search memories, best first for QUERY (newest first without one).
 
     Without --user, --agent, --thread or --namespace it searches every memory.
@@ -294,7 +294,7 @@ def search(session: Session, request: SearchRequest) -> None:
 
 
 @memory_command(GetRequest)
-def get(session: Session, request: GetRequest) -> None:
+def get(session: CliSession, request: GetRequest) -> None:
     """Show the memory MEMORY_ID."""
     record = session.open().run(request)
     if session.json_output:
@@ -310,7 +310,7 @@ def get(session: Session, request: GetRequest) -> None:
 
 
 @memory_command(GetAllRequest)
-def list_command(session: Session, request: GetAllRequest) -> None:
+def list_command(session: CliSession, request: GetAllRequest) -> None:
     """List the memories of a scope, newest first, a page at a time."""
     page = session.open().run(request)
     if session.json_output:
@@ -325,7 +325,7 @@ def list_command(session: Session, request: GetAllRequest) -> None:
 
 
 @memory_command(UpdateRequest)
-def update(session: Session, request: UpdateRequest) -> None:
+def update(session: CliSession, request: UpdateRequest) -> None:
     """Correct the memory MEMORY_ID in place: new CONTENT (text, or a JSON object for a
     structured memory; '-' reads stdin), --kind or --metadata. History keeps the old one."""
     result = session.open().run(request)
@@ -336,7 +336,7 @@ def update(session: Session, request: UpdateRequest) -> None:
 
 
 @memory_command(DeleteRequest)
-def delete(session: Session, request: DeleteRequest) -> None:
+def delete(session: CliSession, request: DeleteRequest) -> None:
     """Forget the memory MEMORY_ID (kept in history, and undoable, unless --hard)."""
     result = session.open().run(request)
     if session.json_output:
@@ -349,7 +349,7 @@ _YES = click.Option(["--yes", "-y"], is_flag=True, help="Do not ask for confirma
 
 
 @memory_command(DeleteAllRequest, params=[_YES])
-def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
+def forget(session: CliSession, request: DeleteAllRequest, yes: bool) -> None:
     """Forget every current memory of a scope in one change (`remem undo` with any of its
     events brings them all back, unless --hard). Asks first, unless --yes."""
     if not yes:
@@ -363,7 +363,7 @@ def forget(session: Session, request: DeleteAllRequest, yes: bool) -> None:
 
 
 @memory_command(HistoryRequest)
-def history(session: Session, request: HistoryRequest) -> None:
+def history(session: CliSession, request: HistoryRequest) -> None:
     """Show every change of the memory MEMORY_ID, oldest first."""
     events = session.open().run(request)
     if session.json_output:
@@ -376,7 +376,7 @@ def history(session: Session, request: HistoryRequest) -> None:
 
 
 @memory_command(UndoRequest)
-def undo(session: Session, request: UndoRequest) -> None:
+def undo(session: CliSession, request: UndoRequest) -> None:
     """Revert the change recorded by EVENT_ID (see `remem history`)."""
     result = session.open().run(request)
     if session.json_output:
@@ -390,7 +390,7 @@ _PATH = click.Argument(["path"], type=click.Path(dir_okay=False, allow_dash=True
 
 
 @memory_command(ExportRequest, params=[_PATH])
-def export_command(session: Session, request: ExportRequest, path: Path) -> None:
+def export_command(session: CliSession, request: ExportRequest, path: Path) -> None:
     """Write memories and their history as JSONL to PATH ('-' for stdout): of a scope, or
     every memory when none is given."""
     memory = session.open()
@@ -413,7 +413,7 @@ def export_command(session: Session, request: ExportRequest, path: Path) -> None
 def import_command(path: Path, db: str, embedder: str, tenant: str | None,
                    json_output: bool) -> None:
     """Read memories and history from JSONL written by `remem export` ('-' for stdin)."""
-    memory = Session(db, embedder, json_output, tenant).open(create=True)
+    memory = CliSession(db, embedder, json_output, tenant).open(create=True)
     if str(path) == "-":
         count = memory.import_(sys.stdin)
     else:

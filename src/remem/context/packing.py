@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from remem.context.types import (
-    Block,
     ContextItem,
     ContextResult,
     DroppedItem,
+    PackedSection,
     SectionReport,
     block_text,
     item_text,
@@ -54,7 +54,7 @@ class _Cost:
     message: int  # in the message rendering
 
 
-def context_tokens(blocks: Sequence[Block], counter: TokenCounter,
+def context_tokens(blocks: Sequence[PackedSection], counter: TokenCounter,
                    message_costs: Mapping[int, int] | None = None) -> int:
     """What ``blocks`` cost: the larger of the string and the message renderings.
     ``message_costs``: known :func:`~remem.tokens.count_messages` of conversation items, by
@@ -70,9 +70,10 @@ def context_tokens(blocks: Sequence[Block], counter: TokenCounter,
     return max(text, messages)
 
 
-def _blocks(offers: Sequence[SectionOffer], kept: Sequence[list[ContextItem]]) -> list[Block]:
+def _blocks(offers: Sequence[SectionOffer],
+            kept: Sequence[list[ContextItem]]) -> list[PackedSection]:
     ranked = sorted(range(len(offers)), key=lambda index: (offers[index].order, index))
-    return [Block(offers[index].name, offers[index].title, tuple(kept[index]),
+    return [PackedSection(offers[index].name, offers[index].title, tuple(kept[index]),
                   any(item.messages for item in offers[index].items))
             for index in ranked if kept[index]]
 

@@ -164,7 +164,7 @@ class SectionReport:
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
+class PackedSection:
     """A kept section, ready to render."""
 
     name: str
@@ -183,7 +183,7 @@ class ContextResult:
     item left out, lowest priority last.
     """
 
-    blocks: tuple[Block, ...]
+    blocks: tuple[PackedSection, ...]
     tokens: int
     budget: int | None
     counter: str
@@ -256,12 +256,12 @@ def block_text(title: str, items: Sequence[ContextItem]) -> str:
     return "\n".join([f"## {title}", *(item_text(item) for item in _ordered(items))])
 
 
-def render_text(blocks: Sequence[Block]) -> str:
+def render_text(blocks: Sequence[PackedSection]) -> str:
     """The string rendering of kept blocks."""
     return "\n\n".join(block_text(block.title, block.items) for block in blocks if block.items)
 
 
-def render_messages(blocks: Sequence[Block]) -> list[Message]:
+def render_messages(blocks: Sequence[PackedSection]) -> list[Message]:
     """The message rendering of kept blocks (text sections in one system message first)."""
     system = render_text([block for block in blocks if not block.conversation])
     out = [Message.system(system)] if system else []

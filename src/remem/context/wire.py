@@ -14,10 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from remem.context.types import (
-    Block,
     ContextItem,
     ContextResult,
     DroppedItem,
+    PackedSection,
     SectionReport,
 )
 from remem.messages.types import Message
@@ -95,7 +95,7 @@ class ContextOut(_Out):
     def value(self) -> ContextResult:
         """The :class:`ContextResult` this JSON describes (what ``remem.Client`` returns)."""
         blocks = tuple(
-            Block(block.name, block.title,
+            PackedSection(block.name, block.title,
                   tuple(ContextItem(item.key, item.text,
                                     tuple(Message.from_dict(m) for m in item.messages),
                                     item.order)

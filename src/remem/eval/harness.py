@@ -26,6 +26,7 @@ __all__ = [
     "Progress",
     "QuestionResult",
     "RunResult",
+    "RunTiming",
     "SelfTestResult",
     "Timing",
     "run_locomo",
@@ -66,7 +67,7 @@ class QuestionResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Timing:
+class RunTiming:
     """Wall-clock cost: all ingestion (embedding included) and each query (its embedding
     included)."""
 
@@ -85,12 +86,16 @@ class Timing:
                 "query_p95_ms": self.percentile_ms(95)}
 
 
+#: the old name (issue 34: one name per concept), kept so user code keeps working
+Timing = RunTiming
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """Every asked question's result, and the timing of the run."""
 
     results: tuple[QuestionResult, ...]
-    timing: Timing
+    timing: RunTiming
     k: int
 
     def by_set(self) -> dict[str, list[QuestionResult]]:
@@ -142,7 +147,7 @@ def run_locomo(dataset: LocomoDataset, retriever: Retriever, *, k: int = 50,
                                       question_metrics(ranking, question.gold), latency_ms))
         if progress is not None:
             progress.advance("query", 1)
-    return RunResult(tuple(results), Timing(ingest_s, tuple(r.latency_ms for r in results)), k)
+    return RunResult(tuple(results), RunTiming(ingest_s, tuple(r.latency_ms for r in results)), k)
 
 
 def summarize_sets(run: RunResult, *, resamples: int = 1000, seed: int = 0,

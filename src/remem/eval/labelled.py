@@ -30,7 +30,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from remem.eval.harness import Progress, QuestionResult, RunResult, Timing, run_locomo
+from remem.eval.harness import Progress, QuestionResult, RunResult, RunTiming, run_locomo
 from remem.eval.locomo import LocomoDataset, Question
 from remem.eval.metrics import HEADLINE, SetSummary, question_metrics, summarize
 from remem.eval.retrievers import RandomRetriever, Retriever
@@ -174,7 +174,7 @@ def run_labelled(dataset: LabelledDataset, retriever: Retriever, *, k: int = 50,
         q for c in dataset.data.conversations for q in c.questions)}
     results = sorted((*run.results, *extra),
                      key=lambda r: order[(r.question.conversation_id, r.question.index)])
-    timing = Timing(run.timing.ingest_s, tuple(r.latency_ms for r in results))
+    timing = RunTiming(run.timing.ingest_s, tuple(r.latency_ms for r in results))
     return RunResult(tuple(results), timing, run.k)
 
 

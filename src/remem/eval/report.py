@@ -10,7 +10,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from remem.eval.harness import SET_NAMES, RunResult, Timing
+from remem.eval.harness import SET_NAMES, RunResult, RunTiming
 from remem.eval.locomo import CATEGORY_NAMES
 from remem.eval.metrics import HEADLINE, SetSummary
 
@@ -32,7 +32,7 @@ _COLUMNS: Mapping[str, str] = {
 }
 
 
-def summary_object(sets: Mapping[str, SetSummary], timing: Timing,
+def summary_object(sets: Mapping[str, SetSummary], timing: RunTiming,
                    config: Mapping[str, Any]) -> dict[str, Any]:
     """The ``--json`` document: ``main``, ``by_category`` (``"1"`` to ``"4"``), ``cat5`` (each
     ``{"n", metric...}``, fractions in 0..1, ``null`` for an empty set), ``timing`` and
@@ -102,7 +102,7 @@ def results_table(sets: Mapping[str, SetSummary], *, random_floor: SetSummary | 
     return table
 
 
-def timing_line(timing: Timing, n_turns: int) -> str:
+def timing_line(timing: RunTiming, n_turns: int) -> str:
     """``ingest 12.3 s for 2080 turns · query p50 4.1 ms, p95 6.0 ms (582 queries)``."""
     p50, p95 = timing.percentile_ms(50), timing.percentile_ms(95)
     line = f"ingest {timing.ingest_s:.2f} s for {n_turns} turns"

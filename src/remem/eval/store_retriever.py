@@ -18,7 +18,7 @@ from remem.errors import InvalidInputError
 from remem.eval.locomo import TurnMemory
 from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
 from remem.retrieval.decompose import Decompose
-from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.expansion import Entities, PseudoFeedback
 from remem.retrieval.mentions import Mentions
 from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
@@ -81,7 +81,7 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
         sessions=Sessions(field="session") if "sessions" in on else None,
         speakers=Speakers(field="speaker") if "speakers" in on else None,
         spread=Spread(field="session") if "spread" in on else None,
-        feedback=Feedback() if "feedback" in on else None,
+        feedback=PseudoFeedback() if "feedback" in on else None,
         entities=Entities() if "entities" in on else None,
         decompose=Decompose() if "decompose" in on else None,
         timing=Timing(field=INDEXED_FIELD) if "timing" in on else None,

@@ -161,7 +161,7 @@ class RecordBackend(ABC):
         return (record.info() for record in self._scan(directory, hint))
 
     @abstractmethod
-    def _commit(self, path: str, plan: core.Plan) -> core.Change:
+    def _commit(self, path: str, plan: core.Plan) -> core.FileChange:
         """Run ``plan`` on the current record and save its change, atomically."""
 
     @abstractmethod

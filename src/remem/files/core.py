@@ -34,7 +34,7 @@ from remem.files.types import (
 __all__ = [
     "MAX_FILE_CHARS",
     "MAX_GREP_MATCHES",
-    "Change",
+    "FileChange",
     "apply_edit",
     "check_content",
     "check_etag",
@@ -211,14 +211,14 @@ def list_children(directory: str, files: Iterable[FileInfo]) -> list[FileInfo]:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class FileChange:
     """What a change writes: the file's new record and the history event."""
 
     record: FileRecord
     event: FileEvent
 
 
-Plan = Callable[[FileRecord | None], Change]
+Plan = Callable[[FileRecord | None], FileChange]
 
 
 def _live(record: FileRecord | None) -> FileRecord | None:
@@ -226,11 +226,11 @@ def _live(record: FileRecord | None) -> FileRecord | None:
 
 
 def _changed(path: str, current: FileRecord | None, content: str | None, op: FileEventOp,
-             now: float, actor: str) -> Change:
+             now: float, actor: str) -> FileChange:
     version = (current.version if current is not None else 0) + 1
     before = current.content if current is not None else None
     record = FileRecord(path, content, version, now, previous=before, last_op=op)
-    return Change(record, FileEvent(path, version, op, before, content, now, actor))
+    return FileChange(record, FileEvent(path, version, op, before, content, now, actor))
 
 
 def plan_write(path: str, content: str, etag: str | None, now: float,
@@ -238,7 +238,7 @@ def plan_write(path: str, content: str, etag: str | None, now: float,
     """The change that writes ``content`` to ``path`` (checked against ``etag``)."""
     check_content(content)
 
-    def plan(current: FileRecord | None) -> Change:
+    def plan(current: FileRecord | None) -> FileChange:
         check_etag(path, etag, _live(current))
         return _changed(path, current, content, "write", now, actor)
 
@@ -249,7 +249,7 @@ def plan_edit(path: str, old: str, new: str, replace_all: bool, etag: str | None
               actor: str = "user") -> Plan:
     """The change that replaces ``old`` with ``new`` in ``path``."""
 
-    def plan(current: FileRecord | None) -> Change:
+    def plan(current: FileRecord | None) -> FileChange:
         live = _live(current)
         if live is None:
             raise missing(path)
@@ -264,7 +264,7 @@ def plan_edit(path: str, old: str, new: str, replace_all: bool, etag: str | None
 def plan_delete(path: str, etag: str | None, now: float, actor: str = "user") -> Plan:
     """The change that deletes ``path`` (leaving a tombstone record)."""
 
-    def plan(current: FileRecord | None) -> Change:
+    def plan(current: FileRecord | None) -> FileChange:
         live = _live(current)
         if live is None:
             raise missing(path)
@@ -278,7 +278,7 @@ def plan_undo(path: str, etag: str | None, now: float, actor: str = "user") -> P
     """The change that puts back the content ``path`` had before its latest change (a
     delete is undone by bringing the file back; undoing twice redoes)."""
 
-    def plan(current: FileRecord | None) -> Change:
+    def plan(current: FileRecord | None) -> FileChange:
         if current is None:
             raise NotFoundError(f"{path!r} has no history to undo")
         check_etag(path, etag, _live(current))

@@ -191,7 +191,7 @@ class LocalFileBackend(RecordBackend):
                     if record is not None:
                         yield record
 
-    def _commit(self, path: str, plan: core.Plan) -> core.Change:
+    def _commit(self, path: str, plan: core.Plan) -> core.FileChange:
         parts = segments(path)
         root = self._root_fd(create=True)
         assert root is not None

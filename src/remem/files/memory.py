@@ -31,7 +31,7 @@ class InMemoryFileBackend(RecordBackend):
             found = under(list(self._records.values()), directory)
         return found if hint is None else [r for r in found if hint.admits(r.path)]
 
-    def _commit(self, path: str, plan: core.Plan) -> core.Change:
+    def _commit(self, path: str, plan: core.Plan) -> core.FileChange:
         with self._lock:
             change = plan(self._records.get(path))
             self._records[path] = change.record

@@ -215,11 +215,11 @@ class StoreFileBackend(RecordBackend):
     def _infos(self, directory: str, hint: ScanHint | None = None) -> Iterable[FileInfo]:
         return [self._info(value) for value in self._values(directory, hint)]
 
-    def _commit(self, path: str, plan: core.Plan) -> core.Change:
+    def _commit(self, path: str, plan: core.Plan) -> core.FileChange:
         return run_sync(self._commit_flow(path, plan), self.store)
 
-    def _commit_flow(self, path: str, plan: core.Plan) -> Flow[core.Change]:
-        changes: list[core.Change] = []
+    def _commit_flow(self, path: str, plan: core.Plan) -> Flow[core.FileChange]:
+        changes: list[core.FileChange] = []
         namespace, key = self._where(path)
 
         def writes(current: Item | None) -> list[Op]:

@@ -46,7 +46,7 @@ from remem.graph.profile import (
 from remem.graph.profile_rows import ProfileRows
 from remem.graph.quota import GraphQuota, text_bytes
 from remem.graph.resolve import name_key
-from remem.graph.rows import Rows
+from remem.graph.rows import GraphRows
 from remem.graph.search import SearchPlan, expand, hit_of, search
 from remem.graph.storage import GraphStorage, SQLiteGraphStorage, storage_at, storage_beside
 from remem.graph.types import (
@@ -175,9 +175,9 @@ class Graph:
         self.close()
 
     @contextmanager
-    def _rows(self, write: bool) -> Iterator[Rows]:
+    def _rows(self, write: bool) -> Iterator[GraphRows]:
         with self.storage.transaction(write, self._ns) as tx:
-            yield Rows(tx, self._ns, self.tokenizer, self._df_cache)
+            yield GraphRows(tx, self._ns, self.tokenizer, self._df_cache)
 
     def _embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32] | None]:
         if self.embedder is None or not texts:
@@ -294,7 +294,7 @@ class Graph:
             resolutions=tuple(how[x.ref] for x in extraction.entities),
             profile_changes=changes, events=events)
 
-    def _keep_profile(self, rows: Rows, extraction: extract.Extraction, episode_id: int,
+    def _keep_profile(self, rows: GraphRows, extraction: extract.Extraction, episode_id: int,
                       at: float, now: float
                       ) -> tuple[tuple[tuple[str, str, str | None], ...], tuple[int, ...]]:
         """Apply the answer's profile patch (to the profile as it is now, inside the write)
@@ -309,7 +309,7 @@ class Graph:
                   for e in extraction.events]
         return (tuple((c.op, f"/{c.topic}/{c.sub_topic}", c.new) for c in changes),
                 tuple(dict.fromkeys(events)))
-    def _disambiguate(self, chat: ChatModel, rows: Rows, content: str, at: float,
+    def _disambiguate(self, chat: ChatModel, rows: GraphRows, content: str, at: float,
                       extraction: extract.Extraction, ambiguous: dict[int, list[int]]
                       ) -> tuple[dict[int, int | None], Usage]:
         entities = rows.entities({i for ids in ambiguous.values() for i in ids})

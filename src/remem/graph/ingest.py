@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from remem.graph.extract import Extraction, XFact
 from remem.graph.resolve import name_key, variants
-from remem.graph.rows import Rows
+from remem.graph.rows import GraphRows
 from remem.graph.types import Entity, Fact
 from remem.messages.grounding import date_to_timestamp
 
@@ -43,7 +43,7 @@ class Offer:
     names: dict[int, str] = field(default_factory=dict)
 
 
-def candidates(rows: Rows, content: str, *, limit: int, facts_limit: int) -> Offer:
+def candidates(rows: GraphRows, content: str, *, limit: int, facts_limit: int) -> Offer:
     """Existing entities the episode may mention, and their current facts."""
     terms = rows.tokenizer.tokenize(content)
     found = [entity_id for entity_id, _ in rows.by_terms(terms, limit)]
@@ -73,7 +73,7 @@ class Resolution:
     ambiguous: dict[int, list[int]]
 
 
-def resolve(rows: Rows, extraction: Extraction, offer: Offer,
+def resolve(rows: GraphRows, extraction: Extraction, offer: Offer,
             name_vectors: Mapping[int, npt.NDArray[np.float32]],
             entity_vectors: Mapping[int, npt.NDArray[np.float32]], *, threshold: float,
             choices: Mapping[int, int | None] | None = None) -> Resolution:
@@ -138,7 +138,7 @@ def _norm(text: str | None) -> str:
     return name_key(text or "")
 
 
-def apply_facts(rows: Rows, facts: Sequence[XFact], entity_of: Mapping[int, int],
+def apply_facts(rows: GraphRows, facts: Sequence[XFact], entity_of: Mapping[int, int],
                 offer: Offer, *, episode_id: int, event_at: float, now: float,
                 embeddings: Sequence[npt.NDArray[np.float32] | None]) -> Applied:
     """Write the extracted facts: restated ones gain a source, contradicted current ones

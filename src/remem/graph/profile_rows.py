@@ -1,6 +1,6 @@
 """Row operations of the profile and the timeline over one graph transaction.
 
-The companion of :class:`~remem.graph.rows.Rows` for the ``g002_profile`` tables
+The companion of :class:`~remem.graph.rows.GraphRows` for the ``g002_profile`` tables
 (:mod:`remem.graph.schema`): every read and write is confined to the graph's namespace.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from remem.graph.profile import ProfileChange, ProfileSlot, SlotChange, TimelineEvent
 from remem.graph.rows import json_list, parse_rows
-from remem.graph.storage import Tx
+from remem.graph.storage import GraphTx
 from remem.store.bad_records import int_field, text_field, time_field
 
 __all__ = ["ProfileRows", "event_of_row"]
@@ -36,7 +36,7 @@ def event_of_row(row: Sequence[Any]) -> TimelineEvent:
 class ProfileRows:
     """Profile slots, their history and the timeline of one graph (namespace ``ns``)."""
 
-    def __init__(self, tx: Tx, ns: str) -> None:
+    def __init__(self, tx: GraphTx, ns: str) -> None:
         self.tx = tx
         self.ns = ns
 

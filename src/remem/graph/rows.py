@@ -1,6 +1,6 @@
 """Row operations over one graph transaction: the only code that writes graph SQL.
 
-:class:`Rows` wraps a :class:`~remem.graph.storage.Tx` and the encoded namespace of one
+:class:`GraphRows` wraps a :class:`~remem.graph.storage.GraphTx` and the encoded namespace of one
 graph; every read is confined to that namespace (entity and fact ids of another namespace are
 never returned, even when asked for by id).
 """
@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from remem.graph import schema
 from remem.graph.resolve import name_key
-from remem.graph.storage import Tx
+from remem.graph.storage import GraphTx
 from remem.graph.types import Entity, Episode, Fact
 from remem.retrieval.bm25 import BM25Params
 from remem.retrieval.tokenize import Tokenizer
@@ -33,7 +33,7 @@ from remem.store.bad_records import (
 )
 from remem.store.namespace_codec import decode_ns
 
-__all__ = ["Rows", "entity_of_row", "episode_of_row", "fact_of_row", "json_list", "parse_rows"]
+__all__ = ["GraphRows", "entity_of_row", "episode_of_row", "fact_of_row", "json_list", "parse_rows"]
 
 R = TypeVar("R")
 
@@ -109,10 +109,10 @@ _REMOVABLE = ("graph_entities", "graph_facts", "graph_episodes", "graph_events")
 _ENTITY_SELECT = f"SELECT {', '.join(schema.ENTITY_COLUMNS)} FROM graph_entities"
 
 
-class Rows:
+class GraphRows:
     """Reads and writes of one graph (namespace ``ns``) inside one transaction."""
 
-    def __init__(self, tx: Tx, ns: str, tokenizer: Tokenizer,
+    def __init__(self, tx: GraphTx, ns: str, tokenizer: Tokenizer,
                  df_cache: dict[str, tuple[int, int]] | None = None) -> None:
         self.tx = tx
         self.ns = ns

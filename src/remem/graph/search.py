@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.graph.resolve import name_key
-from remem.graph.rows import Rows
+from remem.graph.rows import GraphRows
 from remem.graph.types import Fact, FactHit
 from remem.retrieval.ranking import Candidate, Ranked, Ranking, rank_candidates
 
@@ -62,7 +62,7 @@ class Expansion:
     facts: dict[int, Fact]
 
 
-def mentioned_entities(rows: Rows, query: str) -> list[int]:
+def mentioned_entities(rows: GraphRows, query: str) -> list[int]:
     """Entities the query names: an exact name or alias, or every term of one in the query."""
     terms = rows.tokenizer.tokenize(query)
     have = set(terms)
@@ -78,7 +78,7 @@ def mentioned_entities(rows: Rows, query: str) -> list[int]:
     return sorted(found)
 
 
-def expand(rows: Rows, seeds: Sequence[int], hops: int, as_of: float | None,
+def expand(rows: GraphRows, seeds: Sequence[int], hops: int, as_of: float | None,
            known_at: float | None, *, read_facts: bool = True) -> Expansion:
     """Facts within ``hops`` edges of ``seeds`` (distance 1: touching a seed).
     ``read_facts=False``: distances and paths only (``facts`` left empty), what ranking
@@ -104,7 +104,7 @@ def expand(rows: Rows, seeds: Sequence[int], hops: int, as_of: float | None,
 Rescore = Callable[[npt.NDArray[np.float32], list[int]], list[tuple[int, float]]]
 
 
-def search(rows: Rows, plan: SearchPlan, query_vector: npt.NDArray[np.float32] | None,
+def search(rows: GraphRows, plan: SearchPlan, query_vector: npt.NDArray[np.float32] | None,
            vector_top: Callable[[npt.NDArray[np.float32], int], list[tuple[int, float]]],
            vectors: Callable[[list[int]], Mapping[int, npt.NDArray[np.float32]]],
            rescore: Rescore | None = None) -> list[FactHit]:

@@ -2,7 +2,7 @@
 
 :class:`~remem.graph.graph.Graph` holds the logic and speaks to storage only through
 :meth:`GraphStorage.transaction`, which yields a :class:`Rows` (:mod:`remem.graph.rows`) over
-a :class:`Tx`: ``execute`` (``?`` placeholders, translated for the dialect) and ``insert``
+a :class:`GraphTx`: ``execute`` (``?`` placeholders, translated for the dialect) and ``insert``
 (returns the new id). The tables and migrations are in :mod:`remem.graph.schema`.
 
 * SQLite: one connection per OS thread (``":memory:"``: one, behind a lock); writes take the
@@ -41,10 +41,10 @@ from remem.store.values import NUL, nul_problem
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-__all__ = ["GraphStorage", "PostgresGraphStorage", "SQLiteGraphStorage", "SharedStorage", "Tx"]
+__all__ = ["GraphStorage", "GraphTx", "PostgresGraphStorage", "SQLiteGraphStorage", "SharedStorage"]
 
 
-class Tx(Protocol):
+class GraphTx(Protocol):
     """One open transaction."""
 
     #: ``"sqlite"`` or ``"postgres"``
@@ -77,7 +77,7 @@ class GraphStorage(Protocol):
         """Release connections."""
         ...
 
-    def transaction(self, write: bool, ns: str) -> AbstractContextManager[Tx]:
+    def transaction(self, write: bool, ns: str) -> AbstractContextManager[GraphTx]:
         """A transaction over the graph of namespace ``ns`` (encoded); commits on success."""
         ...
 
@@ -97,7 +97,7 @@ def _refuse_nul(query: str, params: Sequence[Any]) -> None:
             raise InvalidInputError(f"{where} ({param[:40]!r}) cannot be stored: {problem}")
 
 
-class _SQLiteTx:
+class _SQLiteGraphTx:
     dialect = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -140,13 +140,13 @@ class SQLiteGraphStorage:
                 self._ready = True
 
     @contextmanager
-    def transaction(self, write: bool, ns: str) -> Iterator[Tx]:
+    def transaction(self, write: bool, ns: str) -> Iterator[GraphTx]:
         self.setup()
         with self._conns.writing() if write else nullcontext(), \
                 self._conns.connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                yield _SQLiteTx(conn)
+                yield _SQLiteGraphTx(conn)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -156,7 +156,7 @@ class SQLiteGraphStorage:
         self._conns.close()
 
 
-class _PostgresTx:
+class _PostgresGraphTx:
     dialect = "postgres"
 
     def __init__(self, conn: Any) -> None:
@@ -215,7 +215,7 @@ class PostgresGraphStorage:
                 max_size=self.pool_max_size, timeout=self.connect_timeout)
 
     @contextmanager
-    def transaction(self, write: bool, ns: str) -> Iterator[Tx]:
+    def transaction(self, write: bool, ns: str) -> Iterator[GraphTx]:
         import psycopg
 
         self.setup()
@@ -225,13 +225,13 @@ class PostgresGraphStorage:
                 if not write:
                     # READ COMMITTED gives each statement its own snapshot inside a
                     # transaction as well: a read needs no BEGIN / COMMIT (two round trips)
-                    yield _PostgresTx(conn)
+                    yield _PostgresGraphTx(conn)
                     return
                 with conn.transaction():
                     # writers of one graph queue (resolution reads then writes entities)
                     conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
                                  (0x67726170, zlib.crc32(ns.encode()) - 2**31))
-                    yield _PostgresTx(conn)
+                    yield _PostgresGraphTx(conn)
         except psycopg.Error as exc:
             from remem._postgres import database_error
 
@@ -268,7 +268,7 @@ class SharedStorage:
     def setup(self) -> None:
         self.inner.setup()
 
-    def transaction(self, write: bool, ns: str) -> AbstractContextManager[Tx]:
+    def transaction(self, write: bool, ns: str) -> AbstractContextManager[GraphTx]:
         if self._closed:
             raise StoreError("this Graph is closed; open a new one")
         return self.inner.transaction(write, ns)

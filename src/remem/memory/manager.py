@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_INSTRUCTIONS",
     "Extraction",
     "Fact",
+    "MemoryExtraction",
     "MemoryManager",
     "MemoryUpdate",
     "NewMemory",
@@ -123,7 +124,7 @@ class MemoryUpdate:
 
 
 @dataclass(frozen=True, slots=True)
-class Extraction:
+class MemoryExtraction:
     """What the model decided, with real ids, and what it cost.
 
     ``rejected`` lists problems found in a first answer that the model then fixed (invented
@@ -142,6 +143,10 @@ class Extraction:
     def empty(self) -> bool:
         """Whether the model asked for no change."""
         return not (self.inserts or self.updates or self.deletes)
+
+
+#: the old name (issue 34: one name per concept), kept so user code keeps working
+Extraction = MemoryExtraction
 
 
 class FixedSchemaModel(BaseModel):
@@ -311,7 +316,7 @@ class MemoryManager:
 
     def extract_flow(self, messages: Sequence[Message],
                      existing: Sequence[MemoryRecord] = (),
-                     now: float | None = None) -> Flow[Extraction]:
+                     now: float | None = None) -> Flow[MemoryExtraction]:
         """The extraction as a flow (see :mod:`remem.memory.flow`); ``now``: the reference
         time when there are no messages (default: the wall clock)."""
         aliases = IdAliases(record.id for record in existing)
@@ -327,7 +332,7 @@ class MemoryManager:
             attempts += answer.attempts
             extraction, errors = self._resolve(answer.value, aliases)
             if not errors:
-                return Extraction(extraction.inserts, extraction.updates, extraction.deletes,
+                return MemoryExtraction(extraction.inserts, extraction.updates, extraction.deletes,
                                   tuple(rejected), usage, attempts, answer.raw)
             rejected.extend(errors)
             if attempts > self.max_retries:
@@ -343,7 +348,7 @@ class MemoryManager:
                              + ". Answer again with the corrected JSON."),
             )
 
-    def _resolve(self, value: BaseModel, aliases: IdAliases) -> tuple[Extraction, list[str]]:
+    def _resolve(self, value: BaseModel, aliases: IdAliases) -> tuple[MemoryExtraction, list[str]]:
         errors: list[str] = []
         inserts: list[NewMemory] = []
         updates: list[MemoryUpdate] = []
@@ -383,10 +388,11 @@ class MemoryManager:
                         errors.append(problem)
                         continue
                     updates.append(MemoryUpdate(real, content, kind, entry.type, start, end))
-        return Extraction(tuple(inserts), tuple(updates), tuple(deletes)), errors
+        return MemoryExtraction(tuple(inserts), tuple(updates), tuple(deletes)), errors
 
     def extract(self, messages: Sequence[Message] | str,
-                existing: Sequence[MemoryRecord] = (), now: float | None = None) -> Extraction:
+                existing: Sequence[MemoryRecord] = (),
+                now: float | None = None) -> MemoryExtraction:
         """Decide the changes for ``messages`` against ``existing`` memories (one call, plus
         one retry when the answer is invalid)."""
         return run_sync(self.extract_flow(_messages(messages), existing, now),
@@ -394,7 +400,7 @@ class MemoryManager:
 
     async def aextract(self, messages: Sequence[Message] | str,
                        existing: Sequence[MemoryRecord] = (),
-                       now: float | None = None) -> Extraction:
+                       now: float | None = None) -> MemoryExtraction:
         """Async :meth:`extract`."""
         return await run_async(self.extract_flow(_messages(messages), existing, now),
                                model=self.model)

@@ -28,7 +28,7 @@ from remem.memory.history import (
     id_index_op,
     new_event_id,
 )
-from remem.memory.manager import Extraction, MemoryUpdate, NewMemory
+from remem.memory.manager import MemoryExtraction, MemoryUpdate, NewMemory
 from remem.memory.records import MemoryRecord, Source, new_memory_id, version_key
 from remem.store.types import Namespace, Op, PutOp
 
@@ -187,7 +187,7 @@ def _stated_end(old: MemoryRecord, fresh: MemoryRecord, now: float) -> float | N
     return old.valid_until
 
 
-def plan_changes(extraction: Extraction, namespace: Namespace,
+def plan_changes(extraction: MemoryExtraction, namespace: Namespace,
                  current: Mapping[str, MemoryRecord], by_hash: Mapping[str, MemoryRecord],
                  ctx: ChangeContext, *, hard_delete: bool = False) -> Plan:
     """The writes for ``extraction``.

@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from remem.memory.chunks import CHUNK_CHARS, CHUNKS_FIELD, chunk_text
-from remem.memory.shapes import Content, IsoTime, Wire, epoch, iso_time, json_of
+from remem.memory.shapes import Content, IsoTime, MemoryWire, epoch, iso_time, json_of
 from remem.messages.types import new_id
 from remem.store.bad_records import (
     int_field,
@@ -370,7 +370,7 @@ class MemoryRecord:
 # -- the JSON shapes of a record (gathered with the others in remem.memory.wire) ------------
 
 
-class SourceOut(Wire[Source]):
+class SourceOut(MemoryWire[Source]):
     """Where a memory came from."""
 
     thread_id: str | None = None
@@ -397,7 +397,7 @@ class SourceOut(Wire[Source]):
                       self.speaker, self.turn, self.context)
 
 
-class MemoryOut(Wire[MemoryRecord]):
+class MemoryOut(MemoryWire[MemoryRecord]):
     """One memory (see :class:`~remem.memory.records.MemoryRecord`)."""
 
     id: str

@@ -1,5 +1,5 @@
 """What the memory operations return: Python values, and the JSON shape of each (declared
-here on :class:`~remem.memory.shapes.Wire`, gathered in :mod:`remem.memory.wire`).
+here on :class:`~remem.memory.shapes.MemoryWire`, gathered in :mod:`remem.memory.wire`).
 
 ``add`` returns an :class:`~remem.memory.store_manager.AddResult`; ``search`` a
 :class:`SearchResult`; ``get`` a :class:`~remem.memory.records.MemoryRecord`; ``get_all`` a
@@ -19,7 +19,7 @@ from pydantic import Field
 from remem.llm.base import Usage
 from remem.memory.reconcile import Change, ChangeOp, Plan, Skip
 from remem.memory.records import MemoryOut, MemoryRecord
-from remem.memory.shapes import Content, Wire, json_of
+from remem.memory.shapes import Content, MemoryWire, json_of
 from remem.store.types import SearchItem, SignalScore
 
 __all__ = ["ChangeOut", "ChangeResult", "ChangeResultOut", "ExportOut", "ExportResult",
@@ -152,7 +152,7 @@ class ImportResult:
 # -- their JSON shapes (gathered with the others in remem.memory.wire) -----------------------
 
 
-class UsageOut(Wire[Usage]):
+class UsageOut(MemoryWire[Usage]):
     """What an operation cost: LLM calls and tokens."""
 
     llm_calls: int = 0
@@ -170,7 +170,7 @@ class UsageOut(Wire[Usage]):
         return Usage(self.llm_calls, self.input_tokens, self.output_tokens)
 
 
-class SignalOut(Wire[SignalScore]):
+class SignalOut(MemoryWire[SignalScore]):
     """How one ranking signal scored a hit (``keyword``, ``vector``, ``recency``)."""
 
     rank: int
@@ -186,7 +186,7 @@ class SignalOut(Wire[SignalScore]):
         return SignalScore(self.rank, self.score)
 
 
-class ChangeOut(Wire[Change]):
+class ChangeOut(MemoryWire[Change]):
     """One applied change: the history event's id and the memory after it (before it, for
     a hard delete; for ``remove``, the record an undo took away)."""
 
@@ -204,7 +204,7 @@ class ChangeOut(Wire[Change]):
         return Change(self.op, self.memory.value(), self.event_id)
 
 
-class SkipOut(Wire[Skip]):
+class SkipOut(MemoryWire[Skip]):
     """A change that was not needed, and why (``existing_id``: the memory that made it
     unnecessary)."""
 
@@ -223,7 +223,7 @@ class SkipOut(Wire[Skip]):
         return Skip(self.reason, self.content, self.existing_id)
 
 
-class HitOut(Wire[MemoryHit]):
+class HitOut(MemoryWire[MemoryHit]):
     """A search hit: the memory, its score (orders the page), each signal's rank and raw
     score, and its relevance in [0, 1] with each signal's part (all null or empty without a
     query). ``relevance`` and ``relevance_by_signal`` came later: a reply without them reads
@@ -251,7 +251,7 @@ class HitOut(Wire[MemoryHit]):
                          dict(self.relevance_by_signal))
 
 
-class SearchResultOut(Wire[SearchResult]):
+class SearchResultOut(MemoryWire[SearchResult]):
     """Search hits, best first."""
 
     hits: list[HitOut] = Field(default_factory=list)
@@ -267,7 +267,7 @@ class SearchResultOut(Wire[SearchResult]):
         return SearchResult(tuple(h.value() for h in self.hits), self.usage.value())
 
 
-class MemoryPageOut(Wire[MemoryPage]):
+class MemoryPageOut(MemoryWire[MemoryPage]):
     """A page of memories, newest first; ``next_offset`` is null on the last page."""
 
     memories: list[MemoryOut] = Field(default_factory=list)
@@ -284,7 +284,7 @@ class MemoryPageOut(Wire[MemoryPage]):
         return MemoryPage(tuple(m.value() for m in self.memories), self.next_offset)
 
 
-class ChangeResultOut(Wire[ChangeResult]):
+class ChangeResultOut(MemoryWire[ChangeResult]):
     """What an update, delete, delete_all or undo changed and skipped."""
 
     changes: list[ChangeOut] = Field(default_factory=list)
@@ -304,7 +304,7 @@ class ChangeResultOut(Wire[ChangeResult]):
                             tuple(s.value() for s in self.skipped), self.usage.value())
 
 
-class ExportOut(Wire[ExportResult]):
+class ExportOut(MemoryWire[ExportResult]):
     """Memories and history as JSONL lines (``count`` of them)."""
 
     count: int
@@ -320,7 +320,7 @@ class ExportOut(Wire[ExportResult]):
         return ExportResult(tuple(self.lines))
 
 
-class ImportOut(Wire[ImportResult]):
+class ImportOut(MemoryWire[ImportResult]):
     """How many lines an import wrote."""
 
     count: int

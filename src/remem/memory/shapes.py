@@ -1,4 +1,4 @@
-"""The base of every memory result's JSON shape (:class:`Wire`), and the field types shapes
+"""The base of every memory result's JSON shape (:class:`MemoryWire`), and the field types shapes
 share: ISO 8601 times, a memory's content.
 
 A value whose ``to_dict()`` is its shape declares that shape beside itself, on this base
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, PlainSerializer
 
 from remem.store.types import from_timestamp
 
-__all__ = ["Content", "IsoTime", "Wire", "epoch", "iso_time", "json_of"]
+__all__ = ["Content", "IsoTime", "MemoryWire", "epoch", "iso_time", "json_of"]
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ def epoch(moment: datetime | None) -> float | None:
     return moment.timestamp() if moment is not None else None
 
 
-class Wire(BaseModel, Generic[T]):
+class MemoryWire(BaseModel, Generic[T]):
     """A result's JSON shape: :meth:`of` from the Python value, :meth:`value` back."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -54,7 +54,7 @@ class Wire(BaseModel, Generic[T]):
         raise NotImplementedError
 
 
-def json_of(model: Wire[Any]) -> dict[str, Any]:
+def json_of(model: MemoryWire[Any]) -> dict[str, Any]:
     """A shape as JSON-ready data (field aliases, ISO times): what ``to_dict()`` returns."""
     data: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
     return data

@@ -34,8 +34,8 @@ from remem.llm.base import ChatModel, Usage
 from remem.memory.flow import Flow, StoreBatch, run_async, run_sync
 from remem.memory.locking import LockSettings
 from remem.memory.manager import (
-    Extraction,
     Fact,
+    MemoryExtraction,
     MemoryManager,
     MemoryUpdate,
     NewMemory,
@@ -422,7 +422,7 @@ class MemoryStoreManager:
                    idempotency_key: str | None = None) -> Flow[AddResult]:
         """Store ``memories`` as given (no LLM call); exact duplicates of current memories
         are skipped. One write under the namespace's lock."""
-        extraction = Extraction(inserts=tuple(memories))
+        extraction = MemoryExtraction(inserts=tuple(memories))
         plan = yield from self._write(namespace, [], extraction, source or Source(),
                                       event_time, metadata, actor, None, idempotency_key)
         return AddResult(namespace, tuple(plan.changes), tuple(plan.skipped), Usage(), 1,
@@ -466,14 +466,14 @@ class MemoryStoreManager:
         return LockSettings(ttl=max(self.lock.ttl, 120.0), timeout=self.lock.timeout)
 
     @staticmethod
-    def _hash_search(ns: Namespace, extraction: Extraction) -> SearchOp:
+    def _hash_search(ns: Namespace, extraction: MemoryExtraction) -> SearchOp:
         """Current memories with the content of any insert or update (exact duplicates)."""
         contents: list[NewMemory | MemoryUpdate] = [*extraction.inserts, *extraction.updates]
         hashes = sorted({content_hash(c.schema, c.content) for c in contents}) or [""]
         return SearchOp(ns, filter={**current_filter(), "content_hash": {"$in": hashes}},
                         limit=len(hashes) + 10)
 
-    def _plan(self, ns: Namespace, extraction: Extraction, results: Sequence[Result], *,
+    def _plan(self, ns: Namespace, extraction: MemoryExtraction, results: Sequence[Result], *,
               ctx: ChangeContext) -> Plan:
         """Plan ``extraction`` against the records of ``results`` (read under the lock): they
         are its possible targets and the current memories it may duplicate."""
@@ -487,8 +487,9 @@ class MemoryStoreManager:
         by_hash = {r.content_hash: r for r in current.values()}
         return plan_changes(extraction, ns, current, by_hash, ctx, hard_delete=self.hard_delete)
 
-    def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord], extraction: Extraction,
-               source: Source, event_time: float | None, metadata: Mapping[str, Any] | None,
+    def _write(self, ns: Namespace, candidates: Sequence[MemoryRecord],
+               extraction: MemoryExtraction, source: Source, event_time: float | None,
+               metadata: Mapping[str, Any] | None,
                actor: str, recheck: tuple[Sequence[Op], int] | None,
                idempotency_key: str | None = None) -> Flow[Plan]:
         """Commit ``extraction`` under the lock.
@@ -540,7 +541,7 @@ class MemoryStoreManager:
 class _Decision:
     """Where the locked last attempt leaves the model's decision."""
 
-    extraction: Extraction | None = None
+    extraction: MemoryExtraction | None = None
 
 
 class _Stale(Exception):

@@ -57,7 +57,7 @@ from remem.memory.results import (
     SkipOut,
     UsageOut,
 )
-from remem.memory.shapes import IsoTime, Wire, json_of
+from remem.memory.shapes import IsoTime, MemoryWire, json_of
 from remem.memory.store_manager import AddResult
 from remem.store.types import from_timestamp
 
@@ -73,6 +73,7 @@ __all__ = [
     "ImportOut",
     "MemoryOut",
     "MemoryPageOut",
+    "MemoryWire",
     "SearchResultOut",
     "SignalOut",
     "SkipOut",
@@ -83,10 +84,14 @@ __all__ = [
     "load",
 ]
 
+#: the old name of :class:`MemoryWire` (issue 34: one name per concept), kept so user code
+#: keeps working
+Wire = MemoryWire
+
 R = TypeVar("R")
 
 
-class AddResultOut(Wire[AddResult]):
+class AddResultOut(MemoryWire[AddResult]):
     """What an add changed and skipped, in which namespace, and what it cost."""
 
     namespace: list[str]
@@ -114,7 +119,7 @@ class AddResultOut(Wire[AddResult]):
                          self.write_attempts, tuple(self.rejected), self.inferred)
 
 
-class HistoryEventOut(Wire[HistoryEvent]):
+class HistoryEventOut(MemoryWire[HistoryEvent]):
     """One change to one memory (``before`` / ``after``: the stored record values)."""
 
     id: str
@@ -152,7 +157,7 @@ class HistoryEventOut(Wire[HistoryEvent]):
             undoes=self.undoes, metadata=dict(self.metadata))
 
 
-class HistoryOut(Wire[list[HistoryEvent]]):
+class HistoryOut(MemoryWire[list[HistoryEvent]]):
     """Every change of a memory, oldest first."""
 
     events: list[HistoryEventOut] = Field(default_factory=list)
@@ -168,7 +173,7 @@ class HistoryOut(Wire[list[HistoryEvent]]):
 
 
 #: the result model of each memory request
-RESULT_MODELS: Mapping[type[MemoryRequest[Any]], type[Wire[Any]]] = {
+RESULT_MODELS: Mapping[type[MemoryRequest[Any]], type[MemoryWire[Any]]] = {
     AddRequest: AddResultOut,
     SearchRequest: SearchResultOut,
     GetRequest: MemoryOut,
@@ -182,7 +187,7 @@ RESULT_MODELS: Mapping[type[MemoryRequest[Any]], type[Wire[Any]]] = {
     ImportRequest: ImportOut,
 }
 
-_BY_TYPE: Mapping[type, type[Wire[Any]]] = {
+_BY_TYPE: Mapping[type, type[MemoryWire[Any]]] = {
     MemoryRecord: MemoryOut, AddResult: AddResultOut, ChangeResult: ChangeResultOut,
     SearchResult: SearchResultOut, MemoryHit: HitOut, MemoryPage: MemoryPageOut,
     HistoryEvent: HistoryEventOut, ExportResult: ExportOut, ImportResult: ImportOut,

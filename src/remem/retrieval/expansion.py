@@ -4,7 +4,7 @@ A question whose answer spans several memories often matches one of them well an
 only through what that one says. Both stages take the best few fused results of a first pass
 as if they were relevant and search again:
 
-- :class:`Feedback` (pseudo-relevance feedback, Rocchio-style): the query vector moves towards
+- :class:`PseudoFeedback` (pseudo-relevance feedback, Rocchio-style): the query vector moves towards
   the mean vector of the top hits and the vector signal is searched again; optionally the top
   hits' most distinctive terms (by tf-idf over the scope) form a second keyword query whose
   scores are added with a weight;
@@ -34,12 +34,12 @@ import numpy.typing as npt
 from remem.retrieval.options import check_count, check_number
 from remem.retrieval.tokenize import han_pieces
 
-__all__ = ["Entities", "Feedback", "distinctive_terms", "feedback_vector", "han_names",
-           "proper_nouns"]
+__all__ = ["Entities", "Feedback", "PseudoFeedback", "distinctive_terms", "feedback_vector",
+           "han_names", "proper_nouns"]
 
 
 @dataclass(frozen=True, slots=True)
-class Feedback:
+class PseudoFeedback:
     """Pseudo-relevance feedback from the ``top`` best results of a first pass.
 
     ``vector``: weight of the top hits' mean vector added to the query vector before the vector
@@ -59,6 +59,10 @@ class Feedback:
         check_number("Feedback", "vector", self.vector)
         check_count("Feedback", "terms", self.terms, low=0)
         check_number("Feedback", "term_weight", self.term_weight)
+
+
+#: the old name (issue 34: one name per concept), kept so user code keeps working
+Feedback = PseudoFeedback
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,7 @@ import numpy.typing as npt
 from remem.errors import InvalidInputError
 from remem.retrieval.bm25 import KeywordScores
 from remem.retrieval.decompose import Decompose
-from remem.retrieval.expansion import Entities, Feedback
+from remem.retrieval.expansion import Entities, PseudoFeedback
 from remem.retrieval.mentions import Mentions
 from remem.retrieval.neighbours import Neighbours, Shares
 from remem.retrieval.relevance import check_min_score, relevance
@@ -142,7 +142,7 @@ class Ranking:
     recency: Recency | None = None
     mmr: float | None = None
     min_score: float | None = None
-    feedback: Feedback | None = None
+    feedback: PseudoFeedback | None = None
     entities: Entities | None = None
     sessions: Sessions | None = None
     spread: Spread | None = None
@@ -190,7 +190,7 @@ class Ranking:
         if self.mmr is not None and not (_is_number(self.mmr) and 0.0 <= self.mmr <= 1.0):
             raise InvalidInputError(f"Ranking.mmr must be within [0, 1], got {self.mmr!r}")
         check_min_score(self.min_score, "Ranking.min_score")
-        for name, kind in (("feedback", Feedback), ("entities", Entities),
+        for name, kind in (("feedback", PseudoFeedback), ("entities", Entities),
                            ("sessions", Sessions), ("spread", Spread),
                            ("speakers", Speakers), ("decompose", Decompose),
                            ("timing", Timing), ("questions", QuestionTurns),

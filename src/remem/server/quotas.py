@@ -43,8 +43,8 @@ from remem.store import BaseStore, DeleteOp, GetOp, Item, Op, PutOp, Result
 from remem.store.reserved import BOOKKEEPING, is_bookkeeping
 from remem.store.scoped import ScopedStore
 
-__all__ = ["BOOKKEEPING", "FRESH_SECONDS", "Quota", "QuotaExceededError", "QuotaStore", "Usage",
-           "batch_growth", "measure", "value_bytes"]
+__all__ = ["BOOKKEEPING", "FRESH_SECONDS", "Quota", "QuotaExceededError", "QuotaStore",
+           "TenantUsage", "batch_growth", "measure", "value_bytes"]
 
 #: a refusal is decided on a count at most this old (seconds)
 FRESH_SECONDS = 1.0
@@ -79,14 +79,14 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class TenantUsage:
     """What a tenant holds: ``items`` and ``bytes`` of values (bookkeeping excluded)."""
 
     items: int = 0
     bytes: int = 0
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(self.items + other.items, self.bytes + other.bytes)
+    def __add__(self, other: TenantUsage) -> TenantUsage:
+        return TenantUsage(self.items + other.items, self.bytes + other.bytes)
 
 
 def value_bytes(value: Mapping[str, Any]) -> int:
@@ -99,18 +99,18 @@ def _counted(namespace: Sequence[str]) -> bool:
     return not is_bookkeeping(namespace)
 
 
-def measure(items: Iterable[Item]) -> Usage:
+def measure(items: Iterable[Item]) -> TenantUsage:
     """The usage ``items`` amount to (bookkeeping items are skipped)."""
     count = size = 0
     for item in items:
         if _counted(item.namespace):
             count += 1
             size += value_bytes(item.value)
-    return Usage(count, size)
+    return TenantUsage(count, size)
 
 
 def batch_growth(ops: Sequence[Op], existing: Mapping[tuple[tuple[str, ...], str], int]
-                 ) -> Usage:
+                 ) -> TenantUsage:
     """How much running ``ops`` grows a tenant, given the value size of each key the ops write
     that exists now (``existing``; absent keys do not exist). Later ops on a key replace
     earlier ones, as in a batch."""
@@ -124,17 +124,17 @@ def batch_growth(ops: Sequence[Op], existing: Mapping[tuple[tuple[str, ...], str
         before = existing.get(where)
         items += (after is not None) - (before is not None)
         size += (after or 0) - (before or 0)
-    return Usage(items, size)
+    return TenantUsage(items, size)
 
 
 class _Ledger:
     """One tenant's usage as last counted, plus the growth of the batches since."""
 
     def __init__(self) -> None:
-        self.usage: Usage | None = None
+        self.usage: TenantUsage | None = None
         self.counted_at = 0.0
         #: rows of graphs that no recount reads (an in-memory store's), as written
-        self.unrecounted = Usage()
+        self.unrecounted = TenantUsage()
         self.lock = threading.Lock()
 
 
@@ -153,7 +153,7 @@ class QuotaStore(ScopedStore):
         #: whether a recount reads the tenant's graph rows (False: an in-memory store)
         self._graphs_recounted = True
 
-    def usage(self, *, fresh: bool = False) -> Usage:
+    def usage(self, *, fresh: bool = False) -> TenantUsage:
         """The tenant's usage: counted again if the count is stale, or with ``fresh`` if it
         is older than :data:`FRESH_SECONDS` (so refused writes cannot make the server read
         a whole tenant per request)."""
@@ -170,13 +170,13 @@ class QuotaStore(ScopedStore):
             assert ledger.usage is not None
             return ledger.usage + ledger.unrecounted
 
-    def _graph_rows(self) -> Usage:
+    def _graph_rows(self) -> TenantUsage:
         """The tenant's graph rows in the store's database (none for an in-memory store)."""
         from remem.graph.quota import rows_under
 
         found = rows_under(self.inner, tuple(self.prefix))
         self._graphs_recounted = found is not None
-        return Usage() if found is None else Usage(*found)
+        return TenantUsage() if found is None else TenantUsage(*found)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` if they leave the tenant within its quota; else raise
@@ -206,7 +206,7 @@ class QuotaStore(ScopedStore):
         """Refuse (raise :class:`QuotaExceededError`) a graph write adding ``items`` rows of
         ``size`` bytes that would leave the tenant over its quota; ``recount=False``: on the
         usage as last counted (the graph holds a write transaction)."""
-        growth = Usage(items, size)
+        growth = TenantUsage(items, size)
         if recount:
             usage = self.usage()
             if self._refusal(usage, growth, graph=True) is None:
@@ -214,7 +214,7 @@ class QuotaStore(ScopedStore):
             usage = self.usage(fresh=True)
         else:
             with self._ledger.lock:
-                usage = (Usage() if self._ledger.usage is None
+                usage = (TenantUsage() if self._ledger.usage is None
                          else self._ledger.usage) + self._ledger.unrecounted
         refusal = self._refusal(usage, growth, graph=True)
         if refusal is not None:
@@ -222,14 +222,14 @@ class QuotaStore(ScopedStore):
 
     def graph_written(self, items: int, size: int) -> None:
         """Add rows a graph wrote to the running count."""
-        grown = Usage(items, size)
+        grown = TenantUsage(items, size)
         with self._ledger.lock:
             if not self._graphs_recounted:
                 self._ledger.unrecounted = self._ledger.unrecounted + grown
             elif self._ledger.usage is not None:
                 self._ledger.usage = self._ledger.usage + grown
 
-    def _growth(self, writes: Sequence[Op]) -> Usage:
+    def _growth(self, writes: Sequence[Op]) -> TenantUsage:
         keys = {(tuple(op.namespace), op.key) for op in writes
                 if isinstance(op, PutOp | DeleteOp)}
         gets = [GetOp(namespace, key, refresh_ttl=False) for namespace, key in keys]
@@ -238,7 +238,7 @@ class QuotaStore(ScopedStore):
                     for item in found if isinstance(item, Item)}
         return batch_growth(writes, existing)
 
-    def _refusal(self, usage: Usage, growth: Usage, *,
+    def _refusal(self, usage: TenantUsage, growth: TenantUsage, *,
                  graph: bool = False) -> QuotaExceededError | None:
         after = usage + growth
         what = "this graph episode" if graph else "this write"

@@ -24,7 +24,6 @@ from remem.threads.requests import (
     CheckpointRequest,
     CheckpointsRequest,
     CompactRequest,
-    ContextRequest,
     CopyRequest,
     CreateThreadRequest,
     DeleteThreadRequest,
@@ -35,6 +34,7 @@ from remem.threads.requests import (
     RewindRequest,
     SearchThreadsRequest,
     SetMetadataRequest,
+    ThreadContextRequest,
     ThreadRequest,
     UpdateStateRequest,
 )
@@ -335,7 +335,7 @@ class ThreadAPI(abc.ABC):
         """The messages to send to a model: system prompt, running summary, then the messages
         it does not cover, trimmed to ``max_tokens`` / ``max_messages`` (counted with
         ``counter``, an offline estimate by default) without breaking tool calls."""
-        return self.run(ContextRequest.of(thread_id=thread_id, max_tokens=max_tokens,
+        return self.run(ThreadContextRequest.of(thread_id=thread_id, max_tokens=max_tokens,
                                           max_messages=max_messages,
                                           checkpoint_id=checkpoint_id, counter=counter))
 
@@ -343,7 +343,7 @@ class ThreadAPI(abc.ABC):
                        max_messages: int | None = None, checkpoint_id: str | None = None,
                        counter: TokenCounter | None = None) -> list[Message]:
         """Async :meth:`context`."""
-        return await self.arun(ContextRequest.of(thread_id=thread_id, max_tokens=max_tokens,
+        return await self.arun(ThreadContextRequest.of(thread_id=thread_id, max_tokens=max_tokens,
                                                  max_messages=max_messages,
                                                  checkpoint_id=checkpoint_id,
                                                  counter=counter))

@@ -1,7 +1,7 @@
 """Where thread rows live: SQLite (a file or ``":memory:"``) or PostgreSQL, behind one seam.
 
 :class:`~remem.threads.store.ThreadStore` holds all the logic and speaks to a backend only
-through :meth:`Backend.transaction`, which yields a :class:`Tx`: ``execute`` (SQL written with
+through :meth:`Backend.transaction`, which yields a :class:`ThreadTx`: ``execute`` (SQL written with
 ``?`` placeholders, translated for the dialect), ``executemany`` and ``insert`` (returns the new
 row's id). The SQL and the migrations of both dialects live in :mod:`remem.threads.schema`.
 
@@ -32,7 +32,7 @@ from remem.threads import schema as sql
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-__all__ = ["Backend", "PostgresBackend", "SQLiteBackend", "Tx"]
+__all__ = ["Backend", "PostgresBackend", "SQLiteBackend", "ThreadTx"]
 
 
 class Cursor(Protocol):
@@ -45,7 +45,7 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-class Tx(Protocol):
+class ThreadTx(Protocol):
     """One open transaction."""
 
     def execute(self, query: str, params: Sequence[Any] = (), *,
@@ -80,7 +80,7 @@ class Backend(Protocol):
         ...
 
     def transaction(self, write: bool) -> Any:
-        """A context manager yielding a :class:`Tx`; commits on success."""
+        """A context manager yielding a :class:`ThreadTx`; commits on success."""
         ...
 
     def metadata_filter(self, filter: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
@@ -93,7 +93,7 @@ class Backend(Protocol):
         ...
 
 
-class _SQLiteTx:
+class _SQLiteThreadTx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
@@ -142,14 +142,14 @@ class SQLiteBackend:
             self._ready = True
 
     @contextmanager
-    def transaction(self, write: bool) -> Iterator[Tx]:
+    def transaction(self, write: bool) -> Iterator[ThreadTx]:
         # writes take the write lock up front, so concurrent writers queue on busy_timeout
         # instead of failing to upgrade a read lock; reads get a consistent snapshot
         self.setup()
         with self._conns.writing() if write else nullcontext(), self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
-                yield _SQLiteTx(conn)
+                yield _SQLiteThreadTx(conn)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -166,7 +166,7 @@ class SQLiteBackend:
         return [("metadata", "?", metadata_json)]
 
 
-class _PostgresTx:
+class _PostgresThreadTx:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
@@ -227,7 +227,7 @@ class PostgresBackend:
                 timeout=self.connect_timeout, check=True)
 
     @contextmanager
-    def transaction(self, write: bool) -> Iterator[Tx]:
+    def transaction(self, write: bool) -> Iterator[ThreadTx]:
         import psycopg
 
         self.setup()
@@ -236,13 +236,13 @@ class PostgresBackend:
             with self._pool.connection() as conn:
                 if write:
                     with conn.transaction():
-                        yield _PostgresTx(conn)
+                        yield _PostgresThreadTx(conn)
                 else:
                     # one snapshot for the whole read, as on SQLite: a thread deleted meanwhile
                     # is read whole or not at all (the same two round trips as a plain BEGIN)
                     conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     try:
-                        yield _PostgresTx(conn)
+                        yield _PostgresThreadTx(conn)
                     except BaseException:
                         conn.execute("ROLLBACK")
                         raise

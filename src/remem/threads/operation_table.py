@@ -23,7 +23,6 @@ from remem.threads.requests import (
     CheckpointRequest,
     CheckpointsRequest,
     CompactRequest,
-    ContextRequest,
     CopyRequest,
     CreateThreadRequest,
     DeleteThreadRequest,
@@ -34,6 +33,7 @@ from remem.threads.requests import (
     RewindRequest,
     SearchThreadsRequest,
     SetMetadataRequest,
+    ThreadContextRequest,
     ThreadRequest,
     UpdateStateRequest,
 )
@@ -99,7 +99,7 @@ THREAD_OPERATIONS: tuple[Operation, ...] = (
          "Fold older messages into the running summary with the server's LLM; the head after"
          "\n(its ``state`` holds the summary). 400 when the server has no LLM configured.",
          writes=True, part="Compact", calls_model=True),
-    _row(ContextRequest, "GET", "/{thread_id}/context", "thread_context",
+    _row(ThreadContextRequest, "GET", "/{thread_id}/context", "thread_context",
          "The prompt of a thread",
          "The messages to send to a model: system prompt, running summary, the messages it "
          "does\nnot cover, trimmed to ``max_tokens`` / ``max_messages``.", writes=False,

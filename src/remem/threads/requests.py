@@ -8,7 +8,7 @@ HTTP body or query). A parameter added here reaches every surface; the parity te
 (``tests/threads/test_surface_parity.py``) fails until each takes it with the same default.
 
 Two kinds of field are not JSON: a **local** field (``CompactRequest.model``,
-``ContextRequest.counter``) holds a Python object that only an embedded store can use; it is
+``ThreadContextRequest.counter``) holds a Python object that only an embedded store can use; it is
 left out of the JSON form and the OpenAPI schema, and a remote client refuses it. ``ttl`` of
 :class:`CreateThreadRequest`, :class:`ForkRequest` and :class:`CopyRequest` means something
 when left out (the store's default, or the source thread's TTL) that ``None`` (never expire)
@@ -68,6 +68,7 @@ __all__ = [
     "RewindRequest",
     "SearchThreadsRequest",
     "SetMetadataRequest",
+    "ThreadContextRequest",
     "ThreadId",
     "ThreadRequest",
     "UpdateStateRequest",
@@ -405,7 +406,7 @@ class CompactRequest(_OnThread[Checkpoint]):
                                           "policy.trigger_tokens)")
 
 
-class ContextRequest(_OnThread[list[Message]]):
+class ThreadContextRequest(_OnThread[list[Message]]):
     """The messages to send to a model: system prompt, running summary, then the messages
     the summary does not cover, trimmed to the budgets without breaking tool calls."""
 
@@ -421,6 +422,10 @@ class ContextRequest(_OnThread[list[Message]]):
         "the token counter (local only; default: the offline estimate)"))
 
 
+#: the old name (issue 34: one name per concept), kept so user code keeps working
+ContextRequest = ThreadContextRequest
+
+
 def custom_counter(policy: SummaryPolicy | None) -> bool:
     """Whether ``policy`` counts tokens with something else than the default estimate."""
     return policy is not None and policy.counter is not DEFAULT_COUNTER
@@ -430,5 +435,5 @@ ALL: Sequence[type[ThreadRequest[Any]]] = (
     CreateThreadRequest, GetThreadRequest, ListThreadsRequest, DeleteThreadRequest,
     SetMetadataRequest, AppendRequest, MessagesRequest, CheckpointsRequest, CheckpointRequest,
     UpdateStateRequest, RewindRequest, ForkRequest, CopyRequest, SearchThreadsRequest,
-    CompactRequest, ContextRequest)
+    CompactRequest, ThreadContextRequest)
 """Every thread request type."""

@@ -48,13 +48,12 @@ from remem.store.types import NOT_PROVIDED, NotProvided, validate_value
 from remem.threads import schema as sql
 from remem.threads._aio import in_thread
 from remem.threads.api import TTL, ThreadAPI
-from remem.threads.backends import Backend, PostgresBackend, SQLiteBackend, Tx
+from remem.threads.backends import Backend, PostgresBackend, SQLiteBackend, ThreadTx
 from remem.threads.requests import (
     AppendRequest,
     CheckpointRequest,
     CheckpointsRequest,
     CompactRequest,
-    ContextRequest,
     CopyRequest,
     CreateThreadRequest,
     DeleteThreadRequest,
@@ -65,6 +64,7 @@ from remem.threads.requests import (
     RewindRequest,
     SearchThreadsRequest,
     SetMetadataRequest,
+    ThreadContextRequest,
     ThreadRequest,
     UpdateStateRequest,
     ttl_or_default,
@@ -174,7 +174,7 @@ class ThreadStore(ThreadAPI):
     # -- backend ------------------------------------------------------------------------------
 
     def _transaction(self, write: bool) -> Any:
-        """One transaction of the backend (a context manager yielding a ``Tx``)."""
+        """One transaction of the backend (a context manager yielding a ``ThreadTx``)."""
         return self.backend.transaction(write)
 
     def _sql(self, text: str) -> str:
@@ -207,7 +207,7 @@ class ThreadStore(ThreadAPI):
 
     # -- reading helpers ----------------------------------------------------------------------
 
-    def _head(self, tx: Tx, thread_id: str, *, lock: bool = False) -> ThreadInfo:
+    def _head(self, tx: ThreadTx, thread_id: str, *, lock: bool = False) -> ThreadInfo:
         """The thread with its head; ``lock`` (writes) locks its row until the commit."""
         if lock and self.backend.lock_head:
             # lock the row alone first: a locking join would be re-checked against the new
@@ -231,7 +231,7 @@ class ThreadStore(ThreadAPI):
         return ThreadInfo(tid, json.loads(meta), checkpoint, created, updated, source, ttl,
                           expires, head_branch=(owner, length))
 
-    def _find_checkpoint(self, tx: Tx, thread_id: str,
+    def _find_checkpoint(self, tx: ThreadTx, thread_id: str,
                          checkpoint_id: str | None) -> Checkpoint:
         head = self._head(tx, thread_id).head
         if checkpoint_id is None or checkpoint_id == head.id:
@@ -245,7 +245,7 @@ class ThreadStore(ThreadAPI):
                           self._shown(thread_id)))
         return _checkpoint(row)
 
-    def _base_of(self, tx: Tx) -> Callable[[int], tuple[int | None, int]]:
+    def _base_of(self, tx: ThreadTx) -> Callable[[int], tuple[int | None, int]]:
         def lookup(branch: int) -> tuple[int | None, int]:
             found = self._bases.get(branch)
             if found is None:
@@ -257,7 +257,7 @@ class ThreadStore(ThreadAPI):
             return found
         return lookup
 
-    def _load(self, tx: Tx, checkpoint: Checkpoint, start: int,
+    def _load(self, tx: ThreadTx, checkpoint: Checkpoint, start: int,
               stop: int) -> list[Message]:
         out: list[Message] = []
         for seg in sql.segments(self._base_of(tx), checkpoint.branch, start, stop):
@@ -267,11 +267,11 @@ class ThreadStore(ThreadAPI):
 
     # -- writing helpers ----------------------------------------------------------------------
 
-    def _new_state(self, tx: Tx, state: Mapping[str, Any]) -> int:
+    def _new_state(self, tx: ThreadTx, state: Mapping[str, Any]) -> int:
         return tx.insert("INSERT INTO thread_states (data) VALUES (?)",
                          (_dumps(validate_value(state)),))
 
-    def _save(self, tx: Tx, info: ThreadInfo, *, parent: Checkpoint,
+    def _save(self, tx: ThreadTx, info: ThreadInfo, *, parent: Checkpoint,
               messages: Sequence[Message] = (), state: Mapping[str, Any] | None = None,
               metadata: Mapping[str, Any]) -> Checkpoint:
         """Write a new head checkpoint built on ``parent``: its messages plus ``messages``."""
@@ -303,7 +303,7 @@ class ThreadStore(ThreadAPI):
         return Checkpoint(cid, info.thread_id, parent.id, position, new_state, meta, now,
                           branch=branch, state_id=state_id)
 
-    def _insert_thread(self, tx: Tx, tid: str, metadata: Mapping[str, Any],
+    def _insert_thread(self, tx: ThreadTx, tid: str, metadata: Mapping[str, Any],
                        ttl: TTL | NotProvided, *, base: Checkpoint | None, copy: bool,
                        source: str | None, state_id: int | None, parent_id: str | None,
                        checkpoint_meta: Mapping[str, Any]) -> str:
@@ -341,7 +341,7 @@ class ThreadStore(ThreadAPI):
              *(value for _, _, value in columns)))
         return tid
 
-    def _delete_rows(self, tx: Tx, thread_id: str) -> None:
+    def _delete_rows(self, tx: ThreadTx, thread_id: str) -> None:
         """Delete a thread, then every branch and state nothing refers to any more (a fork's
         shared history stays until the fork goes too)."""
         states = [r[0] for r in tx.execute(
@@ -666,7 +666,7 @@ class ThreadStore(ThreadAPI):
                               req.policy or self.policy or SummaryPolicy(), force=req.force)
         return done or self.checkpoint(req.thread_id)
 
-    def _op_context(self, req: ContextRequest) -> list[Message]:
+    def _op_context(self, req: ThreadContextRequest) -> list[Message]:
         from remem.threads.compaction import prompt_view
 
         return prompt_view(self, req.thread_id, max_tokens=req.max_tokens,

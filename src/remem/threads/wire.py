@@ -29,7 +29,6 @@ from remem.threads.requests import (
     CheckpointRequest,
     CheckpointsRequest,
     CompactRequest,
-    ContextRequest,
     CopyRequest,
     CreateThreadRequest,
     DeleteThreadRequest,
@@ -40,6 +39,7 @@ from remem.threads.requests import (
     RewindRequest,
     SearchThreadsRequest,
     SetMetadataRequest,
+    ThreadContextRequest,
     ThreadRequest,
     UpdateStateRequest,
 )
@@ -145,7 +145,7 @@ RESULT_MODELS: Mapping[type[ThreadRequest[Any]], type[Wire[Any]]] = {
     CopyRequest: ThreadInfoOut,
     SearchThreadsRequest: ThreadHitsOut,
     CompactRequest: CheckpointOut,
-    ContextRequest: MessagesOut,
+    ThreadContextRequest: MessagesOut,
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from remem.blocks.requests import AppendRequest, ReplaceRequest, RethinkRequest
+from remem.blocks.requests import BlockAppendRequest, ReplaceRequest, RethinkRequest
 from remem.blocks.store import Blocks
 from remem.requests import Request
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
@@ -19,7 +19,7 @@ from remem.tools.files import RequestTools
 __all__ = ["BLOCK_TOOLS", "BlockTools"]
 
 BLOCK_TOOLS: dict[str, tuple[type[Request], str]] = {
-    "core_memory_append": (AppendRequest, "Add a line to one of your core memory blocks "
+    "core_memory_append": (BlockAppendRequest, "Add a line to one of your core memory blocks "
                                           "(always in your context)."),
     "core_memory_replace": (ReplaceRequest, "Replace exact text in one of your core memory "
                                             "blocks."),
@@ -46,7 +46,7 @@ class BlockTools(RequestTools):
         return self._answer(name, request)
 
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
-        if isinstance(request, AppendRequest):
+        if isinstance(request, BlockAppendRequest):
             block = self.blocks.append(self.agent_id, request.label, request.content,
                                        actor=self.actor)
         elif isinstance(request, ReplaceRequest):

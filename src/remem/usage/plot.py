@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from remem.errors import InvalidInputError
 
-__all__ = ["Bar", "BarChart", "Series", "Tick", "nice_step", "stacked_bars"]
+__all__ = ["BarChart", "PlotBar", "Series", "Tick", "nice_step", "stacked_bars"]
 
 #: series colours (the stylesheet's keyword, vector, recency and fusion colours)
 COLOURS = ("#2b5797", "#2b7a3f", "#b0731f", "#7a3fb0")
@@ -32,7 +32,7 @@ class Series:
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
+class PlotBar:
     """One rectangle; ``label`` is its tooltip (``<title>``)."""
 
     x: float
@@ -60,7 +60,7 @@ class BarChart:
     x_label: str
     width: float
     height: float
-    bars: tuple[Bar, ...]
+    bars: tuple[PlotBar, ...]
     y_ticks: tuple[Tick, ...]
     x_ticks: tuple[Tick, ...]
     series: tuple[Series, ...]
@@ -123,7 +123,7 @@ def stacked_bars(days: Sequence[str], series: Sequence[Series], *, title: str,
     area_w, area_h = width - LEFT - RIGHT, height - TOP - BOTTOM
     slot = area_w / max(len(days), 1)
     bar_w = max(slot * 0.8, 1.0)
-    bars: list[Bar] = []
+    bars: list[PlotBar] = []
     for n, day in enumerate(days):
         base = 0
         for s in series:
@@ -131,7 +131,7 @@ def stacked_bars(days: Sequence[str], series: Sequence[Series], *, title: str,
             if value > 0:
                 y_top = TOP + area_h * (1 - (base + value) / top)
                 y_low = TOP + area_h * (1 - base / top)
-                bars.append(Bar(round(LEFT + n * slot + (slot - bar_w) / 2, 2), round(y_top, 2),
+                bars.append(PlotBar(round(LEFT + n * slot + (slot - bar_w) / 2, 2), round(y_top, 2),
                                 round(bar_w, 2), round(y_low - y_top, 2), s.colour,
                                 f"{day}: {value} {s.name}"))
             base += value
