@@ -311,9 +311,12 @@ class MemoryTools:
 
     @staticmethod
     def _hits(result: SearchResult) -> dict[str, Any]:
+        # relevance beside score: the fused score ranks within one page only (a hit one
+        # signal missed reads 0.5), relevance is the match on a fixed 0-1 scale
         return {"memories": [
             {"id": hit.memory.id, "content": hit.memory.content, "kind": hit.memory.kind,
-             "score": round(hit.score, 4) if hit.score is not None else None}
+             "score": round(hit.score, 4) if hit.score is not None else None,
+             "relevance": round(hit.relevance, 4) if hit.relevance is not None else None}
             for hit in result]}
 
 
