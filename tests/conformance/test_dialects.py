@@ -18,8 +18,9 @@ from remem.store.types import CountOp, ListNamespacesOp, SearchOp
 
 DIALECTS: tuple[Dialect, ...] = (SQLiteDialect(), PostgresDialect('"remem".'))
 
+# what a namespace label may be: no control character, no lone surrogate, not the wildcard
 _labels = st.text(st.characters(blacklist_categories=("Cs", "Cc")),
-                  min_size=1, max_size=6)
+                  min_size=1, max_size=6).filter(lambda label: label != "*")
 _prefixes = st.lists(_labels, max_size=3).map(tuple)
 _filters = st.one_of(
     st.none(),
