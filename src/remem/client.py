@@ -25,16 +25,24 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
 import httpx
 
+from remem.background.budgets import StoredBudget
+from remem.background.jobs import QueueStats
 from remem.background.operation_table import CANCEL, FLUSH, JOB_OPERATIONS, SUBMIT
 from remem.background.requests import (
+    BudgetScope,
+    CancelJobRequest,
     CancelResult,
     FlushResult,
     GetJobRequest,
+    JobStatsRequest,
+    ListBudgetsRequest,
     ListJobsRequest,
+    RetryJobRequest,
+    SetBudgetRequest,
     SubmitRequest,
     SubmitResult,
     ThreadJobsRequest,
@@ -88,9 +96,10 @@ R = TypeVar("R")
 _ROWS: Mapping[type[Any], Operation] = {row.request: row for row in MEMORY_OPERATIONS}
 #: context assembly's row (its own table: it reads threads as well as memories)
 _CONTEXT = row_of(CONTEXT_OPERATIONS, ContextRequest)
-#: the job rows Client reads (flush and cancel share a request: their rows are named)
-_JOB = row_of(JOB_OPERATIONS, GetJobRequest)
-_JOBS = row_of(JOB_OPERATIONS, ListJobsRequest)
+#: the rows of the job and budget requests that have one row each (flush and cancel share
+#: a request: their rows are named, SUBMIT, FLUSH, CANCEL)
+_JOB_ROWS: Mapping[type[Any], Operation] = {
+    row.request: row for row in JOB_OPERATIONS if row not in (SUBMIT, FLUSH, CANCEL)}
 
 #: most bytes of export lines one import request carries (the server's default body limit
 #: is 1 MiB; Client.import_ splits a file into requests of this size)
@@ -120,6 +129,11 @@ def context_call(request: ContextRequest) -> _Call[ContextResult]:
                          "server: pass section names, or assemble the context with "
                          "remem.Memory locally")
     return cast(_Call[ContextResult], _CONTEXT.call(request))
+
+
+def job_call(request: Any) -> _Call[Any]:
+    """The HTTP call of a job or budget request (``/v1/jobs``, ``/v1/budgets``): its row's."""
+    return _JOB_ROWS[type(request)].call(request)
 
 
 def _args(values: dict[str, Any]) -> dict[str, Any]:
@@ -495,16 +509,96 @@ class Client:
         return cast(CancelResult,
                     await self._asend(CANCEL.call(ThreadJobsRequest.of(**_args(locals())))))
 
+    # -- jobs and budgets (GET /v1/jobs..., /v1/budgets): each call is its row's -------------
+
     def job(self, job_id: str) -> JobJson:
         """One of the tenant's jobs (``GET /v1/jobs/{id}``): its JSON, a dict typed key by key
         (``["status"]``, ``["result"]``...)."""
-        return cast(JobJson, self._send(_JOB.call(GetJobRequest.of(job_id=job_id))))
+        return cast(JobJson, self._send(job_call(GetJobRequest.of(**_args(locals())))))
 
     def jobs(self, *, status: str | None = None, kind: str | None = None,
              thread_id: str | None = None, limit: int = 100) -> list[JobJson]:
         """The tenant's jobs, newest first (``GET /v1/jobs``; ``kind``: of that kind only),
         as :meth:`job` gives each."""
-        return cast(list[JobJson], self._send(_JOBS.call(ListJobsRequest.of(**_args(locals())))))
+        return cast(list[JobJson], self._send(job_call(ListJobsRequest.of(**_args(locals())))))
+
+    def job_stats(self) -> QueueStats:
+        """How many of the tenant's jobs have each status, the lag of the oldest due one and
+        the failures (``GET /v1/jobs/stats``)."""
+        return cast(QueueStats, self._send(job_call(JobStatsRequest.of())))
+
+    def retry_job(self, job_id: str) -> JobJson:
+        """Queue a failed, dead or cancelled job again, attempts reset
+        (``POST /v1/jobs/{id}/retry``); the job's JSON."""
+        return cast(JobJson, self._send(job_call(RetryJobRequest.of(**_args(locals())))))
+
+    def cancel_job(self, job_id: str) -> JobJson:
+        """Drop a queued (or failed, dead) job (``POST /v1/jobs/{id}/cancel``); its JSON."""
+        return cast(JobJson, self._send(job_call(CancelJobRequest.of(**_args(locals())))))
+
+    def set_budget(self, *, user_id: str | None = None, agent_id: str | None = None,
+                   namespace: Sequence[str] | None = None, max_memories: int | None = None,
+                   max_tokens: int | None = None,
+                   policy: Literal["retention", "lru"] = "retention",
+                   half_life: float = 30 * 86400.0,
+                   consolidate_first: bool = True) -> StoredBudget:
+        """Store a budget for a scope (``PUT /v1/budgets``; see
+        ``mem.background.set_budget``): later writes to it are checked, and a namespace over
+        it gets a ``forget`` job."""
+        return cast(StoredBudget,
+                    self._send(job_call(SetBudgetRequest.of(**_args(locals())))))
+
+    def budgets(self) -> list[StoredBudget]:
+        """The tenant's stored budgets, by namespace (``GET /v1/budgets``)."""
+        return cast(list[StoredBudget], self._send(job_call(ListBudgetsRequest.of())))
+
+    def delete_budget(self, *, user_id: str | None = None, agent_id: str | None = None,
+                      namespace: Sequence[str] | None = None) -> bool:
+        """Drop a scope's stored budget (``DELETE /v1/budgets``); whether it had one."""
+        return cast(bool, self._send(job_call(BudgetScope.of(**_args(locals())))))
+
+    async def ajob(self, job_id: str) -> JobJson:
+        """Async :meth:`job`."""
+        return cast(JobJson, await self._asend(job_call(GetJobRequest.of(**_args(locals())))))
+
+    async def ajobs(self, *, status: str | None = None, kind: str | None = None,
+                    thread_id: str | None = None, limit: int = 100) -> list[JobJson]:
+        """Async :meth:`jobs`."""
+        return cast(list[JobJson],
+                    await self._asend(job_call(ListJobsRequest.of(**_args(locals())))))
+
+    async def ajob_stats(self) -> QueueStats:
+        """Async :meth:`job_stats`."""
+        return cast(QueueStats, await self._asend(job_call(JobStatsRequest.of())))
+
+    async def aretry_job(self, job_id: str) -> JobJson:
+        """Async :meth:`retry_job`."""
+        return cast(JobJson,
+                    await self._asend(job_call(RetryJobRequest.of(**_args(locals())))))
+
+    async def acancel_job(self, job_id: str) -> JobJson:
+        """Async :meth:`cancel_job`."""
+        return cast(JobJson,
+                    await self._asend(job_call(CancelJobRequest.of(**_args(locals())))))
+
+    async def aset_budget(self, *, user_id: str | None = None, agent_id: str | None = None,
+                          namespace: Sequence[str] | None = None,
+                          max_memories: int | None = None, max_tokens: int | None = None,
+                          policy: Literal["retention", "lru"] = "retention",
+                          half_life: float = 30 * 86400.0,
+                          consolidate_first: bool = True) -> StoredBudget:
+        """Async :meth:`set_budget`."""
+        return cast(StoredBudget,
+                    await self._asend(job_call(SetBudgetRequest.of(**_args(locals())))))
+
+    async def abudgets(self) -> list[StoredBudget]:
+        """Async :meth:`budgets`."""
+        return cast(list[StoredBudget], await self._asend(job_call(ListBudgetsRequest.of())))
+
+    async def adelete_budget(self, *, user_id: str | None = None, agent_id: str | None = None,
+                             namespace: Sequence[str] | None = None) -> bool:
+        """Async :meth:`delete_budget`."""
+        return cast(bool, await self._asend(job_call(BudgetScope.of(**_args(locals())))))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -70,6 +70,43 @@ def test_submit_flush_cancel_over_http(served: tuple[str, list[str], Any]) -> No
         assert stats["counts"]["done"] == 1 and stats["counts"]["cancelled"] == 2
 
 
+def test_client_reads_and_acts_on_jobs_and_budgets(served: tuple[str, list[str], Any]) -> None:
+    """Client's job and budget methods (sync and async twins) against a real server, each
+    confined to the key's tenant."""
+    url, (key, other_key), _ = served
+    with Client(url, api_key=key) as client, Client(url, api_key=other_key) as other:
+        pending = client.submit("I live in Lisbon", thread_id="t1", user_id="ada", delay=600)
+        assert client.job_stats().counts["queued"] == 1
+        assert other.job_stats().counts["queued"] == 0
+        cancelled = client.cancel_job(pending.job_id)
+        assert cancelled["id"] == pending.job_id and cancelled["status"] == "cancelled"
+        with pytest.raises(NotFoundError):
+            other.retry_job(pending.job_id)  # another tenant's job does not exist for it
+        retried = client.retry_job(pending.job_id)
+        assert retried["status"] == "queued" and retried["attempts"] == 0
+        stored = client.set_budget(user_id="ada", max_memories=5, policy="lru")
+        assert stored.namespace[-1] == "ada" and stored.budget.max_memories == 5
+        assert stored.budget.policy == "lru"
+        assert [b.namespace for b in client.budgets()] == [stored.namespace]
+        assert other.budgets() == [] and other.delete_budget(user_id="ada") is False
+
+        async def twins() -> tuple[Any, ...]:
+            answers = (await client.ajob(pending.job_id), await client.ajobs(status="queued"),
+                       await client.ajob_stats(), await client.acancel_job(pending.job_id),
+                       await client.aretry_job(pending.job_id),
+                       await client.aset_budget(user_id="bo", max_tokens=100),
+                       await client.abudgets(), await client.adelete_budget(user_id="bo"))
+            await client.aclose()  # its async pool belongs to this event loop
+            return answers
+
+        job, queued, stats, cancelled, retried, bo, budgets, deleted = asyncio.run(twins())
+        assert job["id"] == pending.job_id and [j["id"] for j in queued] == [pending.job_id]
+        assert stats.counts["queued"] == 1 and cancelled["status"] == "cancelled"
+        assert retried["status"] == "queued" and bo.budget.max_tokens == 100
+        assert {b.namespace[-1] for b in budgets} == {"ada", "bo"} and deleted is True
+        assert client.delete_budget(user_id="ada") is True and client.budgets() == []
+
+
 def test_bad_requests_are_4xx_naming_the_field(served: tuple[str, list[str], Any]) -> None:
     url, (key, _), _ = served
     headers = {"Authorization": f"Bearer {key}"}

@@ -108,11 +108,20 @@ def test_client_graph_answers_as_the_python_api(served: tuple[str, list[str], An
                 remote = aclient.graph(user_id="ada")
                 return (await remote.asearch("Ada", as_of=ts("2021-01-01")),
                         await remote.aentity("Acme"), await remote.aprofile(),
-                        await remote.atimeline(tags=["work"]))
+                        await remote.atimeline(tags=["work"]),
+                        [h.distance for h in await remote.aexpand("Ada", hops=2)])
 
         assert asyncio.run(run()) == (local.search("Ada", as_of=ts("2021-01-01")),
                                       local.entity("Acme"), local.profile(),
-                                      local.timeline(tags=["work"]))
+                                      local.timeline(tags=["work"]), [1, 1, 2])
+
+        async def patch() -> list[Any]:
+            async with Client(url, api_key=key) as aclient:
+                return await aclient.graph(user_id="ada").apatch_profile(
+                    [{"op": "add", "path": "/basic_info/city", "value": "Berlin"}])
+
+        assert [(c.op, c.new) for c in asyncio.run(patch())] == [("add", "Berlin")]
+        assert local.profile().to_dict()["basic_info"] == {"name": "Ada", "city": "Berlin"}
 
         # another tenant (same user id) sees nothing, and an id from elsewhere is not found
         assert other.graph(user_id="ada").search("Ada works") == []

@@ -88,6 +88,15 @@ class RemoteGraph:
     def _entity(self, entity: int | str, as_of: When) -> EntityRequest:
         return EntityRequest.of(**self._scope(), entity=entity, as_of=_time(as_of))
 
+    def _expand(self, entity: int | str, hops: int, as_of: When,
+                known_at: When) -> ExpandRequest:
+        return ExpandRequest.of(**self._scope(), entity=entity, hops=hops,
+                                as_of=_time(as_of), known_at=_time(known_at))
+
+    def _patch_profile(self, patch: Sequence[Mapping[str, Any] | XPatch]
+                       ) -> PatchProfileRequest:
+        return PatchProfileRequest.of(**self._user(), patch=parse_patches(patch))
+
     def _profile(self, as_of: When) -> ProfileRequest:
         return ProfileRequest.of(**self._user(), as_of=_time(as_of))
 
@@ -121,8 +130,7 @@ class RemoteGraph:
     def expand(self, entity: int | str, *, hops: int = 2, as_of: When = None,
                known_at: When = None) -> list[FactHit]:
         """:meth:`remem.graph.Graph.expand`."""
-        return self._send(ExpandRequest.of(**self._scope(), entity=entity, hops=hops,
-                                           as_of=_time(as_of), known_at=_time(known_at)))
+        return self._send(self._expand(entity, hops, as_of, known_at))
 
     def profile(self, *, as_of: When = None) -> Profile:
         """:meth:`remem.graph.Graph.profile` (the graph of a ``user_id``)."""
@@ -131,7 +139,7 @@ class RemoteGraph:
     def patch_profile(self, patch: Sequence[Mapping[str, Any] | XPatch]
                       ) -> list[ProfileChange]:
         """:meth:`remem.graph.Graph.patch_profile`."""
-        return self._send(PatchProfileRequest.of(**self._user(), patch=parse_patches(patch)))
+        return self._send(self._patch_profile(patch))
 
     def timeline(self, *, since: When = None, until: When = None,
                  tags: Sequence[str] = ()) -> list[TimelineEvent]:
@@ -157,9 +165,19 @@ class RemoteGraph:
         """Async :meth:`entity`."""
         return await self._asend(self._entity(entity, as_of))
 
+    async def aexpand(self, entity: int | str, *, hops: int = 2, as_of: When = None,
+                      known_at: When = None) -> list[FactHit]:
+        """Async :meth:`expand`."""
+        return await self._asend(self._expand(entity, hops, as_of, known_at))
+
     async def aprofile(self, *, as_of: When = None) -> Profile:
         """Async :meth:`profile`."""
         return await self._asend(self._profile(as_of))
+
+    async def apatch_profile(self, patch: Sequence[Mapping[str, Any] | XPatch]
+                             ) -> list[ProfileChange]:
+        """Async :meth:`patch_profile`."""
+        return await self._asend(self._patch_profile(patch))
 
     async def atimeline(self, *, since: When = None, until: When = None,
                         tags: Sequence[str] = ()) -> list[TimelineEvent]:
