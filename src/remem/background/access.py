@@ -90,7 +90,8 @@ class AccessRecorder:
         self.recorded = 0
         self.checks: list[BudgetCheck] = []
         self.errors = 0
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     # -- the observer side (the reader's or writer's thread) ----------------------------------
 
@@ -187,11 +188,16 @@ def recorder_of(store: Any) -> AccessRecorder | None:
 
 
 _LIVE: weakref.WeakSet[AccessRecorder] = weakref.WeakSet()
+# recorders are made in any thread, and the exit flush walks the set: a walk that met an
+# addition would fail ("Set changed size") and leave the rest unflushed
+_LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
 def _flush_all() -> None:
-    for recorder in list(_LIVE):
+    with _LIVE_LOCK:
+        recorders = list(_LIVE)
+    for recorder in recorders:
         with contextlib.suppress(Exception):  # exiting: nothing more to do
             recorder.flush()
 

@@ -32,6 +32,7 @@ run instead (the episodes of idle threads, ``"threads"``, registered by
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +62,7 @@ from remem.store.types import GetOp, Item, Namespace, PutOp, SearchOp
 
 __all__ = ["CONSOLIDATE", "ClusterDecision", "Consolidation", "ConsolidationReport",
            "ConsolidationRun", "clusters", "consolidate_flow", "consolidation_handler",
-           "merge_flow", "register_consolidation_run"]
+           "merge_flow", "register_consolidation_run", "registered_run"]
 
 #: the job kind of a consolidation run
 CONSOLIDATE = "consolidate"
@@ -308,12 +309,24 @@ ConsolidationRun = Callable[[MemoryFacade, Job, JobQueue | None], Mapping[str, A
 (``queue``: the worker's, where a scheduled run queues its next one)."""
 
 _RUNS: dict[str, ConsolidationRun] = {}
+_RUNS_LOCK = threading.Lock()  # a family may register while a worker thread looks one up
 
 
 def register_consolidation_run(payload_key: str, run: ConsolidationRun) -> None:
     """Run ``run`` for every ``consolidate`` job whose payload holds ``payload_key`` (the
     family owning the run registers it when imported; again: replaced)."""
-    _RUNS[payload_key] = run
+    with _RUNS_LOCK:
+        _RUNS[payload_key] = run
+
+
+def registered_run(payload: Mapping[str, Any]) -> ConsolidationRun | None:
+    """The run registered for a key ``payload`` holds (``None``: the memory consolidation)."""
+    with _RUNS_LOCK:
+        runs = tuple(_RUNS.items())
+    for key, other in runs:
+        if payload.get(key) is not None:  # e.g. a run over idle threads ("threads")
+            return other
+    return None
 
 
 def consolidation_handler(memory_for: Callable[[str], MemoryFacade],
@@ -326,9 +339,9 @@ def consolidation_handler(memory_for: Callable[[str], MemoryFacade],
     def run(job: Job) -> Mapping[str, Any]:
         memory = memory_for(job.tenant)
         payload = job.payload
-        for key, other in _RUNS.items():
-            if payload.get(key) is not None:  # e.g. a run over idle threads ("threads")
-                return other(memory, job, queue)
+        other = registered_run(payload)
+        if other is not None:
+            return other(memory, job, queue)
         flow = consolidate_flow(
             tuple(payload["namespace"]), now=memory.clock(), lock=memory.lock,
             lookback=payload.get("lookback"), lexical=payload.get("lexical", 0.6),

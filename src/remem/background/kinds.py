@@ -37,7 +37,9 @@ HandlerFactory = Callable[[MemoryFor, JobQueue | None], Handler]
 
 _KINDS: dict[str, HandlerFactory] = {}
 _LOADERS: list[Callable[[], object]] = []
-_LOADING = threading.RLock()  # reentrant: a loader's import may read the kinds
+# guards both lists: reentrant, since a loader's import registers kinds and may read them;
+# readers take a snapshot under it, as a kind may be registered by another thread meanwhile
+_LOADING = threading.RLock()
 
 
 def register_job_kind(kind: str, factory: HandlerFactory) -> None:
@@ -45,7 +47,8 @@ def register_job_kind(kind: str, factory: HandlerFactory) -> None:
     Registering a kind again replaces its factory (a module imported twice)."""
     if not isinstance(kind, str) or not kind.strip():
         raise InvalidInputError(f"a job kind is a non-empty name, got {kind!r}")
-    _KINDS[kind] = factory
+    with _LOADING:
+        _KINDS[kind] = factory
 
 
 def register_kind_loader(load: Callable[[], object]) -> None:
@@ -69,10 +72,13 @@ def _run_loaders() -> None:
 def job_kinds() -> tuple[str, ...]:
     """The registered kinds, in registration order (after running the loaders)."""
     _run_loaders()
-    return tuple(_KINDS)
+    with _LOADING:
+        return tuple(_KINDS)
 
 
 def handlers_for(memory_for: MemoryFor, queue: JobQueue | None = None) -> dict[str, Handler]:
     """A handler for every registered kind (see the module docstring for ``queue``)."""
     _run_loaders()
-    return {kind: factory(memory_for, queue) for kind, factory in _KINDS.items()}
+    with _LOADING:
+        factories = tuple(_KINDS.items())
+    return {kind: factory(memory_for, queue) for kind, factory in factories}

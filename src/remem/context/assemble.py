@@ -13,6 +13,7 @@ Sections are selected by name or given as objects, highest priority first. The d
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
@@ -42,6 +43,8 @@ __all__ = ["DEFAULT_ORDER", "ContextRequest", "aassemble", "assemble", "register
 DEFAULT_ORDER = ("profile", "memories", "summary", "recent")
 _BUILT_IN = frozenset(DEFAULT_ORDER)
 _REGISTERED: dict[str, ContextSection] = {}
+# sections may be registered while other threads assemble: every read takes a snapshot
+_REGISTERED_LOCK = threading.Lock()
 
 
 def register_section(section: ContextSection) -> None:
@@ -53,17 +56,20 @@ def register_section(section: ContextSection) -> None:
     if section.name in _BUILT_IN:
         raise InvalidInputError(f"context section name {section.name!r} is built in; "
                                 "register yours under another name")
-    _REGISTERED[section.name] = section
+    with _REGISTERED_LOCK:
+        _REGISTERED[section.name] = section
 
 
 def unregister_section(name: str) -> bool:
     """Forget the section registered as ``name``; return whether there was one."""
-    return _REGISTERED.pop(name, None) is not None
+    with _REGISTERED_LOCK:
+        return _REGISTERED.pop(name, None) is not None
 
 
 def registered_sections() -> tuple[str, ...]:
     """Names of the sections registered with :func:`register_section`."""
-    return tuple(_REGISTERED)
+    with _REGISTERED_LOCK:
+        return tuple(_REGISTERED)
 
 
 def _check_sections(value: Any) -> Any:
@@ -122,7 +128,8 @@ class ContextRequest(MemoryRequest[ContextResult]):
         "the token counter (local only; default: the offline estimate)"))
 
 
-def _built_in(name: str, request: ContextRequest) -> ContextSection | None:
+def _built_in(name: str, request: ContextRequest,
+              registered: dict[str, ContextSection]) -> ContextSection | None:
     if name == "profile":
         return ProfileSection()
     if name == "memories":
@@ -131,20 +138,24 @@ def _built_in(name: str, request: ContextRequest) -> ContextSection | None:
         return SummarySection()
     if name == "recent":
         return RecentMessagesSection(limit=request.recent_limit)
-    return _REGISTERED.get(name)
+    return registered.get(name)
 
 
 def resolve_sections(request: ContextRequest) -> list[ContextSection]:
     """The sections ``request`` selects, highest priority first (names resolved to the
-    built-in or registered sections)."""
+    built-in or registered sections). Names are resolved against one snapshot of the
+    registered sections: one another thread unregisters meanwhile is either in or out of
+    this assembly, never named and then missing."""
+    with _REGISTERED_LOCK:
+        registered = dict(_REGISTERED)
     chosen = request.sections if request.sections is not None else (
-        *DEFAULT_ORDER, *_REGISTERED)
+        *DEFAULT_ORDER, *registered)
     sections: list[ContextSection] = []
     for entry in chosen:
         if isinstance(entry, str):
-            section = _built_in(entry, request)
+            section = _built_in(entry, request, registered)
             if section is None:
-                known = ", ".join([*DEFAULT_ORDER, *_REGISTERED])
+                known = ", ".join([*DEFAULT_ORDER, *registered])
                 raise InvalidInputError(f"sections: no context section named {entry!r}; the "
                                         f"sections are {known} (register others with "
                                         "remem.context.register_section)")

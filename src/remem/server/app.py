@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -164,7 +164,39 @@ def create_app(config: ServerConfig | None = None, *, store: BaseStore | None = 
         app.add_middleware(HostGuard)
         document_guard(app)  # its 421 and 403 answers appear in the OpenAPI schema
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    _built_one_at_a_time(app)
     return app
+
+
+#: FastAPI builds a route's parameters (pydantic type adapters) on the first request that
+#: reaches it, and the OpenAPI schema on its first read (a 405's ``Allow`` header reads it);
+#: neither is thread-safe across the apps of one process (a test suite's, an embedder's):
+#: two apps building at once answered 500 (``__pydantic_core_schema__``, a ``KeyError`` in
+#: the field mapping). Both are built under this lock: the routes when the app is made,
+#: the schema on its first read (tests/project/test_state_races.py races them)
+_BUILD = threading.Lock()
+
+
+def _built_one_at_a_time(app: FastAPI) -> None:
+    with _BUILD:
+        _build_routes(app.router.routes)
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        with _BUILD:
+            return build()
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _build_routes(routes: Sequence[Any]) -> None:
+    """Make FastAPI build each included router's routes now. ``effective_candidates`` is
+    how FastAPI 0.165 builds them lazily; where it is missing (another version) nothing is
+    built early and the first requests build them as before."""
+    for route in routes:
+        candidates = getattr(route, "effective_candidates", None)
+        if callable(candidates):
+            _build_routes(candidates())
 
 
 def _root_page(*, ui: bool, mcp: bool) -> str:

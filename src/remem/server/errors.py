@@ -13,6 +13,7 @@ import logging
 import re
 import traceback
 import uuid
+import weakref
 from collections.abc import Sequence
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -181,7 +182,10 @@ def _scalar_query_names(dependant: Any) -> frozenset[str]:
     return frozenset(names)
 
 
-_SCALARS: dict[int, frozenset[str]] = {}
+#: each route's single-valued query parameters, by the route's id, with a weak reference
+#: to the route: an id is reused once its route is gone (an app built and dropped, as tests
+#: do), and a later route must not read the names of the one that held it before
+_SCALARS: dict[int, tuple[weakref.ref[Any], frozenset[str]]] = {}
 
 
 async def refuse_repeated_query_parameters(request: Request) -> None:
@@ -191,9 +195,12 @@ async def refuse_repeated_query_parameters(request: Request) -> None:
     dependant = getattr(route, "dependant", None)
     if dependant is None or not request.query_params:
         return
-    names = _SCALARS.get(id(route))
-    if names is None:
-        names = _SCALARS[id(route)] = _scalar_query_names(dependant)
+    known = _SCALARS.get(id(route))
+    if known is not None and known[0]() is route:
+        names = known[1]
+    else:  # two threads may compute a route's names at once: the same names, either kept
+        names = _scalar_query_names(dependant)
+        _SCALARS[id(route)] = (weakref.ref(route), names)
     for name in names:
         if len(request.query_params.getlist(name)) > 1:
             raise RequestValidationError([{

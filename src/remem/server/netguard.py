@@ -97,23 +97,27 @@ def document_guard(app: Any) -> None:
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
-        schema: dict[str, Any] = build()  # FastAPI builds it once and caches it
-        body = ({"content": {"application/json": {"schema": {
-            "$ref": "#/components/schemas/ErrorBody"}}}}
-                if "ErrorBody" in schema.get("components", {}).get("schemas", {}) else {})
-        for path_item in schema.get("paths", {}).values():
-            for verb, operation in path_item.items():
-                if verb not in _VERBS:
-                    continue
-                responses = operation.setdefault("responses", {})
-                for status, answer in GUARD_RESPONSES.items():
-                    if status not in responses:
-                        responses[status] = {**answer, **body}
-                    elif answer["description"] not in responses[status]["description"]:
-                        responses[status]["description"] += f"; or {answer['description']}"
-        return schema
+        return _guarded(build())  # FastAPI builds the schema once and caches it
 
     app.openapi = openapi
+
+
+def _guarded(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` (FastAPI's cached one) with :data:`GUARD_RESPONSES` on every operation."""
+    body = ({"content": {"application/json": {"schema": {
+        "$ref": "#/components/schemas/ErrorBody"}}}}
+            if "ErrorBody" in schema.get("components", {}).get("schemas", {}) else {})
+    for path_item in schema.get("paths", {}).values():
+        for verb, operation in path_item.items():
+            if verb not in _VERBS:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status, answer in GUARD_RESPONSES.items():
+                if status not in responses:
+                    responses[status] = {**answer, **body}
+                elif answer["description"] not in responses[status]["description"]:
+                    responses[status]["description"] += f"; or {answer['description']}"
+    return schema
 
 
 class HostGuard:

@@ -59,7 +59,8 @@ class UsageRecorder:
         #: calls written, and writes that failed (their rows wait in memory), since it started
         self.recorded = 0
         self.errors = 0
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     @classmethod
     def beside(cls, store: Any, *, clock: Callable[[], float] = time.time) -> UsageRecorder:
@@ -161,10 +162,15 @@ class RecordingChatModel(WrappedChatModel):
 
 
 _LIVE: weakref.WeakSet[UsageRecorder] = weakref.WeakSet()
+# recorders are made in any thread, and the exit flush walks the set: a walk that met an
+# addition would fail ("Set changed size") and leave the rest unflushed
+_LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
 def _flush_all() -> None:
-    for recorder in list(_LIVE):
+    with _LIVE_LOCK:
+        recorders = list(_LIVE)
+    for recorder in recorders:
         with contextlib.suppress(Exception):  # exiting: nothing more to do
             recorder.flush()
