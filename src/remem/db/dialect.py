@@ -2,9 +2,11 @@
 column types, how a write locks the rows it reads, and each family's migrations per dialect.
 
 A family declares its tables once (:meth:`Schema.typed`) with ``{text}``, ``{real}``,
-``{int}``, ``{bigint}`` for column types and ``{t}`` before each table name (nothing on
-SQLite, the store's schema on PostgreSQL); a family whose dialects differ in more than types
-gives both lists (:class:`Schema` itself).
+``{int}``, ``{bigint}``, ``{blob}`` for column types, ``{serial}`` for an id column that
+numbers itself, ``{clustered}`` after a table stored in key order (SQLite's ``WITHOUT
+ROWID``) and ``{t}`` before each table name (nothing on SQLite, the store's schema on
+PostgreSQL); a step that only one dialect needs gives its statements per engine. A family
+whose dialects differ in more gives both lists (:class:`Schema` itself).
 """
 
 from __future__ import annotations
@@ -44,11 +46,15 @@ class Dialect:
         return statement.format(t="" if self.name == "sqlite" else "{s}.", **self.types)
 
 
-SQLITE = Dialect("sqlite", "?", {"text": "TEXT", "real": "REAL", "int": "INTEGER",
-                                 "bigint": "INTEGER"}, "", "", "MAX")
-POSTGRES = Dialect("postgres", "%s", {"text": "text", "real": "double precision",
-                                      "int": "integer", "bigint": "bigint"},
-                   " FOR UPDATE", " FOR UPDATE SKIP LOCKED", "GREATEST")
+SQLITE = Dialect("sqlite", "?", {
+    "text": "TEXT", "real": "REAL", "int": "INTEGER", "bigint": "INTEGER", "blob": "BLOB",
+    "serial": "INTEGER PRIMARY KEY AUTOINCREMENT", "clustered": " WITHOUT ROWID",
+}, "", "", "MAX")
+POSTGRES = Dialect("postgres", "%s", {
+    "text": "text", "real": "double precision", "int": "integer", "bigint": "bigint",
+    "blob": "bytea", "serial": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "clustered": "",
+}, " FOR UPDATE", " FOR UPDATE SKIP LOCKED", "GREATEST")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +67,16 @@ class Schema:
     postgres: tuple[Migration, ...]
 
     @classmethod
-    def typed(cls, family: str, steps: Sequence[tuple[str, Sequence[str]]]) -> Schema:
+    def typed(cls, family: str,
+              steps: Sequence[tuple[str, Sequence[str] | Mapping[Engine, Sequence[str]]]]
+              ) -> Schema:
         """The schema whose ``(name, statements)`` steps differ between dialects only in
-        column types and the table prefix (see the module docstring)."""
+        column types and the table prefix (see the module docstring); ``statements`` may be
+        given per engine."""
         def rendered(dialect: Dialect) -> tuple[Migration, ...]:
-            return tuple(Migration(name, tuple(map(dialect.render, statements)))
-                         for name, statements in steps)
+            return tuple(Migration(name, tuple(map(dialect.render, (
+                statements[dialect.name] if isinstance(statements, Mapping) else statements))))
+                for name, statements in steps)
 
         return cls(family, rendered(SQLITE), rendered(POSTGRES))
 
