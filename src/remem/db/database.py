@@ -162,14 +162,9 @@ class Database:
     def _sqlite(self, write: bool) -> Iterator[Tx]:
         assert self._conns is not None
         with self._conns.writing() if write else nullcontext(), \
-                self._conns.connection() as conn:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield Tx(conn, SQLITE)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                self._conns.connection() as conn, \
+                _between(conn, "BEGIN IMMEDIATE" if write else "BEGIN", SQLITE) as tx:
+            yield tx
 
     @contextmanager
     def _postgres(self, write: bool, snapshot: bool,
@@ -189,13 +184,9 @@ class Database:
                 else:
                     # the same two round trips as a plain BEGIN, and one snapshot for the
                     # whole read, as on SQLite
-                    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    try:
-                        yield Tx(conn, POSTGRES)
-                    except BaseException:
-                        conn.execute("ROLLBACK")
-                        raise
-                    conn.execute("COMMIT")
+                    with _between(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                                  POSTGRES) as tx:
+                        yield tx
         except psycopg.errors.UniqueViolation as exc:
             raise ConflictError(f"a concurrent write created the same row first: "
                                 f"{exc.diag.message_detail or exc}; retry") from exc
@@ -213,6 +204,18 @@ class Database:
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+
+@contextmanager
+def _between(conn: Any, begin: str, dialect: Dialect) -> Iterator[Tx]:
+    """A transaction opened with ``begin``: committed on success, rolled back on an error."""
+    conn.execute(begin)
+    try:
+        yield Tx(conn, dialect)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def database_of(store: Any, **options: Any) -> Database | None:

@@ -59,12 +59,12 @@ class ThreadSummaryReport:
 def threads_beside(store: Any) -> ThreadStore:
     """The thread store in the same database as ``store`` (:func:`remem.db.database_of`:
     its SQLite file or PostgreSQL schema)."""
-    db = database_of(store)
+    db = database_of(store, owner="ThreadStore", pool_max_size=10, check_connections=True)
     if db is None:
         raise UnsupportedError("summarising threads needs the memory in a SQLite file or "
                                "PostgreSQL (its threads live beside it); an in-memory memory "
                                "has no thread store to read")
-    return ThreadStore.open(db.target, schema=db.schema)
+    return ThreadStore.open(db)
 
 
 def summarize_idle_threads(memory: MemoryFacade, queue: JobQueue,

@@ -127,8 +127,10 @@ class ThreadStore(ThreadAPI):
     """Threads in one database: create, append, read, list, fork, copy, rewind, delete.
 
     ``path``: a SQLite file (shared with a :class:`~remem.store.SQLiteStore` if you like),
-    ``":memory:"``, or a ``postgresql://`` DSN (the ``postgres`` extra; tables in ``schema``,
-    by default the one :class:`~remem.store.postgres.PostgresStore` uses). ``durability``
+    ``":memory:"``, a ``postgresql://`` DSN (the ``postgres`` extra; tables in ``schema``,
+    by default the one :class:`~remem.store.postgres.PostgresStore` uses), or an open
+    :class:`~remem.db.Database` handle (its own location, schema and options; closed with
+    the thread store). ``durability``
     and ``busy_timeout`` are SQLite's, as in the store. ``ttl``: default time to live of new
     threads in seconds (renewed by every change; ``None``: threads never expire).
     ``summarizer`` and ``policy``: when both are set, an append that takes a thread past
@@ -141,7 +143,8 @@ class ThreadStore(ThreadAPI):
     :meth:`run` executes it.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, ttl: TTL = None,
+    def __init__(self, path: str | os.PathLike[str] | Database = ":memory:", *,
+                 ttl: TTL = None,
                  summarizer: ChatModel | None = None, policy: SummaryPolicy | None = None,
                  index: ThreadIndex | None = None,
                  durability: Literal["normal", "full"] = "normal", busy_timeout: float = 30.0,
@@ -153,10 +156,10 @@ class ThreadStore(ThreadAPI):
             raise InvalidInputError(
                 "policy= is set but summarizer= is not: auto-compaction needs a chat model "
                 "(summarizer=ChatModel) as well as the SummaryPolicy")
-        self.path = os.fspath(path)
-        self.db = Database(self.path, schema=schema, owner="ThreadStore",
-                           durability=durability, busy_timeout=busy_timeout,
-                           pool_max_size=10, check_connections=True)
+        self.db = path if isinstance(path, Database) else Database(
+            path, schema=schema, owner="ThreadStore", durability=durability,
+            busy_timeout=busy_timeout, pool_max_size=10, check_connections=True)
+        self.path = self.db.target
         self.default_ttl = _ttl_seconds(ttl, "ThreadStore ttl")
         self.summarizer = summarizer
         self.policy = policy
@@ -166,7 +169,8 @@ class ThreadStore(ThreadAPI):
         self._bases: dict[int, tuple[int | None, int]] = {}
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> ThreadStore:
+    def open(cls, path: str | os.PathLike[str] | Database = ":memory:",
+             **kwargs: Any) -> ThreadStore:
         """Construct and :meth:`setup` a thread store."""
         store = cls(path, **kwargs)
         store.setup()
