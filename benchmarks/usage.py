@@ -90,9 +90,8 @@ def seed_year(recorder: UsageRecorder, days: int) -> None:
                 rows.append(("acme", day, operation, model, 10 + i, 1000 * (i + 1), 100 + n))
         activity += [("acme", day, "add", 50 + n % 7), ("acme", day, "update", 5),
                      ("acme", day, "invalidate", 3)]
-    with recorder.queue.storage.transaction(True) as tx:
-        tx.add_usage(rows)
-        tx.add_activity(activity)
+    recorder.storage.add_usage(rows)
+    recorder.storage.add_activity(activity)
 
 
 def time_pages(directory: str, days: int, requests: int) -> dict[str, Any]:
@@ -131,13 +130,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     directory = tempfile.mkdtemp(prefix="remem-usage-bench-")
     backends: dict[str, Any] = {}
     sqlite = UsageRecorder(JobQueue(SQLiteJobStorage(os.path.join(directory, "u.db"))),
-                           owns_queue=True)
+                           owns_storage=True)
     backends["SQLite file"] = time_records(sqlite, args.calls, args.threads)
     sqlite.close()
     if args.postgres:
         storage = PostgresJobStorage(args.postgres, schema=f"usage_bench_{os.getpid()}",
                                      pool_max_size=args.threads)
-        pg = UsageRecorder(JobQueue(storage), owns_queue=True)
+        pg = UsageRecorder(JobQueue(storage), owns_storage=True)
         backends["PostgreSQL"] = time_records(pg, args.calls, args.threads)
         pg.close()
     return {"calls": args.calls, "days": args.days, "requests": args.requests,

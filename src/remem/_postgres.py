@@ -1,8 +1,8 @@
 """Plumbing shared by every package that keeps its own tables in a PostgreSQL schema (threads,
 background jobs, the graph) and by the store: turn a driver error into the remem error it
 means (:func:`database_error`: data the database refuses is the caller's, anything else the
-database's). Opening a pool over migrated tables is the store's
-(:func:`remem.store.migrations.postgres.open_migrated_pool`), above this module."""
+database's). The families' pools and transactions are
+:class:`remem.db.Database`'s, above this module."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SQLite connections as every remem component opens them (the store, threads), the WAL
+"""SQLite connections as every remem component opens them (the store, and
+:class:`remem.db.Database` for the families' tables), the WAL
 checkpoint a closing process runs, and online backups (:func:`backup_file`).
 
 One connection per thread to a file, in WAL mode with a busy timeout so writers queue instead

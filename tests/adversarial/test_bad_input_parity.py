@@ -299,7 +299,7 @@ def test_threads_and_jobs_map_refused_data_to_invalid_input(pg_database: str) ->
     jobs = PostgresJobStorage(pg_database, schema="probe_jobs")
     threads = ThreadStore(pg_database, schema="probe_threads")
     try:
-        for transaction in (jobs.transaction, threads.backend.transaction):
+        for transaction in (jobs.db.transaction, threads.db.transaction):
             with pytest.raises(InvalidInputError, match="null character not permitted"), \
                     transaction(True) as tx:
                 tx.conn.execute("SELECT 'a' || chr(0)")

@@ -434,12 +434,12 @@ def test_breakdown_by_kind_and_status(queue: JobQueue) -> None:
 def test_an_old_jobs_table_is_migrated(tmp_path: Path, clock: FakeClock) -> None:
     import sqlite3
 
-    from remem.background.sql import JOB_MIGRATIONS
+    from remem.background.sql import JOB_SCHEMA
     from remem.store.migrations import apply_sqlite
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    apply_sqlite(conn, JOB_MIGRATIONS[:1])  # a database from before read counts and budgets
+    apply_sqlite(conn, JOB_SCHEMA.sqlite[:1])  # a database from before read counts, budgets
     conn.close()
     with JobQueue.open(path, clock=clock) as old:
         job = old.enqueue(NewJob("noop"))
@@ -448,6 +448,6 @@ def test_an_old_jobs_table_is_migrated(tmp_path: Path, clock: FakeClock) -> None
         assert queue.access(["mem_a"]) == {"mem_a": (1, 1.0)}
         assert queue.get(job.id).status == "queued"
     conn = sqlite3.connect(path)
-    assert applied_sqlite(conn)[-4:] == ["j001_jobs", "j002_access_budgets", "j003_usage",
-                                         "j004_activity"]
+    assert applied_sqlite(conn)[-5:] == ["j001_jobs", "j002_access_budgets", "j003_usage",
+                                         "j004_activity", "u001_counters"]
     conn.close()

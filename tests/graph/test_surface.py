@@ -119,24 +119,22 @@ def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None
     import sqlite3
     from pathlib import Path
 
-    from remem._sqlite import SQLiteConnections
+    from remem.db import Database, Schema
     from remem.graph import Graph, SQLiteGraphStorage
     from remem.graph.rows import GraphRows
     from remem.graph.schema import GRAPH_MIGRATIONS
-    from remem.graph.storage import _SQLiteGraphTx
+    from remem.graph.storage import _GraphTx
     from remem.retrieval.tokenize import DefaultTokenizer
-    from remem.store.migrations import applied_sqlite, apply_sqlite
+    from remem.store.migrations import applied_sqlite
 
     path = Path(str(tmp_path)) / "old.db"
-    conns = SQLiteConnections(str(path), owner="test")
-    with conns.connection() as conn:
-        apply_sqlite(conn, GRAPH_MIGRATIONS[:1])
-        conn.execute("BEGIN IMMEDIATE")
-        rows = GraphRows(_SQLiteGraphTx(conn), "old\x1f", DefaultTokenizer())
+    old = Database(path)
+    old.migrate(Schema("graph", GRAPH_MIGRATIONS[:1], ()))
+    with old.transaction(True) as tx:
+        rows = GraphRows(_GraphTx(tx), "old\x1f", DefaultTokenizer())
         ada = rows.insert_entity("Ada", "person", [], 0.0, None)
         rows.insert_fact(ada.id, "age", None, "36", "Ada is 36", None, None, 0.0, None, 1, None)
-        conn.execute("COMMIT")
-    conns.close()
+    old.close()
     with Graph(SQLiteGraphStorage(path), ("old",)) as graph:
         assert [f.fact for f in graph.facts()] == ["Ada is 36"]
         graph.patch_profile([{"op": "add", "path": "/basic_info/age", "value": "36"}])

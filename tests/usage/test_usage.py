@@ -19,7 +19,8 @@ import pytest
 
 from remem.api import Memory
 from remem.background.queue import JobQueue
-from remem.background.storage import PostgresJobStorage, SQLiteJobStorage
+from remem.background.storage import PostgresJobStorage
+from remem.db import Database
 from remem.errors import InvalidInputError
 from remem.llm import ScriptedModel
 from remem.llm.base import ChatRequest, Usage
@@ -37,6 +38,7 @@ from remem.usage import (
     day_window,
     stacked_bars,
 )
+from remem.usage.storage import SQLUsageStorage
 
 DAY = 1_780_000_000.0  # 2026-05-28 20:26:40 UTC
 TODAY = day_of(DAY)
@@ -47,7 +49,7 @@ def ask(text: str, operation: str) -> ChatRequest:
 
 
 def sqlite_recorder(path: Path, **options: float) -> UsageRecorder:
-    return UsageRecorder(JobQueue(SQLiteJobStorage(path, **options)), owns_queue=True,
+    return UsageRecorder(SQLUsageStorage(Database(path, **options)), owns_storage=True,
                          clock=lambda: DAY)
 
 
@@ -117,11 +119,11 @@ def test_the_openai_client_records_the_token_fields_the_server_sent(tmp_path: Pa
 
 _CHILD = """
 import sys
-from remem.background.queue import JobQueue
-from remem.background.storage import SQLiteJobStorage
+from remem.db import Database
 from remem.llm.base import Usage
 from remem.usage import UsageRecorder
-recorder = UsageRecorder(JobQueue(SQLiteJobStorage(sys.argv[1])), owns_queue=True,
+from remem.usage.storage import SQLUsageStorage
+recorder = UsageRecorder(SQLUsageStorage(Database(sys.argv[1])), owns_storage=True,
                          clock=lambda: float(sys.argv[2]))
 for _ in range(int(sys.argv[3])):
     recorder.record("acme", "extract", "m", Usage(1, 10, 1))
@@ -132,7 +134,7 @@ recorder.close()
 def test_concurrent_threads_and_a_second_process_lose_no_count(tmp_path: Path) -> None:
     path = tmp_path / "usage.db"
     first, second = sqlite_recorder(path), sqlite_recorder(path)
-    first.queue.setup()
+    first.storage.setup()
     child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path), str(DAY), "150"])
 
     def calls(recorder: UsageRecorder) -> None:
@@ -155,7 +157,7 @@ def test_concurrent_threads_and_a_second_process_lose_no_count(tmp_path: Path) -
 def test_a_failed_write_is_kept_and_written_with_the_next_call(tmp_path: Path) -> None:
     path = tmp_path / "usage.db"
     recorder = sqlite_recorder(path, busy_timeout=0.05)
-    recorder.queue.setup()
+    recorder.storage.setup()
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     recorder.record("acme", "extract", "m", Usage(1, 100, 10))  # does not raise
@@ -171,7 +173,7 @@ def test_a_failed_write_is_kept_and_written_with_the_next_call(tmp_path: Path) -
 
 def test_postgres_upserts_add_across_threads(pg_database: str) -> None:
     queue = JobQueue(PostgresJobStorage(pg_database, schema="usage_pg", pool_max_size=4))
-    recorder = UsageRecorder(queue, owns_queue=True, clock=lambda: DAY)
+    recorder = UsageRecorder(queue, owns_storage=True, clock=lambda: DAY)
 
     def calls(tenant: str) -> None:
         for n in range(40):
@@ -191,8 +193,8 @@ def test_postgres_upserts_add_across_threads(pg_database: str) -> None:
 
     def changes() -> None:  # memory changes as the stores' observers add them
         for _ in range(30):
-            with queue.storage.transaction(True) as tx:
-                tx.add_activity([("acme", TODAY, "add", 2), ("acme", TODAY, "delete", 1)])
+            queue.counters.add_activity([("acme", TODAY, "add", 2),
+                                         ("acme", TODAY, "delete", 1)])
 
     threads = [threading.Thread(target=changes) for _ in range(3)]
     for thread in threads:

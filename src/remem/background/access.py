@@ -157,9 +157,8 @@ class AccessRecorder:
                     # the clock as it is at each call: a memory may set its own later
                     self._queue = JobQueue.beside(store, clock=lambda: self.clock())
                 if changes:
-                    with self._queue.storage.transaction(True) as tx:
-                        tx.add_activity([(self.tenant, day, op, n)
-                                         for (day, op), n in changes.items()])
+                    self._queue.counters.add_activity(
+                        [(self.tenant, day, op, n) for (day, op), n in changes.items()])
                     changes = {}
                 self._queue.touch(reads)
                 self.recorded += sum(n for _, n, _ in reads)

@@ -38,13 +38,15 @@ from typing import Any, Self
 
 from remem.background import rules
 from remem.background.jobs import STATUSES, Job, JobStatus, NewJob, QueueStats, Submission
-from remem.background.storage import (
-    JobStorage,
-    MemoryJobStorage,
-    PostgresJobStorage,
-    SQLiteJobStorage,
-)
+from remem.background.storage import JobStorage, MemoryJobStorage, SQLJobStorage
+from remem.db import Database, database_of
 from remem.errors import ConflictError, InvalidInputError, NotFoundError
+from remem.usage.storage import (
+    MemoryUsageStorage,
+    SQLUsageStorage,
+    UsageStorage,
+    usage_storage_of,
+)
 
 __all__ = ["JobQueue"]
 
@@ -73,22 +75,23 @@ class JobQueue:
     or migrates the jobs table.
     """
 
-    def __init__(self, storage: JobStorage, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, storage: JobStorage, *, clock: Callable[[], float] = time.time,
+                 counters: UsageStorage | None = None) -> None:
         self.storage = storage
         self.clock = clock
+        #: read counts, budgets and usage, in the jobs' database (:mod:`remem.usage.storage`)
+        self.counters: UsageStorage = counters if counters is not None else (
+            SQLUsageStorage(storage.db, owns=False) if isinstance(storage, SQLJobStorage)
+            else MemoryUsageStorage())
 
     @classmethod
     def open(cls, location: str | os.PathLike[str], *, schema: str = "remem",
              clock: Callable[[], float] = time.time) -> JobQueue:
         """The queue in a SQLite file or a PostgreSQL database (``schema``: the store's)."""
-        from remem.store import is_dsn
-
-        path = os.fspath(location)
-        if path == ":memory:":
+        if os.fspath(location) == ":memory:":
             return cls.in_memory(clock=clock)
-        storage: JobStorage = (PostgresJobStorage(path, schema=schema) if is_dsn(path)
-                               else SQLiteJobStorage(path))
-        return cls(storage, clock=clock)
+        return cls(SQLJobStorage(Database(location, schema=schema, owner="JobQueue")),
+                   clock=clock)
 
     @classmethod
     def in_memory(cls, *, clock: Callable[[], float] = time.time) -> JobQueue:
@@ -97,25 +100,18 @@ class JobQueue:
 
     @classmethod
     def beside(cls, store: Any, *, clock: Callable[[], float] = time.time) -> JobQueue:
-        """The queue in the same database as ``store``: its SQLite file, its PostgreSQL
-        schema, or (an in-memory store) this process's memory."""
-        while hasattr(store, "inner") and not hasattr(store, "dsn") and not hasattr(
-                store, "path"):
-            store = store.inner  # a scoped view: the store under it
-        dsn = getattr(store, "dsn", None)
-        if isinstance(dsn, str):
-            return cls(PostgresJobStorage(dsn, schema=getattr(store, "schema", "remem")),
-                       clock=clock)
-        path = getattr(store, "path", None)
-        if isinstance(path, str) and path != ":memory:":
-            return cls(SQLiteJobStorage(path), clock=clock)
+        """The queue in the same database as ``store`` (:func:`remem.db.database_of`), or
+        (an in-memory store) this process's memory."""
+        db = database_of(store, owner="JobQueue")
+        if db is not None:
+            return cls(SQLJobStorage(db), clock=clock)
         # one in-memory "database" per store: every queue beside it sees the same jobs,
         # read counts and budgets, as queues beside one file do
         with _BESIDE_LOCK:
             storage = _BESIDE_MEMORY.get(store)
             if storage is None:
                 storage = _BESIDE_MEMORY[store] = MemoryJobStorage()
-        return cls(storage, clock=clock)
+        return cls(storage, clock=clock, counters=usage_storage_of(store))
 
     def setup(self) -> None:
         """Create or migrate the jobs table (idempotent)."""
@@ -403,30 +399,22 @@ class JobQueue:
 
     def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
         """Add ``(memory_id, uses, at)`` to the read counts, in one transaction."""
-        if reads:
-            self._write(lambda tx, now: tx.touch(reads))
+        self.counters.touch(reads)
 
     def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
         """``memory_id -> (uses, last_accessed)`` of the memories ever read."""
-        if not memory_ids:
-            return {}
-        with self.storage.transaction(False) as tx:
-            found: dict[str, tuple[int, float]] = tx.access(list(memory_ids))
-        return found
+        return self.counters.access(list(memory_ids)) if memory_ids else {}
 
     def put_budget(self, tenant: str, namespace: str, budget: str) -> None:
         """Store a namespace's budget (JSON), replacing the one it had."""
-        self._write(lambda tx, now: tx.put_budget(tenant, namespace, budget, now))
+        self.counters.put_budget(tenant, namespace, budget, self.clock())
 
     def budgets(self, *, tenant: str | None = None, namespaces: Sequence[str] | None = None
                 ) -> list[tuple[str, str, str, float]]:
         """Stored budgets ``(tenant, namespace, budget, updated_at)``."""
-        with self.storage.transaction(False) as tx:
-            found: list[tuple[str, str, str, float]] = tx.budgets(
-                tenant, list(namespaces) if namespaces is not None else None)
-        return found
+        return self.counters.budgets(tenant, list(namespaces) if namespaces is not None
+                                     else None)
 
     def delete_budget(self, tenant: str, namespace: str) -> bool:
         """Drop a namespace's budget; whether it had one."""
-        result: bool = self._write(lambda tx, now: tx.delete_budget(tenant, namespace))
-        return result
+        return self.counters.delete_budget(tenant, namespace)

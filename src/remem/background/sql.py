@@ -2,9 +2,9 @@
 
 The queue keeps its table beside the store's, in the same SQLite file or PostgreSQL schema,
 with its own named migrations (family ``j``, recorded in ``remem_migrations`` like the
-store's ``m...`` and the threads' ``t...``). Statements use ``?`` placeholders; the
-PostgreSQL backend turns them into ``%s``. The two dialects differ only in column types and
-in how a claim locks the rows it takes (:func:`due_sql`).
+store's ``m...`` and the threads' ``t...``). Statements use ``?`` placeholders, which
+:class:`remem.db.Tx` translates. The two dialects differ only in column types and in how a
+claim locks the rows it takes (:func:`due_sql`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from remem.background.jobs import Job
-from remem.store.migrations import Migration
+from remem.db import Schema
 
-__all__ = ["ADD_ACTIVITY", "ADD_USAGE", "COLUMNS", "JOB_MIGRATIONS", "JOB_MIGRATIONS_POSTGRES",
-           "due_sql", "job_of_row", "row_of_job"]
+__all__ = ["COLUMNS", "JOB_SCHEMA", "due_sql", "job_of_row", "row_of_job"]
 
 COLUMNS = ("id", "kind", "payload", "status", "run_after", "created_at", "updated_at",
            "attempts", "max_attempts", "idempotency_key", "debounce_key", "thread_id",
@@ -30,9 +29,12 @@ UPDATE = ("UPDATE remem_jobs SET " + ", ".join(f"{c} = ?" for c in COLUMNS[1:])
           + " WHERE id = ?")
 
 
-def _table(text: str, real: str, integer: str, prefix: str) -> tuple[str, ...]:
-    return (
-        f"""CREATE TABLE {prefix}remem_jobs (
+#: the jobs table; ``j002``-``j004`` created the counters' tables before they had a storage
+#: of their own (:mod:`remem.usage.storage`, whose ``u001`` creates them where missing): the
+#: names stay, so a database migrated by an older remem is known, and do nothing now
+JOB_SCHEMA = Schema.typed("jobs", [
+    ("j001_jobs", (
+        """CREATE TABLE {t}remem_jobs (
             id {text} PRIMARY KEY,
             kind {text} NOT NULL,
             payload {text} NOT NULL,
@@ -40,8 +42,8 @@ def _table(text: str, real: str, integer: str, prefix: str) -> tuple[str, ...]:
             run_after {real} NOT NULL,
             created_at {real} NOT NULL,
             updated_at {real} NOT NULL,
-            attempts {integer} NOT NULL,
-            max_attempts {integer} NOT NULL,
+            attempts {int} NOT NULL,
+            max_attempts {int} NOT NULL,
             idempotency_key {text},
             debounce_key {text},
             thread_id {text},
@@ -54,104 +56,20 @@ def _table(text: str, real: str, integer: str, prefix: str) -> tuple[str, ...]:
             finished_at {real}
         )""",
         # what a claim scans: queued jobs by due time, running ones by lease end
-        f"CREATE INDEX remem_jobs_due ON {prefix}remem_jobs (status, run_after)",
-        f"CREATE INDEX remem_jobs_lease ON {prefix}remem_jobs (status, lease_until)",
+        "CREATE INDEX remem_jobs_due ON {t}remem_jobs (status, run_after)",
+        "CREATE INDEX remem_jobs_lease ON {t}remem_jobs (status, lease_until)",
         # an enqueue with a key already used returns that job (one job per key and tenant)
-        f"CREATE UNIQUE INDEX remem_jobs_key ON {prefix}remem_jobs (tenant, idempotency_key) "
+        "CREATE UNIQUE INDEX remem_jobs_key ON {t}remem_jobs (tenant, idempotency_key) "
         "WHERE idempotency_key IS NOT NULL",
         # at most one pending (queued) job per debounce key: a submission replaces it
-        f"CREATE UNIQUE INDEX remem_jobs_pending ON {prefix}remem_jobs (tenant, debounce_key) "
+        "CREATE UNIQUE INDEX remem_jobs_pending ON {t}remem_jobs (tenant, debounce_key) "
         "WHERE debounce_key IS NOT NULL AND status = 'queued'",
-        f"CREATE INDEX remem_jobs_thread ON {prefix}remem_jobs (tenant, thread_id, status)",
-    )
-
-
-def _access_and_budgets(text: str, real: str, integer: str, prefix: str) -> tuple[str, ...]:
-    return (
-        # reads of each memory (search hits, gets): the "use" of its retention score; keyed
-        # by the memory id alone (ids are unique across namespaces and tenants)
-        f"""CREATE TABLE {prefix}remem_access (
-            memory_id {text} PRIMARY KEY,
-            uses {integer} NOT NULL,
-            last_accessed {real} NOT NULL
-        )""",
-        # a stored budget per namespace (JSON of remem.background.forgetting.Budget), which
-        # every write to the namespace checks
-        f"""CREATE TABLE {prefix}remem_budgets (
-            tenant {text} NOT NULL,
-            namespace {text} NOT NULL,
-            budget {text} NOT NULL,
-            updated_at {real} NOT NULL,
-            PRIMARY KEY (tenant, namespace)
-        )""",
-    )
-
-
-def _usage(text: str, integer: str, prefix: str) -> tuple[str, ...]:
-    return (
-        # chat model calls and tokens per UTC day (ISO date text, so it sorts), tenant,
-        # operation label and model (remem.usage); rows only grow, by upserts that add
-        f"""CREATE TABLE {prefix}remem_usage (
-            tenant {text} NOT NULL,
-            day {text} NOT NULL,
-            operation {text} NOT NULL,
-            model {text} NOT NULL,
-            calls {integer} NOT NULL,
-            input_tokens {integer} NOT NULL,
-            output_tokens {integer} NOT NULL,
-            PRIMARY KEY (tenant, day, operation, model)
-        )""",
-    )
-
-
-def _activity(text: str, integer: str, prefix: str) -> tuple[str, ...]:
-    return (
-        # memory changes per UTC day, tenant and history op (add, update, invalidate,
-        # delete, restore), added as writes happen (remem.background.access)
-        f"""CREATE TABLE {prefix}remem_activity (
-            tenant {text} NOT NULL,
-            day {text} NOT NULL,
-            op {text} NOT NULL,
-            changes {integer} NOT NULL,
-            PRIMARY KEY (tenant, day, op)
-        )""",
-    )
-
-
-JOB_MIGRATIONS: tuple[Migration, ...] = (
-    Migration("j001_jobs", _table("TEXT", "REAL", "INTEGER", "")),
-    Migration("j002_access_budgets", _access_and_budgets("TEXT", "REAL", "INTEGER", "")),
-    Migration("j003_usage", _usage("TEXT", "INTEGER", "")),
-    Migration("j004_activity", _activity("TEXT", "INTEGER", "")),
-)
-#: ``{s}``: the quoted schema (the store's)
-JOB_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
-    Migration("j001_jobs", _table("text", "double precision", "integer", "{s}.")),
-    Migration("j002_access_budgets",
-              _access_and_budgets("text", "double precision", "bigint", "{s}.")),
-    Migration("j003_usage", _usage("text", "bigint", "{s}.")),
-    Migration("j004_activity", _activity("text", "bigint", "{s}.")),
-)
-
-#: add reads to a memory's count; the latest read wins. ``{greatest}``: MAX on SQLite,
-#: GREATEST on PostgreSQL (the two-argument form)
-TOUCH = ("INSERT INTO remem_access (memory_id, uses, last_accessed) VALUES (?, ?, ?) "
-         "ON CONFLICT (memory_id) DO UPDATE SET uses = remem_access.uses + excluded.uses, "
-         "last_accessed = {greatest}(remem_access.last_accessed, excluded.last_accessed)")
-#: add calls and tokens to a (tenant, day, operation, model) row: concurrent writers (threads,
-#: processes) each add their own, none overwrites another's
-ADD_USAGE = ("INSERT INTO remem_usage (tenant, day, operation, model, calls, input_tokens, "
-             "output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, day, operation, "
-             "model) DO UPDATE SET calls = remem_usage.calls + excluded.calls, "
-             "input_tokens = remem_usage.input_tokens + excluded.input_tokens, "
-             "output_tokens = remem_usage.output_tokens + excluded.output_tokens")
-#: add memory changes to a (tenant, day, op) row
-ADD_ACTIVITY = ("INSERT INTO remem_activity (tenant, day, op, changes) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (tenant, day, op) DO UPDATE SET "
-                "changes = remem_activity.changes + excluded.changes")
-PUT_BUDGET = ("INSERT INTO remem_budgets (tenant, namespace, budget, updated_at) "
-              "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, namespace) DO UPDATE SET "
-              "budget = excluded.budget, updated_at = excluded.updated_at")
+        "CREATE INDEX remem_jobs_thread ON {t}remem_jobs (tenant, thread_id, status)",
+    )),
+    ("j002_access_budgets", ()),
+    ("j003_usage", ()),
+    ("j004_activity", ()),
+])
 
 #: jobs of the same debounce key run one at a time, in order: a queued one waits while
 #: another of its key is running with a live lease

@@ -5,12 +5,15 @@ and speaks to storage only through :meth:`JobStorage.transaction`, which yields 
 :class:`JobTx`: load jobs (locked for the transaction), insert and update them. So the queue
 is written once and the three backends store the same thing.
 
-* SQLite: a write transaction is ``BEGIN IMMEDIATE`` (the database's write lock, taken up
-  front, so a claim is exclusive across processes); WAL; one connection per OS thread.
-* PostgreSQL: a psycopg pool whose ``search_path`` is the store's schema; a claim selects
-  due rows ``FOR UPDATE SKIP LOCKED``, so workers take different jobs without waiting on
-  each other; other writes lock the one row they change (``FOR UPDATE``).
+* SQL (:class:`SQLJobStorage`, on the store's :class:`~remem.db.Database`): on SQLite a
+  write transaction holds the database's write lock from its start, so a claim is
+  exclusive across processes; on PostgreSQL a claim selects due rows ``FOR UPDATE SKIP
+  LOCKED``, so workers take different jobs without waiting on each other, and other writes
+  lock the one row they change (``FOR UPDATE``).
 * memory: dicts behind a lock (one process; tests and ``:memory:`` stores).
+
+Read counts, budgets and usage live beside the jobs in their own storage
+(:mod:`remem.usage.storage`).
 """
 
 from __future__ import annotations
@@ -18,20 +21,16 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Protocol
+from contextlib import contextmanager
+from typing import Any, Protocol
 
-from remem._sqlite import SQLiteConnections
 from remem.background import sql
 from remem.background.jobs import Job, JobStatus
 from remem.background.rules import claimable
-from remem.errors import ConfigError, ConflictError, StoreError
-from remem.store.migrations import apply_sqlite
+from remem.db import Database, Tx
+from remem.errors import ConfigError, ConflictError
 
-if TYPE_CHECKING:
-    from psycopg_pool import ConnectionPool
-
-__all__ = ["JobStorage", "JobTx", "MemoryJobStorage", "PostgresJobStorage",
+__all__ = ["JobStorage", "JobTx", "MemoryJobStorage", "PostgresJobStorage", "SQLJobStorage",
            "SQLiteJobStorage"]
 
 
@@ -91,51 +90,6 @@ class JobTx(Protocol):
         """How many jobs of each (kind, status)."""
         ...
 
-    # -- beside the jobs: reads of memories, and stored budgets ---------------------------------
-
-    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
-        """Add ``(memory_id, uses, at)`` to the memories' read counts (latest ``at`` kept)."""
-        ...
-
-    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
-        """``memory_id -> (uses, last_accessed)`` for the ids ever read."""
-        ...
-
-    def put_budget(self, tenant: str, namespace: str, budget: str, now: float) -> None:
-        """Store (or replace) the budget (JSON) of a namespace (its JSON list)."""
-        ...
-
-    def budgets(self, tenant: str | None,
-                namespaces: Sequence[str] | None) -> list[tuple[str, str, str, float]]:
-        """Stored budgets ``(tenant, namespace, budget, updated_at)``, of these namespaces
-        only when given, ordered by tenant and namespace."""
-        ...
-
-    def delete_budget(self, tenant: str, namespace: str) -> bool:
-        """Drop a namespace's budget; whether there was one."""
-        ...
-
-    def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
-        """Add ``(tenant, day, operation, model, calls, input_tokens, output_tokens)`` to
-        the chat model usage rows (:mod:`remem.usage`)."""
-        ...
-
-    def usage(self, tenant: str | None, since: str,
-              until: str) -> list[tuple[str, str, str, str, int, int, int]]:
-        """Usage rows of days ``since``..``until`` (ISO dates, both included), of one tenant
-        or (``None``) every tenant's, ordered by day, tenant, operation and model."""
-        ...
-
-    def add_activity(self, rows: Sequence[tuple[str, str, str, int]]) -> None:
-        """Add ``(tenant, day, op, changes)`` to the memory changes per day."""
-        ...
-
-    def activity(self, tenant: str | None, since: str,
-                 until: str) -> list[tuple[str, str, str, int]]:
-        """``(tenant, day, op, changes)`` of days ``since``..``until``, of one tenant or
-        every tenant's, ordered by day, tenant and op."""
-        ...
-
 
 class JobStorage(Protocol):
     """A database holding jobs."""
@@ -164,23 +118,20 @@ def _where(tenant: str | None, status: JobStatus | None, kind: str | None,
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-class _SQLTx:
-    """:class:`JobTx` over a DB-API connection; ``lock``: what locks a read row."""
+class _SQLJobTx:
+    """:class:`JobTx` over a :class:`~remem.db.Tx`; a write locks the rows it reads."""
 
-    def __init__(self, conn: Any, *, placeholder: str, lock: str, skip_locked: str) -> None:
-        self.conn = conn
-        self.placeholder = placeholder
-        self.lock = lock
-        self.skip_locked = skip_locked
-
-    def _run(self, query: str, params: Sequence[Any] = ()) -> Any:
-        if self.placeholder != "?":
-            query = query.replace("?", self.placeholder)
-        return self.conn.execute(query, params)
+    def __init__(self, tx: Tx, write: bool) -> None:
+        self.tx = tx
+        self.lock = tx.dialect.lock if write else ""
+        self.skip_locked = tx.dialect.skip_locked if write else ""
 
     def _one(self, query: str, params: Sequence[Any]) -> Job | None:
-        row = self._run(query + self.lock, params).fetchone()
+        row = self.tx.execute(query + self.lock, params).fetchone()
         return sql.job_of_row(row) if row is not None else None
+
+    def _jobs(self, query: str, params: Sequence[Any]) -> list[Job]:
+        return [sql.job_of_row(row) for row in self.tx.execute(query, params).fetchall()]
 
     def get(self, job_id: str) -> Job | None:
         return self._one(f"{sql.SELECT} WHERE id = ?", (job_id,))
@@ -196,274 +147,93 @@ class _SQLTx:
     def due(self, now: float, limit: int, kinds: Sequence[str] | None,
             tenant: str | None = None) -> list[Job]:
         only = () if tenant is None else (tenant,)
-        rows = self._run(sql.due_sql(kinds, self.skip_locked, tenant=tenant is not None),
-                         (now, now, now, *(kinds or ()), *only, limit)).fetchall()
-        return [sql.job_of_row(row) for row in rows]
+        return self._jobs(sql.due_sql(kinds, self.skip_locked, tenant=tenant is not None),
+                          (now, now, now, *(kinds or ()), *only, limit))
 
     def find(self, *, tenant: str | None, status: JobStatus | None, kind: str | None,
              thread_id: str | None, limit: int) -> list[Job]:
         where, params = _where(tenant, status, kind, thread_id)
-        rows = self._run(f"{sql.SELECT}{where} ORDER BY created_at DESC, id DESC LIMIT ?",
-                         (*params, limit)).fetchall()
-        return [sql.job_of_row(row) for row in rows]
+        return self._jobs(f"{sql.SELECT}{where} ORDER BY created_at DESC, id DESC LIMIT ?",
+                          (*params, limit))
 
     def counts(self, tenant: str | None) -> dict[str, int]:
         where, params = _where(tenant, None, None, None)
-        rows = self._run(f"SELECT status, COUNT(*) FROM remem_jobs{where} GROUP BY status",
-                         params).fetchall()
+        rows = self.tx.execute(f"SELECT status, COUNT(*) FROM remem_jobs{where} "
+                               "GROUP BY status", params).fetchall()
         return {status: int(count) for status, count in rows}
 
     def oldest_due(self, tenant: str | None, now: float) -> float | None:
         where, params = _where(tenant, "queued", None, None)
-        row = self._run(f"SELECT MIN(run_after) FROM remem_jobs{where} AND run_after <= ?",
-                        (*params, now)).fetchone()
+        row = self.tx.execute(f"SELECT MIN(run_after) FROM remem_jobs{where} AND "
+                              "run_after <= ?", (*params, now)).fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
     def insert(self, job: Job) -> None:
-        self._run(sql.INSERT, sql.row_of_job(job))
+        self.tx.execute(sql.INSERT, sql.row_of_job(job))
 
     def update(self, job: Job) -> None:
-        row = sql.row_of_job(job)
-        self._run(sql.UPDATE, (*row[1:], row[0]))
+        self.update_many([job])
 
     def get_many(self, job_ids: Sequence[str]) -> list[Job]:
         if not job_ids:
             return []
         marks = ", ".join("?" for _ in job_ids)
-        rows = self._run(f"{sql.SELECT} WHERE id IN ({marks}) ORDER BY id{self.lock}",
-                         list(job_ids)).fetchall()
-        return [sql.job_of_row(row) for row in rows]
+        return self._jobs(f"{sql.SELECT} WHERE id IN ({marks}) ORDER BY id{self.lock}",
+                          list(job_ids))
 
     def update_many(self, jobs: Sequence[Job]) -> None:
-        if not jobs:
-            return
-        rows = [(*row[1:], row[0]) for row in map(sql.row_of_job, jobs)]
-        query = sql.UPDATE if self.placeholder == "?" else sql.UPDATE.replace("?", "%s")
-        self._many(query, rows)
-
-    def _many(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
-        # psycopg sends the rows in one pipeline; sqlite3 runs them without Python between
-        if hasattr(self.conn, "executemany"):
-            self.conn.executemany(query, rows)
-        else:
-            with self.conn.cursor() as cursor:
-                cursor.executemany(query, rows)
+        self.tx.executemany(sql.UPDATE, [(*row[1:], row[0])
+                                         for row in map(sql.row_of_job, jobs)])
 
     def counts_by_kind(self, tenant: str | None) -> dict[tuple[str, str], int]:
         where, params = _where(tenant, None, None, None)
-        rows = self._run(f"SELECT kind, status, COUNT(*) FROM remem_jobs{where} "
-                         "GROUP BY kind, status", params).fetchall()
+        rows = self.tx.execute(f"SELECT kind, status, COUNT(*) FROM remem_jobs{where} "
+                               "GROUP BY kind, status", params).fetchall()
         return {(kind, status): int(count) for kind, status, count in rows}
 
-    @property
-    def _postgres(self) -> bool:
-        return self.placeholder != "?"
 
-    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
-        if not reads:
-            return
-        query = sql.TOUCH.format(greatest="GREATEST" if self._postgres else "MAX")
-        # sorted ids: concurrent upserts on PostgreSQL lock rows in one order (no deadlock)
-        self._many(query.replace("?", self.placeholder), sorted(reads))
+class SQLJobStorage:
+    """Jobs in a :class:`~remem.db.Database` (the store's SQLite file or PostgreSQL schema),
+    beside its tables; :meth:`close` closes ``db``."""
 
-    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
-        found: dict[str, tuple[int, float]] = {}
-        ids = sorted(set(memory_ids))
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            rows = self._run("SELECT memory_id, uses, last_accessed FROM remem_access "
-                             f"WHERE memory_id IN ({marks})", chunk).fetchall()
-            found.update({key: (int(uses), float(at)) for key, uses, at in rows})
-        return found
-
-    def put_budget(self, tenant: str, namespace: str, budget: str, now: float) -> None:
-        self._run(sql.PUT_BUDGET, (tenant, namespace, budget, now))
-
-    def budgets(self, tenant: str | None,
-                namespaces: Sequence[str] | None) -> list[tuple[str, str, str, float]]:
-        clauses, params = [], []
-        if tenant is not None:
-            clauses.append("tenant = ?")
-            params.append(tenant)
-        if namespaces is not None:
-            if not namespaces:
-                return []
-            clauses.append(f"namespace IN ({', '.join('?' for _ in namespaces)})")
-            params += list(namespaces)
-        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        rows = self._run("SELECT tenant, namespace, budget, updated_at FROM remem_budgets"
-                         f"{where} ORDER BY tenant, namespace", params).fetchall()
-        return [(t, n, b, float(u)) for t, n, b, u in rows]
-
-    def delete_budget(self, tenant: str, namespace: str) -> bool:
-        cursor = self._run("DELETE FROM remem_budgets WHERE tenant = ? AND namespace = ?",
-                           (tenant, namespace))
-        return bool(cursor.rowcount)
-
-    def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
-        if rows:
-            # sorted keys: concurrent upserts on PostgreSQL lock rows in one order
-            self._many(sql.ADD_USAGE.replace("?", self.placeholder), sorted(rows))
-
-    def usage(self, tenant: str | None, since: str,
-              until: str) -> list[tuple[str, str, str, str, int, int, int]]:
-        only, params = ("", [since, until]) if tenant is None else (
-            " AND tenant = ?", [since, until, tenant])
-        rows = self._run("SELECT tenant, day, operation, model, calls, input_tokens, "
-                         f"output_tokens FROM remem_usage WHERE day >= ? AND day <= ?{only} "
-                         "ORDER BY day, tenant, operation, model", params).fetchall()
-        return [(t, d, o, m, int(c), int(i), int(x)) for t, d, o, m, c, i, x in rows]
-
-    def add_activity(self, rows: Sequence[tuple[str, str, str, int]]) -> None:
-        if rows:
-            self._many(sql.ADD_ACTIVITY.replace("?", self.placeholder), sorted(rows))
-
-    def activity(self, tenant: str | None, since: str,
-                 until: str) -> list[tuple[str, str, str, int]]:
-        only, params = ("", [since, until]) if tenant is None else (
-            " AND tenant = ?", [since, until, tenant])
-        rows = self._run("SELECT tenant, day, op, changes FROM remem_activity WHERE day >= ? "
-                         f"AND day <= ?{only} ORDER BY day, tenant, op", params).fetchall()
-        return [(t, d, o, int(n)) for t, d, o, n in rows]
-
-
-class SQLiteJobStorage:
-    """Jobs in a SQLite file (the store's), beside its tables."""
-
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
-        self.path = os.fspath(path)
-        if self.path == ":memory:":
+    def __init__(self, db: Database) -> None:
+        if db.in_memory:
             raise ConfigError("a job queue in SQLite needs a file that every worker can open; "
                               "for one process use JobQueue.in_memory() (':memory:')")
-        self._conns = SQLiteConnections(self.path, owner="JobQueue", busy_timeout=busy_timeout)
-        self._setup_lock = threading.Lock()
-        self._ready = False
+        self.db = db
 
     def setup(self) -> None:
-        if self._ready:
-            return
-        with self._setup_lock:
-            if not self._ready:
-                with self._conns.connection() as conn:
-                    apply_sqlite(conn, sql.JOB_MIGRATIONS)
-                self._ready = True
+        self.db.migrate(sql.JOB_SCHEMA)
 
     @contextmanager
     def transaction(self, write: bool) -> Iterator[JobTx]:
         self.setup()
-        with self._conns.writing() if write else nullcontext(), \
-                self._conns.connection() as conn:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield _SQLTx(conn, placeholder="?", lock="", skip_locked="")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self.db.transaction(write) as tx:
+            yield _SQLJobTx(tx, write)
 
     def close(self) -> None:
-        self._conns.close()
+        self.db.close()
 
 
-class PostgresJobStorage:
+class SQLiteJobStorage(SQLJobStorage):
+    """Jobs in a SQLite file (the store's), beside its tables."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        super().__init__(Database(path, owner="JobQueue", busy_timeout=busy_timeout))
+
+
+class PostgresJobStorage(SQLJobStorage):
     """Jobs in a PostgreSQL schema (the ``postgres`` extra), by default the store's."""
 
     def __init__(self, dsn: str, *, schema: str = "remem", pool_max_size: int = 4,
                  connect_timeout: float = 10.0) -> None:
-        from remem.store.postgres.sql import quote_ident
-
-        self.dsn = dsn
-        self.schema = schema
-        self._q = quote_ident(schema)
-        self.pool_max_size = pool_max_size
-        self.connect_timeout = connect_timeout
-        self._pool: ConnectionPool[Any] | None = None
-        self._setup_lock = threading.Lock()
-        self._closed = False
-
-    def _kwargs(self) -> dict[str, Any]:
-        return {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
-                "keepalives": 1, "keepalives_idle": 30, "application_name": "remem-jobs"}
-
-    def setup(self) -> None:
-        if self._pool is not None:
-            return
-        with self._setup_lock:
-            if self._pool is not None:
-                return
-            if self._closed:
-                raise StoreError("this JobQueue is closed; open a new one")
-            from remem.store.migrations.postgres import open_migrated_pool
-
-            self._pool = open_migrated_pool(
-                self.dsn, self.schema, self._q, sql.JOB_MIGRATIONS_POSTGRES,
-                kwargs=self._kwargs(), name=f"remem-jobs:{self.schema}",
-                max_size=self.pool_max_size, timeout=self.connect_timeout)
-
-    @contextmanager
-    def transaction(self, write: bool) -> Iterator[JobTx]:
-        import psycopg
-
-        self.setup()
-        assert self._pool is not None
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield _SQLTx(conn, placeholder="%s", lock=" FOR UPDATE" if write else "",
-                             skip_locked=" FOR UPDATE SKIP LOCKED" if write else "")
-        except psycopg.errors.UniqueViolation as exc:
-            raise ConflictError(f"a concurrent write created the same job first: "
-                                f"{exc.diag.message_detail or exc}; retry") from exc
-        except psycopg.Error as exc:  # refused data is the caller's (422), else a 503
-            from remem._postgres import database_error
-
-            raise database_error(exc, f"schema {self.schema}") from exc
-
-    def close(self) -> None:
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-
-_UsageKey = tuple[str, str, str, str]
+        super().__init__(Database(dsn, schema=schema, owner="JobQueue", pool_max_size=pool_max_size,
+                                  connect_timeout=connect_timeout))
 
 
 class _MemoryTx:
-    def __init__(self, jobs: dict[str, Job], reads: dict[str, tuple[int, float]],
-                 budget_rows: dict[tuple[str, str], tuple[str, float]],
-                 usage_rows: dict[_UsageKey, tuple[int, int, int]] | None = None,
-                 activity_rows: dict[tuple[str, str, str], int] | None = None) -> None:
+    def __init__(self, jobs: dict[str, Job]) -> None:
         self.jobs = jobs
-        self.reads = reads
-        self.budget_rows = budget_rows
-        self.usage_rows: dict[_UsageKey, tuple[int, int, int]] = (
-            {} if usage_rows is None else usage_rows)
-        self.activity_rows: dict[tuple[str, str, str], int] = (
-            {} if activity_rows is None else activity_rows)
-
-    def add_activity(self, rows: Sequence[tuple[str, str, str, int]]) -> None:
-        for tenant, day, op, changes in rows:
-            key = (tenant, day, op)
-            self.activity_rows[key] = self.activity_rows.get(key, 0) + changes
-
-    def activity(self, tenant: str | None, since: str,
-                 until: str) -> list[tuple[str, str, str, int]]:
-        found = [(t, d, o, n) for (t, d, o), n in self.activity_rows.items()
-                 if since <= d <= until and (tenant is None or t == tenant)]
-        return sorted(found, key=lambda row: (row[1], row[0], row[2]))
-
-    def add_usage(self, rows: Sequence[tuple[str, str, str, str, int, int, int]]) -> None:
-        for tenant, day, operation, model, calls, inputs, outputs in rows:
-            key = (tenant, day, operation, model)
-            c, i, o = self.usage_rows.get(key, (0, 0, 0))
-            self.usage_rows[key] = (c + calls, i + inputs, o + outputs)
-
-    def usage(self, tenant: str | None, since: str,
-              until: str) -> list[tuple[str, str, str, str, int, int, int]]:
-        found = [(t, d, o, m, *counts) for (t, d, o, m), counts in self.usage_rows.items()
-                 if since <= d <= until and (tenant is None or t == tenant)]
-        return sorted(found, key=lambda row: (row[1], row[0], row[2], row[3]))
 
     def counts_by_kind(self, tenant: str | None) -> dict[tuple[str, str], int]:
         counts: dict[tuple[str, str], int] = {}
@@ -471,25 +241,6 @@ class _MemoryTx:
             if tenant is None or job.tenant == tenant:
                 counts[(job.kind, job.status)] = counts.get((job.kind, job.status), 0) + 1
         return counts
-
-    def touch(self, reads: Sequence[tuple[str, int, float]]) -> None:
-        for memory_id, uses, at in reads:
-            before_uses, before_at = self.reads.get(memory_id, (0, at))
-            self.reads[memory_id] = (before_uses + uses, max(before_at, at))
-
-    def access(self, memory_ids: Sequence[str]) -> dict[str, tuple[int, float]]:
-        return {i: self.reads[i] for i in set(memory_ids) if i in self.reads}
-
-    def put_budget(self, tenant: str, namespace: str, budget: str, now: float) -> None:
-        self.budget_rows[(tenant, namespace)] = (budget, now)
-
-    def budgets(self, tenant: str | None,
-                namespaces: Sequence[str] | None) -> list[tuple[str, str, str, float]]:
-        return [(t, n, b, at) for (t, n), (b, at) in sorted(self.budget_rows.items())
-                if (tenant is None or t == tenant) and (namespaces is None or n in namespaces)]
-
-    def delete_budget(self, tenant: str, namespace: str) -> bool:
-        return self.budget_rows.pop((tenant, namespace), None) is not None
 
     def get(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
@@ -558,10 +309,6 @@ class MemoryJobStorage:
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
-        self._reads: dict[str, tuple[int, float]] = {}
-        self._budgets: dict[tuple[str, str], tuple[str, float]] = {}
-        self._usage: dict[_UsageKey, tuple[int, int, int]] = {}
-        self._activity: dict[tuple[str, str, str], int] = {}
         self._lock = threading.RLock()
 
     def setup(self) -> None:
@@ -575,11 +322,6 @@ class MemoryJobStorage:
         with self._lock:
             # a copy per transaction: an error part-way leaves the jobs as they were
             working = dict(self._jobs)
-            budgets = dict(self._budgets)
-            # read counts are added in place: a touch cannot fail part-way, and copying one
-            # entry per memory on every transaction would cost more than the jobs do
-            # usage is added in place too: an upsert of whole rows cannot fail part-way
-            yield _MemoryTx(working, self._reads, budgets, self._usage, self._activity)
+            yield _MemoryTx(working)
             if write:
                 self._jobs = working
-                self._budgets = budgets

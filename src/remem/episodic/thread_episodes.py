@@ -28,6 +28,7 @@ from remem.background.consolidation import register_consolidation_run
 from remem.background.jobs import Job
 from remem.background.queue import JobQueue
 from remem.background.thread_episodes import schedule_thread_summaries
+from remem.db import database_of
 from remem.episodic.jobs import EXTRACT_EPISODES, extract_job
 from remem.errors import UnsupportedError
 from remem.memory.facade import MemoryFacade
@@ -56,19 +57,14 @@ class ThreadSummaryReport:
 
 
 def threads_beside(store: Any) -> ThreadStore:
-    """The thread store in the same database as ``store`` (its SQLite file or PostgreSQL
-    schema)."""
-    while hasattr(store, "inner") and not hasattr(store, "dsn") and not hasattr(store, "path"):
-        store = store.inner
-    dsn = getattr(store, "dsn", None)
-    if isinstance(dsn, str):
-        return ThreadStore.open(dsn, schema=getattr(store, "schema", "remem"))
-    path = getattr(store, "path", None)
-    if isinstance(path, str) and path != ":memory:":
-        return ThreadStore.open(path)
-    raise UnsupportedError("summarising threads needs the memory in a SQLite file or "
-                           "PostgreSQL (its threads live beside it); an in-memory memory "
-                           "has no thread store to read")
+    """The thread store in the same database as ``store`` (:func:`remem.db.database_of`:
+    its SQLite file or PostgreSQL schema)."""
+    db = database_of(store, owner="ThreadStore", pool_max_size=10, check_connections=True)
+    if db is None:
+        raise UnsupportedError("summarising threads needs the memory in a SQLite file or "
+                               "PostgreSQL (its threads live beside it); an in-memory memory "
+                               "has no thread store to read")
+    return ThreadStore.open(db)
 
 
 def summarize_idle_threads(memory: MemoryFacade, queue: JobQueue,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from remem.graph.storage import PostgresGraphStorage, SharedStorage, persistent_storage_beside
+from remem.graph.storage import persistent_storage_beside
 from remem.store.namespace_codec import prefix_range
 
 __all__ = ["GraphQuota", "rows_under", "text_bytes"]
@@ -60,12 +60,11 @@ def rows_under(store: Any, prefix: tuple[str, ...]) -> tuple[int, int] | None:
     # tenant's recount reads its own rows only
     where, params = ("ns >= ? AND ns < ?", bounds) if bounds is not None else ("1 = 1", ())
     low = bounds[0] if bounds is not None else ""
-    inner = storage.inner if isinstance(storage, SharedStorage) else storage
-    measure = ("octet_length({col})" if isinstance(inner, PostgresGraphStorage)
-               else "length(CAST({col} AS BLOB))")
     items = size = 0
     try:
         with storage.transaction(False, low) as tx:
+            measure = ("octet_length({col})" if tx.dialect == "postgres"
+                       else "length(CAST({col} AS BLOB))")
             for table, column in _COUNTED:
                 count, total = tx.execute(
                     f"SELECT COUNT(*), COALESCE(SUM({measure.format(col=column)}), 0) FROM "

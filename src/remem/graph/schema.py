@@ -20,17 +20,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from remem.db import Schema
 from remem.store.migrations import Migration
 
-__all__ = ["FACT_COLUMNS", "GRAPH_MIGRATIONS", "GRAPH_MIGRATIONS_POSTGRES", "expansion_sql",
-           "validity_sql"]
+__all__ = ["FACT_COLUMNS", "GRAPH_MIGRATIONS", "GRAPH_MIGRATIONS_POSTGRES", "GRAPH_SCHEMA",
+           "expansion_sql", "validity_sql"]
 
 
-def _tables(text: str, real: str, integer: str, blob: str, serial: str, prefix: str,
-            clustered: str) -> tuple[str, ...]:
-    p, c = prefix, clustered
-    return (
-        f"""CREATE TABLE {p}graph_episodes (
+#: the graph's tables in both dialects (family ``g``); WITHOUT ROWID (``{clustered}``, SQLite):
+#: the key tables are stored in key order, so a term's postings (with tf and length) or an
+#: entity's edges are one contiguous range
+GRAPH_SCHEMA = Schema.typed("graph", [
+    ("g001_graph", (
+        """CREATE TABLE {t}graph_episodes (
             id {serial},
             ns {text} NOT NULL,
             content {text} NOT NULL,
@@ -39,8 +41,8 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str, prefix: 
             event_at {real} NOT NULL,
             recorded_at {real} NOT NULL
         )""",
-        f"CREATE INDEX graph_episodes_ns ON {p}graph_episodes (ns, event_at)",
-        f"""CREATE TABLE {p}graph_entities (
+        "CREATE INDEX graph_episodes_ns ON {t}graph_episodes (ns, event_at)",
+        """CREATE TABLE {t}graph_entities (
             id {serial},
             ns {text} NOT NULL,
             name {text} NOT NULL,
@@ -51,25 +53,25 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str, prefix: 
             created_at {real} NOT NULL,
             updated_at {real} NOT NULL
         )""",
-        f"CREATE INDEX graph_entities_ns ON {p}graph_entities (ns, id)",
-        f"""CREATE TABLE {p}graph_entity_keys (
+        "CREATE INDEX graph_entities_ns ON {t}graph_entities (ns, id)",
+        """CREATE TABLE {t}graph_entity_keys (
             ns {text} NOT NULL,
             key {text} NOT NULL,
-            entity_id {integer} NOT NULL,
+            entity_id {bigint} NOT NULL,
             PRIMARY KEY (ns, key, entity_id)
-        ){c}""",
-        f"""CREATE TABLE {p}graph_entity_terms (
+        ){clustered}""",
+        """CREATE TABLE {t}graph_entity_terms (
             ns {text} NOT NULL,
             term {text} NOT NULL,
-            entity_id {integer} NOT NULL,
+            entity_id {bigint} NOT NULL,
             PRIMARY KEY (ns, term, entity_id)
-        ){c}""",
-        f"""CREATE TABLE {p}graph_facts (
+        ){clustered}""",
+        """CREATE TABLE {t}graph_facts (
             id {serial},
             ns {text} NOT NULL,
-            subject_id {integer} NOT NULL,
+            subject_id {bigint} NOT NULL,
             predicate {text} NOT NULL,
-            object_id {integer},
+            object_id {bigint},
             value {text},
             fact {text} NOT NULL,
             embedding {blob},
@@ -78,54 +80,49 @@ def _tables(text: str, real: str, integer: str, blob: str, serial: str, prefix: 
             recorded_at {real} NOT NULL,
             expired_at {real},
             episodes {text} NOT NULL,
-            n_terms {integer} NOT NULL
+            n_terms {bigint} NOT NULL
         )""",
         # the namespace is in these indexes so that a lookup by entity with ns = ? (every
         # read) uses them rather than the namespace index
-        f"CREATE INDEX graph_facts_subject ON {p}graph_facts (subject_id, ns, predicate)",
-        f"CREATE INDEX graph_facts_object ON {p}graph_facts (object_id, ns)",
-        f"CREATE INDEX graph_facts_ns ON {p}graph_facts (ns, id)",
-        f"""CREATE TABLE {p}graph_fact_terms (
+        "CREATE INDEX graph_facts_subject ON {t}graph_facts (subject_id, ns, predicate)",
+        "CREATE INDEX graph_facts_object ON {t}graph_facts (object_id, ns)",
+        "CREATE INDEX graph_facts_ns ON {t}graph_facts (ns, id)",
+        """CREATE TABLE {t}graph_fact_terms (
             ns {text} NOT NULL,
             term {text} NOT NULL,
-            fact_id {integer} NOT NULL,
-            tf {integer} NOT NULL,
+            fact_id {bigint} NOT NULL,
+            tf {bigint} NOT NULL,
             -- the fact's length in terms, copied here so that BM25 reads only this index
-            len {integer} NOT NULL,
+            len {bigint} NOT NULL,
             PRIMARY KEY (ns, term, fact_id)
-        ){c}""",
+        ){clustered}""",
         # a common term's best postings first (most occurrences, then shortest facts): what
         # a search reads of a term with more postings than it takes
-        f"CREATE INDEX graph_fact_terms_best ON {p}graph_fact_terms (ns, term, tf DESC, len)",
-        f"""CREATE TABLE {p}graph_edges (
-            src {integer} NOT NULL,
-            dst {integer} NOT NULL,
-            fact_id {integer} NOT NULL,
+        "CREATE INDEX graph_fact_terms_best ON {t}graph_fact_terms (ns, term, tf DESC, len)",
+        """CREATE TABLE {t}graph_edges (
+            src {bigint} NOT NULL,
+            dst {bigint} NOT NULL,
+            fact_id {bigint} NOT NULL,
             PRIMARY KEY (src, fact_id)
-        ){c}""",
-        f"""CREATE TABLE {p}graph_stats (
+        ){clustered}""",
+        """CREATE TABLE {t}graph_stats (
             ns {text} PRIMARY KEY,
-            n_docs {integer} NOT NULL,
-            total_len {integer} NOT NULL
+            n_docs {bigint} NOT NULL,
+            total_len {bigint} NOT NULL
         )""",
-    )
-
-
-def _profile_tables(text: str, real: str, integer: str, serial: str,
-                    prefix: str) -> tuple[str, ...]:
-    """The user's profile (one row per slot), its history, and the timeline of events."""
-    p = prefix
-    return (
-        f"""CREATE TABLE {p}graph_profile (
+    )),
+    # the user's profile (one row per slot), its history, and the timeline of events
+    ("g002_profile", (
+        """CREATE TABLE {t}graph_profile (
             ns {text} NOT NULL,
             topic {text} NOT NULL,
             sub_topic {text} NOT NULL,
             value {text} NOT NULL,
             updated_at {real} NOT NULL,
-            episode_id {integer},
+            episode_id {bigint},
             PRIMARY KEY (ns, topic, sub_topic)
         )""",
-        f"""CREATE TABLE {p}graph_profile_history (
+        """CREATE TABLE {t}graph_profile_history (
             id {serial},
             ns {text} NOT NULL,
             topic {text} NOT NULL,
@@ -134,62 +131,38 @@ def _profile_tables(text: str, real: str, integer: str, serial: str,
             old_value {text},
             new_value {text},
             changed_at {real} NOT NULL,
-            episode_id {integer}
+            episode_id {bigint}
         )""",
-        f"CREATE INDEX graph_profile_history_ns ON {p}graph_profile_history (ns, id)",
-        f"""CREATE TABLE {p}graph_events (
+        "CREATE INDEX graph_profile_history_ns ON {t}graph_profile_history (ns, id)",
+        """CREATE TABLE {t}graph_events (
             id {serial},
             ns {text} NOT NULL,
             happened_at {real} NOT NULL,
             text {text} NOT NULL,
             tags {text} NOT NULL,
-            episode_id {integer},
+            episode_id {bigint},
             recorded_at {real} NOT NULL
         )""",
-        f"CREATE INDEX graph_events_ns ON {p}graph_events (ns, happened_at, id)",
-    )
-
-
-def _validity_index(prefix: str) -> tuple[str, ...]:
-    """The time lines of each fact in an index beside its id, so a validity check reads the
-    index, not the fact's row (which holds its text and embedding)."""
-    return (f"CREATE INDEX graph_facts_validity ON {prefix}graph_facts "
-            "(ns, id, valid_at, invalid_at, recorded_at, expired_at)",)
-
-
-def _covering_postings(prefix: str) -> tuple[str, ...]:
-    """PostgreSQL: the best-postings index carries the fact id, so that keyword scoring reads
-    the index alone (an index-only scan) instead of one heap row per posting. A SQLite
-    ``WITHOUT ROWID`` table's indexes already hold the key (``fact_id`` included), so this
-    step has no SQLite statement."""
-    if not prefix:
-        return ()
-    return (f"CREATE INDEX graph_fact_terms_best_covering ON {prefix}graph_fact_terms "
-            "(ns, term, tf DESC, len) INCLUDE (fact_id)",
-            f"DROP INDEX {prefix}graph_fact_terms_best")
-
-
-GRAPH_MIGRATIONS: tuple[Migration, ...] = (
-    # WITHOUT ROWID: the key tables are stored in key order, so a term's postings (with tf
-    # and length) or an entity's edges are one contiguous range
-    Migration("g001_graph", _tables("TEXT", "REAL", "INTEGER", "BLOB",
-                                    "INTEGER PRIMARY KEY AUTOINCREMENT", "", " WITHOUT ROWID")),
-    Migration("g002_profile", _profile_tables("TEXT", "REAL", "INTEGER",
-                                              "INTEGER PRIMARY KEY AUTOINCREMENT", "")),
-    Migration("g003_fact_validity", _validity_index("")),
-    Migration("g004_covering_postings", _covering_postings("")),
-)
+        "CREATE INDEX graph_events_ns ON {t}graph_events (ns, happened_at, id)",
+    )),
+    # the time lines of each fact in an index beside its id, so a validity check reads the
+    # index, not the fact's row (which holds its text and embedding)
+    ("g003_fact_validity", (
+        "CREATE INDEX graph_facts_validity ON {t}graph_facts "
+        "(ns, id, valid_at, invalid_at, recorded_at, expired_at)",
+    )),
+    # PostgreSQL: the best-postings index carries the fact id, so that keyword scoring reads
+    # the index alone (an index-only scan) instead of one heap row per posting. A SQLite
+    # WITHOUT ROWID table's indexes already hold the key (fact_id included): no statement
+    ("g004_covering_postings", {"sqlite": (), "postgres": (
+        "CREATE INDEX graph_fact_terms_best_covering ON {t}graph_fact_terms "
+        "(ns, term, tf DESC, len) INCLUDE (fact_id)",
+        "DROP INDEX {t}graph_fact_terms_best",
+    )}),
+])
+GRAPH_MIGRATIONS: tuple[Migration, ...] = GRAPH_SCHEMA.sqlite
 #: ``{s}``: the quoted schema (the store's)
-GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = (
-    Migration("g001_graph", _tables("text", "double precision", "bigint", "bytea",
-                                    "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-                                    "{s}.", "")),
-    Migration("g002_profile", _profile_tables(
-        "text", "double precision", "bigint",
-        "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "{s}.")),
-    Migration("g003_fact_validity", _validity_index("{s}.")),
-    Migration("g004_covering_postings", _covering_postings("{s}.")),
-)
+GRAPH_MIGRATIONS_POSTGRES: tuple[Migration, ...] = GRAPH_SCHEMA.postgres
 
 FACT_COLUMNS = ("id", "subject_id", "predicate", "object_id", "value", "fact", "valid_at",
                 "invalid_at", "recorded_at", "expired_at", "episodes")

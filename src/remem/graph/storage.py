@@ -25,23 +25,19 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, Protocol
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol
 
-from remem._sqlite import SQLiteConnections
+from remem.db import Database, Tx, database_of
 from remem.errors import InvalidInputError, StoreError
 from remem.graph import schema
-from remem.store.migrations import apply_sqlite
 from remem.store.values import NUL, nul_problem
 
-if TYPE_CHECKING:
-    from psycopg_pool import ConnectionPool
-
-__all__ = ["GraphStorage", "GraphTx", "PostgresGraphStorage", "SQLiteGraphStorage", "SharedStorage"]
+__all__ = ["DatabaseGraphStorage", "GraphStorage", "GraphTx", "PostgresGraphStorage",
+           "SQLiteGraphStorage", "SharedStorage"]
 
 
 class GraphTx(Protocol):
@@ -97,161 +93,71 @@ def _refuse_nul(query: str, params: Sequence[Any]) -> None:
             raise InvalidInputError(f"{where} ({param[:40]!r}) cannot be stored: {problem}")
 
 
-class _SQLiteGraphTx:
-    dialect = "sqlite"
+class _GraphTx:
+    """A :class:`~remem.db.Tx` that refuses the NUL character on both dialects."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+        self.dialect: str = tx.dialect.name
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
         _refuse_nul(query, params)
-        return self.conn.execute(query, params)
+        return self.tx.execute(query, params)
 
     def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
         for row in rows:
             _refuse_nul(query, row)
-        self.conn.executemany(query, rows)
+        self.tx.executemany(query, rows)
 
     def insert(self, query: str, params: Sequence[Any]) -> int:
         _refuse_nul(query, params)
-        row_id = self.conn.execute(query, params).lastrowid
-        assert row_id is not None
-        return row_id
+        return self.tx.insert(query, params)
 
 
-class SQLiteGraphStorage:
+class DatabaseGraphStorage:
+    """Graphs in a :class:`~remem.db.Database` (beside the store's tables, or
+    ``":memory:"``); :meth:`close` closes it."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.location = db.location
+
+    def setup(self) -> None:
+        self.db.migrate(schema.GRAPH_SCHEMA)
+
+    @contextmanager
+    def transaction(self, write: bool, ns: str) -> Iterator[GraphTx]:
+        self.setup()
+        # PostgreSQL: writers of one graph queue (resolution reads then writes entities); a
+        # read runs each statement on its own (no BEGIN / COMMIT round trips)
+        with self.db.transaction(write, snapshot=False,
+                                 lock=(0x67726170, zlib.crc32(ns.encode()) - 2**31)) as tx:
+            yield _GraphTx(tx)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class SQLiteGraphStorage(DatabaseGraphStorage):
     """Graphs in a SQLite file (beside the store's tables) or in ``":memory:"``."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
                  busy_timeout: float = 30.0) -> None:
-        self.path = os.fspath(path)
-        self.location = self.path if self.path != ":memory:" else f":memory:{id(self)}"
-        self._conns = SQLiteConnections(self.path, owner="Graph", busy_timeout=busy_timeout)
-        self._setup_lock = threading.Lock()
-        self._ready = False
-
-    def setup(self) -> None:
-        if self._ready:
-            return
-        with self._setup_lock:
-            if not self._ready:
-                with self._conns.connection() as conn:
-                    apply_sqlite(conn, schema.GRAPH_MIGRATIONS)
-                self._ready = True
-
-    @contextmanager
-    def transaction(self, write: bool, ns: str) -> Iterator[GraphTx]:
-        self.setup()
-        with self._conns.writing() if write else nullcontext(), \
-                self._conns.connection() as conn:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try:
-                yield _SQLiteGraphTx(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-
-    def close(self) -> None:
-        self._conns.close()
+        super().__init__(Database(path, owner="Graph", busy_timeout=busy_timeout))
 
 
-class _PostgresGraphTx:
-    dialect = "postgres"
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def execute(self, query: str, params: Sequence[Any] = ()) -> Any:
-        _refuse_nul(query, params)
-        return self.conn.execute(query.replace("?", "%s"), params)
-
-    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
-        for row in rows:
-            _refuse_nul(query, row)
-        if rows:
-            with self.conn.cursor() as cursor:
-                cursor.executemany(query.replace("?", "%s"), rows)
-
-    def insert(self, query: str, params: Sequence[Any]) -> int:
-        row = self.execute(query + " RETURNING id", params).fetchone()
-        return int(row[0])
-
-
-class PostgresGraphStorage:
+class PostgresGraphStorage(DatabaseGraphStorage):
     """Graphs in a PostgreSQL schema (the ``postgres`` extra), by default the store's."""
 
     def __init__(self, dsn: str, *, schema: str = "remem", pool_max_size: int = 4,
                  connect_timeout: float = 10.0) -> None:
-        from remem.store.postgres.sql import quote_ident
-
-        self.dsn = dsn
-        self.schema = schema
-        self.location = f"{dsn}#{schema}"
-        self._q = quote_ident(schema)
-        self.pool_max_size = pool_max_size
-        self.connect_timeout = connect_timeout
-        self._pool: ConnectionPool[Any] | None = None
-        self._setup_lock = threading.Lock()
-        self._closed = False
-
-    def _kwargs(self) -> dict[str, Any]:
-        return {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
-                "keepalives": 1, "keepalives_idle": 30, "application_name": "remem-graph"}
-
-    def setup(self) -> None:
-        if self._pool is not None:
-            return
-        with self._setup_lock:
-            if self._pool is not None:
-                return
-            if self._closed:
-                raise StoreError("this Graph is closed; open a new one")
-            from remem.store.migrations.postgres import open_migrated_pool
-
-            self._pool = open_migrated_pool(
-                self.dsn, self.schema, self._q, schema.GRAPH_MIGRATIONS_POSTGRES,
-                kwargs=self._kwargs(), name=f"remem-graph:{self.schema}",
-                max_size=self.pool_max_size, timeout=self.connect_timeout)
-
-    @contextmanager
-    def transaction(self, write: bool, ns: str) -> Iterator[GraphTx]:
-        import psycopg
-
-        self.setup()
-        assert self._pool is not None
-        try:
-            with self._pool.connection() as conn:
-                if not write:
-                    # READ COMMITTED gives each statement its own snapshot inside a
-                    # transaction as well: a read needs no BEGIN / COMMIT (two round trips)
-                    yield _PostgresGraphTx(conn)
-                    return
-                with conn.transaction():
-                    # writers of one graph queue (resolution reads then writes entities)
-                    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)",
-                                 (0x67726170, zlib.crc32(ns.encode()) - 2**31))
-                    yield _PostgresGraphTx(conn)
-        except psycopg.Error as exc:
-            from remem._postgres import database_error
-
-            raise database_error(exc, f"schema {self.schema}") from exc
-
-    def close(self) -> None:
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        super().__init__(Database(dsn, schema=schema, owner="Graph",
+                                  pool_max_size=pool_max_size, connect_timeout=connect_timeout))
 
 
 def storage_at(location: str | os.PathLike[str], *, schema: str = "remem") -> GraphStorage:
     """The storage at a SQLite path, ``":memory:"`` or a PostgreSQL DSN."""
-    from remem.store import is_dsn
-
-    path = os.fspath(location)
-    if is_dsn(path):
-        return PostgresGraphStorage(path, schema=schema)
-    return SQLiteGraphStorage(path)
+    return DatabaseGraphStorage(Database(location, schema=schema, owner="Graph"))
 
 
 class SharedStorage:
@@ -299,21 +205,13 @@ def _shared(key: str, make: Any) -> GraphStorage:
 
 
 def persistent_storage_beside(store: Any) -> GraphStorage | None:
-    """The storage in the same database as ``store`` (its SQLite file, its PostgreSQL
-    schema), shared by every graph beside a store of that database (see
-    :class:`SharedStorage`); ``None`` for a store that keeps no database (in memory)."""
-    while hasattr(store, "inner") and not hasattr(store, "dsn") and not hasattr(store, "path"):
-        store = store.inner  # a scoped view: the store under it
-    dsn = getattr(store, "dsn", None)
-    if isinstance(dsn, str):
-        schema_name = getattr(store, "schema", "remem")
-        return _shared(f"postgres:{dsn}#{schema_name}",
-                       lambda: PostgresGraphStorage(dsn, schema=schema_name))
-    path = getattr(store, "path", None)
-    if isinstance(path, str | os.PathLike) and os.fspath(path) != ":memory:":
-        where = os.path.realpath(os.fspath(path))
-        return _shared(f"sqlite:{where}", lambda: SQLiteGraphStorage(where))
-    return None
+    """The storage in the same database as ``store`` (:func:`remem.db.database_of`), shared
+    by every graph beside a store of that database (see :class:`SharedStorage`); ``None``
+    for a store that keeps no database (in memory)."""
+    db = database_of(store, owner="Graph")
+    if db is None:
+        return None
+    return _shared(f"{db.dialect.name}:{db.location}", lambda: DatabaseGraphStorage(db))
 
 
 def storage_beside(store: Any) -> GraphStorage:

@@ -15,8 +15,8 @@ Storage model (why appends, tail reads and forks stay fast at any length):
   ``copy`` duplicates the messages instead.
 * States are shared rows: a checkpoint that does not change the state points at its parent's.
 
-The statements below are shared by both dialects: they use ``?`` placeholders, which the
-PostgreSQL backend turns into ``%s`` (its connections' ``search_path`` names the schema). Each
+The statements below are shared by both dialects: they use ``?`` placeholders, which
+:class:`remem.db.Tx` translates (PostgreSQL connections' ``search_path`` names the schema). Each
 dialect has its own migrations. Everything here is free of I/O.
 """
 
@@ -25,9 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from remem.db import Schema
 from remem.store.migrations import Migration
 
-__all__ = ["THREAD_MIGRATIONS", "THREAD_MIGRATIONS_POSTGRES", "Segment", "segments"]
+__all__ = ["THREAD_MIGRATIONS", "THREAD_MIGRATIONS_POSTGRES", "THREAD_SCHEMA", "Segment",
+           "segments"]
 
 THREAD_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -211,3 +213,7 @@ def segments(base_of: Callable[[int], tuple[int | None, int]], branch: int, star
         current = base
     found.reverse()
     return found
+
+
+#: the threads' tables in both dialects (family ``t``)
+THREAD_SCHEMA = Schema("threads", THREAD_MIGRATIONS, THREAD_MIGRATIONS_POSTGRES)

@@ -73,7 +73,7 @@ class ScopedThreads(ThreadStore):
         self.inner = inner
         self.tenant = tenant
         self.path = inner.path
-        self.backend = inner.backend
+        self.db = inner.db
         self.default_ttl = inner.default_ttl
         self.summarizer = summarizer if summarizer is not None else inner.summarizer
         self.policy = policy if policy is not None else inner.policy
@@ -104,7 +104,7 @@ class ScopedThreads(ThreadStore):
         # "0" is the character after "/": in byte order the range holds exactly the ids with
         # the prefix. SQLite compares bytes; PostgreSQL's default collation may not (a
         # linguistic one can skip punctuation), so it is told to.
-        column = 't.id COLLATE "C"' if self.backend.dialect == "postgres" else "t.id"
+        column = 't.id COLLATE "C"' if self.db.dialect.name == "postgres" else "t.id"
         return f"{column} >= ? AND {column} < ?", (self._prefix, f"{self.tenant}0")
 
     def _metadata_in(self, metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Thread storage: SQLite (a file, or ``":memory:"``) or PostgreSQL (a ``postgresql://`` DSN).
 
 :class:`ThreadStore` keeps every thread's messages and checkpoints (see
-:mod:`remem.threads.schema` for the storage model) and holds all the logic; the database is
-behind :mod:`remem.threads.backends`. It can live in the same SQLite file or PostgreSQL
+:mod:`remem.threads.schema` for the storage model) and holds all the logic; the database is a
+:class:`remem.db.Database`. It can live in the same SQLite file or PostgreSQL
 schema as the long-term store: both apply their own named migrations to one database.
 
 Concurrency and durability follow the store: every write is one transaction that excludes
@@ -32,6 +32,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, cast
 
+from remem.db import Database, Tx
 from remem.errors import (
     ConflictError,
     Fix,
@@ -43,12 +44,12 @@ from remem.errors import (
     UsageError,
 )
 from remem.messages.types import Message, new_id
-from remem.store import is_dsn
+from remem.store.filters import parse_filter, to_sqlite
+from remem.store.filters_postgres import postgres_document, to_postgres
 from remem.store.types import NOT_PROVIDED, NotProvided, validate_value
 from remem.threads import schema as sql
 from remem.threads._aio import in_thread
 from remem.threads.api import TTL, ThreadAPI
-from remem.threads.backends import Backend, PostgresBackend, SQLiteBackend, ThreadTx
 from remem.threads.requests import (
     AppendRequest,
     CheckpointRequest,
@@ -126,8 +127,10 @@ class ThreadStore(ThreadAPI):
     """Threads in one database: create, append, read, list, fork, copy, rewind, delete.
 
     ``path``: a SQLite file (shared with a :class:`~remem.store.SQLiteStore` if you like),
-    ``":memory:"``, or a ``postgresql://`` DSN (the ``postgres`` extra; tables in ``schema``,
-    by default the one :class:`~remem.store.postgres.PostgresStore` uses). ``durability``
+    ``":memory:"``, a ``postgresql://`` DSN (the ``postgres`` extra; tables in ``schema``,
+    by default the one :class:`~remem.store.postgres.PostgresStore` uses), or an open
+    :class:`~remem.db.Database` handle (its own location, schema and options; closed with
+    the thread store). ``durability``
     and ``busy_timeout`` are SQLite's, as in the store. ``ttl``: default time to live of new
     threads in seconds (renewed by every change; ``None``: threads never expire).
     ``summarizer`` and ``policy``: when both are set, an append that takes a thread past
@@ -140,7 +143,8 @@ class ThreadStore(ThreadAPI):
     :meth:`run` executes it.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, ttl: TTL = None,
+    def __init__(self, path: str | os.PathLike[str] | Database = ":memory:", *,
+                 ttl: TTL = None,
                  summarizer: ChatModel | None = None, policy: SummaryPolicy | None = None,
                  index: ThreadIndex | None = None,
                  durability: Literal["normal", "full"] = "normal", busy_timeout: float = 30.0,
@@ -152,10 +156,10 @@ class ThreadStore(ThreadAPI):
             raise InvalidInputError(
                 "policy= is set but summarizer= is not: auto-compaction needs a chat model "
                 "(summarizer=ChatModel) as well as the SummaryPolicy")
-        self.path = os.fspath(path)
-        self.backend: Backend = (
-            PostgresBackend(self.path, schema=schema) if is_dsn(self.path)
-            else SQLiteBackend(self.path, durability=durability, busy_timeout=busy_timeout))
+        self.db = path if isinstance(path, Database) else Database(
+            path, schema=schema, owner="ThreadStore", durability=durability,
+            busy_timeout=busy_timeout, pool_max_size=10, check_connections=True)
+        self.path = self.db.target
         self.default_ttl = _ttl_seconds(ttl, "ThreadStore ttl")
         self.summarizer = summarizer
         self.policy = policy
@@ -165,29 +169,45 @@ class ThreadStore(ThreadAPI):
         self._bases: dict[int, tuple[int | None, int]] = {}
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] = ":memory:", **kwargs: Any) -> ThreadStore:
+    def open(cls, path: str | os.PathLike[str] | Database = ":memory:",
+             **kwargs: Any) -> ThreadStore:
         """Construct and :meth:`setup` a thread store."""
         store = cls(path, **kwargs)
         store.setup()
         return store
 
-    # -- backend ------------------------------------------------------------------------------
+    # -- database -----------------------------------------------------------------------------
 
     def _transaction(self, write: bool) -> Any:
-        """One transaction of the backend (a context manager yielding a ``ThreadTx``)."""
-        return self.backend.transaction(write)
+        """One transaction (a context manager yielding a :class:`~remem.db.Tx`)."""
+        self.setup()
+        return self.db.transaction(write)
 
     def _sql(self, text: str) -> str:
-        """``text`` in the backend's placeholder style (for queries mixed with a filter)."""
-        return text if self.backend.dialect == "sqlite" else text.replace("?", "%s")
+        """``text`` in the dialect's placeholders (for queries mixed with a filter)."""
+        return self.db.dialect.sql(text)
+
+    def _metadata_filter(self, filter: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+        """The filter as SQL over the thread alias ``t``, in the dialect's placeholders."""
+        if self.db.dialect.name == "sqlite":
+            return to_sqlite(parse_filter(filter), column="t.metadata")
+        return to_postgres(parse_filter(filter), column="t.metadata_doc")
+
+    def _metadata_columns(self, metadata: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+        """``(column, placeholder, value)`` of the columns that store a thread's metadata
+        (PostgreSQL keeps a jsonb shadow that filters run on)."""
+        columns = [("metadata", "?", _dumps(metadata))]
+        if self.db.dialect.name == "postgres":
+            columns.append(("metadata_doc", "CAST(? AS jsonb)", postgres_document(metadata)))
+        return columns
 
     def setup(self) -> None:
         """Open the database and apply missing thread migrations (idempotent)."""
-        self.backend.setup()
+        self.db.migrate(sql.THREAD_SCHEMA)
 
     def close(self) -> None:
         """Close every connection; the store cannot be used afterwards."""
-        self.backend.close()
+        self.db.close()
 
     def __enter__(self) -> Self:
         self.setup()
@@ -207,12 +227,12 @@ class ThreadStore(ThreadAPI):
 
     # -- reading helpers ----------------------------------------------------------------------
 
-    def _head(self, tx: ThreadTx, thread_id: str, *, lock: bool = False) -> ThreadInfo:
+    def _head(self, tx: Tx, thread_id: str, *, lock: bool = False) -> ThreadInfo:
         """The thread with its head; ``lock`` (writes) locks its row until the commit."""
-        if lock and self.backend.lock_head:
+        if lock and self.db.dialect.lock:
             # lock the row alone first: a locking join would be re-checked against the new
             # row version with the other tables' old rows, and miss a head committed meanwhile
-            tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.backend.lock_head,
+            tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.db.dialect.lock,
                        (thread_id,))
         row = tx.execute(sql.SELECT_HEAD + "WHERE t.id = ? AND " + sql.ALIVE,
                          (thread_id, self.clock())).fetchone()
@@ -231,7 +251,7 @@ class ThreadStore(ThreadAPI):
         return ThreadInfo(tid, json.loads(meta), checkpoint, created, updated, source, ttl,
                           expires, head_branch=(owner, length))
 
-    def _find_checkpoint(self, tx: ThreadTx, thread_id: str,
+    def _find_checkpoint(self, tx: Tx, thread_id: str,
                          checkpoint_id: str | None) -> Checkpoint:
         head = self._head(tx, thread_id).head
         if checkpoint_id is None or checkpoint_id == head.id:
@@ -245,7 +265,7 @@ class ThreadStore(ThreadAPI):
                           self._shown(thread_id)))
         return _checkpoint(row)
 
-    def _base_of(self, tx: ThreadTx) -> Callable[[int], tuple[int | None, int]]:
+    def _base_of(self, tx: Tx) -> Callable[[int], tuple[int | None, int]]:
         def lookup(branch: int) -> tuple[int | None, int]:
             found = self._bases.get(branch)
             if found is None:
@@ -257,7 +277,7 @@ class ThreadStore(ThreadAPI):
             return found
         return lookup
 
-    def _load(self, tx: ThreadTx, checkpoint: Checkpoint, start: int,
+    def _load(self, tx: Tx, checkpoint: Checkpoint, start: int,
               stop: int) -> list[Message]:
         out: list[Message] = []
         for seg in sql.segments(self._base_of(tx), checkpoint.branch, start, stop):
@@ -267,11 +287,11 @@ class ThreadStore(ThreadAPI):
 
     # -- writing helpers ----------------------------------------------------------------------
 
-    def _new_state(self, tx: ThreadTx, state: Mapping[str, Any]) -> int:
+    def _new_state(self, tx: Tx, state: Mapping[str, Any]) -> int:
         return tx.insert("INSERT INTO thread_states (data) VALUES (?)",
                          (_dumps(validate_value(state)),))
 
-    def _save(self, tx: ThreadTx, info: ThreadInfo, *, parent: Checkpoint,
+    def _save(self, tx: Tx, info: ThreadInfo, *, parent: Checkpoint,
               messages: Sequence[Message] = (), state: Mapping[str, Any] | None = None,
               metadata: Mapping[str, Any]) -> Checkpoint:
         """Write a new head checkpoint built on ``parent``: its messages plus ``messages``."""
@@ -303,7 +323,7 @@ class ThreadStore(ThreadAPI):
         return Checkpoint(cid, info.thread_id, parent.id, position, new_state, meta, now,
                           branch=branch, state_id=state_id)
 
-    def _insert_thread(self, tx: ThreadTx, tid: str, metadata: Mapping[str, Any],
+    def _insert_thread(self, tx: Tx, tid: str, metadata: Mapping[str, Any],
                        ttl: TTL | NotProvided, *, base: Checkpoint | None, copy: bool,
                        source: str | None, state_id: int | None, parent_id: str | None,
                        checkpoint_meta: Mapping[str, Any]) -> str:
@@ -331,7 +351,7 @@ class ThreadStore(ThreadAPI):
         cid = new_id("ckpt")
         tx.execute(sql.INSERT_CHECKPOINT, (cid, tid, parent_id, branch, position, state_id,
                                              _dumps(validate_value(checkpoint_meta)), now))
-        columns = self.backend.metadata_columns(_dumps(meta), meta)
+        columns = self._metadata_columns(meta)
         names = "".join(f", {name}" for name, _, _ in columns)
         marks = "".join(f", {mark}" for _, mark, _ in columns)
         tx.execute(
@@ -341,7 +361,7 @@ class ThreadStore(ThreadAPI):
              *(value for _, _, value in columns)))
         return tid
 
-    def _delete_rows(self, tx: ThreadTx, thread_id: str) -> None:
+    def _delete_rows(self, tx: Tx, thread_id: str) -> None:
         """Delete a thread, then every branch and state nothing refers to any more (a fork's
         shared history stays until the fork goes too)."""
         states = [r[0] for r in tx.execute(
@@ -433,7 +453,7 @@ class ThreadStore(ThreadAPI):
             return self._info_out(self._head(tx, self._key(req.thread_id)))
 
     def _op_list_threads(self, req: ListThreadsRequest) -> list[ThreadInfo]:
-        where, params = self.backend.metadata_filter(req.filter)
+        where, params = self._metadata_filter(req.filter)
         scope, scope_params = self._scope()
         query = (self._sql(sql.SELECT_HEAD + f"WHERE {sql.ALIVE} AND {scope or '1 = 1'} AND ")
                  + where + self._sql(" ORDER BY t.updated_at DESC, t.id LIMIT ? OFFSET ?"))
@@ -445,7 +465,7 @@ class ThreadStore(ThreadAPI):
     def _op_delete(self, req: DeleteThreadRequest) -> bool:
         tid = self._key(req.thread_id)
         with self._transaction(write=True) as tx:
-            found = tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.backend.lock_head,
+            found = tx.execute("SELECT 1 FROM threads t WHERE t.id = ?" + self.db.dialect.lock,
                                (tid,)).fetchone()
             if found:
                 self._delete_rows(tx, tid)
@@ -460,7 +480,7 @@ class ThreadStore(ThreadAPI):
             new = {**self._metadata_out(info.metadata), **req.metadata} if req.merge \
                 else req.metadata
             meta = validate_value(self._metadata_in(new))
-            columns = self.backend.metadata_columns(_dumps(meta), meta)
+            columns = self._metadata_columns(meta)
             sets = ", ".join(f"{name} = {mark}" for name, mark, _ in columns)
             tx.execute(f"UPDATE threads SET {sets} WHERE id = ?",
                        (*(value for _, _, value in columns), tid))

@@ -1,7 +1,7 @@
 """Durable chat model usage: :class:`RecordingChatModel` wraps any
 :class:`~remem.llm.ChatModel` and hands what each call cost to a :class:`UsageRecorder`,
-which adds it to the ``remem_usage`` table beside the job queue (the server's SQLite file
-or PostgreSQL schema; migration ``j003_usage``).
+which adds it to the ``remem_usage`` table of a :class:`~remem.usage.storage.UsageStorage`
+(the server's SQLite file or PostgreSQL schema, beside the job queue).
 
 Write policy: **no buffering**. Each call's usage is written by an upsert that adds
 (``calls = calls + 1``...) before :meth:`RecordingChatModel.complete` returns, one short
@@ -27,12 +27,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from remem.background.queue import JobQueue
 from remem.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, WrappedChatModel
 from remem.usage.activity import ActivityReport, activity_report
 from remem.usage.records import DayWindow, UsageReport, UsageRow, day_of
+from remem.usage.storage import UsageStorage, usage_storage_of
 
 __all__ = ["RecordingChatModel", "UsageRecorder"]
 
@@ -41,18 +41,31 @@ log = logging.getLogger("remem.usage")
 _Key = tuple[str, str, str, str]
 
 
+@runtime_checkable
+class Counted(Protocol):
+    """What keeps its counters in a :class:`UsageStorage` (a job queue does)."""
+
+    counters: UsageStorage
+
+    def close(self) -> None:
+        """Release what it opened."""
+        ...
+
+
 class UsageRecorder:
-    """Adds chat model usage to the ``remem_usage`` rows of ``queue``'s database, per
-    tenant, UTC day, operation label and model; reads them back as a
+    """Adds chat model usage to the ``remem_usage`` rows of ``storage`` (or of a job
+    queue's counters), per tenant, UTC day, operation label and model; reads them back as a
     :class:`~remem.usage.UsageReport`.
 
-    ``owns_queue``: close the queue with the recorder. ``clock``: when a call happened.
+    ``owns_storage``: close the storage (its ``close``) with the recorder. ``clock``: when a
+    call happened.
     """
 
-    def __init__(self, queue: JobQueue, *, owns_queue: bool = False,
+    def __init__(self, storage: UsageStorage | Counted, *, owns_storage: bool = False,
                  clock: Callable[[], float] = time.time) -> None:
-        self.queue = queue
-        self.owns_queue = owns_queue
+        self.storage: UsageStorage = (storage.counters if isinstance(storage, Counted)
+                                      else storage)
+        self._owned = storage if owns_storage else None
         self.clock = clock
         self._lock = threading.Lock()
         self._unwritten: dict[_Key, Usage] = {}
@@ -64,9 +77,9 @@ class UsageRecorder:
 
     @classmethod
     def beside(cls, store: Any, *, clock: Callable[[], float] = time.time) -> UsageRecorder:
-        """A recorder in the database of ``store`` (its SQLite file, its PostgreSQL schema,
-        or this process's memory for an in-memory store)."""
-        return cls(JobQueue.beside(store, clock=clock), owns_queue=True, clock=clock)
+        """A recorder in the database of ``store`` (:func:`remem.db.database_of`), or this
+        process's memory for an in-memory store."""
+        return cls(usage_storage_of(store), owns_storage=True, clock=clock)
 
     def record(self, tenant: str, operation: str, model: str, usage: Usage, *,
                at: float | None = None) -> None:
@@ -85,9 +98,8 @@ class UsageRecorder:
         if not rows:
             return True
         try:
-            with self.queue.storage.transaction(True) as tx:
-                tx.add_usage([(*key, u.calls, u.input_tokens, u.output_tokens)
-                              for key, u in rows.items()])
+            self.storage.add_usage([(*key, u.calls, u.input_tokens, u.output_tokens)
+                                    for key, u in rows.items()])
         except Exception:  # counting never fails the call it counts; retried next time
             with self._lock:
                 for key, usage in rows.items():
@@ -108,23 +120,22 @@ class UsageRecorder:
 
     def report(self, window: DayWindow, *, tenant: str | None) -> UsageReport:
         """The rows of ``window`` for ``tenant`` (``None``: every tenant's)."""
-        with self.queue.storage.transaction(False) as tx:
-            rows = tx.usage(tenant, window.since.isoformat(), window.until.isoformat())
+        rows = self.storage.usage(tenant, window.since.isoformat(), window.until.isoformat())
         return UsageReport(window, tuple(UsageRow.of_storage(row) for row in rows))
 
     def activity(self, window: DayWindow, *, tenant: str | None) -> ActivityReport:
         """Memories written, changed and removed per day of ``window`` for ``tenant``
         (``None``: every tenant's), from the counters the writes added
         (:mod:`remem.usage.activity`)."""
-        with self.queue.storage.transaction(False) as tx:
-            rows = tx.activity(tenant, window.since.isoformat(), window.until.isoformat())
+        rows = self.storage.activity(tenant, window.since.isoformat(),
+                                     window.until.isoformat())
         return activity_report(rows, window)
 
     def close(self) -> None:
-        """Flush, and close the queue if the recorder owns it."""
+        """Flush, and close the storage if the recorder owns it."""
         self.flush()
-        if self.owns_queue:
-            self.queue.close()
+        if self._owned is not None:
+            self._owned.close()
 
 
 class RecordingChatModel(WrappedChatModel):
