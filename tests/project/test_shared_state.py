@@ -66,6 +66,8 @@ RACED: dict[str, str] = {
         f"{_RACES}::test_bad_records_counted_exactly_from_racing_readers",
     "remem.store.bad_records:_listeners":
         f"{_RACES}::test_bad_records_counted_exactly_from_racing_readers",
+    "remem.usage.storage:_OF_MEMORY":
+        f"{_RACES}::test_usage_counters_beside_one_in_memory_store_are_one_storage",
     "remem.store.types:_ITEM_NAMESPACES":
         f"{_RACES}::test_item_namespaces_validated_across_the_cache_limit",
 }

@@ -199,6 +199,15 @@ def test_queues_beside_one_in_memory_store_share_its_jobs() -> None:
     assert all(queue.get(job.id).id == job.id for queue in queues)
 
 
+def test_usage_counters_beside_one_in_memory_store_are_one_storage() -> None:
+    from remem.usage.storage import usage_storage_of
+
+    store = InMemoryStore()
+    storages = _race(lambda me: usage_storage_of(store))
+    assert len({id(storage) for storage in storages}) == 1
+    assert usage_storage_of(InMemoryStore()) is not storages[0]  # another store: its own
+
+
 def test_graphs_beside_one_file_share_one_storage(tmp_path: Path) -> None:
     from remem.graph import storage as graph_storage
 
