@@ -37,8 +37,8 @@ def test_prompt_lifecycle(tmp_path: Path) -> None:
            input=BETTER))
     assert ok(run("prompts", "show", "qa", "--db", db)) == BETTER + "\n"
     assert ok(run("prompts", "show", "qa", "--version", "1", "--db", db)) == PROMPT + "\n"
-    listed = json.loads(ok(run("prompts", "ls", "--json", "--db", db)))
-    assert [(p["name"], p["version"]) for p in listed] == [("qa", 2)]
+    listed = json.loads(ok(run("prompts", "ls", "--json", "--db", db)))  # GET /v1/prompts's
+    assert [(p["name"], p["version"]) for p in listed["prompts"]] == [("qa", 2)]
     assert "+Always cite a source." in ok(run("prompts", "diff", "qa", "--db", db))
     assert "rolled qa back to v1's text as v3" in ok(run("prompts", "rollback", "qa", "1",
                                                          "--db", db))

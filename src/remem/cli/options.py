@@ -165,8 +165,9 @@ class CliName:
     """How a request field is written on the command line when not as ``--field-name``.
 
     ``option``: the option's names (one name for a bool gives a plain flag). ``argument``: a
-    positional argument with this metavar instead of an option. ``required``/``default``: an
-    argument's, when they differ from the field's (``TEXT`` is optional: stdin).
+    positional argument with this metavar instead of an option. ``required``/``default``:
+    when they differ from the field's (``TEXT`` is optional: stdin; ``--text`` is not
+    required where ``--file`` may give the text).
     ``type``: the click type, when the field's type alone does not say it. ``help``: the
     help, when the field's description is not what the command should say. ``default``
     applies to an option too (a command listing 20 where the request pages 100).
@@ -191,6 +192,7 @@ CLI_NAMES: Mapping[str, CliName] = {
     "metadata": CliName(metavar="JSON"),
     # not --version: that is the program's version
     "version": CliName(option=("--if-version",), metavar="N"),
+    "expected_version": CliName(metavar="N"),
     "messages": CliName(argument="TEXT", required=False, default="-",
                         type=TextType(empty="nothing to remember")),
     "query": CliName(argument="QUERY"),
@@ -369,7 +371,8 @@ def field_param(model: type[Request], name: str,
     if metavar is None and isinstance(kind, click.IntRange | click.FloatRange):
         metavar = "INTEGER" if isinstance(kind, click.IntRange) else "FLOAT"
     shown = default not in (None, "", [], ())
-    return click.Option([*decls, name], type=kind, required=field.is_required(),
+    required = field.is_required() if spelled.required is None else spelled.required
+    return click.Option([*decls, name], type=kind, required=required,
                         default=default if shown else None, show_default=shown,
                         metavar=metavar, help=help_text)
 

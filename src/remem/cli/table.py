@@ -66,8 +66,10 @@ class CommandSpec:
     ``names``: spellings of this command's own, over :data:`~remem.cli.options.CLI_NAMES`
     (``-k``, a default of 20 where the request pages 100, a three-way switch).
     ``omitted``: fields the command does not offer, each with the reason. ``params``:
-    parameters it has beside the fields (``--yes``), passed to ``check``, which runs before
-    the request (a confirmation, a rule the options must follow).
+    parameters it has beside the fields (``--yes``, ``--file``). ``prepare(values)`` may
+    change the parsed values (every parameter's, by name) before the request is built from
+    them: a field read from a file, or from the database. ``check(request, extras)`` runs
+    before the request does (a confirmation, a rule the options must follow).
     """
 
     help: str
@@ -76,6 +78,7 @@ class CommandSpec:
     names: Mapping[str, CliName] = field(default_factory=dict)
     omitted: Mapping[str, str] = field(default_factory=dict)
     params: Sequence[click.Parameter] = ()
+    prepare: Callable[[dict[str, Any]], None] | None = None
     check: Callable[[Any, Mapping[str, Any]], None] | None = None
 
 
@@ -119,6 +122,8 @@ def table_command(row: Operation, spec: CommandSpec, family: Family) -> TableCom
     own = {p.name for p in fields}
 
     def callback(**values: Any) -> None:
+        if spec.prepare is not None:
+            spec.prepare(values)
         request: Request = build_request(
             row.request, {k: v for k, v in values.items() if k in own},
             command=row.command or name, names=names)
