@@ -12,18 +12,34 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
-from remem.cli.common import CommandFailed, NamespaceType, db_option, embedder_option, make_embedder
+from remem.cli.common import (
+    CommandFailed,
+    NamespaceType,
+    db_option,
+    db_param,
+    embedder_option,
+    embedder_param,
+    make_embedder,
+)
+from remem.cli.options import CliName
 from remem.cli.render import emit_json
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
 from remem.errors import InvalidInputError
 from remem.graph import Graph, to_dot, to_graphml, to_json, to_svg
-from remem.graph.types import Fact
+from remem.graph.operation_table import GRAPH_OPERATIONS
+from remem.graph.requests import EntityRequest, GraphRequest, SearchFactsRequest
+from remem.graph.types import EntityPage, Fact, FactHit
 from remem.messages import Message
+from remem.operations import Operation
+from remem.requests import Request
 
 __all__ = ["graph_group"]
 
@@ -128,27 +144,55 @@ def ingest(ctx: click.Context, text: str | None, path: str | None,
                f"call{'s' if result.llm_calls != 1 else ''}")
 
 
-@graph_group.command(name="search")
-@click.argument("query")
-@click.option("--as-of", default=None, help="Only facts true at this time (ISO).")
-@click.option("--known-at", default=None, help="As the graph knew them at this time (ISO).")
-@click.option("--focal", default=None, help="Rank by hops from this entity (name or id).")
-@click.option("--hops", type=int, default=2, show_default=True, help="Graph expansion depth.")
-@click.option("--limit", type=int, default=10, show_default=True)
-@_options
-@click.pass_context
-def search(ctx: click.Context, query: str, as_of: str | None, known_at: str | None,
-           focal: str | None, hops: int, limit: int, db: str, embedder: str,
-           namespace: tuple[str, ...], json_output: bool) -> None:
-    """Facts matching QUERY, best first, with their validity and path."""
-    graph = _graph(ctx, db, namespace, embedder)
-    focus: int | str | None = int(focal) if focal is not None and focal.isdigit() else focal
-    hits = graph.search(query, limit=limit, hops=hops, as_of=_when(as_of, "--as-of"),
-                        known_at=_when(known_at, "--known-at"), focal=focus,
-                        rerank="distance" if focal is not None else "fusion")
-    if json_output:
-        emit_json([hit.to_dict() for hit in hits])
-        return
+if TYPE_CHECKING:  # click >= 8.2 types ParamType by its output and input
+    _EntityParam = click.ParamType[int | str, Any]
+else:
+    _EntityParam = click.ParamType
+
+
+class _EntityRefType(_EntityParam):
+    """An entity: its id (digits) or its name."""
+
+    name = "entity"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        """Digits are an id, anything else a name."""
+        text = str(value)
+        return int(text) if text.isdigit() else text
+
+
+def _session_params() -> list[click.Parameter]:
+    """``--db``, ``--embedder``, ``--graph`` and ``--json`` on every graph command."""
+    return [db_param(_DB_HELP), embedder_param(_EMBEDDER_HELP),
+            click.Option(["--graph", "namespace"], type=NamespaceType(), default="graph",
+                         show_default=True,
+                         help="Namespace the graph lives under (dotted, or a JSON array); "
+                              "--user or --agent: the graph mem.graph() keeps for them."),
+            json_option()]
+
+
+def _run(row: Operation, request: GraphRequest[Any], session: Mapping[str, Any]) -> Any:
+    """Run ``request`` on the graph of its scope (``--user``/``--agent``: the graph
+    ``Memory.graph`` keeps for them), else of ``--graph``."""
+    namespace = session["namespace"]
+    if request.user_id is not None or request.agent_id is not None:
+        from remem.memory.namespaces import scope_namespace
+
+        namespace = ("graph", *scope_namespace(request.user_id, request.agent_id, None))
+    graph = _graph(click.get_current_context(), session["db"], namespace, session["embedder"],
+                   create=row.writes)
+    return request.run_on(graph)
+
+
+def _focal_ranks_by_distance(values: dict[str, Any]) -> None:
+    """With --focal and no --rerank, rank by hops from it (as the command always did)."""
+    given = click.get_current_context().get_parameter_source("rerank")
+    if values.get("focal") is not None and given is ParameterSource.DEFAULT:
+        values["rerank"] = "distance"
+
+
+def _show_hits(request: SearchFactsRequest, hits: list[FactHit]) -> None:
     if not hits:
         click.echo("no matching facts")
     for hit in hits:
@@ -163,25 +207,7 @@ def _fact_line(fact: Fact, names: dict[int, str]) -> str:
             f"({names.get(fact.subject_id, '?')} {fact.predicate} {obj})")
 
 
-@graph_group.command(name="entity")
-@click.argument("entity")
-@click.option("--as-of", default=None, help="Current facts as of this time (ISO).")
-@_options
-@click.pass_context
-def entity(ctx: click.Context, entity: str, as_of: str | None, db: str, embedder: str,
-           namespace: tuple[str, ...], json_output: bool) -> None:
-    """An entity's page (ENTITY: a name or an id): current facts and timeline."""
-    graph = _graph(ctx, db, namespace, embedder)
-    page = graph.entity(int(entity) if entity.isdigit() else entity,
-                        as_of=_when(as_of, "--as-of"))
-    if json_output:
-        e = page.entity
-        emit_json({"entity": {"id": e.id, "name": e.name, "type": e.type,
-                              "aliases": list(e.aliases), "summary": e.summary},
-                   "current": [f.to_dict() for f in page.current],
-                   "timeline": [f.to_dict() for f in page.timeline],
-                   "names": {str(k): v for k, v in page.names.items()}})
-        return
+def _show_page(request: EntityRequest, page: EntityPage) -> None:
     e = page.entity
     also = f" (also {', '.join(e.aliases)})" if e.aliases else ""
     click.echo(f"{e.name} [{e.type}, id {e.id}]{also}")
@@ -191,6 +217,20 @@ def entity(ctx: click.Context, entity: str, as_of: str | None, db: str, embedder
     click.echo("timeline:")
     for fact in page.timeline:
         click.echo(_fact_line(fact, page.names))
+
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    SearchFactsRequest: CommandSpec(
+        "Facts matching QUERY, best first, with their validity and path.", _show_hits,
+        arguments={"query": "QUERY"}, prepare=_focal_ranks_by_distance, names={
+            "focal": CliName(type=_EntityRefType(), metavar="ENTITY"),
+            "rerank": CliName(help="Final order (distance when --focal is given).")}),
+    EntityRequest: CommandSpec(
+        "An entity's page (ENTITY: a name or an id): current facts and timeline.",
+        _show_page, arguments={"entity": "ENTITY"},
+        names={"entity": CliName(type=_EntityRefType())}),
+}
+add_table_commands(graph_group, GRAPH_OPERATIONS, _COMMANDS, Family(_session_params, _run))
 
 
 @graph_group.command(name="export")
