@@ -34,8 +34,8 @@ from remem.cli.render import emit_json
 from remem.operations import Operation
 from remem.requests import Request
 
-__all__ = ["JSON_HELP", "CommandSpec", "Family", "add_table_commands", "cli_fields",
-           "json_option", "wire_json"]
+__all__ = ["JSON_HELP", "CommandSpec", "Family", "TableCommand", "add_table_commands",
+           "cli_fields", "json_option", "table_commands", "wire_json"]
 
 JSON_HELP = "Machine output: print one JSON document on stdout."
 
@@ -140,15 +140,26 @@ def table_command(row: Operation, spec: CommandSpec, family: Family) -> TableCom
                         params=[*fields, *spec.params, *family.params()], help=spec.help)
 
 
-def add_table_commands(group: click.Group, table: Sequence[Operation],
-                       specs: Mapping[type[Request], CommandSpec], family: Family) -> None:
-    """Add to ``group`` a command for each row of ``table`` naming a command under it; every
-    such row needs its spec (a :class:`TypeError` at import otherwise)."""
+def table_commands(table: Sequence[Operation], specs: Mapping[type[Request], CommandSpec],
+                   family: Family, *, under: str = "") -> dict[str, TableCommand]:
+    """The command of each row of ``table`` whose command is one level ``under`` a group
+    (``""``: the top level), by name; every such row needs its spec (a :class:`TypeError`
+    at import otherwise)."""
+    made = {}
     for row in table:
-        if row.command is None or row.command.split()[0] != group.name:
+        path = (row.command or "").split()
+        if not path or path[:-1] != under.split():
             continue
         spec = specs.get(row.request)
         if spec is None:
             raise TypeError(f"the row of {row.request.__name__} names the command "
                             f"{row.command!r} but remem.cli has no CommandSpec for it")
-        group.add_command(table_command(row, spec, family))
+        made[path[-1]] = table_command(row, spec, family)
+    return made
+
+
+def add_table_commands(group: click.Group, table: Sequence[Operation],
+                       specs: Mapping[type[Request], CommandSpec], family: Family) -> None:
+    """Add to ``group`` the commands of ``table``'s rows under it (:func:`table_commands`)."""
+    for command in table_commands(table, specs, family, under=group.name or "").values():
+        group.add_command(command)
