@@ -55,7 +55,7 @@ def _file(request: type[Request], result: type[BaseModel], name: str, summary: s
           description: str, *, writes: bool, python: str, tool: str | None = None,
           about: str = "", method: HttpMethod = "POST",
           part: type[BaseModel] | None = None) -> Operation:
-    return Operation(request, result, writes=writes, python=python,
+    return Operation(request, result, writes=writes, python=python, command=f"files {name}",
                      tool=None if tool is None else McpToolRow(tool, about),
                      route=Route(method, f"/v1/files/{name}", name, summary, description,
                                  part=part))
