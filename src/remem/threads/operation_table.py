@@ -9,9 +9,9 @@ answers leave out the fields at their defaults, as ``to_dict()`` does. ``part`` 
 names the body models had before the rows (``AppendBody``, not ``AppendMessagesBody``), and
 the route names are the endpoints' (so are the OpenAPI operation ids).
 
-The rows declare no MCP tool (threads are not served over MCP); ``search`` and ``rewind``
-name their ``remem threads`` command (the others' commands do more than one request: see
-docs/architecture.md).
+The rows declare no MCP tool (threads are not served over MCP); ``search``, ``rewind`` and
+``fork`` (``--copy``: the copy row) name their ``remem threads`` command (the others' commands
+do more than one request: see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ THREAD_OPERATIONS: tuple[Operation, ...] = (
          writes=True, part="Rewind", command="threads rewind"),
     _row(ForkRequest, "POST", "/{thread_id}/fork", "fork_thread", "Fork a thread",
          "A new thread sharing the messages up to ``checkpoint_id`` (default: the head).",
-         writes=True, part="Fork"),
+         writes=True, part="Fork", command="threads fork"),
     _row(CopyRequest, "POST", "/{thread_id}/copy", "copy_thread", "Copy a thread",
          "A new thread with its own copy of the messages up to ``checkpoint_id``.",
          writes=True, part="Copy"),
