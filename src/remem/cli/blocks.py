@@ -11,7 +11,7 @@ tool. ``render`` and ``history`` read.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,7 +34,7 @@ from remem.cli.common import NamespaceType, db_param
 from remem.cli.files import open_files
 from remem.cli.options import CliName, build_request
 from remem.cli.render import emit_json, print_fields, print_rows
-from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, with_params
 from remem.operations import Operation
 from remem.requests import Request
 from remem.store import Namespace
@@ -50,12 +50,6 @@ def _blocks(db: str, namespace: Namespace) -> Iterator[Blocks]:
 
 
 _DB_HELP = "The store (SQLite path or postgresql:// DSN)."
-
-
-def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn.__click_params__ = [*getattr(fn, "__click_params__", []),  # type: ignore[attr-defined]
-                           *reversed(_session_params())]
-    return fn
 
 
 _JSON_HELP = "Machine output: the JSON document /v1/blocks and the MCP tools answer."
@@ -146,7 +140,7 @@ def blocks_group() -> None:
 @blocks_group.command("set")
 @click.argument("block_id")
 @click.argument("value")
-@_common
+@with_params(_session_params)
 def set_command(block_id: str, value: str, db: str, namespace: Namespace,
                 json_output: bool) -> None:
     """Replace the text of block BLOCK_ID (read-only blocks too): update --value."""
@@ -157,7 +151,7 @@ def set_command(block_id: str, value: str, db: str, namespace: Namespace,
 @blocks_group.command("render")
 @click.argument("agent_id")
 @click.option("--budget", type=int, default=None, help="Most tokens (default: no limit).")
-@_common
+@with_params(_session_params)
 def render_command(agent_id: str, budget: int | None, db: str, namespace: Namespace,
                    json_output: bool) -> None:
     """Print AGENT_ID's blocks as they appear in its system prompt."""
@@ -171,7 +165,7 @@ def render_command(agent_id: str, budget: int | None, db: str, namespace: Namesp
 
 @blocks_group.command("history")
 @click.argument("block_id")
-@_common
+@with_params(_session_params)
 def history_command(block_id: str, db: str, namespace: Namespace, json_output: bool) -> None:
     """Show every change of block BLOCK_ID, oldest first."""
     with _blocks(db, namespace) as blocks:

@@ -25,13 +25,12 @@ from remem.cli.common import (
     NamespaceType,
     db_option,
     db_param,
-    embedder_option,
     embedder_param,
     make_embedder,
 )
 from remem.cli.options import CliName
 from remem.cli.render import emit_json
-from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, with_params
 from remem.errors import InvalidInputError
 from remem.graph import Graph, to_dot, to_graphml, to_json, to_svg
 from remem.graph.operation_table import GRAPH_OPERATIONS
@@ -76,14 +75,13 @@ def _graph(ctx: click.Context, db: str, namespace: tuple[str, ...], embedder: st
     return graph
 
 
-def _options(command: Any) -> Any:
-    command = click.option("--json", "json_output", is_flag=True,
-                           help="Machine output: print one JSON document on stdout.")(command)
-    command = click.option(
-        "--graph", "namespace", type=NamespaceType(), default="graph", show_default=True,
-        help="Namespace the graph lives under (dotted, or a JSON array).")(command)
-    command = embedder_option(_EMBEDDER_HELP)(command)
-    return db_option(_DB_HELP)(command)
+def _session_params() -> list[click.Parameter]:
+    """``--db``, ``--embedder``, ``--graph`` and ``--json`` on every graph command."""
+    return [db_param(_DB_HELP), embedder_param(_EMBEDDER_HELP),
+            click.Option(["--graph", "namespace"], type=NamespaceType(), default="graph",
+                         show_default=True,
+                         help="Namespace the graph lives under (dotted, or a JSON array)."),
+            json_option()]
 
 
 @click.group(name="graph")
@@ -102,7 +100,7 @@ def graph_group() -> None:
               help="When the episode happened (ISO date/time; default: now or the last "
                    "message's time). Relative dates in it are resolved against this.")
 @click.option("--source-id", "source_ids", multiple=True, help="Where it came from (repeat).")
-@_options
+@with_params(_session_params)
 @click.pass_context
 def ingest(ctx: click.Context, text: str | None, path: str | None,
            messages_path: str | None, event_at: str | None, source_ids: tuple[str, ...],
@@ -160,16 +158,6 @@ class _EntityRefType(_EntityParam):
         """Digits are an id, anything else a name."""
         text = str(value)
         return int(text) if text.isdigit() else text
-
-
-def _session_params() -> list[click.Parameter]:
-    """``--db``, ``--embedder``, ``--graph`` and ``--json`` on every graph command."""
-    return [db_param(_DB_HELP), embedder_param(_EMBEDDER_HELP),
-            click.Option(["--graph", "namespace"], type=NamespaceType(), default="graph",
-                         show_default=True,
-                         help="Namespace the graph lives under (dotted, or a JSON array); "
-                              "--user or --agent: the graph mem.graph() keeps for them."),
-            json_option()]
 
 
 def _run(row: Operation, request: GraphRequest[Any], session: Mapping[str, Any]) -> Any:
@@ -297,7 +285,7 @@ _USER_HELP = ("The profile of the graph mem.graph(user_id=USER) keeps (instead o
 @click.option("--remove", "removes", multiple=True, metavar="PATH",
               help="Remove a slot, e.g. --remove /work/title (repeat).")
 @click.option("--history", is_flag=True, help="Print every recorded change instead.")
-@_options
+@with_params(_session_params)
 @click.pass_context
 def profile(ctx: click.Context, user: str | None, as_of: str | None, sets: tuple[str, ...],
             removes: tuple[str, ...], history: bool, db: str, embedder: str,
@@ -337,7 +325,7 @@ def profile(ctx: click.Context, user: str | None, as_of: str | None, sets: tuple
 @click.option("--since", default=None, help="Events from this time on (ISO, inclusive).")
 @click.option("--until", default=None, help="Events before this time (ISO, exclusive).")
 @click.option("--tag", "tags", multiple=True, help="Only events with this tag (repeat: any).")
-@_options
+@with_params(_session_params)
 @click.pass_context
 def timeline(ctx: click.Context, user: str | None, since: str | None, until: str | None,
              tags: tuple[str, ...], db: str, embedder: str, namespace: tuple[str, ...],

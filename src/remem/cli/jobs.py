@@ -26,14 +26,13 @@ from remem.background.requests import (
 )
 from remem.cli.common import (
     CommandFailed,
-    db_option,
     db_param,
     format_namespace,
     parse_namespace,
 )
 from remem.cli.options import CliName
 from remem.cli.render import compact_json, emit_json
-from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, with_params
 from remem.operations import Operation
 from remem.requests import Request
 from remem.store import is_dsn
@@ -56,14 +55,6 @@ def open_queue(ctx: click.Context, db: str, *, schema: str = "remem") -> JobQueu
     queue.setup()
     ctx.call_on_close(queue.close)
     return queue
-
-
-def _options(command: F) -> F:
-    command = click.option("--json", "json_output", is_flag=True,
-                           help="Machine output: print one JSON document on stdout.")(command)
-    command = click.option("--schema", default="remem", show_default=True,
-                           help="PostgreSQL schema (the store's).")(command)
-    return db_option(DB_HELP)(command)
 
 
 def _when(seconds: float | None) -> str:
@@ -195,7 +186,7 @@ def _budget_row(data: dict[str, Any]) -> str:
 
 
 @budget_group.command(name="set")
-@_options
+@with_params(_session_params)
 @_scope_options
 @click.option("--max-memories", type=click.IntRange(0), default=None,
               help="Most current memories the namespace keeps.")
@@ -230,7 +221,7 @@ def budget_set_command(ctx: click.Context, db: str, schema: str, json_output: bo
 
 
 @budget_group.command(name="ls")
-@_options
+@with_params(_session_params)
 @click.option("--tenant", default="", help="A server tenant's budgets.")
 @click.pass_context
 def budget_ls_command(ctx: click.Context, db: str, schema: str, json_output: bool,
@@ -247,7 +238,7 @@ def budget_ls_command(ctx: click.Context, db: str, schema: str, json_output: boo
 
 
 @budget_group.command(name="rm")
-@_options
+@with_params(_session_params)
 @_scope_options
 @click.option("--tenant", default="", help="A server tenant's namespace.")
 @click.pass_context

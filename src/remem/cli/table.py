@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -35,14 +35,26 @@ from remem.operations import Operation
 from remem.requests import Request
 
 __all__ = ["JSON_HELP", "CommandSpec", "Family", "TableCommand", "add_table_commands",
-           "cli_fields", "json_option", "table_commands", "wire_json"]
+           "cli_fields", "json_option", "table_commands", "wire_json", "with_params"]
 
 JSON_HELP = "Machine output: print one JSON document on stdout."
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def json_option(help: str = JSON_HELP) -> click.Option:
     """``--json``: the one machine-output switch every group has."""
     return click.Option(["--json", "json_output"], is_flag=True, help=help)
+
+
+def with_params(make: Callable[[], Sequence[click.Parameter]]) -> Callable[[F], F]:
+    """A decorator giving a hand-written command a family's parameters (``make()``), shown
+    in that order where the decorator stands."""
+    def decorate(command: F) -> F:
+        command.__click_params__ = [  # type: ignore[attr-defined]
+            *getattr(command, "__click_params__", []), *reversed(make())]
+        return command
+    return decorate
 
 
 def wire_json(row: Operation, result: Any) -> Any:
