@@ -158,10 +158,10 @@ def test_a_rewind_on_the_command_line_takes_the_words_out_of_thread_search(
         chat.append(Message.user("My passport number is X123"))
     env = {"REMEM_EMBEDDER": "fake"}
     before = run("threads", "search", "passport", "--json", env=env)
-    assert json.loads(before.stdout)[0]["thread_id"] == "t"
+    assert json.loads(before.stdout)["hits"][0]["thread_id"] == "t"
     assert run("threads", "rewind", "t", first.id, env=env).exit_code == 0
     after = run("threads", "search", "passport", "--json", env=env)
-    assert all("passport" not in m["text"] for hit in json.loads(after.stdout)
+    assert all("passport" not in m["text"] for hit in json.loads(after.stdout)["hits"]
                for m in hit["matches"])
     with open_store(db) as raw:
         assert raw.search(("threads",), query="passport", mode="keyword") == []

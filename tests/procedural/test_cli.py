@@ -37,8 +37,8 @@ def test_prompt_lifecycle(tmp_path: Path) -> None:
            input=BETTER))
     assert ok(run("prompts", "show", "qa", "--db", db)) == BETTER + "\n"
     assert ok(run("prompts", "show", "qa", "--version", "1", "--db", db)) == PROMPT + "\n"
-    listed = json.loads(ok(run("prompts", "ls", "--json", "--db", db)))
-    assert [(p["name"], p["version"]) for p in listed] == [("qa", 2)]
+    listed = json.loads(ok(run("prompts", "ls", "--json", "--db", db)))  # GET /v1/prompts's
+    assert [(p["name"], p["version"]) for p in listed["prompts"]] == [("qa", 2)]
     assert "+Always cite a source." in ok(run("prompts", "diff", "qa", "--db", db))
     assert "rolled qa back to v1's text as v3" in ok(run("prompts", "rollback", "qa", "1",
                                                          "--db", db))
@@ -100,7 +100,8 @@ def test_episode_commands(tmp_path: Path) -> None:
     assert [e["situation"] for e in chosen["examples"]] == ["refund a damaged parcel"]
     assert chosen["tokens"] <= 200 and [m["role"] for m in chosen["messages"]] == [
         "user", "assistant"]
-    assert len(json.loads(ok(run("episodes", "ls", "--json", *common)))) == 2
+    # the JSON /v1/episodes/list answers
+    assert len(json.loads(ok(run("episodes", "ls", "--json", *common)))["episodes"]) == 2
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps([{"role": "user", "content": "My order is late"},
                                     {"role": "assistant", "content": "I expedited it."}]))
@@ -110,7 +111,7 @@ def test_episode_commands(tmp_path: Path) -> None:
         out = ok(run("episodes", "extract", "--messages", str(messages), "--thread", "t9",
                      *common, env=llm_env(server)))
     assert "1 episode(s) stored (1 call(s))" in out
-    assert len(json.loads(ok(run("episodes", "ls", "--json", *common)))) == 3
+    assert len(json.loads(ok(run("episodes", "ls", "--json", *common)))["episodes"]) == 3
     bad = run("episodes", "add", "--situation", "", "--action", "a", *common)
     assert bad.exit_code == 2 and "situation" in bad.output
     neither = run("episodes", "extract", *common)

@@ -90,7 +90,7 @@ def test_missing_database_is_an_error(tmp_path: Path) -> None:
 
 def test_search_finds_threads_by_keywords(db: Path) -> None:
     data = json.loads(run("threads", "search", "hotel by the river", "--db", str(db),
-                          "--json").output)
+                          "--json").output)["hits"]  # POST /v1/threads/search's document
     assert data[0]["thread_id"] == "trip"
     assert data[0]["matches"][0]["text"] == "Book a hotel near the river"
     result = run("threads", "search", "烤鸭", "--db", str(db), "--user", "ada")
@@ -154,7 +154,7 @@ def test_chat_keeps_the_thread_and_uses_memory(tmp_path: Path) -> None:
     assert texts[-2:] == ["Any tips for my trip?", "Welcome back! Pack for mild weather in Lisbon."]
     # the chat's messages are searchable as past threads
     found = json.loads(run("threads", "search", "Lisbon spring", "--db", path,
-                           "--user", "ada", "--json").output)
+                           "--user", "ada", "--json").output)["hits"]
     assert found[0]["thread_id"] == "t1"
 
 

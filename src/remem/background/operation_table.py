@@ -7,8 +7,8 @@ Each row answers with its model of :mod:`remem.background.wire`. Route names are
 from before the rows, so are the OpenAPI operation ids; the memory-facing routes (submit,
 flush, cancel, budgets) are tagged ``memories`` too. ``flush`` and ``cancel`` take the same
 request (:class:`~remem.background.requests.ThreadJobsRequest`, one body schema), so they are
-named here (:data:`FLUSH`, :data:`CANCEL`) rather than found by request type. The rows declare
-no CLI command (``remem jobs`` works on a database file).
+named here (:data:`FLUSH`, :data:`CANCEL`) rather than found by request type. The job rows
+name their ``remem jobs`` command.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ SUBMIT_TOOL_DESCRIPTION = (
 def _row(request: type[Request], result: type[BaseModel], method: HttpMethod, path: str,
          name: str, summary: str, description: str, *, writes: bool, python: str | None = None,
          memories: bool = False, calls_model: bool = False,
-         tool: McpToolRow | None = None) -> Operation:
-    return Operation(request, result, writes=writes,
+         tool: McpToolRow | None = None, command: str | None = None) -> Operation:
+    return Operation(request, result, writes=writes, command=command,
                      route=Route(method, "/v1" + path, name, summary, description,
                                  tags=("memories",) if memories else ()),
                      tool=tool, python=python, calls_model=calls_model)
@@ -68,20 +68,20 @@ CANCEL = _row(ThreadJobsRequest, wire.CancelOut, "POST", "/memories/cancel", "ca
 JOB_OPERATIONS: tuple[Operation, ...] = (
     SUBMIT, FLUSH, CANCEL,
     _row(ListJobsRequest, wire.JobsOut, "GET", "/jobs", "list_jobs", "List jobs",
-         "The tenant's jobs, newest first.", writes=False, python="jobs"),
+         "The tenant's jobs, newest first.", writes=False, python="jobs", command="jobs ls"),
     _row(JobStatsRequest, wire.StatsOut, "GET", "/jobs/stats", "job_stats",
          "Queue depth, lag, failures",
          "How many of the tenant's jobs have each status, how late the oldest due one is.",
-         writes=False, python="job_stats"),
+         writes=False, python="job_stats", command="jobs stats"),
     _row(GetJobRequest, wire.JobOut, "GET", "/jobs/{job_id}", "get_job", "Get a job",
          "One of the tenant's jobs: payload, attempts, lease, result or last error.",
-         writes=False, python="job"),
+         writes=False, python="job", command="jobs show"),
     _row(RetryJobRequest, wire.JobOut, "POST", "/jobs/{job_id}/retry", "retry_job",
          "Retry a job", "Queue a failed, dead or cancelled job again (attempts reset).",
-         writes=True, python="retry_job"),
+         writes=True, python="retry_job", command="jobs retry"),
     _row(CancelJobRequest, wire.JobOut, "POST", "/jobs/{job_id}/cancel", "cancel_job",
          "Cancel a job", "Drop a queued (or failed, dead) job.", writes=True,
-         python="cancel_job"),
+         python="cancel_job", command="jobs cancel"),
     _row(SetBudgetRequest, wire.BudgetOut, "PUT", "/budgets", "set_budget",
          "Set a namespace's budget",
          "Store a budget for a namespace; every later write to it is checked, and a namespace"

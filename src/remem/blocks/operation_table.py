@@ -42,8 +42,10 @@ _ID = (("block_id", "id"),)
 def _row(request: type[Request], method: HttpMethod, path: str, name: str, summary: str,
          description: str, *, writes: bool, python: str, tool: McpToolRow | None = None,
          part: str | None = None, query: tuple[str, ...] = (),
-         renamed: tuple[tuple[str, str], ...] = (), status: int = 200) -> Operation:
+         renamed: tuple[tuple[str, str], ...] = (), status: int = 200,
+         command: str | None = None) -> Operation:
     return Operation(request, RESULT_MODELS[request], writes=writes, tool=tool, python=python,
+                     command=command,
                      route=Route(method, path, name, summary, description, part=part,
                                  query=query, renamed=renamed, status=status))
 
@@ -63,33 +65,36 @@ def _edit(request: type[Request], name: str, description: str) -> Operation:
 BLOCK_OPERATIONS: tuple[Operation, ...] = (
     _row(ListBlocksRequest, "GET", "/v1/blocks", "list_blocks", "List blocks",
          "Every block of the tenant, by id (or those ``agent_id`` sees).", writes=False,
-         python="list_blocks",
+         python="list_blocks", command="blocks list",
          tool=_tool("list_blocks", "List the core memory blocks (of one agent, in prompt "
                                    "order, with agent_id).")),
     _row(GetBlockRequest, "GET", _BLOCK, "get_block", "Read a block",
          "The block, with its etag.", writes=False, python="get", renamed=_ID,
+         command="blocks get",
          tool=_tool("get_block", "Read one core memory block, with its etag.")),
     _row(CreateBlockRequest, "POST", "/v1/blocks", "create_block", "Create a block",
          "A new block (409 if the id is taken).", writes=True, python="create", status=201,
+         command="blocks create",
          tool=_tool("create_block", "Create a core memory block.")),
     _row(ChangeBlockRequest, "PATCH", _BLOCK, "update_block", "Change a block",
          "Change the given fields (read-only blocks too; 409 if ``etag`` is stale).",
-         writes=True, python="update", renamed=_ID,
+         command="blocks update", writes=True, python="update", renamed=_ID,
          tool=_tool("update_block", "Change a block's value, limit, description or "
                                     "read-only flag (read-only blocks too).")),
     _row(DeleteBlockRequest, "DELETE", _BLOCK, "delete_block", "Delete a block",
          "Delete the block; agents it was attached to no longer see it.", writes=True,
-         python="delete", renamed=_ID,
+         python="delete", renamed=_ID, command="blocks delete",
          tool=_tool("delete_block", "Delete a block (agents stop seeing it).")),
     _row(AttachBlockRequest, "PUT", _AGENT_BLOCK, "attach", "Attach a block to an agent",
          "Show the block to the agent (after its others); 422 if the agent already has a "
          "block\nwith that label. Attaching a block to several agents shares it.",
-         writes=True, python="attach",
+         command="blocks attach", writes=True, python="attach",
          tool=_tool("attach_block", "Show a block to an agent; a block attached to several "
                                     "agents is shared.")),
     _row(DetachBlockRequest, "DELETE", _AGENT_BLOCK, "detach", "Detach a block",
          "Stop showing the block to the agent (the block stays).", writes=True,
-         python="detach", tool=_tool("detach_block", "Stop showing a block to an agent.")),
+         python="detach", command="blocks detach",
+         tool=_tool("detach_block", "Stop showing a block to an agent.")),
     _row(RenderBlocksRequest, "GET", "/v1/blocks/render", "render_blocks",
          "An agent's blocks as its system prompt shows them",
          "The rendered blocks, their token count and what did not fit ``budget``.",

@@ -1,9 +1,9 @@
 """``remem approvals``: list, show, approve and reject the file operations a permission rule
 parked for a human (``ask``, :mod:`remem.files.permissions`).
 
-``ls``, ``approve`` and ``reject`` are built from their request values
-(:class:`~remem.files.permissions.ListApprovalsRequest`, :class:`ApproveRequest`,
-:class:`RejectRequest`), the bodies of ``/v1/approvals``. They work on the approvals of
+``ls``, ``approve``, ``reject`` and ``recover`` are built from their rows of the approvals
+table (:data:`~remem.files.operation_table.APPROVAL_OPERATIONS`) by :mod:`remem.cli.table`;
+``show`` reads one approval (no row: ``/v1/approvals`` lists). They work on the approvals of
 file tree ``--tree`` (default ``default``: the tree of ``remem files``, ``remem ui`` and
 ``/v1/files``), of the database's own data or, with ``--tenant T``, of what ``remem serve``
 keeps for tenant T (what ``/v1/approvals`` shows); ``--namespace`` and ``--files-namespace``
@@ -13,22 +13,25 @@ name other store namespaces instead. Output is JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from remem.cli.common import NamespaceType, db_param
-from remem.cli.options import request_command
+from remem.cli.table import CommandSpec, Family, add_table_commands
 from remem.files import StoreFileBackend
+from remem.files.approvals import ApproveByIdRequest, RejectByIdRequest
+from remem.files.operation_table import APPROVAL_OPERATIONS
 from remem.files.permissions import (
+    Approval,
     Approvals,
-    ApproveRequest,
     ListApprovalsRequest,
     RecoverRequest,
-    RejectRequest,
 )
+from remem.operations import Operation
+from remem.requests import Request
 from remem.store import Namespace, open_store
 
 __all__ = ["approvals_group"]
@@ -81,43 +84,40 @@ def approvals_group() -> None:
     """File operations waiting for a human: ls, show, approve, reject."""
 
 
-@request_command(ListApprovalsRequest, name="ls", params=_where())
-def ls_command(request: ListApprovalsRequest, **where: Any) -> None:
-    """List approvals (pending ones unless --status), oldest first."""
+def _run(row: Operation, request: Any, where: Mapping[str, Any]) -> Any:
     with _approvals(**where) as approvals:
-        _emit([a.to_value() for a in approvals.run(request)])
+        return approvals.run(request, actor="cli")
 
 
-@click.command("show", params=[_id(), *_where()])
+def _show_one(request: Any, approval: Approval) -> None:
+    _emit(approval.to_value())
+
+
+def _show_many(request: Any, found: list[Approval]) -> None:
+    _emit([a.to_value() for a in found])
+
+
+_ID = {"approval_id": "APPROVAL_ID"}
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    ListApprovalsRequest: CommandSpec(
+        "List approvals (pending ones unless --status), oldest first.", _show_many),
+    ApproveByIdRequest: CommandSpec(
+        "Approve APPROVAL_ID: its operation runs once (with --edited-arguments merged over "
+        "the parked ones); prints the approval as it ends (done, or failed with the reason).",
+        _show_one, arguments=_ID),
+    RejectByIdRequest: CommandSpec(
+        "Reject APPROVAL_ID: its operation never runs.", _show_one, arguments=_ID),
+    RecoverRequest: CommandSpec(
+        "Finish the approvals a crashed resolver left running for --stale-after seconds: "
+        "each ends done (its change was made, once) or failed (it was not made); prints "
+        "them.", _show_many),
+}
+add_table_commands(approvals_group, APPROVAL_OPERATIONS, _COMMANDS, Family(_where, _run))
+
+
+@approvals_group.command("show", params=[_id(), *_where()])
 def show_command(approval_id: str, **where: Any) -> None:
     """Show APPROVAL_ID: the parked operation, its arguments and status."""
     with _approvals(**where) as approvals:
         _emit(approvals.get(approval_id).to_value())
-
-
-@request_command(ApproveRequest, name="approve", params=[_id(), *_where()])
-def approve_command(request: ApproveRequest, approval_id: str, **where: Any) -> None:
-    """Approve APPROVAL_ID: its operation runs once (with --edited-arguments merged over
-    the parked ones); prints the approval as it ends (done, or failed with the reason)."""
-    with _approvals(**where) as approvals:
-        _emit(approvals.run(request, approval_id, actor="cli").to_value())
-
-
-@request_command(RejectRequest, name="reject", params=[_id(), *_where()])
-def reject_command(request: RejectRequest, approval_id: str, **where: Any) -> None:
-    """Reject APPROVAL_ID: its operation never runs."""
-    with _approvals(**where) as approvals:
-        _emit(approvals.run(request, approval_id).to_value())
-
-
-@request_command(RecoverRequest, name="recover", params=_where())
-def recover_command(request: RecoverRequest, **where: Any) -> None:
-    """Finish the approvals a crashed resolver left running for --stale-after seconds: each
-    ends done (its change was made, once) or failed (it was not made); prints them."""
-    with _approvals(**where) as approvals:
-        _emit([a.to_value() for a in approvals.run(request)])
-
-
-for _command in (ls_command, show_command, approve_command, reject_command,
-                 recover_command):
-    approvals_group.add_command(_command)

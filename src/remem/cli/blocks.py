@@ -11,13 +11,14 @@ tool. ``render`` and ``history`` read.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from remem.blocks import Blocks
+from remem.blocks.operation_table import BLOCK_OPERATIONS
 from remem.blocks.requests import (
     AttachBlockRequest,
     BlockAdminRequest,
@@ -29,10 +30,12 @@ from remem.blocks.requests import (
     ListBlocksRequest,
     run_block_admin,
 )
-from remem.cli.common import NamespaceType, db_option
+from remem.cli.common import NamespaceType, db_param
 from remem.cli.files import open_files
-from remem.cli.options import RequestCommand, build_request, option_name, request_params
+from remem.cli.options import CliName, build_request
 from remem.cli.render import emit_json, print_fields, print_rows
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, with_params
+from remem.operations import Operation
 from remem.requests import Request
 from remem.store import Namespace
 from remem.store.reserved import BLOCKS
@@ -46,12 +49,7 @@ def _blocks(db: str, namespace: Namespace) -> Iterator[Blocks]:
         yield Blocks(files)
 
 
-def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--namespace", "-n", type=NamespaceType(), default=BLOCKS,
-                      show_default=True, help="The store namespace holding the blocks, "
-                                              "dot-separated.")(fn)
-    fn = db_option("The store (SQLite path or postgresql:// DSN).")(fn)
-    return click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)(fn)
+_DB_HELP = "The store (SQLite path or postgresql:// DSN)."
 
 
 _JSON_HELP = "Machine output: the JSON document /v1/blocks and the MCP tools answer."
@@ -78,69 +76,59 @@ def _emit(data: Any, json_output: bool) -> None:
         emit_json(data)
 
 
-#: ids are positional: the field -> its metavar
-_ARGUMENTS: Mapping[str, str] = {"id": "BLOCK_ID", "agent_id": "AGENT_ID",
-                                 "block_id": "BLOCK_ID"}
-#: an unset bool field keeps the block's flag, so it is a three-way switch, not a flag
-_READ_ONLY_SWITCH = click.Option(
-    ["--read-only/--writable", "read_only"], default=None,
-    help="Make the block read-only for agents, or editable again (default: unchanged).")
-#: fields whose request declares no description
-_DESCRIPTION_SWITCH = click.Option(
-    ["--description", "description"], default=None,
-    help="The new description: what belongs in the block (shown to the model).")
-_AGENT_SWITCH = click.Option(["--agent", "agent_id"], metavar="ID", default=None,
-                             help="Only the blocks this agent sees, in prompt order.")
-
-
 def _run(request: BlockAdminRequest, db: str, namespace: Namespace, json_output: bool) -> None:
     with _blocks(db, namespace) as blocks:
         _emit(run_block_admin(blocks, request, actor="cli"), json_output)
 
 
 def _session_params() -> list[click.Parameter]:
-    """``--db`` and ``--namespace``, in the order the other commands show them."""
-    def holder() -> None:
-        """Only carries the options."""
-
-    _common(holder)
-    return list(reversed(holder.__click_params__))  # type: ignore[attr-defined]
+    """``--json``, ``--db`` and ``--namespace`` on every blocks command."""
+    return [json_option(_JSON_HELP), db_param(_DB_HELP), _namespace_param()]
 
 
-def _admin_command(model: type[Request], name: str, *, positional: Sequence[str] = (),
-                   switches: Sequence[click.Parameter] = ()) -> click.Command:
-    """The command ``name`` running ``model``: ``positional`` fields as arguments, the
-    ``switches`` given for some fields, the other fields as options."""
-    arguments = [click.Argument([field], metavar=_ARGUMENTS[field]) for field in positional]
-    own = {p.name for p in switches}
-    options = request_params(model, exclude=[*positional, *own])
-    params: list[click.Parameter] = [*arguments, *options, *switches]
-    fields = {p.name for p in params}
-
-    def callback(db: str, namespace: Namespace, json_output: bool, **values: Any) -> None:
-        try:
-            request = build_request(model, {k: v for k, v in values.items() if k in fields},
-                                    command=name)
-        except click.UsageError as exc:  # name the positional arguments as help shows them
-            message = exc.message
-            for field in positional:
-                message = message.replace(f"{option_name(field)}:", f"{_ARGUMENTS[field]}:")
-            raise click.UsageError(message, exc.ctx) from None
-        _run(request, db, namespace, json_output)  # type: ignore[arg-type]
-
-    return RequestCommand(model, name, callback=callback,
-                          params=[*params, *_session_params()], help=_HELP[name])
+def _namespace_param() -> click.Option:
+    return click.Option(["--namespace", "-n"], type=NamespaceType(), default=BLOCKS,
+                        show_default=True,
+                        help="The store namespace holding the blocks, dot-separated.")
 
 
-_HELP: Mapping[str, str] = {
-    "create": "Create block BLOCK_ID.",
-    "list": "List every block, or with --agent the blocks that agent sees, in order.",
-    "get": "Show block BLOCK_ID.",
-    "update": "Change fields of block BLOCK_ID (read-only blocks too); the fields not "
-              "given stay.",
-    "delete": "Delete block BLOCK_ID (the agents it was attached to stop seeing it).",
-    "attach": "Show block BLOCK_ID to agent AGENT_ID (shared with the agents that have it).",
-    "detach": "Stop showing block BLOCK_ID to agent AGENT_ID.",
+def _run_row(row: Operation, request: BlockAdminRequest, session: Mapping[str, Any]) -> Any:
+    """The JSON the MCP block admin tools answer (the row's wire model)."""
+    with _blocks(session["db"], session["namespace"]) as blocks:
+        return run_block_admin(blocks, request, actor="cli")
+
+
+def _show(request: BlockAdminRequest, data: Any) -> None:
+    _emit(data, False)
+
+
+_BLOCK_ID = {"id": "BLOCK_ID"}
+_AGENT_AND_BLOCK = {"agent_id": "AGENT_ID", "block_id": "BLOCK_ID"}
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    CreateBlockRequest: CommandSpec("Create block BLOCK_ID.", _show, arguments=_BLOCK_ID),
+    ListBlocksRequest: CommandSpec(
+        "List every block, or with --agent the blocks that agent sees, in order.", _show,
+        names={"agent_id": CliName(option=("--agent",), metavar="ID",
+                                   help="Only the blocks this agent sees, in prompt order.")}),
+    GetBlockRequest: CommandSpec("Show block BLOCK_ID.", _show, arguments=_BLOCK_ID),
+    ChangeBlockRequest: CommandSpec(
+        "Change fields of block BLOCK_ID (read-only blocks too); the fields not given stay.",
+        _show, arguments=_BLOCK_ID, names={
+            # an unset bool keeps the block's flag: a three-way switch, not a flag
+            "read_only": CliName(option=("--read-only/--writable",), help=(
+                "Make the block read-only for agents, or editable again (default: "
+                "unchanged).")),
+            "description": CliName(help="The new description: what belongs in the block "
+                                        "(shown to the model).")}),
+    DeleteBlockRequest: CommandSpec(
+        "Delete block BLOCK_ID (the agents it was attached to stop seeing it).", _show,
+        arguments=_BLOCK_ID),
+    AttachBlockRequest: CommandSpec(
+        "Show block BLOCK_ID to agent AGENT_ID (shared with the agents that have it).", _show,
+        arguments=_AGENT_AND_BLOCK),
+    DetachBlockRequest: CommandSpec(
+        "Stop showing block BLOCK_ID to agent AGENT_ID.", _show, arguments=_AGENT_AND_BLOCK),
 }
 
 
@@ -152,7 +140,7 @@ def blocks_group() -> None:
 @blocks_group.command("set")
 @click.argument("block_id")
 @click.argument("value")
-@_common
+@with_params(_session_params)
 def set_command(block_id: str, value: str, db: str, namespace: Namespace,
                 json_output: bool) -> None:
     """Replace the text of block BLOCK_ID (read-only blocks too): update --value."""
@@ -163,7 +151,7 @@ def set_command(block_id: str, value: str, db: str, namespace: Namespace,
 @blocks_group.command("render")
 @click.argument("agent_id")
 @click.option("--budget", type=int, default=None, help="Most tokens (default: no limit).")
-@_common
+@with_params(_session_params)
 def render_command(agent_id: str, budget: int | None, db: str, namespace: Namespace,
                    json_output: bool) -> None:
     """Print AGENT_ID's blocks as they appear in its system prompt."""
@@ -177,7 +165,7 @@ def render_command(agent_id: str, budget: int | None, db: str, namespace: Namesp
 
 @blocks_group.command("history")
 @click.argument("block_id")
-@_common
+@with_params(_session_params)
 def history_command(block_id: str, db: str, namespace: Namespace, json_output: bool) -> None:
     """Show every change of block BLOCK_ID, oldest first."""
     with _blocks(db, namespace) as blocks:
@@ -190,13 +178,5 @@ def history_command(block_id: str, db: str, namespace: Namespace, json_output: b
         print_rows(events, ["version", "at", "actor", "value"], text="value")
 
 
-for _command in (
-        _admin_command(CreateBlockRequest, "create", positional=["id"]),
-        _admin_command(ListBlocksRequest, "list", switches=[_AGENT_SWITCH]),
-        _admin_command(GetBlockRequest, "get", positional=["id"]),
-        _admin_command(ChangeBlockRequest, "update", positional=["id"],
-                       switches=[_DESCRIPTION_SWITCH, _READ_ONLY_SWITCH]),
-        _admin_command(DeleteBlockRequest, "delete", positional=["id"]),
-        _admin_command(AttachBlockRequest, "attach", positional=["agent_id", "block_id"]),
-        _admin_command(DetachBlockRequest, "detach", positional=["agent_id", "block_id"])):
-    blocks_group.add_command(_command)
+add_table_commands(blocks_group, BLOCK_OPERATIONS, _COMMANDS,
+                   Family(_session_params, _run_row, json=lambda row, data: data))

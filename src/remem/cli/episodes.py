@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,27 @@ import click
 from remem.cli.common import (
     CommandFailed,
     NamespaceType,
-    db_option,
+    db_param,
     embedder_hint,
-    embedder_option,
+    embedder_param,
     make_embedder,
 )
+from remem.cli.options import CliName
 from remem.cli.prompts import cli_model, open_location
 from remem.cli.render import emit_json
-from remem.episodic import Episode, EpisodeStore
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
+from remem.episodic import Episode, EpisodeStore, Selection
+from remem.episodic.operation_table import EPISODE_OPERATIONS
+from remem.episodic.requests import (
+    AddEpisodeRequest,
+    EpisodeRequest,
+    ListEpisodesRequest,
+    SelectExamplesRequest,
+)
 from remem.errors import InvalidInputError
 from remem.messages import Message
+from remem.operations import Operation
+from remem.requests import Request
 from remem.store import IndexConfig
 
 __all__ = ["episodes_group"]
@@ -44,16 +56,6 @@ def _episodes(ctx: click.Context, db: str, prefix: tuple[str, ...], embedder: st
     return EpisodeStore(store, prefix=prefix)
 
 
-def _options(command: Any) -> Any:
-    command = click.option("--json", "json_output", is_flag=True,
-                           help="Machine output: print one JSON document on stdout.")(command)
-    command = click.option(
-        "--prefix", type=NamespaceType(what="prefix"), default="episodes", show_default=True,
-        help="Namespace the episodes live under (dotted, or a JSON array).")(command)
-    command = embedder_option(_EMBEDDER_HELP)(command)
-    return db_option(_DB_HELP)(command)
-
-
 def _show(episode: Episode) -> None:
     click.echo(f"[{episode.id}] {episode.situation}")
     if episode.thought:
@@ -63,77 +65,57 @@ def _show(episode: Episode) -> None:
         click.echo(f"  result: {episode.result}")
 
 
-@click.group(name="episodes")
-def episodes_group() -> None:
-    """Episodes (situation, thought, action, result) kept as few-shot examples: add, ls,
-    select, extract."""
+def _session_params() -> list[click.Parameter]:
+    """``--db``, ``--embedder``, ``--prefix`` and ``--json`` on every episodes command."""
+    return [db_param(_DB_HELP), embedder_param(_EMBEDDER_HELP),
+            click.Option(["--prefix"], type=NamespaceType(what="prefix"), default="episodes",
+                         show_default=True,
+                         help="Namespace the episodes live under (dotted, or a JSON array)."),
+            json_option()]
 
 
-@episodes_group.command(name="add")
-@click.option("--situation", required=True, help="What the agent faced.")
-@click.option("--action", required=True, help="What it did.")
-@click.option("--thought", default="", help="Why.")
-@click.option("--result", "outcome", default="", help="What came of it.")
-@click.option("--thread", "thread_id", default=None, help="The thread it came from.")
-@_options
-@click.pass_context
-def add(ctx: click.Context, situation: str, action: str, thought: str, outcome: str,
-        thread_id: str | None, db: str, embedder: str, prefix: tuple[str, ...],
-        json_output: bool) -> None:
-    """Store one episode."""
-    episode = _episodes(ctx, db, prefix, embedder, create=True).add(
-        {"situation": situation, "action": action, "thought": thought, "result": outcome,
-         "thread_id": thread_id})
-    if json_output:
-        emit_json(episode.model_dump(mode="json"))
-        return
-    click.echo(f"added {episode.id}")
+def _run(row: Operation, request: EpisodeRequest[Any], session: Mapping[str, Any]) -> Any:
+    """Run ``request`` on the episodes of ``--db`` (created by a command that writes)."""
+    episodes = _episodes(click.get_current_context(), session["db"], session["prefix"],
+                         session["embedder"], create=row.writes)
+    return episodes.run(request)
 
 
-@episodes_group.command(name="ls")
-@click.option("--limit", type=click.IntRange(min=1, max=1000), default=20, show_default=True,
-              help="Show at most N episodes.")
-@_options
-@click.pass_context
-def ls(ctx: click.Context, limit: int, db: str, embedder: str, prefix: tuple[str, ...],
-       json_output: bool) -> None:
-    """List episodes, newest first."""
-    found = _episodes(ctx, db, prefix, embedder).list(limit=limit)
-    if json_output:
-        emit_json([e.model_dump(mode="json") for e in found])
-        return
+def _show_list(request: ListEpisodesRequest, found: list[Episode]) -> None:
     if not found:
         click.echo("no episodes")
     for episode in found:
         _show(episode)
 
 
-@episodes_group.command(name="select")
-@click.argument("query")
-@click.option("-k", "k", type=click.IntRange(min=1, max=50), default=3, show_default=True,
-              help="How many examples at most.")
-@click.option("--budget", "budget", type=click.IntRange(min=1), default=None,
-              help="Token budget of the examples' messages (default: none).")
-@click.option("--mmr", type=click.FloatRange(0.0, 1.0), default=0.7, show_default=True,
-              help="MMR weight of relevance against novelty (with an embedder).")
-@_options
-@click.pass_context
-def select(ctx: click.Context, query: str, k: int, budget: int | None, mmr: float, db: str,
-           embedder: str, prefix: tuple[str, ...], json_output: bool) -> None:
-    """Pick relevant, diverse examples for QUERY (a new situation) within the budget."""
-    selection = _episodes(ctx, db, prefix, embedder).select_examples(
-        query, k, budget, mmr=mmr)
-    if json_output:
-        emit_json({"examples": [e.model_dump(mode="json") for e in selection.examples],
-                   "tokens": selection.tokens, "duplicates": selection.duplicates,
-                   "over_budget": selection.over_budget,
-                   "messages": [m.to_dict() for m in selection.messages()]})
-        return
+def _show_selection(request: SelectExamplesRequest, selection: Selection) -> None:
     if not selection.examples:
         click.echo("no examples")
     for episode in selection.examples:
         _show(episode)
     click.echo(f"{len(selection.examples)} example(s), {selection.tokens} tokens")
+
+
+@click.group(name="episodes")
+def episodes_group() -> None:
+    """Episodes (situation, thought, action, result) kept as few-shot examples: add, ls,
+    select, extract."""
+
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    AddEpisodeRequest: CommandSpec(
+        "Store one episode.", lambda request, episode: click.echo(f"added {episode.id}")),
+    ListEpisodesRequest: CommandSpec(
+        "List episodes, newest first.", _show_list,
+        names={"limit": CliName(metavar="N", default=20)}),
+    SelectExamplesRequest: CommandSpec(
+        "Pick relevant, diverse examples for QUERY (a new situation) within the budget.",
+        _show_selection, arguments={"query": "QUERY"},
+        names={"k": CliName(option=("-k",), metavar="N"),
+               "budget_tokens": CliName(option=("--budget",), metavar="N")}),
+}
+add_table_commands(episodes_group, EPISODE_OPERATIONS, _COMMANDS,
+                   Family(_session_params, _run))
 
 
 def _read_messages(path: str) -> list[Message]:
@@ -162,6 +144,7 @@ def _thread_messages(ctx: click.Context, db: str, thread_id: str) -> list[Messag
     return list(open_threads(ctx, db).messages(thread_id))
 
 
+# extract reads the conversation from a file or the database's thread: hand-written
 @episodes_group.command(name="extract")
 @click.option("--thread", "thread_id", default=None,
               help="The thread to read from the database (see remem threads ls); with "
@@ -169,7 +152,6 @@ def _thread_messages(ctx: click.Context, db: str, thread_id: str) -> list[Messag
 @click.option("--messages", "messages_path", default=None, metavar="FILE",
               help='Read the conversation from a JSON list of messages ({"role": ..., '
                    '"content": ...}) instead; "-": stdin.')
-@_options
 @click.pass_context
 def extract(ctx: click.Context, messages_path: str | None, thread_id: str | None, db: str,
             embedder: str, prefix: tuple[str, ...], json_output: bool) -> None:
@@ -191,3 +173,6 @@ def extract(ctx: click.Context, messages_path: str | None, thread_id: str | None
     for episode in done.episodes:
         _show(episode)
     click.echo(f"{len(done.episodes)} episode(s) stored ({done.usage.calls} call(s))")
+
+
+extract.params += _session_params()

@@ -14,28 +14,33 @@ says so on stderr (:func:`move_legacy_files`).
 
 from __future__ import annotations
 
-import functools
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
 import click
 
-from remem.cli.common import NamespaceType, db_option
+from remem.cli.common import NamespaceType, db_param
+from remem.cli.options import CliName, TextType
 from remem.cli.render import emit_json, print_fields, print_rows
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
 from remem.errors import InvalidInputError
 from remem.files import StoreFileBackend
+from remem.files.operation_table import FILE_OPERATIONS
 from remem.files.requests import (
+    AnyFileRequest,
     EditFileRequest,
-    FileRequest,
+    FileHistoryRequest,
     GlobRequest,
     GrepRequest,
     LsRequest,
     ReadFileRequest,
+    UndoFileRequest,
     WriteFileRequest,
     run_file_request,
 )
+from remem.operations import Operation
+from remem.requests import Request
 from remem.store import BaseStore, Namespace, open_store
 from remem.store.reserved import FILES
 from remem.store.types import DeleteOp, Item, Op, PutOp
@@ -154,37 +159,39 @@ def _first_line(text: str | None) -> str | None:
     return lines[0] + (f" (+{len(lines) - 1} lines)" if len(lines) > 1 else "")
 
 
-def _common(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--tree``, ``--namespace``, ``--tenant`` and ``--db``; the command gets the store
-    namespace they name as ``namespace``."""
-    @functools.wraps(fn)
-    def run(tree: str, namespace: Namespace | None, tenant: str | None,
-            **kwargs: Any) -> Any:
-        where = (*_tenant_prefix(tenant), *(namespace or (FILES, tree)))
-        return fn(namespace=where, **kwargs)
-
-    decorated: Callable[..., Any] = run
-    for option in (
-            click.option("--json", "json_output", is_flag=True,
-                         help="Machine output: the JSON document /v1/files and the MCP "
-                              "tools answer (times in seconds since the epoch)."),
-            db_option("The store (SQLite path or postgresql:// DSN)."),
-            click.option("--tenant", metavar="NAME", default=None,
-                         help="Work on this tenant's files of `remem serve` (default: the "
-                              "database's own)."),
-            click.option("--namespace", "-n", type=NamespaceType(), default=None,
-                         help="The store namespace holding the files, dot-separated "
-                              "(instead of --tree)."),
-            click.option("--tree", default=DEFAULT_TREE, show_default=True,
-                         help="The file tree: store namespace files.TREE, as remem ui, "
-                              "/v1/files and the approvals name it.")):
-        decorated = option(decorated)
-    return decorated
+def _session_params() -> list[click.Parameter]:
+    """``--tree``, ``--namespace``, ``--tenant``, ``--db`` and ``--json``."""
+    return [
+        click.Option(["--tree"], default=DEFAULT_TREE, show_default=True,
+                     help="The file tree: store namespace files.TREE, as remem ui, /v1/files "
+                          "and the approvals name it."),
+        click.Option(["--namespace", "-n"], type=NamespaceType(), default=None,
+                     help="The store namespace holding the files, dot-separated (instead of "
+                          "--tree)."),
+        click.Option(["--tenant"], metavar="NAME", default=None,
+                     help="Work on this tenant's files of `remem serve` (default: the "
+                          "database's own)."),
+        db_param("The store (SQLite path or postgresql:// DSN)."),
+        json_option("Machine output: the JSON document /v1/files and the MCP tools answer "
+                    "(times in seconds since the epoch)."),
+    ]
 
 
-def _run(db: str, namespace: Namespace, request: FileRequest) -> Any:
-    with open_files(db, namespace) as files:
+def _where(session: Mapping[str, Any]) -> Namespace:
+    """The store namespace ``--tree``, ``--namespace`` and ``--tenant`` name."""
+    return (*_tenant_prefix(session["tenant"]),
+            *(session["namespace"] or (FILES, session["tree"])))
+
+
+def _run(row: Operation, request: AnyFileRequest, session: Mapping[str, Any]) -> Any:
+    with open_files(session["db"], _where(session)) as files:
         return run_file_request(files, request, actor="cli")
+
+
+def _show(request: AnyFileRequest, value: Any) -> None:
+    if isinstance(request, FileHistoryRequest):
+        value = [event.to_value() for event in value]
+    _emit(value, False)
 
 
 @click.group(name="files")
@@ -192,108 +199,50 @@ def files_group() -> None:
     """Read and write the files agents see (memory files, skills, notes)."""
 
 
-@files_group.command("ls")
-@click.argument("path", default="/")
-@_common
-def ls_command(path: str, db: str, namespace: Namespace, json_output: bool) -> None:
-    """List directory PATH."""
-    _emit(_run(db, namespace, LsRequest.of(path=path)), json_output)
+_PATH = {"path": "PATH"}
+_ETAG = CliName(help="Change the file only if it still has this etag ('absent': only if it "
+                     "does not exist).")
+_UNDER = CliName(option=("--path",), help="Directory to search under.")
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    LsRequest: CommandSpec("List directory PATH.", _show, arguments=_PATH,
+                           names={"path": CliName(required=False, default="/")}),
+    ReadFileRequest: CommandSpec(
+        "Print file PATH.", lambda request, read: click.echo(read.content, nl=False),
+        arguments=_PATH),
+    WriteFileRequest: CommandSpec(
+        "Write CONTENT (or standard input) to file PATH.", _show,
+        arguments={"path": "PATH", "content": "CONTENT"}, names={
+            "content": CliName(required=False, default="-", type=TextType()),
+            "etag": _ETAG}),
+    EditFileRequest: CommandSpec(
+        "Replace the exact text OLD with NEW in file PATH.", _show,
+        arguments={"path": "PATH", "old_string": "OLD", "new_string": "NEW"},
+        names={"replace_all": CliName(option=("--all",)), "etag": _ETAG}),
+    GlobRequest: CommandSpec("List files matching PATTERN (e.g. '**/*.md').", _show,
+                             arguments={"pattern": "PATTERN"}, names={"path": _UNDER}),
+    GrepRequest: CommandSpec("List the lines holding TEXT (literally).", _show,
+                             arguments={"pattern": "TEXT"}, names={"path": _UNDER}),
+    FileHistoryRequest: CommandSpec("Show every change of file PATH, oldest first.", _show,
+                                    arguments=_PATH),
+    UndoFileRequest: CommandSpec("Revert the latest change of file PATH.", _show,
+                                 arguments=_PATH, names={"path": CliName(required=True)}),
+}
+add_table_commands(files_group, FILE_OPERATIONS, _COMMANDS, Family(_session_params, _run))
 
 
-@files_group.command("read")
-@click.argument("path")
-@click.option("--offset", type=int, default=0, help="First line (from 0).")
-@click.option("--limit", type=int, default=None, help="Lines to read (default: all).")
-@_common
-def read_command(path: str, offset: int, limit: int | None, json_output: bool, db: str,
-                 namespace: Namespace) -> None:
-    """Print file PATH."""
-    read = _run(db, namespace, ReadFileRequest.of(path=path, offset=offset, limit=limit))
-    if json_output:
-        _emit(read, json_output)
-    else:
-        click.echo(read.content, nl=False)
-
-
-@files_group.command("write")
-@click.argument("path")
-@click.argument("content", required=False)
-@click.option("--etag", default=None, help="Write only if the file still has this etag "
-                                           "('absent': only if it does not exist).")
-@_common
-def write_command(path: str, content: str | None, etag: str | None, db: str,
-                  namespace: Namespace, json_output: bool) -> None:
-    """Write CONTENT (or standard input) to file PATH."""
-    text = sys.stdin.read() if content is None or content == "-" else content
-    _emit(_run(db, namespace, WriteFileRequest.of(path=path, content=text, etag=etag)),
-          json_output)
-
-
-@files_group.command("edit")
-@click.argument("path")
-@click.argument("old")
-@click.argument("new")
-@click.option("--all", "replace_all", is_flag=True, help="Replace every occurrence.")
-@click.option("--etag", default=None, help="Edit only if the file still has this etag.")
-@_common
-def edit_command(path: str, old: str, new: str, replace_all: bool, etag: str | None, db: str,
-                 namespace: Namespace, json_output: bool) -> None:
-    """Replace the exact text OLD with NEW in file PATH."""
-    _emit(_run(db, namespace, EditFileRequest.of(path=path, old_string=old, new_string=new,
-                                                 replace_all=replace_all, etag=etag)),
-          json_output)
-
-
-@files_group.command("glob")
-@click.argument("pattern")
-@click.option("--path", default="/", show_default=True, help="Directory to search under.")
-@_common
-def glob_command(pattern: str, path: str, db: str, namespace: Namespace,
-                 json_output: bool) -> None:
-    """List files matching PATTERN (e.g. '**/*.md')."""
-    _emit(_run(db, namespace, GlobRequest.of(pattern=pattern, path=path)), json_output)
-
-
-@files_group.command("grep")
-@click.argument("text")
-@click.option("--path", default="/", show_default=True, help="Directory to search under.")
-@click.option("--glob", "glob_", default=None, help="Only files matching this glob.")
-@_common
-def grep_command(text: str, path: str, glob_: str | None, db: str,
-                 namespace: Namespace, json_output: bool) -> None:
-    """List the lines holding TEXT (literally)."""
-    _emit(_run(db, namespace, GrepRequest.of(pattern=text, path=path, glob=glob_)),
-          json_output)
-
-
+# no row: /v1/files has no delete (agents' tools do not delete either)
 @files_group.command("rm")
 @click.argument("path")
 @click.option("--etag", default=None, help="Delete only if the file still has this etag.")
-@_common
-def rm_command(path: str, etag: str | None, db: str, namespace: Namespace,
-               json_output: bool) -> None:
+def rm_command(path: str, etag: str | None, **session: Any) -> None:
     """Delete file PATH (undo brings it back)."""
-    with open_files(db, namespace) as files:
+    with open_files(session["db"], _where(session)) as files:
         files.delete(path, etag=etag, actor="cli")
-    if json_output:
+    if session["json_output"]:
         emit_json({"status": "deleted", "path": path})
     else:
         click.echo(f"deleted {path} (`remem files undo {path}` brings it back)")
 
 
-@files_group.command("history")
-@click.argument("path")
-@_common
-def history_command(path: str, db: str, namespace: Namespace, json_output: bool) -> None:
-    """Show every change of file PATH, oldest first."""
-    with open_files(db, namespace) as files:
-        _emit([e.to_value() for e in files.history(path)], json_output)
-
-
-@files_group.command("undo")
-@click.argument("path")
-@_common
-def undo_command(path: str, db: str, namespace: Namespace, json_output: bool) -> None:
-    """Revert the latest change of file PATH."""
-    with open_files(db, namespace) as files:
-        _emit(files.undo(path, actor="cli"), json_output)
+rm_command.params += _session_params()

@@ -12,18 +12,33 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
-from remem.cli.common import CommandFailed, NamespaceType, db_option, embedder_option, make_embedder
+from remem.cli.common import (
+    CommandFailed,
+    NamespaceType,
+    db_option,
+    db_param,
+    embedder_param,
+    make_embedder,
+)
+from remem.cli.options import CliName
 from remem.cli.render import emit_json
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, with_params
 from remem.errors import InvalidInputError
 from remem.graph import Graph, to_dot, to_graphml, to_json, to_svg
-from remem.graph.types import Fact
+from remem.graph.operation_table import GRAPH_OPERATIONS
+from remem.graph.requests import EntityRequest, GraphRequest, SearchFactsRequest
+from remem.graph.types import EntityPage, Fact, FactHit
 from remem.messages import Message
+from remem.operations import Operation
+from remem.requests import Request
 
 __all__ = ["graph_group"]
 
@@ -60,14 +75,13 @@ def _graph(ctx: click.Context, db: str, namespace: tuple[str, ...], embedder: st
     return graph
 
 
-def _options(command: Any) -> Any:
-    command = click.option("--json", "json_output", is_flag=True,
-                           help="Machine output: print one JSON document on stdout.")(command)
-    command = click.option(
-        "--graph", "namespace", type=NamespaceType(), default="graph", show_default=True,
-        help="Namespace the graph lives under (dotted, or a JSON array).")(command)
-    command = embedder_option(_EMBEDDER_HELP)(command)
-    return db_option(_DB_HELP)(command)
+def _session_params() -> list[click.Parameter]:
+    """``--db``, ``--embedder``, ``--graph`` and ``--json`` on every graph command."""
+    return [db_param(_DB_HELP), embedder_param(_EMBEDDER_HELP),
+            click.Option(["--graph", "namespace"], type=NamespaceType(), default="graph",
+                         show_default=True,
+                         help="Namespace the graph lives under (dotted, or a JSON array)."),
+            json_option()]
 
 
 @click.group(name="graph")
@@ -86,7 +100,7 @@ def graph_group() -> None:
               help="When the episode happened (ISO date/time; default: now or the last "
                    "message's time). Relative dates in it are resolved against this.")
 @click.option("--source-id", "source_ids", multiple=True, help="Where it came from (repeat).")
-@_options
+@with_params(_session_params)
 @click.pass_context
 def ingest(ctx: click.Context, text: str | None, path: str | None,
            messages_path: str | None, event_at: str | None, source_ids: tuple[str, ...],
@@ -128,27 +142,45 @@ def ingest(ctx: click.Context, text: str | None, path: str | None,
                f"call{'s' if result.llm_calls != 1 else ''}")
 
 
-@graph_group.command(name="search")
-@click.argument("query")
-@click.option("--as-of", default=None, help="Only facts true at this time (ISO).")
-@click.option("--known-at", default=None, help="As the graph knew them at this time (ISO).")
-@click.option("--focal", default=None, help="Rank by hops from this entity (name or id).")
-@click.option("--hops", type=int, default=2, show_default=True, help="Graph expansion depth.")
-@click.option("--limit", type=int, default=10, show_default=True)
-@_options
-@click.pass_context
-def search(ctx: click.Context, query: str, as_of: str | None, known_at: str | None,
-           focal: str | None, hops: int, limit: int, db: str, embedder: str,
-           namespace: tuple[str, ...], json_output: bool) -> None:
-    """Facts matching QUERY, best first, with their validity and path."""
-    graph = _graph(ctx, db, namespace, embedder)
-    focus: int | str | None = int(focal) if focal is not None and focal.isdigit() else focal
-    hits = graph.search(query, limit=limit, hops=hops, as_of=_when(as_of, "--as-of"),
-                        known_at=_when(known_at, "--known-at"), focal=focus,
-                        rerank="distance" if focal is not None else "fusion")
-    if json_output:
-        emit_json([hit.to_dict() for hit in hits])
-        return
+if TYPE_CHECKING:  # click >= 8.2 types ParamType by its output and input
+    _EntityParam = click.ParamType[int | str, Any]
+else:
+    _EntityParam = click.ParamType
+
+
+class _EntityRefType(_EntityParam):
+    """An entity: its id (digits) or its name."""
+
+    name = "entity"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        """Digits are an id, anything else a name."""
+        text = str(value)
+        return int(text) if text.isdigit() else text
+
+
+def _run(row: Operation, request: GraphRequest[Any], session: Mapping[str, Any]) -> Any:
+    """Run ``request`` on the graph of its scope (``--user``/``--agent``: the graph
+    ``Memory.graph`` keeps for them), else of ``--graph``."""
+    namespace = session["namespace"]
+    if request.user_id is not None or request.agent_id is not None:
+        from remem.memory.namespaces import scope_namespace
+
+        namespace = ("graph", *scope_namespace(request.user_id, request.agent_id, None))
+    graph = _graph(click.get_current_context(), session["db"], namespace, session["embedder"],
+                   create=row.writes)
+    return request.run_on(graph)
+
+
+def _focal_ranks_by_distance(values: dict[str, Any]) -> None:
+    """With --focal and no --rerank, rank by hops from it (as the command always did)."""
+    given = click.get_current_context().get_parameter_source("rerank")
+    if values.get("focal") is not None and given is ParameterSource.DEFAULT:
+        values["rerank"] = "distance"
+
+
+def _show_hits(request: SearchFactsRequest, hits: list[FactHit]) -> None:
     if not hits:
         click.echo("no matching facts")
     for hit in hits:
@@ -163,25 +195,7 @@ def _fact_line(fact: Fact, names: dict[int, str]) -> str:
             f"({names.get(fact.subject_id, '?')} {fact.predicate} {obj})")
 
 
-@graph_group.command(name="entity")
-@click.argument("entity")
-@click.option("--as-of", default=None, help="Current facts as of this time (ISO).")
-@_options
-@click.pass_context
-def entity(ctx: click.Context, entity: str, as_of: str | None, db: str, embedder: str,
-           namespace: tuple[str, ...], json_output: bool) -> None:
-    """An entity's page (ENTITY: a name or an id): current facts and timeline."""
-    graph = _graph(ctx, db, namespace, embedder)
-    page = graph.entity(int(entity) if entity.isdigit() else entity,
-                        as_of=_when(as_of, "--as-of"))
-    if json_output:
-        e = page.entity
-        emit_json({"entity": {"id": e.id, "name": e.name, "type": e.type,
-                              "aliases": list(e.aliases), "summary": e.summary},
-                   "current": [f.to_dict() for f in page.current],
-                   "timeline": [f.to_dict() for f in page.timeline],
-                   "names": {str(k): v for k, v in page.names.items()}})
-        return
+def _show_page(request: EntityRequest, page: EntityPage) -> None:
     e = page.entity
     also = f" (also {', '.join(e.aliases)})" if e.aliases else ""
     click.echo(f"{e.name} [{e.type}, id {e.id}]{also}")
@@ -191,6 +205,20 @@ def entity(ctx: click.Context, entity: str, as_of: str | None, db: str, embedder
     click.echo("timeline:")
     for fact in page.timeline:
         click.echo(_fact_line(fact, page.names))
+
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    SearchFactsRequest: CommandSpec(
+        "Facts matching QUERY, best first, with their validity and path.", _show_hits,
+        arguments={"query": "QUERY"}, prepare=_focal_ranks_by_distance, names={
+            "focal": CliName(type=_EntityRefType(), metavar="ENTITY"),
+            "rerank": CliName(help="Final order (distance when --focal is given).")}),
+    EntityRequest: CommandSpec(
+        "An entity's page (ENTITY: a name or an id): current facts and timeline.",
+        _show_page, arguments={"entity": "ENTITY"},
+        names={"entity": CliName(type=_EntityRefType())}),
+}
+add_table_commands(graph_group, GRAPH_OPERATIONS, _COMMANDS, Family(_session_params, _run))
 
 
 @graph_group.command(name="export")
@@ -257,7 +285,7 @@ _USER_HELP = ("The profile of the graph mem.graph(user_id=USER) keeps (instead o
 @click.option("--remove", "removes", multiple=True, metavar="PATH",
               help="Remove a slot, e.g. --remove /work/title (repeat).")
 @click.option("--history", is_flag=True, help="Print every recorded change instead.")
-@_options
+@with_params(_session_params)
 @click.pass_context
 def profile(ctx: click.Context, user: str | None, as_of: str | None, sets: tuple[str, ...],
             removes: tuple[str, ...], history: bool, db: str, embedder: str,
@@ -297,7 +325,7 @@ def profile(ctx: click.Context, user: str | None, as_of: str | None, sets: tuple
 @click.option("--since", default=None, help="Events from this time on (ISO, inclusive).")
 @click.option("--until", default=None, help="Events before this time (ISO, exclusive).")
 @click.option("--tag", "tags", multiple=True, help="Only events with this tag (repeat: any).")
-@_options
+@with_params(_session_params)
 @click.pass_context
 def timeline(ctx: click.Context, user: str | None, since: str | None, until: str | None,
              tags: tuple[str, ...], db: str, embedder: str, namespace: tuple[str, ...],

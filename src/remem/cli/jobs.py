@@ -6,18 +6,35 @@ The queue lives in the memory database (``--db``: the SQLite file or the Postgre
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from remem.background import STATUSES, Job, JobQueue, JobStatus
-from remem.cli.common import CommandFailed, db_option, format_namespace, parse_namespace
+from remem.background import Job, JobQueue, QueueStats
+from remem.background.operation_table import JOB_OPERATIONS
+from remem.background.requests import (
+    CancelJobRequest,
+    GetJobRequest,
+    JobStatsRequest,
+    ListJobsRequest,
+    RetryJobRequest,
+)
+from remem.cli.common import (
+    CommandFailed,
+    db_param,
+    format_namespace,
+    parse_namespace,
+)
+from remem.cli.options import CliName
 from remem.cli.render import compact_json, emit_json
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, with_params
+from remem.operations import Operation
+from remem.requests import Request
 from remem.store import is_dsn
 
 __all__ = ["jobs_group", "open_queue"]
@@ -38,14 +55,6 @@ def open_queue(ctx: click.Context, db: str, *, schema: str = "remem") -> JobQueu
     queue.setup()
     ctx.call_on_close(queue.close)
     return queue
-
-
-def _options(command: F) -> F:
-    command = click.option("--json", "json_output", is_flag=True,
-                           help="Machine output: print one JSON document on stdout.")(command)
-    command = click.option("--schema", default="remem", show_default=True,
-                           help="PostgreSQL schema (the store's).")(command)
-    return db_option(DB_HELP)(command)
 
 
 def _when(seconds: float | None) -> str:
@@ -71,24 +80,33 @@ def jobs_group() -> None:
     """
 
 
-@jobs_group.command(name="ls")
-@_options
-@click.option("--status", type=click.Choice(STATUSES), default=None, help="Only this status.")
-@click.option("--kind", default=None, help="Only this job kind (extract, noop...).")
-@click.option("--thread", "thread_id", default=None, help="Only jobs of this thread.")
-@click.option("--tenant", default=None, help="Only this server tenant's jobs.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-@click.pass_context
-def ls_command(ctx: click.Context, db: str, schema: str, json_output: bool,
-               status: str | None, kind: str | None, thread_id: str | None,
-               tenant: str | None, limit: int) -> None:
-    """List jobs, newest first."""
-    queue = open_queue(ctx, db, schema=schema)
-    jobs = queue.list_jobs(status=cast(JobStatus | None, status), kind=kind,
-                           thread_id=thread_id, tenant=tenant, limit=limit)
-    if json_output:
-        emit_json({"jobs": [job.to_dict() for job in jobs]})
-        return
+def _session_params() -> list[click.Parameter]:
+    """``--db``, ``--schema`` and ``--json`` on every jobs command."""
+    return [db_param(DB_HELP),
+            click.Option(["--schema"], default="remem", show_default=True,
+                         help="PostgreSQL schema (the store's)."),
+            json_option()]
+
+
+_TENANT = click.Option(["--tenant"], default=None, help="Only this server tenant's jobs.")
+
+#: what a row runs on the queue (``tenant``: ``--tenant``, where the command has it)
+_ON_QUEUE: Mapping[type[Request], Callable[[JobQueue, str | None, Any], Any]] = {
+    ListJobsRequest: lambda queue, tenant, r: queue.list_jobs(
+        status=r.status, kind=r.kind, thread_id=r.thread_id, tenant=tenant, limit=r.limit),
+    JobStatsRequest: lambda queue, tenant, r: queue.stats(tenant=tenant),
+    GetJobRequest: lambda queue, tenant, r: queue.get(r.job_id),
+    RetryJobRequest: lambda queue, tenant, r: queue.retry(r.job_id),
+    CancelJobRequest: lambda queue, tenant, r: queue.cancel(r.job_id),
+}
+
+
+def _run(row: Operation, request: Any, session: Mapping[str, Any]) -> Any:
+    queue = open_queue(click.get_current_context(), session["db"], schema=session["schema"])
+    return _ON_QUEUE[row.request](queue, session.get("tenant"), request)
+
+
+def _show_jobs(request: ListJobsRequest, jobs: list[Job]) -> None:
     table = Table("id", "kind", "status", "attempts", "thread", "run after", "error",
                   box=None, header_style="bold")
     for job in jobs:
@@ -97,50 +115,39 @@ def ls_command(ctx: click.Context, db: str, schema: str, json_output: bool,
     Console(soft_wrap=True).print(table)
 
 
-@jobs_group.command(name="show")
-@_options
-@click.argument("job_id")
-@click.pass_context
-def show_command(ctx: click.Context, db: str, schema: str, json_output: bool,
-                 job_id: str) -> None:
-    """Show one job: payload, attempts, lease, result or last error."""
-    _show(open_queue(ctx, db, schema=schema).get(job_id), json_output)
-
-
-@jobs_group.command(name="stats")
-@_options
-@click.option("--tenant", default=None, help="Only this server tenant's jobs.")
-@click.pass_context
-def stats_command(ctx: click.Context, db: str, schema: str, json_output: bool,
-                  tenant: str | None) -> None:
-    """Queue depth by status, lag of the oldest due job, failures."""
-    stats = open_queue(ctx, db, schema=schema).stats(tenant=tenant)
-    if json_output:
-        emit_json(stats.to_dict())
-        return
+def _show_stats(request: JobStatsRequest, stats: QueueStats) -> None:
     data = stats.to_dict()
     click.echo(" ".join(f"{status}={count}" for status, count in data["counts"].items()))
     click.echo(f"depth={data['depth']} lag={data['lag']:.1f}s failures={data['failures']}")
 
 
-@jobs_group.command(name="retry")
-@_options
-@click.argument("job_id")
-@click.pass_context
-def retry_command(ctx: click.Context, db: str, schema: str, json_output: bool,
-                  job_id: str) -> None:
-    """Queue a failed, dead or cancelled job again (attempts reset)."""
-    _show(open_queue(ctx, db, schema=schema).retry(job_id), json_output)
+def _show_job(request: Any, job: Job) -> None:
+    _show(job, False)
 
 
-@jobs_group.command(name="cancel")
-@_options
-@click.argument("job_id")
-@click.pass_context
-def cancel_command(ctx: click.Context, db: str, schema: str, json_output: bool,
-                   job_id: str) -> None:
-    """Drop a queued (or failed, dead) job."""
-    _show(open_queue(ctx, db, schema=schema).cancel(job_id), json_output)
+_JOB_ID = {"job_id": "JOB_ID"}
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    ListJobsRequest: CommandSpec(
+        "List jobs, newest first.", _show_jobs, params=[_TENANT],
+        names={"status": CliName(help="Only this status."),
+               "kind": CliName(help="Only this job kind (extract, noop...)."),
+               "thread_id": CliName(option=("--thread",), metavar="ID",
+                                    help="Only jobs of this thread."),
+               "limit": CliName(metavar="N", default=50, help="Show at most N jobs.")}),
+    JobStatsRequest: CommandSpec(
+        "Queue depth by status, lag of the oldest due job, failures.", _show_stats,
+        params=[_TENANT]),
+    GetJobRequest: CommandSpec(
+        "Show one job: payload, attempts, lease, result or last error.", _show_job,
+        arguments=_JOB_ID),
+    RetryJobRequest: CommandSpec(
+        "Queue a failed, dead or cancelled job again (attempts reset).", _show_job,
+        arguments=_JOB_ID),
+    CancelJobRequest: CommandSpec(
+        "Drop a queued (or failed, dead) job.", _show_job, arguments=_JOB_ID),
+}
+add_table_commands(jobs_group, JOB_OPERATIONS, _COMMANDS, Family(_session_params, _run))
 
 
 @jobs_group.group(name="budget")
@@ -179,7 +186,7 @@ def _budget_row(data: dict[str, Any]) -> str:
 
 
 @budget_group.command(name="set")
-@_options
+@with_params(_session_params)
 @_scope_options
 @click.option("--max-memories", type=click.IntRange(0), default=None,
               help="Most current memories the namespace keeps.")
@@ -214,7 +221,7 @@ def budget_set_command(ctx: click.Context, db: str, schema: str, json_output: bo
 
 
 @budget_group.command(name="ls")
-@_options
+@with_params(_session_params)
 @click.option("--tenant", default="", help="A server tenant's budgets.")
 @click.pass_context
 def budget_ls_command(ctx: click.Context, db: str, schema: str, json_output: bool,
@@ -231,7 +238,7 @@ def budget_ls_command(ctx: click.Context, db: str, schema: str, json_output: boo
 
 
 @budget_group.command(name="rm")
-@_options
+@with_params(_session_params)
 @_scope_options
 @click.option("--tenant", default="", help="A server tenant's namespace.")
 @click.pass_context

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.table import Table
@@ -40,10 +40,10 @@ from remem.cli.render import (
     iso_time,
     people_table,
     print_table,
-    result_json,
     short_ids,
     write_atomically,
 )
+from remem.cli.table import CommandSpec, Family, table_commands
 from remem.errors import InvalidInputError
 from remem.memory import HistoryEvent, MemoryRecord
 from remem.memory.operation_table import MEMORY_OPERATIONS
@@ -62,14 +62,15 @@ from remem.memory.requests import (
 )
 from remem.memory.results import ChangeResult
 from remem.memory.store_manager import AddResult
-from remem.operations import command_of
+from remem.operations import Operation, command_of
+from remem.requests import Request
 from remem.store import check_embedder, is_dsn
 from remem.store.scoped import ScopedStore
 from remem.store.types import Namespace
 
 __all__ = ["ID_OPTIONS", "MEMORY_COMMANDS", "SESSION_OPTIONS"]
 
-R = TypeVar("R", bound=MemoryRequest[Any])
+
 
 
 SESSION_OPTIONS = ("db", "embedder", "tenant", "json_output")
@@ -133,26 +134,6 @@ def _session_params() -> list[click.Parameter]:
         click.Option(["--json", "json_output"], is_flag=True,
                      help="Machine output: one JSON document on stdout."),
     ]
-
-
-def memory_command(model: type[R], *, params: Sequence[click.Parameter] = ()
-                   ) -> Callable[[Callable[..., None]], click.Command]:
-    """A command built from ``model`` plus ``params`` and the session options, named as
-    ``model``'s row of the memory table says; the body gets the :class:`CliSession`, the
-    validated request and each of ``params`` by name. Its help is the body's docstring, in
-    the CLI's spelling (TEXT, --hard), where the table's descriptions are HTTP's and MCP's."""
-    name = command_of(MEMORY_OPERATIONS, model)
-
-    def decorate(body: Callable[..., None]) -> click.Command:
-        def run(request: R, db: str, embedder: str, tenant: str | None, json_output: bool,
-                full_ids: bool, **extra: Any) -> None:
-            body(CliSession(db, embedder, json_output, tenant, full_ids), request, **extra)
-
-        run.__doc__ = body.__doc__
-        full_ids = click.Option(["--full-ids"], is_flag=True, help=FULL_IDS_HELP)
-        return request_command(model, name=name,
-                               params=[*params, *_session_params(), full_ids])(run)
-    return decorate
 
 
 def _require_scope(request: AddRequest) -> None:
@@ -264,42 +245,39 @@ def _scope_words(request: DeleteAllRequest) -> str:
 # -- the commands ----------------------------------------------------------------------------
 
 
-@memory_command(AddRequest)
-def add(session: CliSession, request: AddRequest) -> None:
-    """Remember TEXT (or stdin, with TEXT omitted or '-')."""
-    _require_scope(request)
-    result = session.open(create=True).run(request)
-    if session.json_output:
-        emit_json(result_json(request, result))
-        return
-    _print_changes(result, full_ids=session.full_ids)
+def _full_ids() -> bool:
+    return bool(click.get_current_context().params.get("full_ids"))
+
+
+def _session(values: Mapping[str, Any]) -> CliSession:
+    return CliSession(values["db"], values["embedder"], values["json_output"],
+                      values["tenant"], values.get("full_ids", False))
+
+
+def _run(row: Operation, request: MemoryRequest[Any], values: Mapping[str, Any]) -> Any:
+    """Run ``request`` on the memory of ``--db`` (``remem add`` creates the database)."""
+    return _session(values).open(create=isinstance(request, AddRequest)).run(request)
+
+
+def _params() -> list[click.Parameter]:
+    return [*_session_params(), click.Option(["--full-ids"], is_flag=True, help=FULL_IDS_HELP)]
+
+
+def _show_added(request: AddRequest, result: AddResult) -> None:
+    _print_changes(result, full_ids=_full_ids())
     why = ("--no-infer" if request.infer is False else
            "no chat model is configured; set REMEM_LLM_MODEL to extract, see docs/llm.md")
     click.echo(_usage(result) + ("" if result.inferred else f" (stored as given: {why})"))
 
 
-@memory_command(SearchRequest)
-def search(session: CliSession, request: SearchRequest) -> None:
-    """Search memories, best first for QUERY (newest first without one).
-
-    Without --user, --agent, --thread or --namespace it searches every memory.
-    """
-    result = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, result))
-    elif not result.hits:
+def _show_hits(request: SearchRequest, result: Any) -> None:
+    if not result.hits:
         click.echo("no memories found")
     else:
-        _table(result.memories, [hit.relevance for hit in result], full_ids=session.full_ids)
+        _table(result.memories, [hit.relevance for hit in result], full_ids=_full_ids())
 
 
-@memory_command(GetRequest)
-def get(session: CliSession, request: GetRequest) -> None:
-    """Show the memory MEMORY_ID."""
-    record = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, record))
-        return
+def _show_record(request: GetRequest, record: MemoryRecord) -> None:
     rows = [("id", record.id), ("namespace", format_namespace(record.namespace)),
             ("kind", record.kind), ("status", record.status),
             ("version", str(record.version)), ("valid since", _time(record.valid_at)),
@@ -309,90 +287,74 @@ def get(session: CliSession, request: GetRequest) -> None:
                                  subsequent_indent=" " * 13, break_on_hyphens=False))
 
 
-@memory_command(GetAllRequest)
-def list_command(session: CliSession, request: GetAllRequest) -> None:
-    """List the memories of a scope, newest first, a page at a time."""
-    page = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, page))
-        return
+def _show_page(request: GetAllRequest, page: Any) -> None:
     if not page.memories:
         click.echo("no memories found")
     else:
-        _table(page.memories, None, full_ids=session.full_ids)
+        _table(page.memories, None, full_ids=_full_ids())
     if page.next_offset is not None:
         click.echo(f"more: pass --offset {page.next_offset} for the next page")
 
 
-@memory_command(UpdateRequest)
-def update(session: CliSession, request: UpdateRequest) -> None:
-    """Correct the memory MEMORY_ID in place: new CONTENT (text, or a JSON object for a
-    structured memory; '-' reads stdin), --kind or --metadata. History keeps the old one."""
-    result = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, result))
-        return
-    _print_changes(result, full_ids=session.full_ids)
+def _show_changes(request: Any, result: ChangeResult) -> None:
+    _print_changes(result, full_ids=_full_ids())
 
 
-@memory_command(DeleteRequest)
-def delete(session: CliSession, request: DeleteRequest) -> None:
-    """Forget the memory MEMORY_ID (kept in history, and undoable, unless --hard)."""
-    result = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, result))
-        return
-    _print_changes(result, full_ids=session.full_ids)
-
-
-_YES = click.Option(["--yes", "-y"], is_flag=True, help="Do not ask for confirmation.")
-
-
-@memory_command(DeleteAllRequest, params=[_YES])
-def forget(session: CliSession, request: DeleteAllRequest, yes: bool) -> None:
-    """Forget every current memory of a scope in one change (`remem undo` with any of its
-    events brings them all back, unless --hard). Asks first, unless --yes."""
-    if not yes:
-        what = "Remove every memory" if request.hard else "Forget every current memory"
-        click.confirm(f"{what} of {_scope_words(request)}?", abort=True, err=True)
-    result = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, result))
-        return
-    _print_changes(result, full_ids=session.full_ids)
-
-
-@memory_command(HistoryRequest)
-def history(session: CliSession, request: HistoryRequest) -> None:
-    """Show every change of the memory MEMORY_ID, oldest first."""
-    events = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, events))
-        return
+def _show_history(request: HistoryRequest, events: list[HistoryEvent]) -> None:
     if not events:
         click.echo("no history")
     else:
-        _history_table(events, full_ids=session.full_ids)
+        _history_table(events, full_ids=_full_ids())
 
 
-@memory_command(UndoRequest)
-def undo(session: CliSession, request: UndoRequest) -> None:
-    """Revert the change recorded by EVENT_ID (see `remem history`)."""
-    result = session.open().run(request)
-    if session.json_output:
-        emit_json(result_json(request, result))
-        return
-    _print_changes(result, full_ids=session.full_ids)
+def _confirm_forget(request: DeleteAllRequest, extras: Mapping[str, Any]) -> None:
+    if not extras["yes"]:
+        what = "Remove every memory" if request.hard else "Forget every current memory"
+        click.confirm(f"{what} of {_scope_words(request)}?", abort=True, err=True)
+
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    AddRequest: CommandSpec("Remember TEXT (or stdin, with TEXT omitted or '-').", _show_added,
+                            check=lambda request, extras: _require_scope(request)),
+    SearchRequest: CommandSpec(
+        "Search memories, best first for QUERY (newest first without one).\n\nWithout "
+        "--user, --agent, --thread or --namespace it searches every memory.", _show_hits),
+    GetRequest: CommandSpec("Show the memory MEMORY_ID.", _show_record),
+    GetAllRequest: CommandSpec("List the memories of a scope, newest first, a page at a time.",
+                               _show_page),
+    UpdateRequest: CommandSpec(
+        "Correct the memory MEMORY_ID in place: new CONTENT (text, or a JSON object for a "
+        "structured memory; '-' reads stdin), --kind or --metadata. History keeps the old "
+        "one.", _show_changes),
+    DeleteRequest: CommandSpec(
+        "Forget the memory MEMORY_ID (kept in history, and undoable, unless --hard).",
+        _show_changes),
+    DeleteAllRequest: CommandSpec(
+        "Forget every current memory of a scope in one change (`remem undo` with any of its "
+        "events brings them all back, unless --hard). Asks first, unless --yes.",
+        _show_changes, check=_confirm_forget,
+        params=[click.Option(["--yes", "-y"], is_flag=True,
+                             help="Do not ask for confirmation.")]),
+    HistoryRequest: CommandSpec("Show every change of the memory MEMORY_ID, oldest first.",
+                                _show_history),
+    UndoRequest: CommandSpec("Revert the change recorded by EVENT_ID (see `remem history`).",
+                             _show_changes),
+}
+_BUILT = table_commands([row for row in MEMORY_OPERATIONS if row.request in _COMMANDS],
+                        _COMMANDS, Family(_params, _run))
+add, search, get, list_command = (_BUILT[n] for n in ("add", "search", "get", "list"))
+update, delete, forget = _BUILT["update"], _BUILT["delete"], _BUILT["forget"]
+history, undo = _BUILT["history"], _BUILT["undo"]
 
 
 _PATH = click.Argument(["path"], type=click.Path(dir_okay=False, allow_dash=True,
                                                  path_type=Path))
 
 
-@memory_command(ExportRequest, params=[_PATH])
-def export_command(session: CliSession, request: ExportRequest, path: Path) -> None:
+def _export(request: ExportRequest, path: Path, **values: Any) -> None:
     """Write memories and their history as JSONL to PATH ('-' for stdout): of a scope, or
     every memory when none is given."""
+    session = _session(values)
     memory = session.open()
     scope = request.arguments()
     # streamed: Memory.run(ExportRequest) would hold every line in memory
@@ -406,6 +368,11 @@ def export_command(session: CliSession, request: ExportRequest, path: Path) -> N
         emit_json({"exported": count, "path": str(path)})
     else:
         click.echo(f"exported {count} lines to {path}")
+
+
+# streamed, so not run by the builder: see docs/architecture.md
+export_command = request_command(ExportRequest, name=command_of(MEMORY_OPERATIONS, ExportRequest),
+                                 params=[_PATH, *_params()])(_export)
 
 
 @click.command(name="import")

@@ -165,9 +165,12 @@ class CliName:
     """How a request field is written on the command line when not as ``--field-name``.
 
     ``option``: the option's names (one name for a bool gives a plain flag). ``argument``: a
-    positional argument with this metavar instead of an option. ``required``/``default``: an
-    argument's, when they differ from the field's (``TEXT`` is optional: stdin).
-    ``type``: the click type, when the field's type alone does not say it.
+    positional argument with this metavar instead of an option. ``required``/``default``:
+    when they differ from the field's (``TEXT`` is optional: stdin; ``--text`` is not
+    required where ``--file`` may give the text).
+    ``type``: the click type, when the field's type alone does not say it. ``help``: the
+    help, when the field's description is not what the command should say. ``default``
+    applies to an option too (a command listing 20 where the request pages 100).
     """
 
     option: tuple[str, ...] = ()
@@ -176,6 +179,7 @@ class CliName:
     required: bool | None = None
     default: Any = None
     type: AnyParamType | None = None
+    help: str | None = None
 
 
 CLI_NAMES: Mapping[str, CliName] = {
@@ -188,6 +192,7 @@ CLI_NAMES: Mapping[str, CliName] = {
     "metadata": CliName(metavar="JSON"),
     # not --version: that is the program's version
     "version": CliName(option=("--if-version",), metavar="N"),
+    "expected_version": CliName(metavar="N"),
     "messages": CliName(argument="TEXT", required=False, default="-",
                         type=TextType(empty="nothing to remember")),
     "query": CliName(argument="QUERY"),
@@ -254,9 +259,10 @@ def _bound(metadata: Sequence[Any], kind: type[Any], attr: str) -> Any:
     return None
 
 
-def _click_type(name: str, field: FieldInfo) -> AnyParamType | None:
+def _click_type(name: str, field: FieldInfo,
+                names: Mapping[str, CliName] = CLI_NAMES) -> AnyParamType | None:
     """The click type of a field (``None`` for a bool: a flag)."""
-    spelled = CLI_NAMES.get(name)
+    spelled = names.get(name)
     if spelled is not None and spelled.type is not None:
         return spelled.type
     for alias, make in _ALIAS_TYPES:
@@ -293,45 +299,52 @@ def _click_type(name: str, field: FieldInfo) -> AnyParamType | None:
 # -- parameters -----------------------------------------------------------------------------------
 
 
-def option_name(name: str) -> str:
-    """The CLI spelling of field ``name`` (``--user``, ``QUERY``, ``--min-score``)."""
-    spelled = CLI_NAMES.get(name, CliName())
+def option_name(name: str, names: Mapping[str, CliName] = CLI_NAMES) -> str:
+    """The CLI spelling of field ``name`` (``--user``, ``QUERY``, ``--min-score``) in the
+    spellings ``names`` (a command's own, over :data:`CLI_NAMES`)."""
+    spelled = names.get(name, CliName())
     if spelled.argument:
         return spelled.argument
     return spelled.option[0] if spelled.option else "--" + name.replace("_", "-")
 
 
-def _spell(text: str, names: Sequence[str]) -> str:
-    """``text`` with the field ``names`` in it spelled as the CLI spells them."""
-    if not names:
+def _spell(text: str, fields: Sequence[str],
+           names: Mapping[str, CliName] = CLI_NAMES) -> str:
+    """``text`` with the ``fields`` named in it spelled as the CLI spells them."""
+    if not fields:
         return text
-    return re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, names)) + r")\b",
-                  lambda m: option_name(m.group(1)), text)
+    return re.sub(r"(?<![-\w])(" + "|".join(map(re.escape, fields)) + r")\b",
+                  lambda m: option_name(m.group(1), names), text)
 
 
-def _help(text: str | None, model: type[Request]) -> str:
+def _help(text: str | None, model: type[Request],
+          names: Mapping[str, CliName] = CLI_NAMES) -> str:
     """A field description as CLI help: a sentence, other fields spelled as options
     (``user_id`` -> ``--user``, ``infer=false`` -> ``--no-infer``)."""
     if not text:
         return ""
     fields = model.model_fields
-    flags = [n for n, f in fields.items() if _core(f)[0] is bool and not CLI_NAMES.get(n)]
+    flags = [n for n, f in fields.items() if _core(f)[0] is bool and not names.get(n)]
     if flags:
         text = re.sub(r"\b(" + "|".join(flags) + r")=(true|false)\b",
                       lambda m: ("--" if m.group(2) == "true" else "--no-")
                       + m.group(1).replace("_", "-"), text)
-    text = _spell(text, [n for n in fields if "_" in n])  # one-word names read as words
+    text = _spell(text, [n for n in fields if "_" in n], names)  # one-word names read as words
     text = text[0].upper() + text[1:]
     return text if text.endswith(".") else text + "."
 
 
-def field_param(model: type[Request], name: str) -> click.Parameter:
-    """The click option or argument of field ``name`` of ``model``."""
+def field_param(model: type[Request], name: str,
+                names: Mapping[str, CliName] = CLI_NAMES) -> click.Parameter:
+    """The click option or argument of field ``name`` of ``model``, spelled as ``names``
+    says (a command's own spellings over :data:`CLI_NAMES`)."""
     field = model.model_fields[name]
-    spelled = CLI_NAMES.get(name, CliName())
-    kind = _click_type(name, field)
+    spelled = names.get(name, CliName())
+    kind = _click_type(name, field, names)
     # a required field has no default (pydantic's placeholder must not reach the help)
     default = None if field.is_required() else field.get_default(call_default_factory=True)
+    if spelled.default is not None and not spelled.argument:
+        default = spelled.default
     if spelled.argument:
         required = field.is_required() if spelled.required is None else spelled.required
         return click.Argument([name], type=kind, required=required,
@@ -339,7 +352,7 @@ def field_param(model: type[Request], name: str) -> click.Parameter:
                               else (None if required else default),
                               metavar=spelled.argument if required
                               else f"[{spelled.argument}]")
-    help_text = _help(field.description, model)
+    help_text = spelled.help or _help(field.description, model, names)
     decls = list(spelled.option) or ["--" + name.replace("_", "-")]
     if kind is None:  # a bool: a flag
         if default is None:  # unset means "decide for me": --flag/--no-flag, neither given
@@ -358,21 +371,24 @@ def field_param(model: type[Request], name: str) -> click.Parameter:
     if metavar is None and isinstance(kind, click.IntRange | click.FloatRange):
         metavar = "INTEGER" if isinstance(kind, click.IntRange) else "FLOAT"
     shown = default not in (None, "", [], ())
-    return click.Option([*decls, name], type=kind, required=field.is_required(),
+    required = field.is_required() if spelled.required is None else spelled.required
+    return click.Option([*decls, name], type=kind, required=required,
                         default=default if shown else None, show_default=shown,
                         metavar=metavar, help=help_text)
 
 
-def request_params(model: type[Request], *, exclude: Sequence[str] = ()) -> list[click.Parameter]:
-    """The parameters of ``model``'s fields minus ``exclude``: arguments first (in field
-    order), then options."""
-    names = [name for name in model.model_fields if name not in exclude]
-    params = [field_param(model, name) for name in names]
+def request_params(model: type[Request], *, exclude: Sequence[str] = (),
+                   names: Mapping[str, CliName] = CLI_NAMES) -> list[click.Parameter]:
+    """The parameters of ``model``'s fields minus ``exclude``, spelled as ``names`` says:
+    arguments first (in field order), then options."""
+    fields = [name for name in model.model_fields if name not in exclude]
+    params = [field_param(model, name, names) for name in fields]
     return ([p for p in params if isinstance(p, click.Argument)]
             + [p for p in params if not isinstance(p, click.Argument)])
 
 
-def build_request(model: type[R], values: Mapping[str, Any], *, command: str = "") -> R:
+def build_request(model: type[R], values: Mapping[str, Any], *, command: str = "",
+                  names: Mapping[str, CliName] = CLI_NAMES) -> R:
     """Validate parsed CLI values into ``model``; a bad value is a click usage error naming
     the option (exit 2). ``None`` means not given: the request's default applies."""
     given = {name: value for name, value in values.items() if value is not None}
@@ -383,13 +399,13 @@ def build_request(model: type[R], values: Mapping[str, Any], *, command: str = "
         for error in exc.errors(include_url=False):
             loc = error["loc"]
             if loc:
-                problems.append(f"{option_name(str(loc[0]))}: {error['msg']}")
+                problems.append(f"{option_name(str(loc[0]), names)}: {error['msg']}")
                 continue
             # a rule across fields: its message names them, and the operation
             message = error["msg"].removeprefix("Value error, ")
             if command and model.operation:
                 message = re.sub(rf"\b{re.escape(model.operation)}\b", command, message)
-            problems.append(_spell(message, list(model.model_fields)))
+            problems.append(_spell(message, list(model.model_fields), names))
         raise click.UsageError("; ".join(problems)) from None
 
 

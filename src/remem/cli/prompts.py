@@ -10,23 +10,36 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from remem.cli.common import CommandFailed, NamespaceType, db_option
+from remem.cli.common import CommandFailed, NamespaceType, db_param
+from remem.cli.options import CliName, NameListType
 from remem.cli.render import emit_json
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option
 from remem.errors import InvalidInputError
 from remem.llm.base import ChatModel
+from remem.operations import Operation
 from remem.procedural import STRATEGIES, PromptOptimizer, PromptRegistry, PromptVersion
+from remem.procedural.operation_table import PROMPT_OPERATIONS
+from remem.procedural.requests import (
+    CreatePromptRequest,
+    GetPromptRequest,
+    ListPromptsRequest,
+    PromptDiffRequest,
+    PromptHistoryRequest,
+    PromptRequest,
+    RollbackPromptRequest,
+    UpdatePromptRequest,
+)
+from remem.requests import Request
 from remem.store import BaseStore, is_dsn, open_store
 
 __all__ = ["cli_model", "open_location", "prompts_group", "read_jsonl"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 _DB_HELP = "SQLite database file or a postgresql:// DSN."
 
@@ -40,15 +53,6 @@ def open_location(ctx: click.Context, db: str, *, create: bool = False,
     store = open_store(db, index=index) if index is not None else open_store(db)
     ctx.call_on_close(store.close)
     return store
-
-
-def _options(command: F) -> F:
-    command = click.option("--json", "json_output", is_flag=True,
-                           help="Machine output: print one JSON document on stdout.")(command)
-    command = click.option(
-        "--prefix", type=NamespaceType(what="prefix"), default="prompts", show_default=True,
-        help="Namespace the prompts live under (dotted, or a JSON array).")(command)
-    return db_option(_DB_HELP)(command)
 
 
 def _registry(ctx: click.Context, db: str, prefix: tuple[str, ...], *,
@@ -90,15 +94,27 @@ def prompts_group() -> None:
     """
 
 
-@prompts_group.command(name="ls")
-@_options
-@click.pass_context
-def ls(ctx: click.Context, db: str, prefix: tuple[str, ...], json_output: bool) -> None:
-    """List prompts with their latest version."""
-    found = _registry(ctx, db, prefix).list()
-    if json_output:
-        emit_json([v.to_dict() for v in found])
-        return
+def _session_params() -> list[click.Parameter]:
+    """``--db``, ``--prefix`` and ``--json`` on every prompts command."""
+    return [db_param(_DB_HELP),
+            click.Option(["--prefix"], type=NamespaceType(what="prefix"), default="prompts",
+                         show_default=True,
+                         help="Namespace the prompts live under (dotted, or a JSON array)."),
+            json_option()]
+
+
+def _run(row: Operation, request: PromptRequest[Any], session: Mapping[str, Any]) -> Any:
+    registry = _registry(click.get_current_context(), session["db"], session["prefix"],
+                         create=isinstance(request, CreatePromptRequest))
+    return registry.run(request)
+
+
+def _text_from_file(values: dict[str, Any]) -> None:
+    """``--file`` (or ``--text``, one of the two) gives the request's text."""
+    values["text"] = _read_text(values.get("text"), values.pop("file"))
+
+
+def _show_list(request: ListPromptsRequest, found: list[PromptVersion]) -> None:
     if not found:
         click.echo("no prompts")
     for version in found:
@@ -107,107 +123,57 @@ def ls(ctx: click.Context, db: str, prefix: tuple[str, ...], json_output: bool) 
                    f"variables: {variables}")
 
 
-@prompts_group.command(name="show")
-@click.argument("name")
-@click.option("--version", "version", type=click.IntRange(min=1), metavar="N",
-              help="Show version N (default: the latest).")
-@_options
-@click.pass_context
-def show(ctx: click.Context, name: str, version: int | None, db: str,
-         prefix: tuple[str, ...], json_output: bool) -> None:
-    """Print a prompt's text (the latest version, or --version N)."""
-    found = _registry(ctx, db, prefix).get(name, version)
-    if json_output:
-        emit_json(found.to_dict())
-        return
-    click.echo(found.text)
-
-
-@prompts_group.command(name="create")
-@click.argument("name")
-@click.option("--text", metavar="TEXT", help="The prompt's text.")
-@click.option("--file", metavar="PATH", help="Read the text from a file ('-': stdin).")
-@click.option("--author", default="user", show_default=True, help="Who wrote it.")
-@_options
-@click.pass_context
-def create(ctx: click.Context, name: str, text: str | None, file: str | None, author: str,
-           db: str, prefix: tuple[str, ...], json_output: bool) -> None:
-    """Create a prompt (version 1); its variables are those its text uses."""
-    made = _registry(ctx, db, prefix, create=True).create(name, _read_text(text, file),
-                                                         author=author)
-    if json_output:
-        emit_json(made.to_dict())
-        return
-    click.echo(f"created {name} v1 (variables: {', '.join(made.variables) or 'none'})")
-
-
-@prompts_group.command(name="update")
-@click.argument("name")
-@click.option("--text", metavar="TEXT", help="The new text.")
-@click.option("--file", metavar="PATH", help="Read the new text from a file ('-': stdin).")
-@click.option("--reason", default="", help="Why it changes (kept in the history).")
-@click.option("--author", default="user", show_default=True, help="Who changes it.")
-@_options
-@click.pass_context
-def update(ctx: click.Context, name: str, text: str | None, file: str | None, reason: str,
-           author: str, db: str, prefix: tuple[str, ...], json_output: bool) -> None:
-    """Write a new version; it must keep the prompt's template variables."""
-    made = _registry(ctx, db, prefix).update(name, _read_text(text, file), reason=reason,
-                                             author=author)
-    if json_output:
-        emit_json(made.to_dict())
-        return
-    click.echo(f"updated {name} to v{made.version}")
-
-
-@prompts_group.command(name="history")
-@click.argument("name")
-@_options
-@click.pass_context
-def history(ctx: click.Context, name: str, db: str, prefix: tuple[str, ...],
-            json_output: bool) -> None:
-    """Every version of a prompt, oldest first."""
-    found = _registry(ctx, db, prefix).history(name)
-    if json_output:
-        emit_json([v.to_dict() for v in found])
-        return
+def _show_history(request: PromptHistoryRequest, found: list[PromptVersion]) -> None:
     for version in found:
         click.echo(_version_line(version))
 
 
-@prompts_group.command(name="diff")
-@click.argument("name")
-@click.option("--from", "old", type=click.IntRange(min=1), metavar="N",
-              help="Version to diff from (default: the one before --to).")
-@click.option("--to", "new", type=click.IntRange(min=1), metavar="N",
-              help="Version to diff to (default: the latest).")
-@_options
-@click.pass_context
-def diff(ctx: click.Context, name: str, old: int | None, new: int | None, db: str,
-         prefix: tuple[str, ...], json_output: bool) -> None:
-    """Unified diff between two versions."""
-    text = _registry(ctx, db, prefix).diff(name, old, new)
-    if json_output:
-        emit_json({"name": name, "diff": text})
-        return
+def _show_diff(request: PromptDiffRequest, text: str) -> None:
     click.echo(text or "(no difference)", nl=not text)
 
 
-@prompts_group.command(name="rollback")
-@click.argument("name")
-@click.argument("version", type=click.IntRange(min=1))
-@click.option("--reason", default=None, help="Why (default: 'rollback to version N').")
-@click.option("--author", default="user", show_default=True, help="Who rolls back.")
-@_options
-@click.pass_context
-def rollback(ctx: click.Context, name: str, version: int, reason: str | None, author: str,
-             db: str, prefix: tuple[str, ...], json_output: bool) -> None:
-    """Make an old version's text current again (as a new version)."""
-    made = _registry(ctx, db, prefix).rollback(name, version, author=author, reason=reason)
-    if json_output:
-        emit_json(made.to_dict())
-        return
-    click.echo(f"rolled {name} back to v{version}'s text as v{made.version}")
+_NAME = {"name": "NAME"}
+_TEXT = {"text": CliName(metavar="TEXT", required=False),
+         "variables": CliName(metavar="NAMES", type=NameListType())}
+
+
+def _file(what: str) -> list[click.Parameter]:
+    return [click.Option(["--file"], metavar="PATH",
+                         help=f"Read {what} from a file ('-': stdin).")]
+
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    ListPromptsRequest: CommandSpec("List prompts with their latest version.", _show_list),
+    GetPromptRequest: CommandSpec(
+        "Print a prompt's text (the latest version, or --version N).",
+        lambda request, found: click.echo(found.text), arguments=_NAME,
+        names={"version": CliName(option=("--version",), metavar="N")}),
+    CreatePromptRequest: CommandSpec(
+        "Create a prompt (version 1); its variables are those its text uses.",
+        lambda request, made: click.echo(
+            f"created {made.name} v1 (variables: {', '.join(made.variables) or 'none'})"),
+        arguments=_NAME, names=_TEXT, params=_file("the text"), prepare=_text_from_file),
+    UpdatePromptRequest: CommandSpec(
+        "Write a new version; it must keep the prompt's template variables.",
+        lambda request, made: click.echo(f"updated {made.name} to v{made.version}"),
+        arguments=_NAME, names=_TEXT, params=_file("the new text"),
+        prepare=_text_from_file),
+    PromptHistoryRequest: CommandSpec(
+        "Every version of a prompt, oldest first.", _show_history, arguments=_NAME),
+    PromptDiffRequest: CommandSpec(
+        "Unified diff between two versions.", _show_diff, arguments=_NAME,
+        names={"old": CliName(option=("--from",), metavar="N", help=(
+                   "Version to diff from (default: the one before --to).")),
+               "new": CliName(option=("--to",), metavar="N",
+                              help="Version to diff to (default: the latest).")}),
+    RollbackPromptRequest: CommandSpec(
+        "Make an old version's text current again (as a new version).",
+        lambda request, made: click.echo(
+            f"rolled {made.name} back to v{request.version}'s text as v{made.version}"),
+        arguments={"name": "NAME", "version": "VERSION"}),
+}
+add_table_commands(prompts_group, PROMPT_OPERATIONS, _COMMANDS,
+                   Family(_session_params, _run))
 
 
 def cli_model(ctx: click.Context) -> ChatModel:
@@ -258,7 +224,6 @@ def read_jsonl(path: str, what: str) -> list[Any]:
               "the model).")
 @click.option("--commit", is_flag=True, help="Store the result as a new version (default: "
               "only show it).")
-@_options
 @click.pass_context
 def optimize(ctx: click.Context, name: str, trajectories_path: str, strategy: str,
              max_steps: int, min_feedback: int, when_to_update: str | None,
@@ -288,3 +253,6 @@ def optimize(ctx: click.Context, name: str, trajectories_path: str, strategy: st
         click.echo(f"committed as v{result.committed.version}")
     elif result.changed:
         click.echo("not stored (add --commit to store it)")
+
+
+optimize.params += _session_params()

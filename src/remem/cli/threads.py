@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,10 +15,13 @@ from remem.cli.common import (
     CommandFailed,
     FilterType,
     db_option,
+    db_param,
     embedder_hint,
     embedder_option,
+    embedder_param,
     make_embedder,
 )
+from remem.cli.options import CliName
 from remem.cli.render import (
     FULL_IDS_HELP,
     compact_json,
@@ -28,9 +31,20 @@ from remem.cli.render import (
     print_table,
     short_ids,
 )
+from remem.cli.table import CommandSpec, Family, add_table_commands, json_option, wire_json
 from remem.messages.types import Message
+from remem.operations import Operation
+from remem.requests import Request
 from remem.store import IndexConfig, KeywordConfig, is_dsn, open_store
-from remem.threads import Checkpoint, ThreadIndex, ThreadInfo, ThreadStore
+from remem.threads import Checkpoint, Thread, ThreadHit, ThreadIndex, ThreadInfo, ThreadStore
+from remem.threads.operation_table import THREAD_OPERATIONS
+from remem.threads.requests import (
+    CopyRequest,
+    ForkRequest,
+    RewindRequest,
+    SearchThreadsRequest,
+    ThreadRequest,
+)
 
 __all__ = ["open_threads", "threads_group"]
 
@@ -223,63 +237,34 @@ def rm(ctx: click.Context, thread_ids: tuple[str, ...], embedder: str, db: str,
         click.echo(f"deleted {thread_id}" if done else f"no thread {thread_id}")
 
 
-@threads_group.command()
-@click.argument("thread_id", metavar="THREAD")
-@click.option("--checkpoint", metavar="ID", help="Fork at checkpoint ID (default: the head).")
-@click.option("--id", "new_id", metavar="ID", help="The new thread's id (default: a new one).")
-@click.option("--copy", is_flag=True,
-              help="Copy the messages instead of sharing them with the source.")
-@embedder_option(_EMBEDDER_HELP)
-@common_options
-@click.pass_context
-def fork(ctx: click.Context, thread_id: str, checkpoint: str | None, new_id: str | None,
-         copy: bool, embedder: str, db: str, json_output: bool) -> None:
-    """Start a new thread from THREAD (at its head or an earlier checkpoint)."""
-    threads = open_threads(ctx, db, embedder=embedder if copy else None)
-    make = threads.copy if copy else threads.fork
-    made = make(thread_id, checkpoint, new_thread_id=new_id)
-    info = made.info()
-    if json_output:
-        emit_json(info.to_dict())
-        return
-    click.echo(f"{'copied' if copy else 'forked'} {thread_id} into {made.id} "
-               f"({info.length} messages)")
+def _session_params() -> list[click.Parameter]:
+    """``--embedder``, ``--db`` and ``--json`` on the threads commands built from rows."""
+    return [embedder_param(_EMBEDDER_HELP), db_param(_DB_HELP), json_option()]
 
 
-@threads_group.command()
-@click.argument("thread_id", metavar="THREAD")
-@click.argument("checkpoint", metavar="CHECKPOINT")
-@embedder_option(_EMBEDDER_HELP)
-@common_options
-@click.pass_context
-def rewind(ctx: click.Context, thread_id: str, checkpoint: str, embedder: str, db: str,
-           json_output: bool) -> None:
-    """Move THREAD back to CHECKPOINT (a new head; later checkpoints stay readable). The
-    messages it takes back leave thread search."""
-    head = open_threads(ctx, db, embedder=embedder).rewind(thread_id, checkpoint)
-    if json_output:
-        emit_json(head.to_dict())
-        return
-    click.echo(f"rewound {thread_id} to {checkpoint}: {head.position} messages "
-               f"(new head {head.id})")
+def _run(row: Operation, request: ThreadRequest[Any], session: Mapping[str, Any]) -> Any:
+    """Run ``request`` on the threads of ``--db``, with their search index unless it leaves
+    the index as it is (a fork shares its messages); ``fork --copy`` runs the copy row."""
+    if isinstance(request, ForkRequest) and session.get("copy"):
+        request = CopyRequest(**request.model_dump(exclude_unset=True))
+    threads = open_threads(click.get_current_context(), session["db"],
+                           embedder=None if type(request) is ForkRequest
+                           else session["embedder"])
+    return threads.run(request)
 
 
-@threads_group.command()
-@click.argument("query")
-@click.option("--user", metavar="ID", help="Only this user's threads.")
-@click.option("--limit", type=click.IntRange(min=1, max=100), default=5, show_default=True,
-              metavar="N", help="Return at most N threads (1-100).")
-@embedder_option(_EMBEDDER_HELP)
-@common_options
-@click.pass_context
-def search(ctx: click.Context, query: str, user: str | None, limit: int, embedder: str,
-           db: str, json_output: bool) -> None:
-    """Find past threads by keywords (and meaning, with --embedder)."""
-    threads = open_threads(ctx, db, embedder=embedder)
-    hits = threads.search(query, owner=user, limit=limit)
-    if json_output:
-        emit_json([hit.to_dict() for hit in hits])
-        return
+def _show_thread(request: ForkRequest, made: Thread) -> None:
+    copied = click.get_current_context().params["copy"]
+    click.echo(f"{'copied' if copied else 'forked'} {request.thread_id} into {made.id} "
+               f"({made.info().length} messages)")
+
+
+def _show_head(request: RewindRequest, head: Checkpoint) -> None:
+    click.echo(f"rewound {request.thread_id} to {request.checkpoint_id}: {head.position} "
+               f"messages (new head {head.id})")
+
+
+def _show_hits(request: SearchThreadsRequest, hits: list[ThreadHit]) -> None:
     if not hits:
         click.echo("no matching threads")
         return
@@ -290,6 +275,39 @@ def search(ctx: click.Context, query: str, user: str | None, limit: int, embedde
             head = f"  [{match.position}] {match.role}: "
             room = max(LINE - len(head), 20)
             click.echo(head + (text if len(text) <= room else text[:room - 1] + "…"))
+
+
+_COMMANDS: Mapping[type[Request], CommandSpec] = {
+    RewindRequest: CommandSpec(
+        "Move THREAD back to CHECKPOINT (a new head; later checkpoints stay readable). The "
+        "messages it takes back leave thread search.", _show_head,
+        arguments={"thread_id": "THREAD", "checkpoint_id": "CHECKPOINT"}),
+    ForkRequest: CommandSpec(
+        "Start a new thread from THREAD (at its head or an earlier checkpoint).",
+        _show_thread, arguments={"thread_id": "THREAD"},
+        names={"checkpoint_id": CliName(option=("--checkpoint",), metavar="ID", help=(
+                   "Fork at checkpoint ID (default: the head).")),
+               "new_thread_id": CliName(option=("--id",), metavar="ID", help=(
+                   "The new thread's id (default: a new one).")),
+               "ttl": CliName(metavar="SECONDS", help=(
+                   "Seconds until it expires (default: the source thread's TTL)."))},
+        params=[click.Option(["--copy"], is_flag=True, help=(
+            "Copy the messages instead of sharing them with the source."))]),
+    SearchThreadsRequest: CommandSpec(
+        "Find past threads by keywords (and meaning, with --embedder).", _show_hits,
+        arguments={"query": "QUERY"},
+        names={"owner": CliName(option=("--user",), metavar="ID",
+                                help="Only this user's threads."),
+               "limit": CliName(metavar="N")},
+        omitted={"exclude": "the thread an agent is in: the command runs in none"}),
+}
+def _json(row: Operation, result: Any) -> Any:
+    """The row's wire model; a new thread's is its record (as the routes answer)."""
+    return wire_json(row, result.info() if isinstance(result, Thread) else result)
+
+
+add_table_commands(threads_group, THREAD_OPERATIONS, _COMMANDS,
+                   Family(_session_params, _run, json=_json))
 
 
 def thread_index(ctx: click.Context, db: str, embedder: str) -> ThreadIndex:

@@ -36,23 +36,26 @@ _RESULTS: Mapping[type[Request], type[BaseModel]] = {**RESULT_MODELS,
 
 
 def _row(request: type[Request], path: str, name: str, summary: str, description: str, *,
-         writes: bool, calls_model: bool = False, tool: str | None = None) -> Operation:
+         writes: bool, calls_model: bool = False, tool: str | None = None,
+         command: str | None = None) -> Operation:
     return Operation(request, _RESULTS[request], writes=writes,
                      route=Route("POST", "/v1/episodes" + path, name, summary, description),
                      tool=McpToolRow(name, tool, on_request=True) if tool else None,
-                     python=request.operation, calls_model=calls_model)
+                     python=request.operation, calls_model=calls_model, command=command)
 
 
 EPISODE_OPERATIONS: tuple[Operation, ...] = (
     _row(AddEpisodeRequest, "", "add_episode", "Add an episode",
          "Store one episode (situation, thought, action, result).", writes=True,
+         command="episodes add",
          tool="Record an experience to learn from: the situation, your reasoning, the action "
               "you took and its result."),
     _row(ListEpisodesRequest, "/list", "list_episodes", "List episodes",
-         'The tenant\'s episodes, newest first: ``{"episodes": [...]}``.', writes=False),
+         'The tenant\'s episodes, newest first: ``{"episodes": [...]}``.', writes=False,
+         command="episodes ls"),
     _row(SelectExamplesRequest, "/select", "select_examples", "Select few-shot examples",
          "Up to ``k`` relevant, diverse episodes for ``query`` within ``budget_tokens``, "
-         "with\ntheir few-shot ``messages``.", writes=False,
+         "with\ntheir few-shot ``messages``.", writes=False, command="episodes select",
          tool="Past episodes most like a new situation, as few-shot examples (relevant, "
               "diverse, within a token budget)."),
     _row(ExtractEpisodesRequest, "/extract", "extract_episodes",

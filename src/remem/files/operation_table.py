@@ -55,7 +55,7 @@ def _file(request: type[Request], result: type[BaseModel], name: str, summary: s
           description: str, *, writes: bool, python: str, tool: str | None = None,
           about: str = "", method: HttpMethod = "POST",
           part: type[BaseModel] | None = None) -> Operation:
-    return Operation(request, result, writes=writes, python=python,
+    return Operation(request, result, writes=writes, python=python, command=f"files {name}",
                      tool=None if tool is None else McpToolRow(tool, about),
                      route=Route(method, f"/v1/files/{name}", name, summary, description,
                                  part=part))
@@ -97,8 +97,8 @@ they are offered."""
 
 def _approval(request: type[Request], result: type[BaseModel], method: HttpMethod, path: str,
               name: str, summary: str, description: str, *, writes: bool, python: str,
-              part: type[BaseModel] | None = None) -> Operation:
-    return Operation(request, result, writes=writes, python=python,
+              part: type[BaseModel] | None = None, command: str | None = None) -> Operation:
+    return Operation(request, result, writes=writes, python=python, command=command,
                      route=Route(method, path, name, summary, description, part=part,
                                  optional_body=method == "POST"))
 
@@ -109,20 +109,23 @@ APPROVAL_OPERATIONS: tuple[Operation, ...] = (
     _approval(ListApprovalsRequest, ApprovalsOut, "GET", "/v1/approvals", "list_approvals",
               "List approvals",
               "The tenant's approvals with ``status`` (default: pending), oldest first.",
-              writes=False, python="list_approvals"),
+              writes=False, python="list_approvals", command="approvals ls"),
     _approval(ApproveByIdRequest, ApprovalOut, "POST", _APPROVAL + "/approve", "approve",
               "Approve a parked operation",
               "Run the parked operation once, with ``edited_arguments`` merged over the parked\n"
               "ones; the approval as it ends (``done``, or ``failed`` with the reason). 403 if "
               "this key\nis the one that asked for it (another key, a human's, must approve).",
-              writes=True, python="approve", part=ApproveRequest),
+              writes=True, python="approve", part=ApproveRequest,
+              command="approvals approve"),
     _approval(RejectByIdRequest, ApprovalOut, "POST", _APPROVAL + "/reject", "reject",
               "Reject a parked operation", "Refuse the parked operation: it never runs.",
-              writes=True, python="reject", part=RejectRequest),
+              writes=True, python="reject", part=RejectRequest,
+              command="approvals reject"),
     _approval(RecoverRequest, ApprovalsOut, "POST", "/v1/approvals/recover", "recover",
               "Finish approvals a crash left running",
               "Approvals claimed at least ``stale_after`` seconds ago whose outcome was never "
               "stored\n(the resolver crashed): each ends ``done`` (its change was made, once) "
-              "or ``failed``\n(it was not made).", writes=True, python="recover"),
+              "or ``failed``\n(it was not made).", writes=True, python="recover",
+              command="approvals recover"),
 )
 """Every approvals request's row (no MCP tool: a human resolves approvals, not an agent)."""

@@ -41,8 +41,9 @@ __all__ = ["GRAPH_OPERATIONS"]
 
 def _row(request: type[GraphRequest[Any]], result: type[BaseModel], method: HttpMethod,
          path: str, name: str, summary: str, description: str, *, writes: bool = False,
-         tool: str | None = None, calls_model: bool = False) -> Operation:
-    return Operation(request, result, writes=writes,
+         tool: str | None = None, calls_model: bool = False,
+         command: str | None = None) -> Operation:
+    return Operation(request, result, writes=writes, command=command,
                      route=Route(method, "/v1/graph" + path, name, summary, description),
                      tool=McpToolRow(name, tool, on_request=True) if tool else None,
                      python=request.operation, calls_model=calls_model)
@@ -59,7 +60,7 @@ GRAPH_OPERATIONS: tuple[Operation, ...] = (
     _row(SearchFactsRequest, FactHitsOut, "POST", "/search", "search_facts", "Search facts",
          "Facts for ``query`` (keywords, meaning, graph distance), best first; ``as_of``: "
          "true\nthen; ``known_at``: as known then. Each hit has its path and validity "
-         "interval.",
+         "interval.", command="graph search",
          tool="Facts about people, places and organisations for a query, best first, each "
               "with the time it held (valid_at .. invalid_at) and its path from the entity "
               "the query names; as_of: what was true then, known_at: what was known then."),
@@ -67,6 +68,7 @@ GRAPH_OPERATIONS: tuple[Operation, ...] = (
          "Read an entity's page",
          "The entity (by id, name or alias), its current facts and its fact timeline (404 "
          "if\nnone; 422 when a name fits several entities, naming their ids).",
+         command="graph entity",
          tool="An entity (by name, alias or id): its current facts and the timeline of every "
               "fact about it, ended ones included."),
     _row(ExpandRequest, FactHitsOut, "POST", "/expand", "expand_entity",

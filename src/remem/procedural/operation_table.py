@@ -44,41 +44,46 @@ _RESULTS: Mapping[type[Request], type[BaseModel]] = {**RESULT_MODELS,
 
 def _row(request: type[Request], method: HttpMethod, path: str, name: str, summary: str,
          description: str, *, writes: bool, calls_model: bool = False,
-         tool: McpToolRow | None = None) -> Operation:
+         tool: McpToolRow | None = None, command: str | None = None) -> Operation:
     server_sets = ("author",) if "author" in request.model_fields else ()
     return Operation(request, _RESULTS[request], writes=writes,
                      route=Route(method, _PREFIX + path, name, summary, description,
                                  server_sets=server_sets),
-                     tool=tool, python=request.operation, calls_model=calls_model)
+                     tool=tool, python=request.operation, calls_model=calls_model,
+                     command=command)
 
 
 PROMPT_OPERATIONS: tuple[Operation, ...] = (
     _row(ListPromptsRequest, "GET", "", "list_prompts", "List prompts",
          'The latest version of every prompt of the tenant, by name: ``{"prompts": [...]}``.',
-         writes=False, tool=McpToolRow("list_prompts", "The prompts kept, latest version of "
-                                       "each.", on_request=True)),
+         writes=False, command="prompts ls",
+         tool=McpToolRow("list_prompts", "The prompts kept, latest version of each.",
+                         on_request=True)),
     _row(CreatePromptRequest, "POST", "", "create_prompt", "Create a prompt",
          "Create a prompt (version 1); its template variables are those the text uses unless"
-         "\n``variables`` declares them. A name that exists answers 409.", writes=True),
+         "\n``variables`` declares them. A name that exists answers 409.", writes=True,
+         command="prompts create"),
     _row(GetPromptRequest, "GET", "/{name}", "get_prompt", "Read a prompt",
          "The latest version of the prompt (or ``version``): text, variables, author, reason.",
-         writes=False, tool=McpToolRow(
+         writes=False, command="prompts show", tool=McpToolRow(
              "get_prompt", "The current text of a named prompt (or one of its versions), with "
              "its template variables.", on_request=True)),
     _row(UpdatePromptRequest, "POST", "/{name}", "update_prompt",
          "Write a new version of a prompt",
          "A new version; a text that drops or invents a template variable answers 422,\n"
-         "``expected_version`` that is no longer current answers 409.", writes=True),
+         "``expected_version`` that is no longer current answers 409.", writes=True,
+         command="prompts update"),
     _row(PromptHistoryRequest, "GET", "/{name}/history", "prompt_history",
          "Every version of a prompt", 'Every version, oldest first: ``{"versions": [...]}``.',
-         writes=False),
+         writes=False, command="prompts history"),
     _row(PromptDiffRequest, "GET", "/{name}/diff", "prompt_diff",
          "Diff two versions of a prompt",
          "A unified diff from ``old`` (default: the version before ``new``) to ``new``\n"
-         '(default: the latest): ``{"diff": "..."}``.', writes=False),
+         '(default: the latest): ``{"diff": "..."}``.', writes=False,
+         command="prompts diff"),
     _row(RollbackPromptRequest, "POST", "/{name}/rollback", "rollback_prompt",
          "Roll a prompt back", "Make an old version's text current again, as a new version.",
-         writes=True),
+         writes=True, command="prompts rollback"),
     _row(OptimizePromptRequest, "POST", "/{name}/optimize", "optimize_prompt",
          "Optimize a prompt from feedback",
          "Rewrite the prompt from ``trajectories`` with the server's model: the candidate "

@@ -9,8 +9,9 @@ answers leave out the fields at their defaults, as ``to_dict()`` does. ``part`` 
 names the body models had before the rows (``AppendBody``, not ``AppendMessagesBody``), and
 the route names are the endpoints' (so are the OpenAPI operation ids).
 
-The rows declare no MCP tool (threads are not served over MCP) and no CLI command
-(``remem threads`` works on a database file with positional ids, not on these requests).
+The rows declare no MCP tool (threads are not served over MCP); ``search``, ``rewind`` and
+``fork`` (``--copy``: the copy row) name their ``remem threads`` command (the others' commands
+do more than one request: see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ _PREFIX = "/v1/threads"
 
 def _row(request: type[ThreadRequest[Any]], method: HttpMethod, path: str, name: str,
          summary: str, description: str, *, writes: bool, part: str | None = None,
-         calls_model: bool = False) -> Operation:
-    return Operation(request, RESULT_MODELS[request], writes=writes,
+         calls_model: bool = False, command: str | None = None) -> Operation:
+    return Operation(request, RESULT_MODELS[request], writes=writes, command=command,
                      route=Route(method, _PREFIX + path, name, summary, description,
                                  part=part),
                      python=request.operation, calls_model=calls_model, sparse=True)
@@ -62,7 +63,7 @@ THREAD_OPERATIONS: tuple[Operation, ...] = (
     _row(SearchThreadsRequest, "POST", "/search", "search_threads", "Search threads",
          "Your tenant's threads whose messages match ``query`` (keywords, and meaning when "
          "the\nserver has an embedder), best first; ``owner`` is a thread's metadata "
-         "``user_id``.", writes=False),
+         "``user_id``.", writes=False, command="threads search"),
     _row(GetThreadRequest, "GET", "/{thread_id}", "get_thread", "Read a thread",
          "The thread's metadata and head checkpoint (404 if none).", writes=False),
     _row(SetMetadataRequest, "PATCH", "/{thread_id}", "set_metadata",
@@ -88,10 +89,10 @@ THREAD_OPERATIONS: tuple[Operation, ...] = (
          "A new head checkpoint with the same messages and a new ``state``.", writes=True),
     _row(RewindRequest, "POST", "/{thread_id}/rewind", "rewind_thread", "Rewind a thread",
          "Time travel in place: a new head with the messages of ``checkpoint_id``.",
-         writes=True, part="Rewind"),
+         writes=True, part="Rewind", command="threads rewind"),
     _row(ForkRequest, "POST", "/{thread_id}/fork", "fork_thread", "Fork a thread",
          "A new thread sharing the messages up to ``checkpoint_id`` (default: the head).",
-         writes=True, part="Fork"),
+         writes=True, part="Fork", command="threads fork"),
     _row(CopyRequest, "POST", "/{thread_id}/copy", "copy_thread", "Copy a thread",
          "A new thread with its own copy of the messages up to ``checkpoint_id``.",
          writes=True, part="Copy"),
