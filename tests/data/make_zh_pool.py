@@ -52,6 +52,7 @@ PEOPLE = 250
 KINDS = ("simple", "conditional", "comparative", "aggregative", "post_processing", "noisy")
 QUOTA = 100  # questions of each kind
 MAX_QUESTIONS = 3  # per person
+VOICES = ("named", "first")
 
 
 def _noisy(rng: random.Random, text: str) -> str:
@@ -108,18 +109,23 @@ def _render(p: Person) -> dict[str, Any]:
             "question_list": questions}
 
 
-def build() -> list[dict[str, Any]]:
-    """The pool: a JSON list of 250 trajectories (one pool for ``remem eval memdaily``)."""
-    rng = random.Random(SEED)
+def build(seed: int = SEED, voice: str = "named") -> list[dict[str, Any]]:
+    """The pool: a JSON list of 250 trajectories (one pool for ``remem eval memdaily``).
+
+    ``voice``: ``"named"`` (every fact message names its person) or ``"first"`` (each person
+    says their name once, introducing themself, and tells every fact as 我)."""
+    if voice not in VOICES:
+        raise ValueError(f"voice must be one of {VOICES}, got {voice!r}")
+    rng = random.Random(seed)
     names = Names(rng)
-    people = [make_person(rng, names, i) for i in range(1, PEOPLE + 1)]
+    people = [make_person(rng, names, i, voice) for i in range(1, PEOPLE + 1)]
     _picked_by_condition(people)
     for p in people:
         for d in [d for d in p.drafts if d.kind in ("simple", "conditional")]:
             p.drafts.append(Draft("noisy", _noisy(p.rng, d.text), d.answer, d.gold, d.named,
                                   d.key))
     _choose(rng, people)
-    _check(people)
+    _check(people, voice)
     return [_render(p) for p in people]
 
 
@@ -141,9 +147,9 @@ def _picked_by_condition(people: list[Person]) -> None:
                                       [*subject.said, *target.gold], False, subject.key))
 
 
-def _check(people: list[Person]) -> None:
-    """Gold holds the facts; names are never said outside their own trajectory; a condition
-    that picks a person fits no one else."""
+def _check(people: list[Person], voice: str) -> None:
+    """Gold holds the facts (said by name in the named voice); names are never said outside
+    their own trajectory; a condition that picks a person fits no one else."""
     texts = [q.text for p in people for q in p.questions]
     assert len(set(texts)) == len(texts), "a question text repeats: it would be ambiguous"
     fits = Counter(s.key for p in people for s in p.subjects)
@@ -154,7 +160,9 @@ def _check(people: list[Person]) -> None:
             assert "{" not in q.text, q.text
             for m in q.gold:
                 assert all(c in m.text for c in m.checks), (m.text, m.checks)
-                assert p.name in m.text or any(c in m.text for c in p.children), m.text
+                assert any(m is own for own in p.messages), m.text
+                if voice == "named":
+                    assert p.name in m.text or any(c in m.text for c in p.children), m.text
             if q.kind == "aggregative":
                 assert 4 <= len(q.gold) <= 8, q
         times = [m.when for m in p.messages]
@@ -171,15 +179,25 @@ def encode(data: list[dict[str, Any]]) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python tests/data/make_zh_pool.py OUT.json", file=sys.stderr)
+    """``OUT.json [--voice named|first] [--seed N]``: write the pool, print its counts."""
+    args = list(argv)
+    options = {"--voice": "named", "--seed": str(SEED)}
+    for option in options:
+        if option in args:
+            at = args.index(option)
+            options[option] = args[at + 1] if at + 1 < len(args) else ""
+            del args[at:at + 2]
+    if len(args) != 1 or options["--voice"] not in VOICES \
+            or not options["--seed"].isdigit():
+        print("usage: python tests/data/make_zh_pool.py OUT.json [--voice named|first] "
+              "[--seed N]", file=sys.stderr)
         return 2
-    data = build()
+    data = build(int(options["--seed"]), options["--voice"])
     raw = encode(data)
-    Path(argv[0]).write_bytes(raw)
+    Path(args[0]).write_bytes(raw)
     questions = [q for t in data for q in t["question_list"]]
     kinds = Counter(q["kind"] for q in questions)
-    print(f"{argv[0]}: {len(data)} trajectories, "
+    print(f"{args[0]}: {len(data)} trajectories, "
           f"{sum(len(t['message_list']) for t in data)} messages, {len(questions)} questions "
           f"({', '.join(f'{k} {kinds[k]}' for k in KINDS)}), sha256 "
           f"{hashlib.sha256(raw).hexdigest()}", file=sys.stderr)

@@ -37,6 +37,7 @@ from zh_pool_vocab import (
     HOLIDAYS,
     HOSPITALS,
     HOTELS,
+    INTRODUCTION,
     ITEMS,
     JOBS,
     MEAL,
@@ -113,6 +114,7 @@ class Person:
     targets: list[Target] = field(default_factory=list)
     subjects: list[Subject] = field(default_factory=list)
     asked: datetime = FIRST_DAY  # when the questions are asked: after the last message
+    voice: str = "named"  # "named": every fact names its person; "first": said as 我
 
     def say(self, template: Template, day: int, **values: Any) -> Message:
         """A message on ``day`` of the trajectory at an hour its phrasing fits; every value
@@ -124,7 +126,8 @@ class Person:
         used = [f for _, f, _, _ in string.Formatter().parse(text) if f]
         when = self.start + timedelta(days=day, hours=self.rng.randint(low, high),
                                       minutes=self.rng.randint(0, 59))
-        message = Message(text.format(n=self.name, **values), when,
+        said_as = self.name if self.voice == "named" else "我"
+        message = Message(text.format(n=said_as, **values), when,
                           tuple(str(values[f]) for f in used if f != "n"))
         self.messages.append(message)
         return message
@@ -442,12 +445,14 @@ class Names:
         raise AssertionError(f"no name left of {given}")
 
 
-def make_person(rng: random.Random, names: Names, number: int) -> Person:
+def make_person(rng: random.Random, names: Names, number: int, voice: str = "named") -> Person:
+    """One person's life. ``voice="first"``: the person tells it as 我 and says their name
+    once, in a message introducing themself (the questions still name them)."""
     # a few surnames carry most people, as in China (王, 李, 张 ...)
     surname = rng.choices(SURNAMES, weights=[1 / (i + 3) for i in range(len(SURNAMES))])[0]
     start = FIRST_DAY + timedelta(days=rng.randint(0, 45))
     p = Person(f"p{number:03d}", names.new(surname, GIVEN), rng.choice(CITIES), start,
-               rng.randint(100, 140), random.Random(rng.random()))
+               rng.randint(100, 140), random.Random(rng.random()), voice=voice)
     kinds = rng.sample(SERIES, 2)
     # mostly with more of the same in other months: the questions ask about one month
     _series(p, kinds[0], rng.randint(4, 8), ask=True, extra=rng.choice((0, 1, 1, 2, 2)))
@@ -479,6 +484,8 @@ def make_person(rng: random.Random, names: Names, number: int) -> Person:
         p.say((rng.choice(NAMED_CHATTER), (8, 23)), rng.randrange(p.days))
     for _ in range(rng.choice((0, 0, 1, 1, 2))):
         p.say((rng.choice(CHATTER), (7, 23)), rng.randrange(p.days))
+    if voice == "first":
+        p.say(p.rng.choice(INTRODUCTION), 0, name=p.name, city=p.city)
     p.messages.sort(key=lambda m: m.when)
     for mid, m in enumerate(p.messages):
         m.mid = mid

@@ -291,3 +291,10 @@ NOISE_AFTER = ("我记不太清了", "你帮我翻翻记录", "好像之前说�
                "好像是前阵子说的")
 TYPOS = (("什么", "神马"), ("哪", "那"), ("钱", "前"), ("几点", "几典"), ("多少", "多小"))
 PLACES = _words("家里 公司 地铁上 路上 商场 小区")
+# the first-person voice: the one message where a person says who they are
+INTRODUCTION: tuple[Template, ...] = (
+    ("你好，我叫{name}，在{city}生活", (8, 10)),
+    ("先自我介绍一下，我是{name}，住在{city}", (8, 10)),
+    ("我是{name}，以后日常的事都跟你说，帮我记着", (8, 10)),
+    ("认识一下，我叫{name}，{city}人", (8, 10)),
+)

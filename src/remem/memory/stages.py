@@ -13,7 +13,9 @@ stages"; ``docs/eval.md``):
 - ``questions``: memories that only ask a question sink;
 - ``mentions``: memories naming the same person pool what of the query they match;
 - ``neighbours``: a memory next to a strong match in its session gains from it;
-- ``spread``: at most three memories of one session before every other session's best.
+- ``spread``: at most three memories of one session before every other session's best;
+- ``subjects``: a query naming a person searches that person's sessions again, and their
+  best memories lead (``subjects:N``: the N best; :mod:`remem.retrieval.subjects`).
 
 On by default, as the measurement keeps them (chosen by leave-one-conversation-out on the
 development conversations): ``sessions, speakers, timing, questions`` for a query in a
@@ -39,6 +41,7 @@ from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.speakers import Speakers
+from remem.retrieval.subjects import Subjects
 from remem.retrieval.timing import QuestionTurns, Timing
 from remem.retrieval.tokenize import han_share
 
@@ -60,7 +63,7 @@ TURN_FIELD: Final = "source.turn"
 TEXT_FIELD: Final = "text"
 
 STAGE_NAMES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions",
-                                       "mentions", "neighbours", "spread")
+                                       "mentions", "neighbours", "spread", "subjects")
 """The stages a memory search can turn on."""
 
 DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
@@ -131,7 +134,19 @@ def staged_ranking(base: Ranking, query: str | None, stages: str | None) -> Rank
                             "mentions") if "mentions" in on else None),
         neighbours=(_weighted(Neighbours(field=SESSION_FIELD, order=TURN_FIELD), chosen,
                               "neighbours") if "neighbours" in on else None),
+        subjects=_subjects(chosen) if "subjects" in on else None,
     )
+
+
+def _subjects(chosen: Mapping[str, float | None]) -> Subjects:
+    """The ``subjects`` stage; its number is how many of the subject's memories lead."""
+    take = chosen.get("subjects")
+    if take is None:
+        return Subjects(field=SESSION_FIELD)
+    if take != int(take) or take < 1:
+        raise InvalidInputError(f"stages: subjects:{take:g} must be a whole number >= 1 (how "
+                                "many of the subject's memories lead the page)")
+    return Subjects(field=SESSION_FIELD, take=int(take))
 
 
 def check_stages(value: str | None) -> str | None:
