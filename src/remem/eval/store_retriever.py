@@ -71,14 +71,27 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
     default; the sessions and speakers stages group by the turn's ``session`` and ``speaker``
     metadata, the neighbours stage its ``session`` and ``turn``, and the timing and
     questions stages read its ``text``, as
-    :class:`StoreRetriever` stores them."""
-    unknown = [name for name in stages if name not in STAGES]
+    :class:`StoreRetriever` stores them. ``subjects:N`` sets how many of the subject's turns
+    lead (as ``SearchRequest.stages`` does)."""
+    take: int | None = None
+    names: list[str] = []
+    for entry in stages:
+        name, _, number = entry.partition(":")
+        if name == "subjects" and number:
+            if not number.isdigit() or int(number) < 1:
+                raise InvalidInputError(f"{entry!r}: subjects:N takes a whole number N >= 1 "
+                                        "(how many of the subject's turns lead)")
+            take = int(number)
+        elif number:
+            name = entry  # only subjects takes a number here
+        names.append(name)
+    unknown = [name for name in names if name not in STAGES]
     if unknown:
         raise InvalidInputError(
             f"unknown ranking stage {unknown[0]!r}: choose from {', '.join(STAGES)} "
             "(or none of them)"
         )
-    on = set(stages)
+    on = set(names)
     return Ranking(
         sessions=Sessions(field="session") if "sessions" in on else None,
         speakers=Speakers(field="speaker") if "speakers" in on else None,
@@ -91,7 +104,8 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
         neighbours=(Neighbours(field="session", order="turn") if "neighbours" in on
                     else None),
         mentions=Mentions(field=INDEXED_FIELD) if "mentions" in on else None,
-        subjects=Subjects(field="session") if "subjects" in on else None,
+        subjects=(Subjects(field="session", **({"take": take} if take else {}))
+                  if "subjects" in on else None),
     )
 
 
