@@ -116,3 +116,16 @@ def test_the_memdaily_default_finds_facts_asked_for_by_condition() -> None:
     kinds = default["by_category"]
     assert kinds["conditional"]["recall@10"] > sessions["by_category"]["conditional"]["recall@10"]
     assert kinds["simple"]["recall@10"] == sessions["by_category"]["simple"]["recall@10"]
+
+
+def test_subjects_takes_how_many_lead_on_the_store_path() -> None:
+    from remem.eval.store_retriever import stage_ranking
+    from remem.retrieval.subjects import Subjects
+
+    assert stage_ranking(["sessions", "subjects:4"]).subjects == Subjects(field="session", take=4)
+    assert stage_ranking(["subjects"]).subjects == Subjects(field="session")
+    doc = run_json("memdaily", "--stages", "sessions,mentions,subjects:3")
+    assert doc["config"]["stages"] == ["sessions", "mentions", "subjects:3"]
+    for bad in ("subjects:0", "subjects:x", "sessions:0.5"):
+        result = invoke("memdaily", "--stages", bad)
+        assert result.exit_code == 2 and bad in result.stderr, result.stderr
