@@ -112,7 +112,7 @@ def test_the_memdaily_default_finds_facts_asked_for_by_condition() -> None:
     # pool the question terms they match, so the fact about "the friend who works in
     # Hangzhou" climbs; simple questions keep their recall
     sessions, default = _roles(4, "--stages", "sessions"), _roles(4)
-    assert default["config"]["stages"] == ["sessions", "mentions"]
+    assert default["config"]["stages"] == ["sessions", "mentions", "subjects"]
     kinds = default["by_category"]
     assert kinds["conditional"]["recall@10"] > sessions["by_category"]["conditional"]["recall@10"]
     assert kinds["simple"]["recall@10"] == sessions["by_category"]["simple"]["recall@10"]

@@ -19,7 +19,7 @@ stages"; ``docs/eval.md``):
 
 On by default, as the measurement keeps them (chosen by leave-one-conversation-out on the
 development conversations): ``sessions, speakers, timing, questions`` for a query in a
-Latin script, ``sessions, mentions`` for a query mostly in Han characters. Every stage takes
+Latin script, ``sessions, mentions, subjects`` for a query mostly in Han characters. Every stage takes
 part only for memories with a session: a memory stored without a thread (a plain fact) gets
 nothing from any stage, so a search over plain facts ranks exactly as plain hybrid search.
 
@@ -69,7 +69,7 @@ STAGE_NAMES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questi
 DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
 """On by default for queries not mostly in Han characters (``remem eval locomo``'s)."""
 
-CHINESE_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions")
+CHINESE_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions", "subjects")
 """On by default for queries mostly in Han characters (``remem eval memdaily``'s)."""
 
 _ENTRY = re.compile(r"^([a-z]+)(?::(\d+(?:\.\d*)?|\.\d+))?$")
