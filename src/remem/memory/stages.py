@@ -19,9 +19,10 @@ stages"; ``docs/eval.md``):
 
 On by default, as the measurement keeps them (chosen by leave-one-conversation-out on the
 development conversations): ``sessions, speakers, timing, questions`` for a query in a
-Latin script, ``sessions, mentions, subjects`` for a query mostly in Han characters. Every stage takes
-part only for memories with a session: a memory stored without a thread (a plain fact) gets
-nothing from any stage, so a search over plain facts ranks exactly as plain hybrid search.
+Latin script, ``sessions, mentions, subjects`` for a query mostly in Han characters. Every
+stage takes part only for memories with a session: a memory stored without a thread (a plain
+fact) gets nothing from any stage, so a search over plain facts ranks exactly as plain hybrid
+search.
 
 ``SearchRequest.stages`` chooses and tunes them: ``"none"``, or names separated by commas,
 each with an optional weight after a colon (``"sessions:0.8,speakers,timing:0.05"``); unset
