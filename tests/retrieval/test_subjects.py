@@ -47,7 +47,8 @@ def test_the_subjects_best_lead_then_the_ordinary_results_each_once() -> None:
     assert merge_subject([], ["o1", "o2"], STAGE) == ["o1", "o2"]
 
 
-@pytest.mark.parametrize("field,value", [("take", 0), ("probe", -1), ("max_sessions", 1.5)])
+@pytest.mark.parametrize("field,value", [("take", 0), ("probe", -1), ("max_sessions", 1.5),
+                                         ("field", "")])
 def test_bad_options_name_the_option(field: str, value: object) -> None:
     with pytest.raises(InvalidInputError, match=f"Subjects.{field}"):
         Subjects(**{field: value})  # type: ignore[arg-type]

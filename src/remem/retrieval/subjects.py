@@ -29,7 +29,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from remem.retrieval.options import check_count
+from remem.retrieval.options import check_count, check_field
 
 __all__ = ["Subjects", "merge_subject", "subject_sessions"]
 
@@ -52,6 +52,8 @@ class Subjects:
     max_sessions: int = 2
 
     def __post_init__(self) -> None:
+        check_field("Subjects", "field", self.field, holding="the session",
+                    example="source.thread_id")
         check_count("Subjects", "take", self.take)
         check_count("Subjects", "probe", self.probe)
         check_count("Subjects", "max_sessions", self.max_sessions)
