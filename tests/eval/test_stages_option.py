@@ -112,7 +112,20 @@ def test_the_memdaily_default_finds_facts_asked_for_by_condition() -> None:
     # pool the question terms they match, so the fact about "the friend who works in
     # Hangzhou" climbs; simple questions keep their recall
     sessions, default = _roles(4, "--stages", "sessions"), _roles(4)
-    assert default["config"]["stages"] == ["sessions", "mentions"]
+    assert default["config"]["stages"] == ["sessions", "mentions", "subjects"]
     kinds = default["by_category"]
     assert kinds["conditional"]["recall@10"] > sessions["by_category"]["conditional"]["recall@10"]
     assert kinds["simple"]["recall@10"] == sessions["by_category"]["simple"]["recall@10"]
+
+
+def test_subjects_takes_how_many_lead_on_the_store_path() -> None:
+    from remem.eval.store_retriever import stage_ranking
+    from remem.retrieval.subjects import Subjects
+
+    assert stage_ranking(["sessions", "subjects:4"]).subjects == Subjects(field="session", take=4)
+    assert stage_ranking(["subjects"]).subjects == Subjects(field="session")
+    doc = run_json("memdaily", "--stages", "sessions,mentions,subjects:3")
+    assert doc["config"]["stages"] == ["sessions", "mentions", "subjects:3"]
+    for bad in ("subjects:0", "subjects:x", "sessions:0.5"):
+        result = invoke("memdaily", "--stages", bad)
+        assert result.exit_code == 2 and bad in result.stderr, result.stderr

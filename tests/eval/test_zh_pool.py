@@ -148,3 +148,42 @@ def test_eval_reports_the_six_types(written: Path) -> None:
     assert {kind: row["n"] for kind, row in report["by_category"].items()} == dict.fromkeys(
         KINDS, 100)
     assert report["config"]["namespaces"] == 1 and report["config"]["messages"] == 4350
+
+
+#: the first-person pool (``--voice first``, the default seed) docs/eval.md measures
+FIRST_SHA256 = "4dcdbc6a563e0f153e66e3823e5df016a03d3fa698cd3f98c6e89aadb6f911a1"
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("zh_pool_first") / "zh_pool_first.json"
+    assert _generator().main([str(path), "--voice", "first"]) == 0
+    return path
+
+
+def test_the_first_person_pool_names_each_person_once_in_their_own_trajectory(
+        first: Path, raw: list[dict[str, Any]]) -> None:
+    assert hashlib.sha256(first.read_bytes()).hexdigest() == FIRST_SHA256
+    data = json.loads(first.read_text(encoding="utf-8"))
+    assert [t["user"] for t in data] == [t["user"] for t in raw]  # the same people
+    said = Counter(m["message"] for t in data for m in t["message_list"])
+    for t in data:
+        texts = [m["message"] for m in t["message_list"]]
+        # the name is said once, in an introduction, and nowhere else in the pool
+        assert sum(t["user"] in text for text in texts) == 1, t["user"]
+        for q in t["question_list"]:
+            assert t["user"] in q["question"] or "的那位" in q["question"], q["question"]
+            assert all(0 <= mid < len(texts) for mid in q["target_step_id"])
+    # near-alike to the letter: many messages are said word for word by several people
+    assert sum(n for n in said.values() if n > 1) > 1000
+    labelled = load_memdaily(first)
+    assert labelled.fixes == () and len(labelled.data.conversations[0].questions) == 600
+
+
+def test_the_generator_refuses_an_unknown_voice_or_seed(tmp_path: Path) -> None:
+    generator = _generator()
+    assert generator.main([str(tmp_path / "x.json"), "--voice", "third"]) == 2
+    assert generator.main([str(tmp_path / "x.json"), "--seed", "x"]) == 2
+    assert not (tmp_path / "x.json").exists()
+    with pytest.raises(ValueError, match="voice"):
+        generator.build(voice="third")

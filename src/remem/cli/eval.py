@@ -88,12 +88,13 @@ EVAL_EMBEDDERS: Final = ("local", "fake")
 
 CI_LEVEL: Final = 0.95
 
-MEMDAILY_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions")
+MEMDAILY_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions", "subjects")
 """The default ``--stages`` of ``remem eval memdaily``: each trajectory is a session of its
 pool, and scoring trajectories lifts the messages of the one a question is about; messages
 naming the same person pool the question's terms they match, which finds a fact asked for by
-relation and condition; the other stages lowered pools of the Chinese sets (docs/eval.md,
-"Ranking stages")."""
+relation and condition; a question naming a person searches again inside the trajectories
+that name them (``subjects``, the same default as ``Memory.search`` for Chinese queries); the
+other stages lowered pools of the Chinese sets (docs/eval.md, "Ranking stages")."""
 
 LONGMEMEVAL_STAGES: Final[tuple[str, ...]] = ()
 """The default ``--stages`` of ``remem eval longmemeval``: none, for want of LongMemEval data

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Final, Literal, TypeAlias, get_args
 
@@ -19,11 +20,12 @@ from remem.eval.locomo import TurnMemory
 from remem.retrieval.context import CONTEXT_FIELD, turn_contexts
 from remem.retrieval.decompose import Decompose
 from remem.retrieval.expansion import Entities, PseudoFeedback
-from remem.retrieval.mentions import Mentions
+from remem.retrieval.mentions import Mentions, mentioned_names
 from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.speakers import Speakers
+from remem.retrieval.subjects import Subjects, merge_subject, subject_sessions
 from remem.retrieval.timing import QuestionTurns, Timing
 from remem.store import (
     BaseStore,
@@ -56,7 +58,7 @@ INDEXED_FIELD: Final = "text"
 
 STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions", "spread",
                                    "feedback", "entities", "decompose", "neighbours",
-                                   "mentions")
+                                   "mentions", "subjects")
 """The multi-evidence ranking stages ``remem eval locomo --stages`` can turn on."""
 
 DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
@@ -69,14 +71,27 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
     default; the sessions and speakers stages group by the turn's ``session`` and ``speaker``
     metadata, the neighbours stage its ``session`` and ``turn``, and the timing and
     questions stages read its ``text``, as
-    :class:`StoreRetriever` stores them."""
-    unknown = [name for name in stages if name not in STAGES]
+    :class:`StoreRetriever` stores them. ``subjects:N`` sets how many of the subject's turns
+    lead (as ``SearchRequest.stages`` does)."""
+    take: int | None = None
+    names: list[str] = []
+    for entry in stages:
+        name, _, number = entry.partition(":")
+        if name == "subjects" and number:
+            if not number.isdigit() or int(number) < 1:
+                raise InvalidInputError(f"{entry!r}: subjects:N takes a whole number N >= 1 "
+                                        "(how many of the subject's turns lead)")
+            take = int(number)
+        elif number:
+            name = entry  # only subjects takes a number here
+        names.append(name)
+    unknown = [name for name in names if name not in STAGES]
     if unknown:
         raise InvalidInputError(
             f"unknown ranking stage {unknown[0]!r}: choose from {', '.join(STAGES)} "
             "(or none of them)"
         )
-    on = set(stages)
+    on = set(names)
     return Ranking(
         sessions=Sessions(field="session") if "sessions" in on else None,
         speakers=Speakers(field="speaker") if "speakers" in on else None,
@@ -89,6 +104,8 @@ def stage_ranking(stages: Sequence[str]) -> Ranking:
         neighbours=(Neighbours(field="session", order="turn") if "neighbours" in on
                     else None),
         mentions=Mentions(field=INDEXED_FIELD) if "mentions" in on else None,
+        subjects=(Subjects(field="session", **({"take": take} if take else {}))
+                  if "subjects" in on else None),
     )
 
 
@@ -151,8 +168,27 @@ class StoreRetriever:
                      event_at=memory.event_time)
 
     def _search(self, namespace: tuple[str, str], query: str, limit: int) -> list[SearchItem]:
-        return self.store.search(namespace, query=query, limit=limit, mode=self.mode,
-                                 ranking=self.ranking)
+        stage = self.ranking.subjects if self.ranking is not None else None
+        names = mentioned_names(query) if stage is not None else ()
+        if self.ranking is None or stage is None or not names:
+            return self.store.search(namespace, query=query, limit=limit, mode=self.mode,
+                                     ranking=self.ranking)
+        # the subjects stage, as the memory search runs it (remem.memory.subject_search)
+        ranking = replace(self.ranking, subjects=None)
+        probed = self.store.search(namespace, query=" ".join(names), limit=stage.probe,
+                                   mode="keyword")
+        found = self.store.search(namespace, query=query, limit=limit, mode=self.mode,
+                                  ranking=ranking)
+        sessions = subject_sessions(names, [(str(item.value.get(INDEXED_FIELD, "")),
+                                             item.value.get(stage.field)) for item in probed],
+                                    stage)
+        if not sessions:
+            return found
+        own = self.store.search(namespace, query=query, limit=stage.take, mode=self.mode,
+                                ranking=ranking, filter={stage.field: {"$in": sessions}})
+        by_key = {item.key: item for item in [*found, *own]}
+        order = merge_subject([item.key for item in own], [item.key for item in found], stage)
+        return [by_key[key] for key in order][:limit]
 
 
 @contextmanager

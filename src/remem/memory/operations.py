@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -56,7 +57,9 @@ from remem.memory.records import (
     read_memory,
 )
 from remem.memory.results import ChangeResult, MemoryHit, MemoryPage, SearchResult
+from remem.memory.subject_search import subject_search_flow
 from remem.memory.writer import commit
+from remem.retrieval.mentions import mentioned_names
 from remem.retrieval.ranking import Ranking, Recency
 from remem.store.bad_records import parse_items
 from remem.store.base import BaseStore
@@ -174,14 +177,22 @@ def search_flow(namespace_prefix: Namespace, query: str | None = None, *,
     _check_prefix(namespace_prefix)
     if query is not None and not query.strip():
         query = None
-    op = SearchOp(namespace_prefix, filter=search_filter(filters, as_of, include_invalid),
-                  query=query, limit=limit, offset=offset, mode=mode,
-                  ranking=ranking or search_ranking(limit=limit, offset=offset))
-    found = yield StoreBatch([op])
-    items = found[0]
-    assert isinstance(items, list)
-    # a record that does not parse is left out (and reported), never fatal to the others
-    hits = parse_items(items, MemoryHit.from_item, family="memories")
+    ranking = ranking or search_ranking(limit=limit, offset=offset)
+    store_filter = search_filter(filters, as_of, include_invalid)
+    stage, ranking = ranking.subjects, replace(ranking, subjects=None)
+    names = mentioned_names(query) if stage is not None and query is not None else ()
+    if stage is not None and query is not None and names:
+        hits = yield from subject_search_flow(
+            namespace_prefix, query, names, store_filter=store_filter, limit=limit,
+            offset=offset, mode=mode, ranking=ranking, stage=stage)
+    else:
+        op = SearchOp(namespace_prefix, filter=store_filter, query=query, limit=limit,
+                      offset=offset, mode=mode, ranking=ranking)
+        found = yield StoreBatch([op])
+        items = found[0]
+        assert isinstance(items, list)
+        # a record that does not parse is left out (and reported), never fatal to the others
+        hits = parse_items(items, MemoryHit.from_item, family="memories")
     if hits:  # the hits count as uses (remem.memory.observers)
         yield Touched(tuple(hit.memory.id for hit in hits))
     return SearchResult(tuple(hits))

@@ -191,7 +191,9 @@ class SearchRequest(_Scoped[SearchResult]):
         None, description="conversation ranking stages, for memories with a thread: 'none', "
                           "or names separated by commas, each optionally name:weight, from "
                           "sessions, speakers, timing, questions, mentions, neighbours, "
-                          "spread; unset: the measured defaults for the query's language")
+                          "spread, subjects (subjects:N: the N best memories of the person "
+                          "the query names lead); unset: the measured defaults for the "
+                          "query's language")
 
 
 class GetRequest(MemoryRequest[MemoryRecord]):

@@ -13,13 +13,16 @@ stages"; ``docs/eval.md``):
 - ``questions``: memories that only ask a question sink;
 - ``mentions``: memories naming the same person pool what of the query they match;
 - ``neighbours``: a memory next to a strong match in its session gains from it;
-- ``spread``: at most three memories of one session before every other session's best.
+- ``spread``: at most three memories of one session before every other session's best;
+- ``subjects``: a query naming a person searches that person's sessions again, and their
+  best memories lead (``subjects:N``: the N best; :mod:`remem.retrieval.subjects`).
 
 On by default, as the measurement keeps them (chosen by leave-one-conversation-out on the
 development conversations): ``sessions, speakers, timing, questions`` for a query in a
-Latin script, ``sessions, mentions`` for a query mostly in Han characters. Every stage takes
-part only for memories with a session: a memory stored without a thread (a plain fact) gets
-nothing from any stage, so a search over plain facts ranks exactly as plain hybrid search.
+Latin script, ``sessions, mentions, subjects`` for a query mostly in Han characters. Every
+stage takes part only for memories with a session: a memory stored without a thread (a plain
+fact) gets nothing from any stage, so a search over plain facts ranks exactly as plain hybrid
+search.
 
 ``SearchRequest.stages`` chooses and tunes them: ``"none"``, or names separated by commas,
 each with an optional weight after a colon (``"sessions:0.8,speakers,timing:0.05"``); unset
@@ -39,6 +42,7 @@ from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
 from remem.retrieval.sessions import Sessions, Spread
 from remem.retrieval.speakers import Speakers
+from remem.retrieval.subjects import Subjects
 from remem.retrieval.timing import QuestionTurns, Timing
 from remem.retrieval.tokenize import han_share
 
@@ -60,13 +64,13 @@ TURN_FIELD: Final = "source.turn"
 TEXT_FIELD: Final = "text"
 
 STAGE_NAMES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions",
-                                       "mentions", "neighbours", "spread")
+                                       "mentions", "neighbours", "spread", "subjects")
 """The stages a memory search can turn on."""
 
 DEFAULT_STAGES: Final[tuple[str, ...]] = ("sessions", "speakers", "timing", "questions")
 """On by default for queries not mostly in Han characters (``remem eval locomo``'s)."""
 
-CHINESE_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions")
+CHINESE_STAGES: Final[tuple[str, ...]] = ("sessions", "mentions", "subjects")
 """On by default for queries mostly in Han characters (``remem eval memdaily``'s)."""
 
 _ENTRY = re.compile(r"^([a-z]+)(?::(\d+(?:\.\d*)?|\.\d+))?$")
@@ -131,7 +135,19 @@ def staged_ranking(base: Ranking, query: str | None, stages: str | None) -> Rank
                             "mentions") if "mentions" in on else None),
         neighbours=(_weighted(Neighbours(field=SESSION_FIELD, order=TURN_FIELD), chosen,
                               "neighbours") if "neighbours" in on else None),
+        subjects=_subjects(chosen) if "subjects" in on else None,
     )
+
+
+def _subjects(chosen: Mapping[str, float | None]) -> Subjects:
+    """The ``subjects`` stage; its number is how many of the subject's memories lead."""
+    take = chosen.get("subjects")
+    if take is None:
+        return Subjects(field=SESSION_FIELD)
+    if take != int(take) or take < 1:
+        raise InvalidInputError(f"stages: subjects:{take:g} must be a whole number >= 1 (how "
+                                "many of the subject's memories lead the page)")
+    return Subjects(field=SESSION_FIELD, take=int(take))
 
 
 def check_stages(value: str | None) -> str | None:

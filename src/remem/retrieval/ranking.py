@@ -37,6 +37,8 @@ fused score of the turns next to it in its session, also after fusion, as ``ment
 the same person;
 ``sessions`` adds each candidate's session score after that (before recency); ``spread``
 re-orders the sorted results across sessions (before MMR) (:mod:`remem.retrieval.sessions`).
+``subjects`` (:mod:`remem.retrieval.subjects`) is no part of this ranking: the memory search
+runs it around the store's searches, and a store ignores it.
 
 Every result keeps the rank and score it had in each signal, so a user can see why it came back,
 and its relevance with each signal's part of it.
@@ -63,6 +65,7 @@ from remem.retrieval.relevance import check_min_score, relevance
 from remem.retrieval.reports import SelfReports
 from remem.retrieval.sessions import Sessions, Spread, session_boosts, spread_order
 from remem.retrieval.speakers import Speakers
+from remem.retrieval.subjects import Subjects
 from remem.retrieval.timing import QuestionTurns, Timing
 from remem.retrieval.tokenize import han_share
 
@@ -153,6 +156,7 @@ class Ranking:
     reports: SelfReports | None = None
     neighbours: Neighbours | None = None
     mentions: Mentions | None = None
+    subjects: Subjects | None = None
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -195,7 +199,7 @@ class Ranking:
                            ("speakers", Speakers), ("decompose", Decompose),
                            ("timing", Timing), ("questions", QuestionTurns),
                            ("reports", SelfReports), ("neighbours", Neighbours),
-                           ("mentions", Mentions)):
+                           ("mentions", Mentions), ("subjects", Subjects)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, kind):
                 raise InvalidInputError(
