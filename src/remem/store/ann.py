@@ -44,7 +44,7 @@ import numpy.typing as npt
 from remem.errors import ConfigError
 from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
-from remem.store.vectors import VectorIndex, _dot_rows, ranked_hits
+from remem.store.vectors import VectorIndex, _dot_rows
 
 __all__ = ["AnnConfig", "AnnIndex", "ann_available", "ann_hits"]
 
@@ -138,7 +138,7 @@ class AnnIndex:
         if path is None:
             return self._manifest_stamp
         try:
-            return path.stat().st_mtime_ns
+            return os.stat(path).st_mtime_ns  # os.stat: pathlib's stat costs more per search
         except FileNotFoundError:
             return None
 
@@ -256,8 +256,7 @@ class AnnIndex:
             at = 0
             while at < len(ids):
                 take = min(len(ids) - at, self.config.shard_rows - held)
-                index.add(np.asarray(ids[at:at + take], dtype=np.uint64), matrix[at:at + take],
-                          threads=1)
+                index.add(np.asarray(ids[at:at + take], dtype=np.uint64), matrix[at:at + take])
                 held += take
                 at += take
                 if held == self.config.shard_rows:
@@ -276,7 +275,7 @@ class AnnIndex:
         it holds now) into one more shard."""
         index, held = self._new_index(), 0
         for ids, _, _, matrix in rows:
-            index.add(np.asarray(ids, dtype=np.uint64), matrix, threads=1)
+            index.add(np.asarray(ids, dtype=np.uint64), matrix)
             held += len(ids)
         if held:
             self.shards = [*self.shards, self._seal(index, held)]
@@ -337,10 +336,17 @@ def ann_hits(index: AnnIndex, query: npt.NDArray[np.float32], prefix: Namespace,
                     break
                 if score > best.get(item_id, -np.inf):
                     best[item_id] = score
-        ranked = sorted(best.items(), key=lambda kv: -kv[1])
-        hits = ranked_hits(iter(ranked), depth, addresses)
-        if len(hits) >= depth or count >= held:  # full, or every vector was a candidate
-            return hits
+        found = addresses(list(best))
+        hits = [(item_id, address, best[item_id]) for item_id, address in found.items()]
+        # enough: the page is full and the index was asked deep enough that its last matches
+        # are not near the end of what it proposed (where approximate ranks are least sure):
+        # every candidate matched (no filter), or three pages of matches
+        enough = len(hits) >= depth and len(hits) >= min(len(best), 3 * depth)
+        if enough or count >= held:  # or every vector was a candidate
+            hits.sort(key=lambda c: (-c[2], c[1]))
+            if len(hits) <= depth:
+                return hits
+            return hits[:depth] + [c for c in hits[depth:] if c[2] == hits[depth - 1][2]]
         if count >= config.max_candidates:
             return exact()
         count = min(count * 4, config.max_candidates)

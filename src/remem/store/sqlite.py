@@ -38,6 +38,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -87,6 +88,9 @@ _LOAD_CHUNK = 8192
 # process, say): drop the partitions and read each again on its next search, rather than
 # applying every new row to them
 _RESYNC_ROWS = 50_000
+# seconds a scope counted too large to hold is trusted (a prefix of 600k items costs ~50 ms to
+# count): one that shrank meanwhile is still searched approximately or streamed until then
+_LARGE_SCOPE_TTL = 30.0
 # how long building the newest-first index waits for another process's write lock before it
 # gives up until the next wide listing (the listing has its page already; it must not stall)
 _BUILD_BUSY_TIMEOUT_MS = 200
@@ -132,6 +136,8 @@ class SQLiteStore(SQLStore["_Txn"]):
         # approximate index of scopes past the budget (remem.store.ann): only with usearch
         self._ann_config = None if ann is False or not ann_available() else (ann or AnnConfig())
         self._ann: AnnIndex | None = None
+        # prefixes lately counted too large to hold (monotonic time of the count)
+        self._large_scopes: dict[Namespace, float] = {}
         self.dialect = SQLiteDialect()
 
     @classmethod
@@ -468,6 +474,9 @@ class SQLiteStore(SQLStore["_Txn"]):
         part = self._parts.get(prefix)
         if part is not None:
             return part
+        counted = self._large_scopes.get(prefix)
+        if counted is not None and time.monotonic() - counted < _LARGE_SCOPE_TTL:
+            return None  # counted as too large a moment ago: not counted on every search
         dims = self.index.dims
         bounds = prefix_range(prefix)
         budget_rows = self._parts.budget // (dims * 4 + 12)
@@ -477,11 +486,17 @@ class SQLiteStore(SQLStore["_Txn"]):
         # every vector: the span of their ids (an upper bound, two index probes), never a
         # count, which reads the table; a prefix: its items, counted no further than cap
         (rows,) = txn.conn.execute(
-            "SELECT coalesce(max(id) - min(id) + 1, 0) FROM vectors" if bounds is None else
+            # (each of max and min alone: SQLite probes the index only for a lone min/max;
+            # "max(id) - min(id)" in one select scans the table)
+            "SELECT coalesce((SELECT max(id) FROM vectors) - (SELECT min(id) FROM vectors) + 1,"
+            " 0)" if bounds is None else
             "SELECT count(*) FROM (SELECT 1 FROM items WHERE ns >= ? AND ns < ? LIMIT ?)",
             () if bounds is None else (*bounds, cap)).fetchone()
         if not self._parts.fits(int(rows), dims) or (ann_above is not None
                                                       and int(rows) > ann_above):
+            if len(self._large_scopes) > 10_000:
+                self._large_scopes.clear()
+            self._large_scopes[prefix] = time.monotonic()
             return None
         part = partition_for(dims, int(rows))
         in_scope = "" if bounds is None else " AND i.ns >= ? AND i.ns < ?"
