@@ -99,8 +99,15 @@ def test_selective_filter_and_prefix_keep_recall(tmp_path: Path) -> None:
     approx = _open(path)
     _fill(approx)
     exact = _open(path, ann=False)
-    # 1% of the items match the filter (kind == 7: 30 of 3000)
-    assert _recall(approx, exact, (), {"kind": 7}) >= 0.95
+    # 1% of the items match the filter (kind == 7: 30 of 3000): searched exactly among them
+    assert _recall(approx, exact, (), {"kind": 7}) == 1.0
+    # half of them: the index is asked for more candidates instead
+    assert _recall(approx, exact, (), {"kind": {"$lt": 50}}) >= 0.95
+    # the same, with widening forced all the way (no exact fallback on the match rate)
+    widening = _open(path, ann=AnnConfig(above=500, shard_rows=1200, delta_rows=300,
+                                         ef_search=64, rescore=50, widen_above=0.0))
+    assert _recall(widening, exact, (), {"kind": 7}) >= 0.95
+    widening.close()
     assert _recall(approx, exact, ("t3",)) == 1.0  # 60 items: below the threshold, exact
     # with a threshold below it, the 2% prefix is searched through the whole file's index
     scoped = _open(path, ann=AnnConfig(above=20, shard_rows=1200, delta_rows=300,
@@ -207,7 +214,7 @@ def test_in_memory_store_keeps_its_shards_in_memory() -> None:
 
 
 @pytest.mark.parametrize("field, value", [("ef_search", 0), ("above", -1), ("shard_rows", True),
-                                          ("connectivity", 1.5)])
+                                          ("connectivity", 1.5), ("widen_above", 2)])
 def test_bad_settings_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"AnnConfig.{field}"):
         AnnConfig(**{field: value})  # type: ignore[arg-type]

@@ -22,9 +22,11 @@ The index only proposes candidates; the table stays the truth:
 * **Exact scores.** Candidates are re-scored with their float32 vectors from the table in the
   search's transaction, with the arithmetic every backend uses (:func:`_dot_rows`), and
   confirmed by the items table (alive, prefix, filter) in the same way as exact search.
-* **Filters and prefixes.** When too few candidates match (a selective filter, a small
-  prefix), the candidate count grows fourfold per round; past ``max_candidates`` per shard the
-  search falls back to the exact stream, so a very selective filter costs time, never recall.
+* **Filters and prefixes.** When a round's candidates hold too few matches for the page,
+  the candidate count grows fourfold; when few of them match at all (under ``widen_above``:
+  a selective filter, a small prefix), or past ``max_candidates``, the items that match are
+  searched exactly instead (read through the items table's filter), so a selective filter
+  costs time, never recall.
 """
 
 from __future__ import annotations
@@ -68,7 +70,9 @@ class AnnConfig:
     ``connectivity`` / ``expansion_add``: HNSW degree and build beam (fixed when a shard is
     built). ``shard_rows``: vectors per shard (building holds one shard in memory).
     ``delta_rows``: rows written since the last shard kept exactly in memory before they
-    become a shard. ``max_candidates``: per shard, past which the exact stream takes over.
+    become a shard. When fewer than ``widen_above`` of a round's candidates match the
+    search's prefix and filter, or past ``max_candidates`` per shard, the matching items are
+    searched exactly instead of asking the index for more.
     """
 
     above: int | None = None
@@ -79,6 +83,7 @@ class AnnConfig:
     shard_rows: int = 262_144
     delta_rows: int = 20_000
     max_candidates: int = 8192
+    widen_above: float = 0.1
 
     def __post_init__(self) -> None:
         for name, low, high in (("ef_search", 1, 100_000), ("rescore", 1, 1_000_000),
@@ -86,6 +91,10 @@ class AnnConfig:
                                 ("shard_rows", 1, 10**9), ("delta_rows", 1, 10**9),
                                 ("max_candidates", 1, 10**9)):
             _check_int(name, getattr(self, name), low, high)
+        if isinstance(self.widen_above, bool) or not isinstance(self.widen_above, int | float) \
+                or not 0.0 <= self.widen_above <= 1.0:
+            raise ConfigError(f"AnnConfig.widen_above must be a number in [0, 1], got "
+                              f"{self.widen_above!r}")
         if self.above is not None:
             _check_int("above", self.above, 0, 10**12)
 
@@ -347,6 +356,9 @@ def ann_hits(index: AnnIndex, query: npt.NDArray[np.float32], prefix: Namespace,
             if len(hits) <= depth:
                 return hits
             return hits[:depth] + [c for c in hits[depth:] if c[2] == hits[depth - 1][2]]
-        if count >= config.max_candidates:
+        if count >= config.max_candidates or len(hits) < len(best) * config.widen_above:
+            # a selective filter or a small prefix: the index would be asked for many times
+            # the page to hold its matches, and its deep ranks are its least sure ones; the
+            # matching items alone are searched exactly instead
             return exact()
         count = min(count * 4, config.max_candidates)

@@ -402,16 +402,17 @@ class SQLiteStore(SQLStore["_Txn"]):
     def _vector_hits(self, tx: _Txn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
                      where: str, params: list[Any]) -> list[Candidate]:
         """Exact search over the prefix's partition (read from the table on its first search,
-        then kept up to date), or, for a scope larger than the budget allows, over every
-        vector of the scope streamed from the table; candidates are confirmed by the items
-        table (alive, filter) in chunks."""
+        then kept up to date); for a scope past the budget (or ``AnnConfig.above``), the
+        approximate index when usearch is installed, else every vector of the scope streamed
+        from the table; candidates are confirmed by the items table (alive, filter) in
+        chunks."""
         def addresses(ids: list[int]) -> dict[int, tuple[Namespace, str]]:
             rows = self._query(tx, *self.dialect.addresses(ids, where, params))
             return {item_id: (decode_ns(ns), key) for item_id, ns, key in rows}
 
-        def exact() -> list[Candidate]:
-            return ranked_hits(stream_ranked(self._vector_chunks(tx, prefix), query), depth,
-                               addresses)
+        def matching() -> list[Candidate]:  # the items matching the search, read exactly
+            return ranked_hits(stream_ranked(self._matching_chunks(tx, where, params), query),
+                               depth, addresses)
 
         prefix = op.namespace_prefix
         with self._cache_lock:
@@ -420,8 +421,9 @@ class SQLiteStore(SQLStore["_Txn"]):
                 return matrix_hits(part, query, prefix, depth, addresses)
             if self._ann_config is not None:
                 return ann_hits(self._synced_ann(tx), query, prefix, depth,
-                                lambda ids: self._vectors_by_id(tx, ids), addresses, exact)
-        return exact()
+                                lambda ids: self._vectors_by_id(tx, ids), addresses, matching)
+        return ranked_hits(stream_ranked(self._vector_chunks(tx, prefix), query), depth,
+                           addresses)
 
     def _synced_ann(self, txn: _Txn) -> AnnIndex:
         """The approximate index brought up to the database's ``vector_seq`` (built, beside
@@ -569,6 +571,18 @@ class SQLiteStore(SQLStore["_Txn"]):
             "SELECT v.item_id, v.vec FROM items AS i CROSS JOIN vectors AS v "
             "ON v.item_id = i.id WHERE i.ns >= ? AND i.ns < ? AND v.model_id = ?",
             (*bounds, self._model_id))
+        while rows := cursor.fetchmany(_LOAD_CHUNK):
+            item_ids, blobs = zip(*rows, strict=True)
+            yield np.asarray(item_ids, dtype=np.int64), self._matrix(blobs)
+
+    def _matching_chunks(self, txn: _Txn, where: str, params: list[Any]) -> Iterator[
+            tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """The vectors of the items matching a search (``where``: alive, prefix, filter) as
+        ``(item ids, matrix)`` chunks: an approximate search's exact fallback."""
+        cursor = txn.conn.execute(
+            "SELECT v.item_id, v.vec FROM items AS i CROSS JOIN vectors AS v "
+            f"ON v.item_id = i.id WHERE {where} AND v.model_id = ?",
+            (*params, self._model_id))
         while rows := cursor.fetchmany(_LOAD_CHUNK):
             item_ids, blobs = zip(*rows, strict=True)
             yield np.asarray(item_ids, dtype=np.int64), self._matrix(blobs)
