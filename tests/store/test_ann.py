@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -218,3 +219,24 @@ def test_in_memory_store_keeps_its_shards_in_memory() -> None:
 def test_bad_settings_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"AnnConfig.{field}"):
         AnnConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_two_stores_building_at_once_take_turns(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    writer = _open(path, ann=False)
+    _fill(writer)
+    stores = [_open(path), _open(path)]
+    answers: list[list[tuple[tuple[str, ...], str]]] = []
+    threads = [threading.Thread(target=lambda s=s: answers.append(_hits(s, (), "w1 w2")))
+               for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 2 and answers[0] == answers[1] == _hits(writer, (), "w1 w2")
+    names = [[shard.name for shard in s._ann.shards] for s in stores if s._ann is not None]
+    assert len(names) == 2 and names[0] == names[1]  # the second opened the first's shards
+    on_disk = sorted(p.name for p in (tmp_path / "a.db.ann").glob("*.usearch"))
+    assert on_disk == sorted(names[0])
+    for store in (writer, *stores):
+        store.close()

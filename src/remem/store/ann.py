@@ -36,6 +36,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ import numpy as np
 import numpy.typing as npt
 
 from remem.errors import ConfigError
+
+try:
+    import fcntl
+except ImportError:  # Windows: builds are not serialised across processes
+    fcntl = None  # type: ignore[assignment]
 from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
 from remem.store.vectors import VectorIndex, _dot_rows
@@ -198,7 +204,7 @@ class AnnIndex:
         """Remove shard files no manifest names (a build that was cut short, replaced shards).
         Another process still mapping one keeps its mapping (POSIX unlink semantics)."""
         assert self.directory is not None
-        keep = {s.name for s in self.shards} | {_MANIFEST}
+        keep = {s.name for s in self.shards} | {_MANIFEST, "lock"}
         for entry in self.directory.iterdir():
             if entry.name not in keep and (entry.suffix == ".usearch" or entry.name.endswith(
                     ".tmp")):
@@ -243,8 +249,11 @@ class AnnIndex:
             if not self._load_manifest():
                 self.shards, self.seq = [], -1
         if self.seq < 0:
-            self._build(seq, read_since(-1))
-            return
+            with self._exclusive():
+                # another process may have built it while this one waited for the lock
+                if not self._reload():
+                    self._build(seq, read_since(-1))
+                    return
         if self.delta is None or self.delta_seq < pruned:
             self.delta = VectorIndex(self.dims, block=1024)
             self.delta_seq = self.seq
@@ -255,7 +264,36 @@ class AnnIndex:
                 self.delta.upsert_many(ids, items, namespaces, matrix)
             self.delta_seq = seq
         if len(self.delta) >= self.config.delta_rows:
-            self._seal_delta(seq, read_since(self.seq))
+            with self._exclusive():
+                if self._stamp() == self._manifest_stamp:  # else: sealed elsewhere, reread
+                    self._seal_delta(seq, read_since(self.seq))
+                else:
+                    self._manifest_stamp = None  # the next search opens the new manifest
+
+    def _reload(self) -> bool:
+        """Open the manifest if one appeared; whether shards are now held."""
+        stamp = self._stamp()
+        if stamp is None or not self._load_manifest():
+            return False
+        self._manifest_stamp = stamp
+        self.delta, self.delta_seq = VectorIndex(self.dims, block=1024), self.seq
+        return True
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold the index directory's lock (builds and seals by several processes take
+        turns, and stray files are only removed under it); no lock for an in-memory store
+        or where ``fcntl`` is missing."""
+        if self.directory is None or fcntl is None:
+            yield
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / "lock", os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def _build(self, seq: int, rows: Iterator[Chunk]) -> None:
         """Index every row of the model, shard by shard (one shard in memory at a time)."""
