@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256, 512])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--exact-queries", type=int, default=3)
-    parser.add_argument("--filter-queries", type=int, default=20)
+    parser.add_argument("--filter-queries", type=int, default=10)
     parser.add_argument("--above", type=int, default=50_000,
                         help="AnnConfig.above (default 50,000: a 100k file uses the index too)")
     parser.add_argument("--dir", default=None, help="where the files are kept (reused)")
