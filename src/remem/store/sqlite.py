@@ -5,7 +5,8 @@ are float32 BLOBs, and vector search runs exactly in NumPy over the searched pre
 read from the table on its first search and held in a partition of a byte-bounded LRU
 (``vector_cache_bytes``, :mod:`remem.store.vector_partitions`), kept in step with the table
 through a sequence number (see ``m002_vectors``); a scope too large for the budget is streamed
-from the table on each search.
+from the table on each search, or, with the optional ``usearch`` package, searched through an
+approximate index kept beside the file (:mod:`remem.store.ann`).
 
 The operations themselves are the shared SQL store's (:mod:`remem.store.sql_store`) with the
 statements of :mod:`remem.store.sqlite_sql`; this module keeps what is SQLite's own: the
