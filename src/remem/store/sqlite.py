@@ -5,7 +5,8 @@ are float32 BLOBs, and vector search runs exactly in NumPy over the searched pre
 read from the table on its first search and held in a partition of a byte-bounded LRU
 (``vector_cache_bytes``, :mod:`remem.store.vector_partitions`), kept in step with the table
 through a sequence number (see ``m002_vectors``); a scope too large for the budget is streamed
-from the table on each search.
+from the table on each search, or, with the optional ``usearch`` package, searched through an
+approximate index kept beside the file (:mod:`remem.store.ann`).
 
 The operations themselves are the shared SQL store's (:mod:`remem.store.sql_store`) with the
 statements of :mod:`remem.store.sqlite_sql`; this module keeps what is SQLite's own: the
@@ -38,8 +39,10 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
@@ -48,6 +51,7 @@ import numpy.typing as npt
 from remem._sqlite import SQLiteConnections
 from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
+from remem.store.ann import AnnConfig, AnnIndex, ann_available, ann_hits
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
 from remem.store.migrations import apply_sqlite
 from remem.store.migrations.sqlite import (
@@ -85,6 +89,9 @@ _LOAD_CHUNK = 8192
 # process, say): drop the partitions and read each again on its next search, rather than
 # applying every new row to them
 _RESYNC_ROWS = 50_000
+# seconds a scope counted too large to hold is trusted (a prefix of 600k items costs ~50 ms to
+# count): one that shrank meanwhile is still searched approximately or streamed until then
+_LARGE_SCOPE_TTL = 30.0
 # how long building the newest-first index waits for another process's write lock before it
 # gives up until the next wide listing (the listing has its page already; it must not stall)
 _BUILD_BUSY_TIMEOUT_MS = 200
@@ -97,7 +104,9 @@ class SQLiteStore(SQLStore["_Txn"]):
     Construction does no I/O; the first batch (or :meth:`setup`, or ``with``) opens the file
     and applies migrations. ``vector_cache_bytes`` bounds the vectors held in process (default
     1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
-    out first; a scope needing more than the budget is streamed from the file instead.
+    out first; a scope needing more than the budget is streamed from the file instead, or,
+    with the optional ``usearch`` package, searched through an approximate index kept beside
+    the file (``ann``: an :class:`~remem.store.ann.AnnConfig`, ``False`` to always stream).
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
@@ -106,6 +115,7 @@ class SQLiteStore(SQLStore["_Txn"]):
                  durability: Literal["normal", "full"] = "normal",
                  busy_timeout: float = 30.0,
                  vector_cache_bytes: int = DEFAULT_VECTOR_CACHE_BYTES,
+                 ann: AnnConfig | Literal[False] | None = None,
                  clock: Callable[[], float] | None = None) -> None:
         if clock is None:
             super().__init__(index=index, ttl=ttl, keyword=keyword)
@@ -124,6 +134,11 @@ class SQLiteStore(SQLStore["_Txn"]):
         # vectors of searched prefixes, loaded on demand within vector_cache_bytes
         self._parts = VectorPartitions(vector_cache_bytes)
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
+        # approximate index of scopes past the budget (remem.store.ann): only with usearch
+        self._ann_config = None if ann is False or not ann_available() else (ann or AnnConfig())
+        self._ann: AnnIndex | None = None
+        # prefixes lately counted too large to hold (monotonic time of the count)
+        self._large_scopes: dict[Namespace, float] = {}
         self.dialect = SQLiteDialect()
 
     @classmethod
@@ -173,6 +188,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         with self._cache_lock:
             self._parts.clear()
             self._hashes = None
+            self._ann = None
 
     # -- batch --------------------------------------------------------------------------------
 
@@ -387,20 +403,57 @@ class SQLiteStore(SQLStore["_Txn"]):
     def _vector_hits(self, tx: _Txn, op: SearchOp, query: npt.NDArray[np.float32], depth: int,
                      where: str, params: list[Any]) -> list[Candidate]:
         """Exact search over the prefix's partition (read from the table on its first search,
-        then kept up to date), or, for a scope larger than the budget allows, over every
-        vector of the scope streamed from the table; candidates are confirmed by the items
-        table (alive, filter) in chunks."""
+        then kept up to date); for a scope past the budget (or ``AnnConfig.above``), the
+        approximate index when usearch is installed, else every vector of the scope streamed
+        from the table; candidates are confirmed by the items table (alive, filter) in
+        chunks."""
         def addresses(ids: list[int]) -> dict[int, tuple[Namespace, str]]:
             rows = self._query(tx, *self.dialect.addresses(ids, where, params))
             return {item_id: (decode_ns(ns), key) for item_id, ns, key in rows}
+
+        def matching() -> list[Candidate]:  # the items matching the search, read exactly
+            return ranked_hits(stream_ranked(self._matching_chunks(tx, where, params), query),
+                               depth, addresses)
 
         prefix = op.namespace_prefix
         with self._cache_lock:
             part = self._synced_partition(tx, prefix)
             if part is not None:
                 return matrix_hits(part, query, prefix, depth, addresses)
+            if self._ann_config is not None:
+                return ann_hits(self._synced_ann(tx), query, prefix, depth,
+                                lambda ids: self._vectors_by_id(tx, ids), addresses, matching)
         return ranked_hits(stream_ranked(self._vector_chunks(tx, prefix), query), depth,
                            addresses)
+
+    def _synced_ann(self, txn: _Txn) -> AnnIndex:
+        """The approximate index brought up to the database's ``vector_seq`` (built, beside
+        the file, on its first use)."""
+        assert self.index is not None and self._model_id is not None
+        assert self._ann_config is not None
+        if self._ann is None:
+            where = None if self.in_memory else self.path + ".ann"
+            self._ann = AnnIndex(None if where is None else Path(where), self._model_id,
+                                 self.index.dims, self._ann_config)
+        conn, model = txn.conn, self._model_id
+        seq, pruned = (int(_meta(conn, k)) for k in ("vector_seq", "tombstones_pruned_through"))
+        self._ann.sync(
+            seq, pruned,
+            lambda since: self._read_vectors(conn.execute(
+                "SELECT v.id, v.item_id, i.ns, v.vec FROM vectors AS v JOIN items AS i "
+                "ON i.id = v.item_id WHERE v.seq > ? AND v.model_id = ? ORDER BY v.id",
+                (since, model))),
+            lambda since: [r[0] for r in conn.execute(
+                "SELECT id FROM vector_tombstones WHERE seq > ?", (since,))])
+        return self._ann
+
+    def _vectors_by_id(self, txn: _Txn, ids: Sequence[int]
+                       ) -> list[tuple[int, npt.NDArray[np.float32]]]:
+        """``(item id, vector)`` of these vector ids still in the table."""
+        rows = txn.conn.execute(
+            "SELECT item_id, vec FROM vectors WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND model_id = ?", (json.dumps(list(ids)), self._model_id)).fetchall()
+        return [(int(item_id), np.frombuffer(blob, dtype=np.float32)) for item_id, blob in rows]
 
     def _field_vectors(self, tx: _Txn, ids: Sequence[int]
                        ) -> list[tuple[int, npt.NDArray[np.float32]]]:
@@ -424,16 +477,29 @@ class SQLiteStore(SQLStore["_Txn"]):
         part = self._parts.get(prefix)
         if part is not None:
             return part
+        counted = self._large_scopes.get(prefix)
+        if counted is not None and time.monotonic() - counted < _LARGE_SCOPE_TTL:
+            return None  # counted as too large a moment ago: not counted on every search
         dims = self.index.dims
         bounds = prefix_range(prefix)
-        cap = self._parts.budget // (dims * 4 + 12) + 1
+        budget_rows = self._parts.budget // (dims * 4 + 12)
+        ann_above = (None if self._ann_config is None
+                     else self._ann_config.threshold(budget_rows))
+        cap = max(budget_rows, ann_above or 0) + 1
         # every vector: the span of their ids (an upper bound, two index probes), never a
         # count, which reads the table; a prefix: its items, counted no further than cap
         (rows,) = txn.conn.execute(
-            "SELECT coalesce(max(id) - min(id) + 1, 0) FROM vectors" if bounds is None else
+            # (each of max and min alone: SQLite probes the index only for a lone min/max;
+            # "max(id) - min(id)" in one select scans the table)
+            "SELECT coalesce((SELECT max(id) FROM vectors) - (SELECT min(id) FROM vectors) + 1,"
+            " 0)" if bounds is None else
             "SELECT count(*) FROM (SELECT 1 FROM items WHERE ns >= ? AND ns < ? LIMIT ?)",
             () if bounds is None else (*bounds, cap)).fetchone()
-        if not self._parts.fits(int(rows), dims):
+        if not self._parts.fits(int(rows), dims) or (ann_above is not None
+                                                      and int(rows) > ann_above):
+            if len(self._large_scopes) > 10_000:
+                self._large_scopes.clear()
+            self._large_scopes[prefix] = time.monotonic()
             return None
         part = partition_for(dims, int(rows))
         in_scope = "" if bounds is None else " AND i.ns >= ? AND i.ns < ?"
@@ -506,6 +572,18 @@ class SQLiteStore(SQLStore["_Txn"]):
             "SELECT v.item_id, v.vec FROM items AS i CROSS JOIN vectors AS v "
             "ON v.item_id = i.id WHERE i.ns >= ? AND i.ns < ? AND v.model_id = ?",
             (*bounds, self._model_id))
+        while rows := cursor.fetchmany(_LOAD_CHUNK):
+            item_ids, blobs = zip(*rows, strict=True)
+            yield np.asarray(item_ids, dtype=np.int64), self._matrix(blobs)
+
+    def _matching_chunks(self, txn: _Txn, where: str, params: list[Any]) -> Iterator[
+            tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]]:
+        """The vectors of the items matching a search (``where``: alive, prefix, filter) as
+        ``(item ids, matrix)`` chunks: an approximate search's exact fallback."""
+        cursor = txn.conn.execute(
+            "SELECT v.item_id, v.vec FROM items AS i CROSS JOIN vectors AS v "
+            f"ON v.item_id = i.id WHERE {where} AND v.model_id = ?",
+            (*params, self._model_id))
         while rows := cursor.fetchmany(_LOAD_CHUNK):
             item_ids, blobs = zip(*rows, strict=True)
             yield np.asarray(item_ids, dtype=np.int64), self._matrix(blobs)

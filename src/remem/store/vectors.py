@@ -3,8 +3,8 @@ that keeps its vectors in this process (in-memory, and SQLite as per-prefix part
 table, :mod:`remem.store.vector_partitions`).
 
 Exact search keeps recall at 1.0 by construction; a matrix-vector product over 100k x 384
-float32 takes about 10 ms on two cores, which is why no approximate index is needed at the
-embedded scale.
+float32 takes about 10 ms on two cores. Only a SQLite scope too large to hold may be searched
+approximately instead (:mod:`remem.store.ann`, with the optional ``usearch`` package).
 """
 
 from __future__ import annotations
