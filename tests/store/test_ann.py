@@ -206,6 +206,23 @@ def test_without_usearch_large_scopes_stream_as_before(tmp_path: Path,
     small.close()
 
 
+def test_the_index_is_opt_in(tmp_path: Path) -> None:
+    """With usearch installed, a store opened without ``ann`` streams a scope past its budget
+    exactly and builds no index: approximate answers are never the default."""
+    path = tmp_path / "a.db"
+    store = SQLiteStore.open(path, index=IndexConfig(embedder=FakeEmbedder(DIMS),
+                                                     fields=("text",)),
+                             keyword=False, vector_cache_bytes=1024)
+    _fill(store, 0, 600)
+    exact = _open(path, ann=False)
+    query = _queries(1)[0]
+    assert store._ann_config is None
+    assert _hits(store, (), query) == _hits(exact, (), query)
+    assert store._ann is None and not (tmp_path / "a.db.ann").exists()
+    store.close()
+    exact.close()
+
+
 def test_in_memory_store_keeps_its_shards_in_memory() -> None:
     approx = _open(":memory:")
     _fill(approx, 0, 1000)

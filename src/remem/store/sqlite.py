@@ -104,9 +104,11 @@ class SQLiteStore(SQLStore["_Txn"]):
     Construction does no I/O; the first batch (or :meth:`setup`, or ``with``) opens the file
     and applies migrations. ``vector_cache_bytes`` bounds the vectors held in process (default
     1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
-    out first; a scope needing more than the budget is streamed from the file instead, or,
-    with the optional ``usearch`` package, searched through an approximate index kept beside
-    the file (``ann``: an :class:`~remem.store.ann.AnnConfig`, ``False`` to always stream).
+    out first; a scope needing more than the budget is streamed from the file instead (exact),
+    or, when asked for with ``ann`` (an :class:`~remem.store.ann.AnnConfig`) and the optional
+    ``usearch`` package is installed, searched through an approximate index kept beside the
+    file. It is opt-in: on near-uniform vectors its recall@10 at a million was 0.72
+    (docs/vectors.md), so a scope keeps exact answers unless its owner trades them.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
@@ -135,7 +137,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._parts = VectorPartitions(vector_cache_bytes)
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
         # approximate index of scopes past the budget (remem.store.ann): only with usearch
-        self._ann_config = None if ann is False or not ann_available() else (ann or AnnConfig())
+        self._ann_config = ann if ann and ann_available() else None
         self._ann: AnnIndex | None = None
         # prefixes lately counted too large to hold (monotonic time of the count)
         self._large_scopes: dict[Namespace, float] = {}
