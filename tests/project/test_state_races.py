@@ -16,7 +16,6 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from remem.store import bad_records as bad
 from remem.store.types import Item, validate_namespace
 from remem.usage.recorder import UsageRecorder
 from remem.usage.recorder import _flush_all as flush_usage_recorders
+from tests.race_support import race
 
 THREADS = 8
 
@@ -65,14 +65,7 @@ def _switch_often() -> Iterator[None]:
 
 def _race(work: Callable[[int], Any], threads: int = THREADS) -> list[Any]:
     """``work(i)`` in ``threads`` threads started together; their results (errors raise)."""
-    start = threading.Barrier(threads)
-
-    def run(i: int) -> Any:
-        start.wait()
-        return work(i)
-
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(run, range(threads)))
+    return race(threads, work)
 
 
 # -- registries filled by families while workers read them --------------------------------------

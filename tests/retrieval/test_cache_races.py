@@ -8,10 +8,7 @@ import random
 import string
 import threading
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -28,20 +25,12 @@ from remem.retrieval.mentions import mentioned_names
 from remem.retrieval.timing import has_time_expression, is_question
 from remem.store import open_store
 from tests.graph.scripts import E, F, answer
+from tests.race_support import race
 
 THREADS = 8
 
 
-def _race(threads: int, work: Callable[[int], Any]) -> list[Any]:
-    """``work(i)`` in ``threads`` threads started together; their results (errors raise)."""
-    start = threading.Barrier(threads)
-
-    def run(i: int) -> Any:
-        start.wait()
-        return work(i)
-
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(run, range(threads)))
+_race = race
 
 
 # -- the embedding memo ---------------------------------------------------------------------------
