@@ -278,6 +278,7 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     import random
 
     from remem.store import sqlite as sqlite_module
+    from remem.store import sqlite_postings
 
     words = ["tea", "coffee", "paris", "berlin", "music", "garden", "train", "piano", "chess",
              "茶", "咖啡", "花园"]
@@ -300,7 +301,7 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 0)  # postings first always
     by_postings = run()
     # the same once the recent postings were moved into the term-ordered table
-    monkeypatch.setattr(sqlite_module, "_RECENT_POSTINGS", 1)
+    monkeypatch.setattr(sqlite_postings, "RECENT_POSTINGS", 1)
     store.put(("other",), "k", {"text": "tea"})
     merged = run()
     monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 2000)
@@ -323,6 +324,7 @@ def test_keyword_postings_read_their_items_from_the_covering_index(tmp_path: Pat
     with SQLiteStore(path, keyword=KeywordConfig(fields=("text",))) as store:
         store.batch([PutOp(("u",), f"k{i}", {"text": f"tea {i}", "pad": "x" * 9000,
                                              "status": "current"}) for i in range(50)])
+        store.search(("u",), query="tea", mode="keyword")  # indexes the puts (m010)
     dialect = SQLiteDialect()
     op = SearchOp(("u",), filter={"status": "current"}, query="tea")
     statement = dialect.keyword_postings(

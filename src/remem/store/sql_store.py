@@ -110,6 +110,10 @@ class SQLStore(BaseStore, Generic[TxT]):
             out.setdefault(item_id, vector)
         return out
 
+    def _before_postings(self, tx: TxT) -> None:
+        """Called before a search reads keyword postings or corpus statistics: a backend that
+        indexes puts later (SQLite) indexes what is pending here."""
+
     def _items_first(self, op: SearchOp, n_docs: int) -> bool:
         """Whether a keyword search reads its scope item by item (see
         :meth:`~remem.store.sql_dialect.Dialect.keyword_postings`)."""
@@ -228,6 +232,7 @@ class SQLStore(BaseStore, Generic[TxT]):
         :meth:`_best_matching`): evaluated in the postings query it decoded the JSON value of
         every item holding a query term. BM25 statistics ignore the filter, so a candidate's
         score, and the order, are the same either way."""
+        self._before_postings(tx)
         dialect = self.dialect
         n_docs = total_len = 0
         for statement in dialect.corpus_stats(op, now):
@@ -343,6 +348,7 @@ class _SQLCandidates(Generic[TxT]):
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
         store, dialect = self.store, self.store.dialect
+        store._before_postings(self.tx)
         if self._n_docs is None:  # on PostgreSQL a count over the whole scope: once a search
             self._n_docs = sum(int(docs) for statement in dialect.corpus_stats(self.op, self.now)
                                for docs, _ in store._query(self.tx, *statement))

@@ -49,6 +49,7 @@ from remem._sqlite import SQLiteConnections
 from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
+from remem.store.index_text import WHOLE_VALUE
 from remem.store.migrations import apply_sqlite
 from remem.store.migrations.sqlite import (
     SQLITE_MIGRATIONS,
@@ -59,6 +60,7 @@ from remem.store.migrations.sqlite import (
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
+from remem.store.sqlite_postings import drop_terms, write_terms
 from remem.store.sqlite_sql import NEWEST_INDEX, NEWEST_INDEX_PROBE, SQLiteDialect
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
 from remem.store.vector_partitions import (
@@ -77,10 +79,14 @@ _TOMBSTONES_KEPT = 10_000
 # prefixes with at most this many keyword-indexed items are searched item by item (measured:
 # a common term in a 100-item prefix of a 100k-item file, 10.7 ms through the term's postings)
 _SMALL_KEYWORD_SCOPE = 2000
-# rows of recent_postings that trigger their move into postings (m006); searches of a large
-# scope scan them, so this bounds that scan
-_RECENT_POSTINGS = 20_000
 _LOAD_CHUNK = 8192
+# doc_len of an item whose keyword terms are not written yet (m010)
+_PENDING = -1
+# pending items tokenised and written per step of a catch-up (bounds its memory)
+_INDEX_CHUNK = 5000
+_PENDING_PROBE = "SELECT 1 FROM items INDEXED BY items_pending WHERE doc_len < 0 LIMIT 1"
+_PENDING_ITEMS = ("SELECT id, value FROM items INDEXED BY items_pending WHERE doc_len < 0 "
+                  "ORDER BY id LIMIT ?")
 # more new vector rows than this since the partitions' sequence number (a bulk load by another
 # process, say): drop the partitions and read each again on its next search, rather than
 # applying every new row to them
@@ -99,6 +105,10 @@ class SQLiteStore(SQLStore["_Txn"]):
     1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
     out first; a scope needing more than the budget is streamed from the file instead.
     """
+
+    # puts of the default keyword fields are tokenised by the next search that reads postings
+    # (m010, :meth:`_before_postings`), not on the write path
+    _deferred_keywords = True
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
                  index: IndexConfig | None = None, ttl: TTLConfig | None = None,
@@ -158,11 +168,14 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._start_sweeper()
 
     def _terms_of(self, value: str) -> dict[str, int]:
-        """Term frequencies of a stored value (JSON text) under this store's keyword config."""
+        """Term frequencies of a stored value (JSON text) under this store's keyword config
+        (the fields of a put with ``index=None``: as ``BaseStore._term_counts``)."""
         assert self.keyword is not None
-        fields = self.keyword.fields or (self.index.fields if self.index is not None else ("$",))
+        config = self.keyword
+        fields = (config.fields if config.fields is not None
+                  else self.index.fields if self.index is not None else (WHOLE_VALUE,))
         terms: dict[str, int] = {}
-        for term in self.keyword.tokenizer.tokenize(keyword_text(json.loads(value), fields)):
+        for term in config.tokenizer.tokenize(keyword_text(json.loads(value), fields)):
             terms[term] = terms.get(term, 0) + 1
         return terms
 
@@ -178,24 +191,29 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
-        if writes:
-            return self._execute_once(ops, prepared, writes, "after")
-        try:
-            return self._execute_once(ops, prepared, writes, "first")
-        except _BuildFirst:
-            # a read-only batch met a wide listing before its index existed: build it, then
-            # run the batch again walking it (at 100k memories the page then takes ~35 ms
-            # instead of ~400 ms reading the prefix, on top of the build either way)
-            with self._connection() as conn:
-                self._build_newest_index(conn)
-            return self._execute_once(ops, prepared, writes, "never")
+        index_build: _IndexBuild = "after" if writes else "first"
+        while True:  # each exception below is raised once at most: the retry cannot raise it
+            try:
+                return self._execute_once(ops, prepared, writes, index_build)
+            except _BuildFirst:
+                # a read-only batch met a wide listing before its index existed: build it,
+                # then run the batch again walking it (at 100k memories the page then takes
+                # ~35 ms instead of ~400 ms reading the prefix, on top of the build either way)
+                with self._connection() as conn:
+                    self._build_newest_index(conn)
+                index_build = "never"
+            except _IndexFirst:
+                # a read-only batch's keyword search met puts not yet in the keyword index:
+                # run it again as a writing batch, which indexes them under the write lock
+                # (so no other writer adds more between the indexing and the read)
+                writes, index_build = True, "after"
 
     def _execute_once(self, ops: Sequence[Op], prepared: Prepared, writes: bool,
                       index_build: _IndexBuild) -> list[Result]:
         refreshes: list[int] = []
         with self._conns.writing() if writes else nullcontext(), self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
-            txn = _Txn(conn, index_build)
+            txn = _Txn(conn, index_build, writing=writes)
             try:
                 results = self._run_ops(txn, ops, prepared, refreshes)
                 if writes:
@@ -275,16 +293,19 @@ class SQLiteStore(SQLStore["_Txn"]):
         largest id grew by the run's length every row was new, with ids in run order; else
         the ids are read back. Only replaced items (ids up to the old largest) have old terms
         and vectors to drop."""
-        conn, now = txn.conn, prepared.now
+        conn, now, put_terms = txn.conn, prepared.now, prepared.put_terms
         (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()
         rows: list[tuple[Any, ...]] = []
         for position, op in run:
             ttl, expires_at = self._expiry_for(op, now)
+            terms = put_terms.get(position)
+            # doc_len: the terms' count; -1 (pending, m010) when this store tokenises it later
+            doc_len = (sum(terms.values()) if terms is not None
+                       else _PENDING if self.keyword is not None and op.index is None else 0)
             rows.append((encode_ns(op.namespace), op.key, op.value_json,
                          op.created_at if op.created_at is not None else now,
                          op.updated_at if op.updated_at is not None else now,
-                         ttl, expires_at, op.event_ts,
-                         sum(prepared.put_terms.get(position, {}).values()),
+                         ttl, expires_at, op.event_ts, doc_len,
                          op.created_at is not None, now))
         conn.executemany(_UPSERT, rows)
         (last,) = conn.execute("SELECT max(id) FROM items").fetchone()
@@ -304,31 +325,47 @@ class SQLiteStore(SQLStore["_Txn"]):
                 self._drop_vectors(txn, replaced)
                 self._drop_postings(txn, replaced)
         # one vector_seq number for the whole run: no search runs between its puts
-        put_terms, put_vectors, model = prepared.put_terms, prepared.put_vectors, self._model_id
+        put_vectors, model = prepared.put_vectors, self._model_id
         seq = txn.bump_vector_seq() if any(p in put_vectors for p, _ in run) else 0
-        postings: list[tuple[int, str, int]] = []
+        postings: list[tuple[int, dict[str, int]]] = []
         vectors: list[tuple[int, str, int | None, bytes, int, bytes]] = []
         for (position, _), item_id in zip(run, item_ids, strict=True):
             terms = put_terms.get(position)
             if terms:
-                postings += [(item_id, term, tf) for term, tf in terms.items()]
+                postings.append((item_id, terms))
             fields = put_vectors.get(position)
             if fields:
                 vectors += [(item_id, f, model, v.tobytes(), seq, h) for f, v, h in fields]
         if postings:
-            _add_postings(conn, postings)
+            write_terms(conn, postings)
         if vectors:
             conn.executemany("INSERT INTO vectors (item_id, field, model_id, vec, seq, "
                              "text_hash) VALUES (?, ?, ?, ?, ?, ?)", vectors)
 
+    def _before_postings(self, tx: _Txn) -> None:
+        """Index the puts still pending (m010) before a search reads postings: inside a
+        writing batch now (it holds the write lock, so every acknowledged put is included);
+        a read-only batch stops and runs again as a writing one (:meth:`_execute`). A probe of
+        the pending index (~10 us) when nothing is pending."""
+        if self.keyword is None or tx.conn.execute(_PENDING_PROBE).fetchone() is None:
+            return
+        if not tx.writing:
+            raise _IndexFirst
+        self._index_pending(tx.conn)
+
+    def _index_pending(self, conn: sqlite3.Connection) -> None:
+        """Tokenise the pending items (a chunk at a time, in id order) and write their
+        terms (:func:`~remem.store.sqlite_postings.write_terms`) and lengths."""
+        while rows := conn.execute(_PENDING_ITEMS, (_INDEX_CHUNK,)).fetchall():
+            items = [(item_id, self._terms_of(value)) for item_id, value in rows]
+            write_terms(conn, items)
+            conn.executemany("UPDATE items SET doc_len = ? WHERE id = ?",
+                             [(sum(terms.values()), item_id) for item_id, terms in items])
+
     def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.keyword is None and not txn.postings_exist():
             return
-        for table in ("postings", "recent_postings"):
-            txn.conn.execute(
-                f"DELETE FROM {table} WHERE item_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(item_ids),),
-            )
+        drop_terms(txn.conn, item_ids)
 
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors already stored for these document text hashes: ids from the in-process
@@ -551,20 +588,6 @@ _UPSERT = """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, exp
     event_at = excluded.event_at, doc_len = excluded.doc_len"""
 
 
-def _add_postings(conn: sqlite3.Connection, rows: list[tuple[int, str, int]]) -> None:
-    """Append ``(item_id, term, tf)`` rows to recent_postings, moving them all into postings
-    (in term order: each posting list's tail is written once) once enough have gathered."""
-    conn.executemany("INSERT INTO recent_postings (item_id, term, tf) VALUES (?, ?, ?)", rows)
-    (held,) = conn.execute(
-        "UPDATE remem_meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'recent_postings' "
-        "RETURNING value", (len(rows),)).fetchone()
-    if int(held) >= _RECENT_POSTINGS:
-        conn.execute("INSERT INTO postings (term, item_id, tf) SELECT term, item_id, tf "
-                     "FROM recent_postings ORDER BY term, item_id")
-        conn.execute("DELETE FROM recent_postings")
-        conn.execute("UPDATE remem_meta SET value = '0' WHERE key = 'recent_postings'")
-
-
 def _meta(conn: sqlite3.Connection, key: str) -> str:
     row = conn.execute("SELECT value FROM remem_meta WHERE key = ?", (key,)).fetchone()
     return "0" if row is None else str(row[0])
@@ -579,16 +602,23 @@ class _BuildFirst(Exception):
     """A read-only batch stops here: build the newest-first index, then run it again."""
 
 
+class _IndexFirst(Exception):
+    """A read-only batch stops here: run it again as a writing batch, which indexes the
+    pending puts before its keyword search."""
+
+
 class _Txn:
     """Per-transaction state: the connection, the last vector sequence number it took
     (``None`` until its first vector write), and what a wide listing does about a missing
     newest-first index."""
 
     __slots__ = ("_postings_exist", "_vectors_exist", "conn", "index_build", "vector_seq",
-                 "wants_newest_index")
+                 "wants_newest_index", "writing")
 
-    def __init__(self, conn: sqlite3.Connection, index_build: _IndexBuild = "never") -> None:
+    def __init__(self, conn: sqlite3.Connection, index_build: _IndexBuild = "never", *,
+                 writing: bool = False) -> None:
         self.conn = conn
+        self.writing = writing  # holds the write lock (BEGIN IMMEDIATE)
         self.vector_seq: int | None = None
         self.index_build = index_build
         self.wants_newest_index = False  # a listing read the slow way: build after commit

@@ -1,0 +1,128 @@
+"""SQLite leaves a put's keyword terms to the next search that reads postings (m010): every
+acknowledged put is found by the next keyword search, in this process or another, after a
+kill -9 too; a read-only search indexes them under the write lock; replacing or deleting an
+indexed item drops its postings; and a file from before m010 upgrades with its postings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+from remem.store import PutOp, SearchOp, SQLiteStore
+from remem.store.migrations import applied_sqlite
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pending(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as conn:
+        return int(conn.execute("SELECT count(*) FROM items WHERE doc_len < 0").fetchone()[0])
+
+
+def _keys(store: SQLiteStore, query: str) -> list[str]:
+    return [h.key for h in store.search(("u",), query=query, mode="keyword", limit=50)]
+
+
+def test_the_next_search_finds_every_put_and_indexes_them(tmp_path: Path) -> None:
+    path = tmp_path / "p.db"
+    with SQLiteStore(path) as writer, SQLiteStore(path) as reader:
+        writer.batch([PutOp(("u",), f"k{i}", {"text": f"green tea number{i}"})
+                      for i in range(50)])
+        assert _pending(path) == 50  # the puts wrote no terms
+        assert len(writer.search(("u",), limit=5)) == 5  # a listing reads no postings
+        assert _pending(path) == 50
+        # a read-only batch on another connection: run again as a writing one, which indexes
+        assert _keys(reader, "number7") == ["k7"]
+        assert _pending(path) == 0
+        assert len(_keys(reader, "green")) == 50
+        # a search after a put of the same batch sees it
+        found = writer.batch([PutOp(("u",), "new", {"text": "black coffee"}),
+                              SearchOp(("u",), query="coffee", mode="keyword")])[1]
+        assert [h.key for h in found] == ["new"]  # type: ignore[union-attr]
+        # replacing an indexed item drops its old terms; deleting it drops the new ones
+        writer.put(("u",), "k7", {"text": "oolong"})
+        assert _keys(reader, "number7") == []
+        assert _keys(reader, "oolong") == ["k7"]
+        writer.delete(("u",), "k7")
+        assert _keys(reader, "oolong") == []
+        # a put with its own fields is tokenised at once
+        writer.put(("u",), "own", {"title": "jasmine", "text": "x"}, index=["title"])
+        assert _pending(path) == 0
+        assert _keys(reader, "jasmine") == ["own"]
+    with closing(sqlite3.connect(path)) as conn:
+        left = conn.execute("SELECT count(*) FROM postings WHERE item_id NOT IN "
+                            "(SELECT id FROM items)").fetchone()[0]
+        rows = conn.execute("SELECT count(*) FROM item_terms").fetchone()[0]
+        assert (left, rows) == (0, 51)  # 49 of the 50, "new" and "own"
+
+
+_WRITER = """
+import sys, time
+from remem.store import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+for i in range(40):
+    store.put(("u",), f"k{i}", {"text": f"memory number{i}"})
+    print(f"ack {i}", flush=True)
+time.sleep(120)
+"""
+
+
+def test_puts_acknowledged_before_a_kill_9_are_found_by_another_process(tmp_path: Path) -> None:
+    path = tmp_path / "killed.db"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    with subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], env=env,
+                          stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        acked = 0
+        for line in proc.stdout:
+            acked += line.startswith("ack ")
+            if line.strip() == "ack 39":
+                break
+        proc.send_signal(signal.SIGKILL)  # every put acknowledged, none searched yet
+        proc.wait(timeout=30)
+    assert acked == 40
+    assert _pending(path) == 40
+    with SQLiteStore(path) as store:
+        assert _keys(store, "number39") == ["k39"]
+        assert len(_keys(store, "memory")) == 40
+    assert _pending(path) == 0
+
+
+def _downgrade_to_m009(path: Path) -> None:
+    """The file as remem before m010 kept it: postings indexed by item, no item_terms."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute("BEGIN")
+        conn.execute("DROP INDEX items_pending")
+        conn.execute("DROP TABLE item_terms")
+        conn.execute("CREATE INDEX postings_item ON postings (item_id)")
+        conn.execute("DELETE FROM remem_migrations WHERE name = 'm010_keywords_pending'")
+        conn.execute("COMMIT")
+
+
+def test_a_file_from_before_m010_keeps_its_postings_and_drops_them_on_replace(
+        tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with SQLiteStore(path) as store:
+        store.batch([PutOp(("u",), f"k{i}", {"text": f"tea garden word{i % 5}"})
+                     for i in range(30)])
+        before = [(h.key, h.score) for h in store.search(("u",), query="tea word3",
+                                                          mode="keyword", limit=50)]
+        store.put(("u",), "late", {"text": "tea"})  # in recent_postings
+        assert _keys(store, "tea")
+    _downgrade_to_m009(path)
+    with SQLiteStore(path) as store:
+        with closing(sqlite3.connect(path)) as conn:
+            assert "m010_keywords_pending" in applied_sqlite(conn)
+            assert conn.execute("SELECT count(*) FROM item_terms").fetchone()[0] == 31
+        store.delete(("u",), "late")
+        assert [(h.key, h.score) for h in store.search(("u",), query="tea word3",
+                                                       mode="keyword", limit=50)] == before
+        store.put(("u",), "k3", {"text": "coffee"})
+        assert "k3" not in _keys(store, "tea")
+        assert _keys(store, "coffee") == ["k3"]
