@@ -327,10 +327,12 @@ def test_keyword_postings_read_their_items_from_the_covering_index(tmp_path: Pat
         store.search(("u",), query="tea", mode="keyword")  # indexes the puts (m010)
     dialect = SQLiteDialect()
     op = SearchOp(("u",), filter={"status": "current"}, query="tea")
-    statement = dialect.keyword_postings(
-        ["tea"], *dialect.items_where(op, 0.0, with_filter=False), items_first=False)
-    assert "json" not in statement[0].replace("json_each", "")
     with closing(sqlite3.connect(path)) as conn:
+        # postings hold a term's id (m010)
+        (tea,) = conn.execute("SELECT id FROM keyword_terms WHERE term = 'tea'").fetchone()
+        statement = dialect.keyword_postings(
+            [tea], *dialect.items_where(op, 0.0, with_filter=False), items_first=False)
+        assert "json" not in statement[0].replace("json_each", "")
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement[0],
                                                statement[1])]
         rows = conn.execute(*statement).fetchall()

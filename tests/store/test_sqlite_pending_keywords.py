@@ -94,14 +94,27 @@ def test_puts_acknowledged_before_a_kill_9_are_found_by_another_process(tmp_path
     assert _pending(path) == 0
 
 
+def undo_m010(conn: sqlite3.Connection) -> None:
+    """The schema as remem before m010 kept it, the same terms in it: postings and recent
+    postings by term text, postings indexed by item; no term ids, item_terms, pending index."""
+    conn.execute("DROP INDEX items_pending")
+    conn.execute("DROP TABLE item_terms")
+    for table, key in (("postings", "term, item_id"), ("recent_postings", "item_id, term")):
+        conn.execute(f"CREATE TABLE by_text (term TEXT NOT NULL, item_id INTEGER NOT NULL, "
+                     f"tf INTEGER NOT NULL, PRIMARY KEY ({key})) WITHOUT ROWID")
+        conn.execute(f"INSERT INTO by_text SELECT t.term, p.item_id, p.tf FROM {table} AS p "
+                     "JOIN keyword_terms AS t ON t.id = p.term")
+        conn.execute(f"DROP TABLE {table}")
+        conn.execute(f"ALTER TABLE by_text RENAME TO {table}")
+    conn.execute("CREATE INDEX postings_item ON postings (item_id)")
+    conn.execute("DROP TABLE keyword_terms")
+    conn.execute("DELETE FROM remem_migrations WHERE name = 'm010_keywords_pending'")
+
+
 def _downgrade_to_m009(path: Path) -> None:
-    """The file as remem before m010 kept it: postings indexed by item, no item_terms."""
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("BEGIN")
-        conn.execute("DROP INDEX items_pending")
-        conn.execute("DROP TABLE item_terms")
-        conn.execute("CREATE INDEX postings_item ON postings (item_id)")
-        conn.execute("DELETE FROM remem_migrations WHERE name = 'm010_keywords_pending'")
+        undo_m010(conn)
         conn.execute("COMMIT")
 
 
@@ -120,6 +133,8 @@ def test_a_file_from_before_m010_keeps_its_postings_and_drops_them_on_replace(
         with closing(sqlite3.connect(path)) as conn:
             assert "m010_keywords_pending" in applied_sqlite(conn)
             assert conn.execute("SELECT count(*) FROM item_terms").fetchone()[0] == 31
+            # the same terms, now by id
+            assert conn.execute("SELECT count(*) FROM keyword_terms").fetchone()[0] == 7
         store.delete(("u",), "late")
         assert [(h.key, h.score) for h in store.search(("u",), query="tea word3",
                                                        mode="keyword", limit=50)] == before

@@ -39,7 +39,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
@@ -60,7 +60,7 @@ from remem.store.migrations.sqlite import (
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
-from remem.store.sqlite_postings import drop_terms, write_terms
+from remem.store.sqlite_postings import TermIds, drop_terms, term_keys, write_terms
 from remem.store.sqlite_sql import NEWEST_INDEX, NEWEST_INDEX_PROBE, SQLiteDialect
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
 from remem.store.vector_partitions import (
@@ -84,7 +84,11 @@ _LOAD_CHUNK = 8192
 _PENDING = -1
 # pending items tokenised and written per step of a catch-up (bounds its memory)
 _INDEX_CHUNK = 5000
+# the page cache of a large catch-up, in KiB as PRAGMA cache_size takes it (negative)
+_CATCH_UP_CACHE_KIB = -65536
 _PENDING_PROBE = "SELECT 1 FROM items INDEXED BY items_pending WHERE doc_len < 0 LIMIT 1"
+_BACKLOG = ("SELECT count(*) FROM (SELECT 1 FROM items INDEXED BY items_pending "
+            "WHERE doc_len < 0 LIMIT ?)")
 _PENDING_ITEMS = ("SELECT id, value FROM items INDEXED BY items_pending WHERE doc_len < 0 "
                   "ORDER BY id LIMIT ?")
 # more new vector rows than this since the partitions' sequence number (a bulk load by another
@@ -134,6 +138,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         # vectors of searched prefixes, loaded on demand within vector_cache_bytes
         self._parts = VectorPartitions(vector_cache_bytes)
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
+        self._term_ids = TermIds()  # keyword term -> its id in keyword_terms
         self.dialect = SQLiteDialect()
 
     @classmethod
@@ -190,6 +195,9 @@ class SQLiteStore(SQLStore["_Txn"]):
     # -- batch --------------------------------------------------------------------------------
 
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
+        if self.keyword is not None and any("keyword" in signals
+                                            for signals in prepared.signals.values()):
+            self._catch_up()
         writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
         index_build: _IndexBuild = "after" if writes else "first"
         while True:  # each exception below is raised once at most: the retry cannot raise it
@@ -221,6 +229,8 @@ class SQLiteStore(SQLStore["_Txn"]):
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
+                if writes:  # term ids assigned in the transaction are gone with it
+                    self._term_ids.forget()
                 if txn.vector_seq is not None:
                     with self._cache_lock:  # the cache may hold rolled-back vectors
                         self._parts.clear()
@@ -337,7 +347,7 @@ class SQLiteStore(SQLStore["_Txn"]):
             if fields:
                 vectors += [(item_id, f, model, v.tobytes(), seq, h) for f, v, h in fields]
         if postings:
-            write_terms(conn, postings)
+            write_terms(conn, postings, self._term_ids)
         if vectors:
             conn.executemany("INSERT INTO vectors (item_id, field, model_id, vec, seq, "
                              "text_hash) VALUES (?, ?, ?, ?, ?, ?)", vectors)
@@ -353,14 +363,41 @@ class SQLiteStore(SQLStore["_Txn"]):
             raise _IndexFirst
         self._index_pending(tx.conn)
 
-    def _index_pending(self, conn: sqlite3.Connection) -> None:
-        """Tokenise the pending items (a chunk at a time, in id order) and write their
-        terms (:func:`~remem.store.sqlite_postings.write_terms`) and lengths."""
-        while rows := conn.execute(_PENDING_ITEMS, (_INDEX_CHUNK,)).fetchall():
-            items = [(item_id, self._terms_of(value)) for item_id, value in rows]
-            write_terms(conn, items)
-            conn.executemany("UPDATE items SET doc_len = ? WHERE id = ?",
-                             [(sum(terms.values()), item_id) for item_id, terms in items])
+    def _term_keys(self, tx: _Txn, terms: list[str]) -> dict[Any, str]:
+        return term_keys(tx.conn, terms)
+
+    def _index_pending(self, conn: sqlite3.Connection, chunks: int | None = None) -> None:
+        """Tokenise the pending items (a chunk at a time, in id order; all of them, or the
+        first ``chunks`` chunks) and write their terms
+        (:func:`~remem.store.sqlite_postings.write_terms`) and lengths."""
+        with _catch_up_cache(conn):
+            while chunks is None or chunks > 0:
+                rows = conn.execute(_PENDING_ITEMS, (_INDEX_CHUNK,)).fetchall()
+                if not rows:
+                    return
+                items = [(item_id, self._terms_of(value)) for item_id, value in rows]
+                write_terms(conn, items, self._term_ids)
+                conn.executemany("UPDATE items SET doc_len = ? WHERE id = ?",
+                                 [(sum(terms.values()), item_id) for item_id, terms in items])
+                chunks = None if chunks is None else chunks - 1
+
+    def _catch_up(self) -> None:
+        """Before a batch that searches keywords: index a backlog of pending puts a chunk per
+        write transaction, so no transaction holds the write lock for all of it (a writer in
+        another process waits a chunk at most, well inside its busy timeout); the batch
+        indexes what is left (less than a chunk, or what was put meanwhile)."""
+        while True:  # the locks in the order every writing batch takes them
+            with self._conns.writing(), self._connection() as conn:
+                if conn.execute(_BACKLOG, (_INDEX_CHUNK,)).fetchone()[0] < _INDEX_CHUNK:
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._index_pending(conn, chunks=1)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    self._term_ids.forget()
+                    raise
 
     def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.keyword is None and not txn.postings_exist():
@@ -586,6 +623,19 @@ _UPSERT = """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, exp
                  THEN excluded.created_at ELSE items.created_at END,
     updated_at = excluded.updated_at, ttl = excluded.ttl, expires_at = excluded.expires_at,
     event_at = excluded.event_at, doc_len = excluded.doc_len"""
+
+
+@contextmanager
+def _catch_up_cache(conn: sqlite3.Connection) -> Iterator[None]:
+    """A large page cache while pending items are indexed: each chunk rewrites the tail of
+    every posting list it touches, and a cache that holds them spares re-reading them (and
+    spilling them to the WAL twice in one transaction)."""
+    (cache,) = conn.execute("PRAGMA cache_size").fetchone()
+    conn.execute(f"PRAGMA cache_size = {_CATCH_UP_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str:

@@ -1,11 +1,12 @@
 """SQLite keyword postings: writing the terms of items, and dropping them (I/O on a connection
 inside the caller's write transaction; see ``m006`` and ``m010`` of the SQLite migrations).
 
-Three tables hold an item's terms: ``postings`` (term, item) in term order, which searches
-read; ``recent_postings`` (item, term) in arrival order, where a few items' terms are
-appended and later moved into ``postings`` in bulk; and ``item_terms``, one row per item
-listing its terms, which is how an item's postings are found again to drop them (it replaced
-an index of ``postings`` by item: one row per item instead of an index entry per term, and
+A term is stored as a small integer (``keyword_terms``: id, term), so a posting is three
+integers. Three tables hold an item's terms: ``postings`` (term, item) in term order, which
+searches read; ``recent_postings`` (item, term) in arrival order, where a few items' terms are
+appended and later moved into ``postings`` in bulk; and ``item_terms``, one row per item with
+its term ids packed, which is how an item's postings are found again to drop them (it replaced
+an index of ``postings`` by item: one row per item instead of an index entry per posting, and
 no random index writes while postings are inserted in term order).
 """
 
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+import sys
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
-__all__ = ["RECENT_POSTINGS", "drop_terms", "write_terms"]
+__all__ = ["RECENT_POSTINGS", "TermIds", "drop_terms", "term_keys", "write_terms"]
 
 #: rows gathered in recent_postings before they move into postings; also the size from which
 #: a write goes straight into postings in term order. Searches of a large scope scan
@@ -24,37 +27,75 @@ __all__ = ["RECENT_POSTINGS", "drop_terms", "write_terms"]
 RECENT_POSTINGS = 20_000
 
 
-def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str, int]]]
-                ) -> None:
+class TermIds:
+    """Term -> id of ``keyword_terms``, remembered in process (a term's id never changes:
+    terms are never deleted). Only a writer holding the write lock adds to it; after a rolled
+    back transaction call :meth:`forget`, since the ids it assigned are gone."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def of(self, conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+        """The ids of ``terms`` (and others already known), assigning ids to new terms."""
+        ids = self._ids
+        missing = [term for term in set(terms) if term not in ids]
+        if missing:
+            arg = json.dumps(missing, ensure_ascii=False)
+            new = set(missing) - _read_ids(conn, arg, ids)
+            if new:
+                conn.executemany("INSERT INTO keyword_terms (term) VALUES (?)",
+                                 [(term,) for term in sorted(new)])
+                _read_ids(conn, json.dumps(sorted(new), ensure_ascii=False), ids)
+        return ids
+
+    def forget(self) -> None:
+        self._ids.clear()
+
+
+def _read_ids(conn: sqlite3.Connection, terms_json: str, into: dict[str, int]) -> set[str]:
+    found = conn.execute("SELECT term, id FROM keyword_terms WHERE term IN "
+                         "(SELECT value FROM json_each(?))", (terms_json,)).fetchall()
+    into.update(found)
+    return {term for term, _ in found}
+
+
+def term_keys(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[int, str]:
+    """Stored id -> term for the query ``terms`` that any item holds (read, never cached, so
+    a search sees terms another process added)."""
+    rows = conn.execute("SELECT id, term FROM keyword_terms WHERE term IN "
+                        "(SELECT value FROM json_each(?))",
+                        (json.dumps(list(terms), ensure_ascii=False),)).fetchall()
+    return {int(term_id): term for term_id, term in rows}
+
+
+def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str, int]]],
+                term_ids: TermIds) -> None:
     """Record each ``(item id, term -> frequency)`` (items without postings yet): a few
     postings are appended to ``recent_postings``; once :data:`RECENT_POSTINGS` would be held
     there, those and these go into ``postings`` in term order, each posting list's tail
     written once."""
-    items = [(item_id, terms) for item_id, terms in items if terms]
+    # in id order, so a stable sort by term alone leaves each posting list in id order
+    items = sorted(((item_id, terms) for item_id, terms in items if terms), key=itemgetter(0))
     if not items:
         return
+    ids = term_ids.of(conn, (term for _, terms in items for term in terms))
+    rows = [(ids[term], item_id, tf) for item_id, terms in items for term, tf in terms.items()]
     conn.executemany("INSERT INTO item_terms (item_id, terms) VALUES (?, ?)",
-                     [(item_id, json.dumps(list(terms), ensure_ascii=False))
+                     [(item_id, _pack([ids[term] for term in terms]))
                       for item_id, terms in items])
-    count = sum(len(terms) for _, terms in items)
     (held,) = conn.execute("SELECT CAST(value AS INTEGER) FROM remem_meta "
                            "WHERE key = 'recent_postings'").fetchone()
-    if held + count < RECENT_POSTINGS:
-        conn.executemany("INSERT INTO recent_postings (item_id, term, tf) VALUES (?, ?, ?)",
-                         [(item_id, term, tf) for item_id, terms in items
-                          for term, tf in terms.items()])
+    if held + len(rows) < RECENT_POSTINGS:
+        conn.executemany("INSERT INTO recent_postings (term, item_id, tf) VALUES (?, ?, ?)",
+                         rows)
         conn.execute("UPDATE remem_meta SET value = ? WHERE key = 'recent_postings'",
-                     (str(held + count),))
+                     (str(held + len(rows)),))
         return
     if held:  # the recent ones first, so both go into postings in term order
         conn.execute("INSERT INTO postings (term, item_id, tf) SELECT term, item_id, tf "
                      "FROM recent_postings ORDER BY term, item_id")
         conn.execute("DELETE FROM recent_postings")
         conn.execute("UPDATE remem_meta SET value = '0' WHERE key = 'recent_postings'")
-    rows = [(term, item_id, tf) for item_id, terms in sorted(items, key=itemgetter(0))
-            for term, tf in terms.items()]
-    # by term, ids ascending within a term (the sort is stable); Python orders str by code
-    # point, as SQLite's BINARY collation orders UTF-8 bytes
     rows.sort(key=itemgetter(0))
     conn.executemany("INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)", rows)
 
@@ -62,12 +103,30 @@ def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str
 def drop_terms(conn: sqlite3.Connection, item_ids: Sequence[int]) -> None:
     """Drop every posting of these items (from both tables) and their ``item_terms`` rows."""
     arg = json.dumps(list(item_ids))
-    pairs = [(term, item_id) for item_id, terms in conn.execute(
+    pairs = [(term_id, item_id) for item_id, packed in conn.execute(
         "SELECT item_id, terms FROM item_terms WHERE item_id IN (SELECT value FROM json_each(?))",
-        (arg,)) for term in json.loads(terms)]
+        (arg,)) for term_id in _unpack(packed)]
     if pairs:
         conn.executemany("DELETE FROM postings WHERE term = ? AND item_id = ?", pairs)
         conn.execute("DELETE FROM item_terms WHERE item_id IN (SELECT value FROM json_each(?))",
                      (arg,))
     conn.execute("DELETE FROM recent_postings WHERE item_id IN (SELECT value FROM json_each(?))",
                  (arg,))
+
+
+def _pack(term_ids: list[int]) -> bytes:
+    packed = array("i", term_ids)  # int32, little-endian in the file
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(packed: bytes | str) -> list[int]:
+    """Term ids of an item_terms row: packed int32 (as written here), or a JSON array (as the
+    m010 migration wrote the rows of existing items)."""
+    if isinstance(packed, str):
+        return [int(term_id) for term_id in json.loads(packed)]
+    ids = array("i", packed)
+    if sys.byteorder == "big":
+        ids.byteswap()
+    return ids.tolist()
