@@ -386,9 +386,16 @@ class SQLiteStore(SQLStore["_Txn"]):
         write transaction, so no transaction holds the write lock for all of it (a writer in
         another process waits a chunk at most, well inside its busy timeout); the batch
         indexes what is left (less than a chunk, or what was put meanwhile)."""
-        while True:  # the locks in the order every writing batch takes them
+        def small(conn: sqlite3.Connection) -> bool:
+            return bool(conn.execute(_BACKLOG, (_INDEX_CHUNK,)).fetchone()[0] < _INDEX_CHUNK)
+
+        while True:
+            with self._connection() as conn:  # readers do not take the write lock to ask
+                if small(conn):
+                    return
+            # the locks in the order every writing batch takes them; asked again under them
             with self._conns.writing(), self._connection() as conn:
-                if conn.execute(_BACKLOG, (_INDEX_CHUNK,)).fetchone()[0] < _INDEX_CHUNK:
+                if small(conn):
                     return
                 conn.execute("BEGIN IMMEDIATE")
                 try:
