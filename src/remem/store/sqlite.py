@@ -15,8 +15,10 @@ partitions, and sweeping.
 Writes are shaped by what a commit costs, which is mostly the pages it changes (each goes to
 the WAL, then to the database at a checkpoint): a run of puts is a handful of statements; BM25
 corpus statistics are per-namespace sums kept by triggers (``m004``), not an index over every
-item; the embedding cache looks texts up in process (``m005``); new postings are appended in
-item order and moved into term order in bulk (``m006``).
+item; the embedding cache looks texts up in process (``m005``); a put of the default keyword
+fields writes no terms at all: the next search that reads postings, in any process, indexes
+the pending puts first, under the write lock (``m010``, :meth:`SQLiteStore._before_postings`),
+writing postings of integer term ids (:mod:`remem.store.sqlite_postings`).
 
 Concurrency: each thread gets its own connection to a file; ``:memory:`` has one connection
 behind a lock. Writing batches take the write lock up front (``BEGIN IMMEDIATE``), so two
