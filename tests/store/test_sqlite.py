@@ -324,7 +324,6 @@ def test_keyword_postings_read_their_items_from_the_covering_index(tmp_path: Pat
     with SQLiteStore(path, keyword=KeywordConfig(fields=("text",))) as store:
         store.batch([PutOp(("u",), f"k{i}", {"text": f"tea {i}", "pad": "x" * 9000,
                                              "status": "current"}) for i in range(50)])
-        store.search(("u",), query="tea", mode="keyword")  # indexes the puts (m010)
     dialect = SQLiteDialect()
     op = SearchOp(("u",), filter={"status": "current"}, query="tea")
     with closing(sqlite3.connect(path)) as conn:

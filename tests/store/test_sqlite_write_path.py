@@ -27,12 +27,11 @@ from remem.store import (
     SQLiteStore,
     sqlite_postings,
 )
-from remem.store import sqlite as sqlite_module
 from remem.store.migrations import applied_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 from remem.store.types import SearchMode
 from tests.conftest import FakeClock
-from tests.store.test_sqlite_pending_keywords import undo_m010
+from tests.store.test_sqlite_keyword_terms import undo_m010
 
 WORDS = ["tea", "green", "coffee", "paris", "rain", "北京", "烤鸭", "garden"]
 QUERIES = ["tea", "green tea", "coffee rain", "北京 烤鸭", "garden paris tea", "nothing"]
@@ -117,8 +116,7 @@ def test_upgrade_keeps_every_result_and_score(tmp_path: Path) -> None:
     with SQLiteStore(path, clock=clock, **config) as store:
         assert _results(store, modes) == before == _results(reference, modes)
         assert _stats(path)  # filled by the migration, equal to a recount
-        store.put(("u", "b"), "after", {"text": "green tea"})  # and kept from then on,
-        store.search(("u", "b"), query="tea", mode="keyword")  # once the search indexed it
+        store.put(("u", "b"), "after", {"text": "green tea"})  # and kept from then on
         assert _stats(path)[encode(("u", "b"))][0] == 7
     with closing(sqlite3.connect(path)) as conn:
         assert applied_sqlite(conn) == [m.name for m in SQLITE_MIGRATIONS]
@@ -155,20 +153,15 @@ _ops = st.lists(st.one_of(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
-@given(ops=_ops, batched=st.booleans(), merge_at=st.sampled_from([1, 7, 20_000]),
-       chunk=st.sampled_from([2, 5000]))
+@given(ops=_ops, batched=st.booleans(), merge_at=st.sampled_from([1, 7, 20_000]))
 def test_any_writes_give_reference_scores(tmp_path: Path, ops: list[Any], batched: bool,
-                                          merge_at: int, chunk: int) -> None:
+                                          merge_at: int) -> None:
     """Puts (new, replacing, with and without expiry, keyword-indexed or not), deletes, expiry,
-    sweeps and searches (which index the puts pending on SQLite, so later writes replace and
-    delete indexed items), one op per batch or all puts of a stretch in one batch, with recent
-    postings moved into the main table after every write, now and then, or never: the
-    statistics equal a recount, and keyword hits and scores equal the in-memory store's."""
+    sweeps and searches between them, one op per batch or all puts of a stretch in one batch,
+    with recent postings moved into the main table after every write, now and then, or never:
+    the statistics equal a recount, and keyword hits and scores equal the in-memory store's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sqlite_postings, "RECENT_POSTINGS", merge_at)
-        # pending puts indexed 2 at a time (a backlog: transactions before the search's)
-        # or all in the search's own transaction
-        patch.setattr(sqlite_module, "_INDEX_CHUNK", chunk)
         _check_writes(tmp_path, ops, batched)
 
 

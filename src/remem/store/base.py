@@ -201,8 +201,7 @@ class Prepared:
     put_vectors: dict[int, list[tuple[str, npt.NDArray[np.float32], bytes]]] = field(
         default_factory=dict
     )
-    #: op position -> term frequencies of a put's keyword text (absent: no keyword entry, or
-    #: one the backend makes later, see ``BaseStore._deferred_keywords``)
+    #: op position -> term frequencies of a put's keyword text (absent: no keyword entry)
     put_terms: dict[int, dict[str, int]] = field(default_factory=dict)
     #: op position -> unit query vector for searches that use the vector signal
     query_vectors: dict[int, npt.NDArray[np.float32]] = field(default_factory=dict)
@@ -264,10 +263,6 @@ class BaseStore(ABC):
     :meth:`sweep`); the friendly methods here build operations and call :meth:`batch`.
     ``abatch`` runs the same code in a worker thread, so sync and async behave identically.
     """
-
-    #: whether the backend tokenises puts of the default keyword fields later, itself, rather
-    #: than in :meth:`_prepare` (SQLite: before the next search that reads postings)
-    _deferred_keywords: bool = False
 
     def __init__(self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
                  keyword: KeywordConfig | Literal[False] | None = None,
@@ -357,8 +352,7 @@ class BaseStore(ABC):
                     for field_path, text in index_texts(op.value, fields):
                         doc_slots.append((position, field_path))
                         doc_texts.append(text)
-                if self.keyword is not None and not (self._deferred_keywords
-                                                     and op.index is None):
+                if self.keyword is not None:
                     prepared.put_terms[position] = self._term_counts(op)
             elif isinstance(op, SearchOp) and op.query is not None:
                 signals = self._signals(op.mode)

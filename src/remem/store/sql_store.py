@@ -110,10 +110,6 @@ class SQLStore(BaseStore, Generic[TxT]):
             out.setdefault(item_id, vector)
         return out
 
-    def _before_postings(self, tx: TxT) -> None:
-        """Called before a search reads keyword postings or corpus statistics: a backend that
-        indexes puts later (SQLite) indexes what is pending here."""
-
     def _term_keys(self, tx: TxT, terms: list[str]) -> dict[Any, str]:
         """What the postings store for each of the query ``terms`` that may have postings
         (stored key -> term): the term itself here; SQLite stores an integer id."""
@@ -237,7 +233,6 @@ class SQLStore(BaseStore, Generic[TxT]):
         :meth:`_best_matching`): evaluated in the postings query it decoded the JSON value of
         every item holding a query term. BM25 statistics ignore the filter, so a candidate's
         score, and the order, are the same either way."""
-        self._before_postings(tx)
         dialect = self.dialect
         n_docs = total_len = 0
         for statement in dialect.corpus_stats(op, now):
@@ -355,7 +350,6 @@ class _SQLCandidates(Generic[TxT]):
 
     def term_counts(self, terms: list[str]) -> tuple[dict[str, int], int]:
         store, dialect = self.store, self.store.dialect
-        store._before_postings(self.tx)
         if self._n_docs is None:  # on PostgreSQL a count over the whole scope: once a search
             self._n_docs = sum(int(docs) for statement in dialect.corpus_stats(self.op, self.now)
                                for docs, _ in store._query(self.tx, *statement))

@@ -15,10 +15,11 @@ partitions, and sweeping.
 Writes are shaped by what a commit costs, which is mostly the pages it changes (each goes to
 the WAL, then to the database at a checkpoint): a run of puts is a handful of statements; BM25
 corpus statistics are per-namespace sums kept by triggers (``m004``), not an index over every
-item; the embedding cache looks texts up in process (``m005``); a put of the default keyword
-fields writes no terms at all: the next search that reads postings, in any process, indexes
-the pending puts first, under the write lock (``m010``, :meth:`SQLiteStore._before_postings`),
-writing postings of integer term ids (:mod:`remem.store.sqlite_postings`).
+item; the embedding cache looks texts up in process (``m005``); a put's keyword terms are
+written in its own transaction, a run's at once, as postings of integer term ids appended in
+item order and moved into term order in bulk (``m006``, ``m010``,
+:mod:`remem.store.sqlite_postings`), so every acknowledged put is in the keyword index and a
+search never writes.
 
 Concurrency: each thread gets its own connection to a file; ``:memory:`` has one connection
 behind a lock. Writing batches take the write lock up front (``BEGIN IMMEDIATE``), so two
@@ -41,7 +42,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
@@ -82,17 +83,6 @@ _TOMBSTONES_KEPT = 10_000
 # a common term in a 100-item prefix of a 100k-item file, 10.7 ms through the term's postings)
 _SMALL_KEYWORD_SCOPE = 2000
 _LOAD_CHUNK = 8192
-# doc_len of an item whose keyword terms are not written yet (m010)
-_PENDING = -1
-# pending items tokenised and written per step of a catch-up (bounds its memory)
-_INDEX_CHUNK = 5000
-# the page cache of a large catch-up, in KiB as PRAGMA cache_size takes it (negative)
-_CATCH_UP_CACHE_KIB = -65536
-_PENDING_PROBE = "SELECT 1 FROM items INDEXED BY items_pending WHERE doc_len < 0 LIMIT 1"
-_BACKLOG = ("SELECT count(*) FROM (SELECT 1 FROM items INDEXED BY items_pending "
-            "WHERE doc_len < 0 LIMIT ?)")
-_PENDING_ITEMS = ("SELECT id, value FROM items INDEXED BY items_pending WHERE doc_len < 0 "
-                  "ORDER BY id LIMIT ?")
 # more new vector rows than this since the partitions' sequence number (a bulk load by another
 # process, say): drop the partitions and read each again on its next search, rather than
 # applying every new row to them
@@ -111,10 +101,6 @@ class SQLiteStore(SQLStore["_Txn"]):
     1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
     out first; a scope needing more than the budget is streamed from the file instead.
     """
-
-    # puts of the default keyword fields are tokenised by the next search that reads postings
-    # (m010, :meth:`_before_postings`), not on the write path
-    _deferred_keywords = True
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
                  index: IndexConfig | None = None, ttl: TTLConfig | None = None,
@@ -197,33 +183,24 @@ class SQLiteStore(SQLStore["_Txn"]):
     # -- batch --------------------------------------------------------------------------------
 
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
-        if self.keyword is not None and any("keyword" in signals
-                                            for signals in prepared.signals.values()):
-            self._catch_up()
         writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
         index_build: _IndexBuild = "after" if writes else "first"
-        while True:  # each exception below is raised once at most: the retry cannot raise it
-            try:
-                return self._execute_once(ops, prepared, writes, index_build)
-            except _BuildFirst:
-                # a read-only batch met a wide listing before its index existed: build it,
-                # then run the batch again walking it (at 100k memories the page then takes
-                # ~35 ms instead of ~400 ms reading the prefix, on top of the build either way)
-                with self._connection() as conn:
-                    self._build_newest_index(conn)
-                index_build = "never"
-            except _IndexFirst:
-                # a read-only batch's keyword search met puts not yet in the keyword index:
-                # run it again as a writing batch, which indexes them under the write lock
-                # (so no other writer adds more between the indexing and the read)
-                writes, index_build = True, "after"
+        try:
+            return self._execute_once(ops, prepared, writes, index_build)
+        except _BuildFirst:
+            # a read-only batch met a wide listing before its index existed: build it, then
+            # run the batch again walking it (at 100k memories the page then takes ~35 ms
+            # instead of ~400 ms reading the prefix, on top of the build either way)
+            with self._connection() as conn:
+                self._build_newest_index(conn)
+            return self._execute_once(ops, prepared, writes, "never")
 
     def _execute_once(self, ops: Sequence[Op], prepared: Prepared, writes: bool,
                       index_build: _IndexBuild) -> list[Result]:
         refreshes: list[int] = []
         with self._conns.writing() if writes else nullcontext(), self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
-            txn = _Txn(conn, index_build, writing=writes)
+            txn = _Txn(conn, index_build)
             try:
                 results = self._run_ops(txn, ops, prepared, refreshes)
                 if writes:
@@ -310,14 +287,11 @@ class SQLiteStore(SQLStore["_Txn"]):
         rows: list[tuple[Any, ...]] = []
         for position, op in run:
             ttl, expires_at = self._expiry_for(op, now)
-            terms = put_terms.get(position)
-            # doc_len: the terms' count; -1 (pending, m010) when this store tokenises it later
-            doc_len = (sum(terms.values()) if terms is not None
-                       else _PENDING if self.keyword is not None and op.index is None else 0)
             rows.append((encode_ns(op.namespace), op.key, op.value_json,
                          op.created_at if op.created_at is not None else now,
                          op.updated_at if op.updated_at is not None else now,
-                         ttl, expires_at, op.event_ts, doc_len,
+                         ttl, expires_at, op.event_ts,
+                         sum(put_terms.get(position, {}).values()),
                          op.created_at is not None, now))
         conn.executemany(_UPSERT, rows)
         (last,) = conn.execute("SELECT max(id) FROM items").fetchone()
@@ -354,59 +328,8 @@ class SQLiteStore(SQLStore["_Txn"]):
             conn.executemany("INSERT INTO vectors (item_id, field, model_id, vec, seq, "
                              "text_hash) VALUES (?, ?, ?, ?, ?, ?)", vectors)
 
-    def _before_postings(self, tx: _Txn) -> None:
-        """Index the puts still pending (m010) before a search reads postings: inside a
-        writing batch now (it holds the write lock, so every acknowledged put is included);
-        a read-only batch stops and runs again as a writing one (:meth:`_execute`). A probe of
-        the pending index (~10 us) when nothing is pending."""
-        if self.keyword is None or tx.conn.execute(_PENDING_PROBE).fetchone() is None:
-            return
-        if not tx.writing:
-            raise _IndexFirst
-        self._index_pending(tx.conn)
-
     def _term_keys(self, tx: _Txn, terms: list[str]) -> dict[Any, str]:
         return term_keys(tx.conn, terms)
-
-    def _index_pending(self, conn: sqlite3.Connection, chunks: int | None = None) -> None:
-        """Tokenise the pending items (a chunk at a time, in id order; all of them, or the
-        first ``chunks`` chunks) and write their terms
-        (:func:`~remem.store.sqlite_postings.write_terms`) and lengths."""
-        with _catch_up_cache(conn):
-            while chunks is None or chunks > 0:
-                rows = conn.execute(_PENDING_ITEMS, (_INDEX_CHUNK,)).fetchall()
-                if not rows:
-                    return
-                items = [(item_id, self._terms_of(value)) for item_id, value in rows]
-                write_terms(conn, items, self._term_ids)
-                conn.executemany("UPDATE items SET doc_len = ? WHERE id = ?",
-                                 [(sum(terms.values()), item_id) for item_id, terms in items])
-                chunks = None if chunks is None else chunks - 1
-
-    def _catch_up(self) -> None:
-        """Before a batch that searches keywords: index a backlog of pending puts a chunk per
-        write transaction, so no transaction holds the write lock for all of it (a writer in
-        another process waits a chunk at most, well inside its busy timeout); the batch
-        indexes what is left (less than a chunk, or what was put meanwhile)."""
-        def small(conn: sqlite3.Connection) -> bool:
-            return bool(conn.execute(_BACKLOG, (_INDEX_CHUNK,)).fetchone()[0] < _INDEX_CHUNK)
-
-        while True:
-            with self._connection() as conn:  # readers do not take the write lock to ask
-                if small(conn):
-                    return
-            # the locks in the order every writing batch takes them; asked again under them
-            with self._conns.writing(), self._connection() as conn:
-                if small(conn):
-                    return
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._index_pending(conn, chunks=1)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    self._term_ids.forget()
-                    raise
 
     def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.keyword is None and not txn.postings_exist():
@@ -634,19 +557,6 @@ _UPSERT = """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, exp
     event_at = excluded.event_at, doc_len = excluded.doc_len"""
 
 
-@contextmanager
-def _catch_up_cache(conn: sqlite3.Connection) -> Iterator[None]:
-    """A large page cache while pending items are indexed: each chunk rewrites the tail of
-    every posting list it touches, and a cache that holds them spares re-reading them (and
-    spilling them to the WAL twice in one transaction)."""
-    (cache,) = conn.execute("PRAGMA cache_size").fetchone()
-    conn.execute(f"PRAGMA cache_size = {_CATCH_UP_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(cache)}")
-
-
 def _meta(conn: sqlite3.Connection, key: str) -> str:
     row = conn.execute("SELECT value FROM remem_meta WHERE key = ?", (key,)).fetchone()
     return "0" if row is None else str(row[0])
@@ -661,23 +571,16 @@ class _BuildFirst(Exception):
     """A read-only batch stops here: build the newest-first index, then run it again."""
 
 
-class _IndexFirst(Exception):
-    """A read-only batch stops here: run it again as a writing batch, which indexes the
-    pending puts before its keyword search."""
-
-
 class _Txn:
     """Per-transaction state: the connection, the last vector sequence number it took
     (``None`` until its first vector write), and what a wide listing does about a missing
     newest-first index."""
 
     __slots__ = ("_postings_exist", "_vectors_exist", "conn", "index_build", "vector_seq",
-                 "wants_newest_index", "writing")
+                 "wants_newest_index")
 
-    def __init__(self, conn: sqlite3.Connection, index_build: _IndexBuild = "never", *,
-                 writing: bool = False) -> None:
+    def __init__(self, conn: sqlite3.Connection, index_build: _IndexBuild = "never") -> None:
         self.conn = conn
-        self.writing = writing  # holds the write lock (BEGIN IMMEDIATE)
         self.vector_seq: int | None = None
         self.index_build = index_build
         self.wants_newest_index = False  # a listing read the slow way: build after commit

@@ -198,14 +198,8 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "m010_keywords_pending",
+        "m010_keyword_term_ids",
         (
-            # A put no longer tokenises its text nor writes postings (together 80% of a
-            # keyword-indexed bulk load): it stores doc_len = -1, and the next search that
-            # reads postings, in any process, tokenises every pending item under the write
-            # lock first (SQLiteStore._before_postings). This index finds them; new ids land
-            # at its end, and indexed items leave it.
-            "CREATE INDEX IF NOT EXISTS items_pending ON items (id) WHERE doc_len < 0",
             # terms become integers (keyword_terms): a posting is three integers, about half
             # the bytes of one holding the term's text; then one row per item with its term
             # ids (item_terms), to find its postings again when it is replaced or deleted,
@@ -307,10 +301,8 @@ def register_tokenizer(conn: sqlite3.Connection, path: str, name: str) -> None:
     try:
         row = conn.execute("SELECT value FROM remem_meta WHERE key = 'keyword_tokenizer'"
                            ).fetchone()
-        # items still pending (m010) count: they were put under the recorded tokenizer
         if row is not None and row[0] != name and conn.execute(
-            "SELECT 1 FROM postings UNION ALL SELECT 1 FROM recent_postings UNION ALL "
-            "SELECT 1 FROM items WHERE doc_len < 0 LIMIT 1"
+            "SELECT 1 FROM postings UNION ALL SELECT 1 FROM recent_postings LIMIT 1"
         ).fetchone() is not None:
             raise IndexConfigError(
                 f"{path} holds keyword terms made by tokenizer {row[0]!r}; this store was "
