@@ -17,6 +17,7 @@ import sqlite3
 import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from operator import itemgetter
 
 __all__ = ["RECENT_POSTINGS", "TermIds", "drop_terms", "term_keys", "write_terms"]
@@ -38,7 +39,7 @@ class TermIds:
     def of(self, conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
         """The ids of ``terms`` (and others already known), assigning ids to new terms."""
         ids = self._ids
-        missing = [term for term in set(terms) if term not in ids]
+        missing = list((terms if isinstance(terms, set) else set(terms)).difference(ids))
         if missing:
             arg = json.dumps(missing, ensure_ascii=False)
             new = set(missing) - _read_ids(conn, arg, ids)
@@ -78,11 +79,18 @@ def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str
     items = sorted(((item_id, terms) for item_id, terms in items if terms), key=itemgetter(0))
     if not items:
         return
-    ids = term_ids.of(conn, (term for _, terms in items for term in terms))
-    rows = [(ids[term], item_id, tf) for item_id, terms in items for term, tf in terms.items()]
-    conn.executemany("INSERT INTO item_terms (item_id, terms) VALUES (?, ?)",
-                     [(item_id, _pack([ids[term] for term in terms]))
-                      for item_id, terms in items])
+    every: set[str] = set()
+    for _, terms in items:
+        every.update(terms)
+    ids = term_ids.of(conn, every)
+    # built a whole item at a time by map/zip (tens of thousands of rows a bulk batch)
+    rows: list[tuple[int, int, int]] = []
+    packed: list[tuple[int, bytes]] = []
+    for item_id, terms in items:
+        item_term_ids = list(map(ids.__getitem__, terms))
+        rows += zip(item_term_ids, repeat(item_id), terms.values())
+        packed.append((item_id, _pack(item_term_ids)))
+    conn.executemany("INSERT INTO item_terms (item_id, terms) VALUES (?, ?)", packed)
     (held,) = conn.execute("SELECT CAST(value AS INTEGER) FROM remem_meta "
                            "WHERE key = 'recent_postings'").fetchone()
     if held + len(rows) < RECENT_POSTINGS:
