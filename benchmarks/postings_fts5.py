@@ -15,8 +15,8 @@ rowid = item id; postings with tf are read through ``fts5vocab(..., 'instance')`
 ``term = ?`` lookup a term (an ``IN`` list scans the vocabulary). The reads are checked equal.
 
 Kept as the measurement that decided against FTS5. The store's layout has moved on since
-(``m010``: terms as integer ids, ``item_terms`` instead of ``postings_item``, and postings
-written by the next search rather than by the put; see docs/store.md, "Write path").
+(``m010``: terms as integer ids, ``item_terms`` instead of ``postings_item``; see
+docs/store.md, "Write path").
 """
 
 from __future__ import annotations

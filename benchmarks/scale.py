@@ -19,8 +19,8 @@ has vector search only), all-items vector search p95, and the process's peak RSS
 **Writes** (texts made and embedded outside the timed puts): bulk load of N items in batches
 of 500 into an empty file, batched put (100 a batch, 2,000 items) into the loaded store,
 single puts (one transaction each), the file after a checkpoint, then the first default search
-(remem: hybrid, which indexes the pending puts' keywords first; LangGraph: vector), the next
-searches' p95, and the file after them.
+after the puts (remem: hybrid; LangGraph: vector; a cold cache for both), the next searches'
+p95, and the file after them.
 
 Workload: texts of 20-60 words drawn (Zipf-like) from a 3,000-word vocabulary, generated per
 batch from a seed (the harness holds no corpus, so peak RSS is the store's); 384-d vectors
@@ -289,8 +289,8 @@ def writes(name: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
             store.put_one(other_ns(i), f"k{i}", value(text, i))
         m["single_per_s"] = opts.single / (time.perf_counter() - began)
         m["file_before_search_mb"] = peer.file_bytes(store.files) / 2**20
-        # remem's keyword index takes in the puts before the next search that reads it (the
-        # deferred part of a write): the first default search pays for every pending put
+        # the first search after a load reads a cold file (a store that left work of the
+        # puts to a later search would pay it here)
         query = " ".join(single[0].split()[:8])
         began = time.perf_counter()
         store.hybrid((), query)
