@@ -302,6 +302,7 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     by_postings = run()
     # the same once the recent postings were moved into the term-ordered table
     monkeypatch.setattr(sqlite_postings, "RECENT_POSTINGS", 1)
+    monkeypatch.setattr(sqlite_postings, "RECENT_PER_ITEM", 0)
     store.put(("other",), "k", {"text": "tea"})
     merged = run()
     monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 2000)

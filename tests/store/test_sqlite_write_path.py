@@ -162,6 +162,7 @@ def test_any_writes_give_reference_scores(tmp_path: Path, ops: list[Any], batche
     the statistics equal a recount, and keyword hits and scores equal the in-memory store's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sqlite_postings, "RECENT_POSTINGS", merge_at)
+        patch.setattr(sqlite_postings, "RECENT_PER_ITEM", 0 if merge_at < 20_000 else 1)
         _check_writes(tmp_path, ops, batched)
 
 

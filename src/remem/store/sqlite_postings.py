@@ -20,12 +20,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
 
-__all__ = ["RECENT_POSTINGS", "TermIds", "drop_terms", "term_keys", "write_terms"]
+__all__ = ["RECENT_PER_ITEM", "RECENT_POSTINGS", "TermIds", "drop_terms", "term_keys",
+           "write_terms"]
 
-#: rows gathered in recent_postings before they move into postings; also the size from which
-#: a write goes straight into postings in term order. Searches of a large scope scan
-#: recent_postings, so this bounds that scan.
+#: rows gathered in recent_postings before they move into postings, at least; also the size
+#: from which a write goes straight into postings in term order. Searches of a large scope
+#: scan recent_postings, so this bounds that scan.
 RECENT_POSTINGS = 20_000
+#: ... or this many rows per item id given so far, if more: a move rewrites the tail of about
+#: every posting list, so its cost grows with the file, and gathering more rows before it
+#: keeps its cost per row flat (a large scope's search reads posting lists that grow alike)
+RECENT_PER_ITEM = 1
 
 
 class TermIds:
@@ -72,9 +77,9 @@ def term_keys(conn: sqlite3.Connection, terms: Sequence[str]) -> dict[int, str]:
 def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str, int]]],
                 term_ids: TermIds) -> None:
     """Record each ``(item id, term -> frequency)`` (items without postings yet): a few
-    postings are appended to ``recent_postings``; once :data:`RECENT_POSTINGS` would be held
-    there, those and these go into ``postings`` in term order, each posting list's tail
-    written once."""
+    postings are appended to ``recent_postings``; once :data:`RECENT_POSTINGS` (or
+    :data:`RECENT_PER_ITEM` per item id) would be held there, those and these go into
+    ``postings`` in term order, each posting list's tail written once."""
     # in id order, so a stable sort by term alone leaves each posting list in id order
     items = sorted(((item_id, terms) for item_id, terms in items if terms), key=itemgetter(0))
     if not items:
@@ -93,7 +98,7 @@ def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str
     conn.executemany("INSERT INTO item_terms (item_id, terms) VALUES (?, ?)", packed)
     (held,) = conn.execute("SELECT CAST(value AS INTEGER) FROM remem_meta "
                            "WHERE key = 'recent_postings'").fetchone()
-    if held + len(rows) < RECENT_POSTINGS:
+    if held + len(rows) < max(RECENT_POSTINGS, RECENT_PER_ITEM * items[-1][0]):
         conn.executemany("INSERT INTO recent_postings (term, item_id, tf) VALUES (?, ?, ?)",
                          rows)
         conn.execute("UPDATE remem_meta SET value = ? WHERE key = 'recent_postings'",
