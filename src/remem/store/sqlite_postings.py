@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
 
-__all__ = ["RECENT_PER_ITEM", "RECENT_POSTINGS", "TermIds", "drop_terms", "term_keys",
-           "write_terms"]
+__all__ = ["RECENT_PER_ITEM", "RECENT_POSTINGS", "RECENT_POSTINGS_MAX", "TermIds", "drop_terms",
+           "term_keys", "write_terms"]
 
 #: rows gathered in recent_postings before they move into postings, at least; also the size
 #: from which a write goes straight into postings in term order. Searches of a large scope
@@ -31,6 +31,8 @@ RECENT_POSTINGS = 20_000
 #: every posting list, so its cost grows with the file, and gathering more rows before it
 #: keeps its cost per row flat (a large scope's search reads posting lists that grow alike)
 RECENT_PER_ITEM = 1
+#: ... but never more than this many (what a large scope's search scans: ~1 MB)
+RECENT_POSTINGS_MAX = 100_000
 
 
 class TermIds:
@@ -98,7 +100,8 @@ def write_terms(conn: sqlite3.Connection, items: Sequence[tuple[int, Mapping[str
     conn.executemany("INSERT INTO item_terms (item_id, terms) VALUES (?, ?)", packed)
     (held,) = conn.execute("SELECT CAST(value AS INTEGER) FROM remem_meta "
                            "WHERE key = 'recent_postings'").fetchone()
-    if held + len(rows) < max(RECENT_POSTINGS, RECENT_PER_ITEM * items[-1][0]):
+    gather = min(max(RECENT_POSTINGS, RECENT_PER_ITEM * items[-1][0]), RECENT_POSTINGS_MAX)
+    if held + len(rows) < gather:
         conn.executemany("INSERT INTO recent_postings (term, item_id, tf) VALUES (?, ?, ?)",
                          rows)
         conn.execute("UPDATE remem_meta SET value = ? WHERE key = 'recent_postings'",
