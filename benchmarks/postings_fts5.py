@@ -13,6 +13,10 @@ with its ``postings_item`` index once 20,000 rows have gathered). **fts5**: a co
 FTS5 table (``detail=full``) whose text is the item's terms, each repeated ``tf`` times,
 rowid = item id; postings with tf are read through ``fts5vocab(..., 'instance')``, one
 ``term = ?`` lookup a term (an ``IN`` list scans the vocabulary). The reads are checked equal.
+
+Kept as the measurement that decided against FTS5. The store's layout has moved on since
+(``m010``: terms as integer ids, ``item_terms`` instead of ``postings_item``; see
+docs/store.md, "Write path").
 """
 
 from __future__ import annotations

@@ -278,6 +278,7 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     import random
 
     from remem.store import sqlite as sqlite_module
+    from remem.store import sqlite_postings
 
     words = ["tea", "coffee", "paris", "berlin", "music", "garden", "train", "piano", "chess",
              "茶", "咖啡", "花园"]
@@ -300,7 +301,8 @@ def test_keyword_search_reads_small_scopes_item_by_item_with_the_same_results(
     monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 0)  # postings first always
     by_postings = run()
     # the same once the recent postings were moved into the term-ordered table
-    monkeypatch.setattr(sqlite_module, "_RECENT_POSTINGS", 1)
+    monkeypatch.setattr(sqlite_postings, "RECENT_POSTINGS", 1)
+    monkeypatch.setattr(sqlite_postings, "RECENT_PER_ITEM", 0)
     store.put(("other",), "k", {"text": "tea"})
     merged = run()
     monkeypatch.setattr(sqlite_module, "_SMALL_KEYWORD_SCOPE", 2000)
@@ -325,10 +327,12 @@ def test_keyword_postings_read_their_items_from_the_covering_index(tmp_path: Pat
                                              "status": "current"}) for i in range(50)])
     dialect = SQLiteDialect()
     op = SearchOp(("u",), filter={"status": "current"}, query="tea")
-    statement = dialect.keyword_postings(
-        ["tea"], *dialect.items_where(op, 0.0, with_filter=False), items_first=False)
-    assert "json" not in statement[0].replace("json_each", "")
     with closing(sqlite3.connect(path)) as conn:
+        # postings hold a term's id (m010)
+        (tea,) = conn.execute("SELECT id FROM keyword_terms WHERE term = 'tea'").fetchone()
+        statement = dialect.keyword_postings(
+            [tea], *dialect.items_where(op, 0.0, with_filter=False), items_first=False)
+        assert "json" not in statement[0].replace("json_each", "")
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statement[0],
                                                statement[1])]
         rows = conn.execute(*statement).fetchall()

@@ -18,12 +18,20 @@ from hypothesis import strategies as st
 from remem.embed import FakeEmbedder
 from remem.retrieval import DefaultTokenizer
 from remem.retrieval.tokenize import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
-from remem.store import BaseStore, IndexConfig, InMemoryStore, KeywordConfig, PutOp, SQLiteStore
-from remem.store import sqlite as sqlite_module
+from remem.store import (
+    BaseStore,
+    IndexConfig,
+    InMemoryStore,
+    KeywordConfig,
+    PutOp,
+    SQLiteStore,
+    sqlite_postings,
+)
 from remem.store.migrations import applied_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 from remem.store.types import SearchMode
 from tests.conftest import FakeClock
+from tests.store.test_sqlite_keyword_terms import undo_m010
 
 WORDS = ["tea", "green", "coffee", "paris", "rain", "北京", "烤鸭", "garden"]
 QUERIES = ["tea", "green tea", "coffee rain", "北京 烤鸭", "garden paris tea", "nothing"]
@@ -48,6 +56,7 @@ def _downgrade_to_m003(path: Path) -> None:
         conn.execute("DROP INDEX items_postings_cover")  # m007
         conn.execute("CREATE INDEX items_keyword ON items (ns, expires_at, doc_len) "
                      "WHERE doc_len > 0")
+        undo_m010(conn)
         conn.execute("INSERT INTO postings SELECT term, item_id, tf FROM recent_postings")
         conn.execute("DROP TABLE recent_postings")
         conn.execute("DELETE FROM remem_meta WHERE key = 'recent_postings'")
@@ -138,6 +147,7 @@ _ops = st.lists(st.one_of(
     st.tuples(st.just("delete"), st.sampled_from(NAMESPACES), st.integers(0, 3)),
     st.tuples(st.just("advance"), st.sampled_from([1.0, 10.0, 40.0])),
     st.tuples(st.just("sweep"),),
+    st.tuples(st.just("search"), st.sampled_from(QUERIES)),
 ), max_size=30)
 
 
@@ -146,12 +156,13 @@ _ops = st.lists(st.one_of(
 @given(ops=_ops, batched=st.booleans(), merge_at=st.sampled_from([1, 7, 20_000]))
 def test_any_writes_give_reference_scores(tmp_path: Path, ops: list[Any], batched: bool,
                                           merge_at: int) -> None:
-    """Puts (new, replacing, with and without expiry, keyword-indexed or not), deletes, expiry
-    and sweeps, one op per batch or all puts of a stretch in one batch, with recent postings
-    moved into the main table after every write, now and then, or never: the statistics equal
-    a recount, and keyword hits and scores equal the in-memory store's."""
+    """Puts (new, replacing, with and without expiry, keyword-indexed or not), deletes, expiry,
+    sweeps and searches between them, one op per batch or all puts of a stretch in one batch,
+    with recent postings moved into the main table after every write, now and then, or never:
+    the statistics equal a recount, and keyword hits and scores equal the in-memory store's."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sqlite_module, "_RECENT_POSTINGS", merge_at)
+        patch.setattr(sqlite_postings, "RECENT_POSTINGS", merge_at)
+        patch.setattr(sqlite_postings, "RECENT_PER_ITEM", 0 if merge_at < 20_000 else 1)
         _check_writes(tmp_path, ops, batched)
 
 
@@ -181,6 +192,9 @@ def _check_writes(tmp_path: Path, ops: list[Any], batched: bool) -> None:
                 flush()
             continue
         flush()
+        if op[0] == "search":
+            assert _hits(stores[0], op[1]) == _hits(stores[1], op[1])
+            continue
         for store, clock in zip(stores, clocks, strict=True):
             if op[0] == "delete":
                 store.delete(op[1], f"k{op[2]}")
@@ -195,6 +209,11 @@ def _check_writes(tmp_path: Path, ops: list[Any], batched: bool) -> None:
     finally:
         for store in stores:
             store.close()
+
+
+def _hits(store: BaseStore, query: str) -> list[tuple[tuple[str, ...], str, float | None]]:
+    return [(h.namespace, h.key, h.score) for h in store.search(
+        (), query=query, mode="keyword", limit=50, refresh_ttl=False)]
 
 
 def test_a_batch_putting_one_key_twice_keeps_the_last(tmp_path: Path) -> None:

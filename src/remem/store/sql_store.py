@@ -110,6 +110,11 @@ class SQLStore(BaseStore, Generic[TxT]):
             out.setdefault(item_id, vector)
         return out
 
+    def _term_keys(self, tx: TxT, terms: list[str]) -> dict[Any, str]:
+        """What the postings store for each of the query ``terms`` that may have postings
+        (stored key -> term): the term itself here; SQLite stores an integer id."""
+        return {term: term for term in terms}
+
     def _items_first(self, op: SearchOp, n_docs: int) -> bool:
         """Whether a keyword search reads its scope item by item (see
         :meth:`~remem.store.sql_dialect.Dialect.keyword_postings`)."""
@@ -236,18 +241,20 @@ class SQLStore(BaseStore, Generic[TxT]):
         deferred = bool(dialect.compile_filter(op.parsed_filter)[0])
         scan: Statement = (dialect.items_where(op, now, with_filter=False) if deferred
                            else (where, params))
+        keys = self._term_keys(tx, terms)
         rows = self._query(tx, *dialect.keyword_postings(
-            terms, *scan, items_first=self._items_first(op, n_docs)))
+            list(keys), *scan, items_first=self._items_first(op, n_docs))) if keys else []
         decoded: dict[str, Namespace] = {}
         postings = []
-        for item_id, ns, key, term, tf, length in rows:
+        for item_id, ns, key, stored, tf, length in rows:
             namespace = decoded.get(ns)
             if namespace is None:
                 namespace = decoded[ns] = decode_ns(ns)
-            postings.append((int(item_id), (namespace, key), term, int(tf), int(length)))
+            postings.append((int(item_id), (namespace, key), keys[stored], int(tf),
+                             int(length)))
         if op.event_after is not None or op.event_before is not None:
-            doc_freq = {term: int(n) for term, n in self._query(
-                tx, *dialect.doc_freq(terms, *dialect.scope_where(op, now)))}
+            doc_freq = {keys[stored]: int(n) for stored, n in self._query(
+                tx, *dialect.doc_freq(list(keys), *dialect.scope_where(op, now)))} if keys else {}
         else:  # the postings read cover the whole scope
             doc_freq = {}
             for _, _, term, _, _ in postings:
@@ -346,8 +353,10 @@ class _SQLCandidates(Generic[TxT]):
         if self._n_docs is None:  # on PostgreSQL a count over the whole scope: once a search
             self._n_docs = sum(int(docs) for statement in dialect.corpus_stats(self.op, self.now)
                                for docs, _ in store._query(self.tx, *statement))
-        doc_freq = {term: int(n) for term, n in store._query(
-            self.tx, *dialect.doc_freq(terms, *dialect.scope_where(self.op, self.now)))}
+        keys = store._term_keys(self.tx, terms)
+        doc_freq = {keys[stored]: int(n) for stored, n in store._query(
+            self.tx, *dialect.doc_freq(list(keys), *dialect.scope_where(self.op, self.now)))
+        } if keys else {}
         return doc_freq, self._n_docs
 
     def item_values(self, ids: Sequence[int]) -> dict[int, Mapping[str, Any]]:

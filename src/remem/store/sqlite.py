@@ -16,8 +16,11 @@ partitions, and sweeping.
 Writes are shaped by what a commit costs, which is mostly the pages it changes (each goes to
 the WAL, then to the database at a checkpoint): a run of puts is a handful of statements; BM25
 corpus statistics are per-namespace sums kept by triggers (``m004``), not an index over every
-item; the embedding cache looks texts up in process (``m005``); new postings are appended in
-item order and moved into term order in bulk (``m006``).
+item; the embedding cache looks texts up in process (``m005``); a put's keyword terms are
+written in its own transaction, a run's at once, as postings of integer term ids appended in
+item order and moved into term order in bulk (``m006``, ``m010``,
+:mod:`remem.store.sqlite_postings`), so every acknowledged put is in the keyword index and a
+search never writes.
 
 Concurrency: each thread gets its own connection to a file; ``:memory:`` has one connection
 behind a lock. Writing batches take the write lock up front (``BEGIN IMMEDIATE``), so two
@@ -53,6 +56,7 @@ from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
 from remem.store.ann import AnnConfig, AnnIndex, ann_available, ann_hits
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
+from remem.store.index_text import WHOLE_VALUE
 from remem.store.migrations import apply_sqlite
 from remem.store.migrations.sqlite import (
     SQLITE_MIGRATIONS,
@@ -63,6 +67,7 @@ from remem.store.migrations.sqlite import (
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
+from remem.store.sqlite_postings import TermIds, drop_terms, term_keys, write_terms
 from remem.store.sqlite_sql import NEWEST_INDEX, NEWEST_INDEX_PROBE, SQLiteDialect
 from remem.store.types import DeleteOp, Namespace, Op, PutOp, Result, SearchOp
 from remem.store.vector_partitions import (
@@ -81,9 +86,6 @@ _TOMBSTONES_KEPT = 10_000
 # prefixes with at most this many keyword-indexed items are searched item by item (measured:
 # a common term in a 100-item prefix of a 100k-item file, 10.7 ms through the term's postings)
 _SMALL_KEYWORD_SCOPE = 2000
-# rows of recent_postings that trigger their move into postings (m006); searches of a large
-# scope scan them, so this bounds that scan
-_RECENT_POSTINGS = 20_000
 _LOAD_CHUNK = 8192
 # more new vector rows than this since the partitions' sequence number (a bulk load by another
 # process, say): drop the partitions and read each again on its next search, rather than
@@ -141,6 +143,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._ann: AnnIndex | None = None
         # prefixes lately counted too large to hold (monotonic time of the count)
         self._large_scopes: dict[Namespace, float] = {}
+        self._term_ids = TermIds()  # keyword term -> its id in keyword_terms
         self.dialect = SQLiteDialect()
 
     @classmethod
@@ -175,11 +178,14 @@ class SQLiteStore(SQLStore["_Txn"]):
         self._start_sweeper()
 
     def _terms_of(self, value: str) -> dict[str, int]:
-        """Term frequencies of a stored value (JSON text) under this store's keyword config."""
+        """Term frequencies of a stored value (JSON text) under this store's keyword config
+        (the fields of a put with ``index=None``: as ``BaseStore._term_counts``)."""
         assert self.keyword is not None
-        fields = self.keyword.fields or (self.index.fields if self.index is not None else ("$",))
+        config = self.keyword
+        fields = (config.fields if config.fields is not None
+                  else self.index.fields if self.index is not None else (WHOLE_VALUE,))
         terms: dict[str, int] = {}
-        for term in self.keyword.tokenizer.tokenize(keyword_text(json.loads(value), fields)):
+        for term in config.tokenizer.tokenize(keyword_text(json.loads(value), fields)):
             terms[term] = terms.get(term, 0) + 1
         return terms
 
@@ -196,10 +202,9 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _execute(self, ops: Sequence[Op], prepared: Prepared) -> list[Result]:
         writes = any(isinstance(op, PutOp | DeleteOp) for op in ops)
-        if writes:
-            return self._execute_once(ops, prepared, writes, "after")
+        index_build: _IndexBuild = "after" if writes else "first"
         try:
-            return self._execute_once(ops, prepared, writes, "first")
+            return self._execute_once(ops, prepared, writes, index_build)
         except _BuildFirst:
             # a read-only batch met a wide listing before its index existed: build it, then
             # run the batch again walking it (at 100k memories the page then takes ~35 ms
@@ -221,6 +226,8 @@ class SQLiteStore(SQLStore["_Txn"]):
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
+                if writes:  # term ids assigned in the transaction are gone with it
+                    self._term_ids.forget()
                 if txn.vector_seq is not None:
                     with self._cache_lock:  # the cache may hold rolled-back vectors
                         self._parts.clear()
@@ -293,7 +300,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         largest id grew by the run's length every row was new, with ids in run order; else
         the ids are read back. Only replaced items (ids up to the old largest) have old terms
         and vectors to drop."""
-        conn, now = txn.conn, prepared.now
+        conn, now, put_terms = txn.conn, prepared.now, prepared.put_terms
         (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM items").fetchone()
         rows: list[tuple[Any, ...]] = []
         for position, op in run:
@@ -302,7 +309,7 @@ class SQLiteStore(SQLStore["_Txn"]):
                          op.created_at if op.created_at is not None else now,
                          op.updated_at if op.updated_at is not None else now,
                          ttl, expires_at, op.event_ts,
-                         sum(prepared.put_terms.get(position, {}).values()),
+                         sum(put_terms.get(position, {}).values()),
                          op.created_at is not None, now))
         conn.executemany(_UPSERT, rows)
         (last,) = conn.execute("SELECT max(id) FROM items").fetchone()
@@ -322,31 +329,30 @@ class SQLiteStore(SQLStore["_Txn"]):
                 self._drop_vectors(txn, replaced)
                 self._drop_postings(txn, replaced)
         # one vector_seq number for the whole run: no search runs between its puts
-        put_terms, put_vectors, model = prepared.put_terms, prepared.put_vectors, self._model_id
+        put_vectors, model = prepared.put_vectors, self._model_id
         seq = txn.bump_vector_seq() if any(p in put_vectors for p, _ in run) else 0
-        postings: list[tuple[int, str, int]] = []
+        postings: list[tuple[int, dict[str, int]]] = []
         vectors: list[tuple[int, str, int | None, bytes, int, bytes]] = []
         for (position, _), item_id in zip(run, item_ids, strict=True):
             terms = put_terms.get(position)
             if terms:
-                postings += [(item_id, term, tf) for term, tf in terms.items()]
+                postings.append((item_id, terms))
             fields = put_vectors.get(position)
             if fields:
                 vectors += [(item_id, f, model, v.tobytes(), seq, h) for f, v, h in fields]
         if postings:
-            _add_postings(conn, postings)
+            write_terms(conn, postings, self._term_ids)
         if vectors:
             conn.executemany("INSERT INTO vectors (item_id, field, model_id, vec, seq, "
                              "text_hash) VALUES (?, ?, ?, ?, ?, ?)", vectors)
 
+    def _term_keys(self, tx: _Txn, terms: list[str]) -> dict[Any, str]:
+        return term_keys(tx.conn, terms)
+
     def _drop_postings(self, txn: _Txn, item_ids: list[int]) -> None:
         if self.keyword is None and not txn.postings_exist():
             return
-        for table in ("postings", "recent_postings"):
-            txn.conn.execute(
-                f"DELETE FROM {table} WHERE item_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(item_ids),),
-            )
+        drop_terms(txn.conn, item_ids)
 
     def _stored_vectors(self, hashes: list[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors already stored for these document text hashes: ids from the in-process
@@ -629,20 +635,6 @@ _UPSERT = """INSERT INTO items (ns, key, value, created_at, updated_at, ttl, exp
                  THEN excluded.created_at ELSE items.created_at END,
     updated_at = excluded.updated_at, ttl = excluded.ttl, expires_at = excluded.expires_at,
     event_at = excluded.event_at, doc_len = excluded.doc_len"""
-
-
-def _add_postings(conn: sqlite3.Connection, rows: list[tuple[int, str, int]]) -> None:
-    """Append ``(item_id, term, tf)`` rows to recent_postings, moving them all into postings
-    (in term order: each posting list's tail is written once) once enough have gathered."""
-    conn.executemany("INSERT INTO recent_postings (item_id, term, tf) VALUES (?, ?, ?)", rows)
-    (held,) = conn.execute(
-        "UPDATE remem_meta SET value = CAST(value AS INTEGER) + ? WHERE key = 'recent_postings' "
-        "RETURNING value", (len(rows),)).fetchone()
-    if int(held) >= _RECENT_POSTINGS:
-        conn.execute("INSERT INTO postings (term, item_id, tf) SELECT term, item_id, tf "
-                     "FROM recent_postings ORDER BY term, item_id")
-        conn.execute("DELETE FROM recent_postings")
-        conn.execute("UPDATE remem_meta SET value = '0' WHERE key = 'recent_postings'")
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str:

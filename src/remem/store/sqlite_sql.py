@@ -3,7 +3,8 @@
 What differs from PostgreSQL: ``?`` placeholders; id lists travel as one JSON text read with
 ``json_each``; filters compile to JSON1 over the value text; a listing sorts ids in a subquery
 (small sorter rows) and reads the values of the page only; keyword postings live in two tables
-(``postings`` in term order, ``recent_postings`` in arrival order, see ``m006``), and the corpus
+(``postings`` in term order, ``recent_postings`` in arrival order, see ``m006``) and hold a
+term's integer id (``m010``: the store passes ids for terms, and maps them back), and the corpus
 statistics are per-namespace sums kept by triggers plus the items that may expire (``m004``).
 
 The global ``updated_at`` index that a wide newest-first listing walks is not part of the

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from remem.errors import IndexConfigError
 from remem.store.migrations import Migration
+from remem.store.sqlite_postings import TermIds, drop_terms, write_terms
 
 __all__ = ["SQLITE_MIGRATIONS", "backfill_keywords", "register_model", "register_tokenizer"]
 
@@ -196,6 +197,44 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "DROP INDEX IF EXISTS items_updated",
         ),
     ),
+    Migration(
+        "m010_keyword_term_ids",
+        (
+            # terms become integers (keyword_terms): a posting is three integers, about half
+            # the bytes of one holding the term's text; then one row per item with its term
+            # ids (item_terms), to find its postings again when it is replaced or deleted,
+            # instead of postings_item, an index entry per posting that doubled the postings'
+            # size and was written at random while postings went in in term order
+            # (sqlite_postings). Rows of existing items list their ids as a JSON array.
+            "CREATE TABLE keyword_terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE)",
+            "INSERT INTO keyword_terms (term) SELECT term FROM postings UNION "
+            "SELECT term FROM recent_postings ORDER BY 1",
+            """CREATE TABLE postings_by_id (
+                term INTEGER NOT NULL,
+                item_id INTEGER NOT NULL,
+                tf INTEGER NOT NULL,
+                PRIMARY KEY (term, item_id)
+            ) WITHOUT ROWID""",
+            "INSERT INTO postings_by_id (term, item_id, tf) SELECT t.id, p.item_id, p.tf "
+            "FROM postings AS p JOIN keyword_terms AS t ON t.term = p.term ORDER BY 1, 2",
+            "DROP TABLE postings",
+            "ALTER TABLE postings_by_id RENAME TO postings",
+            """CREATE TABLE recent_by_id (
+                item_id INTEGER NOT NULL,
+                term INTEGER NOT NULL,
+                tf INTEGER NOT NULL,
+                PRIMARY KEY (item_id, term)
+            ) WITHOUT ROWID""",
+            "INSERT INTO recent_by_id (item_id, term, tf) SELECT p.item_id, t.id, p.tf "
+            "FROM recent_postings AS p JOIN keyword_terms AS t ON t.term = p.term",
+            "DROP TABLE recent_postings",
+            "ALTER TABLE recent_by_id RENAME TO recent_postings",
+            "CREATE TABLE item_terms (item_id INTEGER PRIMARY KEY, terms BLOB NOT NULL)",
+            "INSERT INTO item_terms (item_id, terms) SELECT item_id, json_group_array(term) "
+            "FROM (SELECT item_id, term FROM postings UNION ALL "
+            "SELECT item_id, term FROM recent_postings) GROUP BY item_id",
+        ),
+    ),
 )
 
 
@@ -212,14 +251,11 @@ def backfill_keywords(conn: sqlite3.Connection, terms_of: Callable[[str], dict[s
         try:
             rows = conn.execute("SELECT id, value FROM items WHERE id > ? ORDER BY id LIMIT 1000",
                                 (int(row[0]),)).fetchall()
-            for item_id, value in rows:
-                terms = terms_of(value)
-                for table in ("postings", "recent_postings"):
-                    conn.execute(f"DELETE FROM {table} WHERE item_id = ?", (item_id,))
-                conn.executemany("INSERT INTO postings (term, item_id, tf) VALUES (?, ?, ?)",
-                                 [(t, item_id, tf) for t, tf in terms.items()])
-                conn.execute("UPDATE items SET doc_len = ? WHERE id = ?",
-                             (sum(terms.values()), item_id))
+            items = [(item_id, terms_of(value)) for item_id, value in rows]
+            drop_terms(conn, [item_id for item_id, _ in items])
+            write_terms(conn, items, TermIds())
+            conn.executemany("UPDATE items SET doc_len = ? WHERE id = ?",
+                             [(sum(terms.values()), item_id) for item_id, terms in items])
             if rows:
                 conn.execute("UPDATE remem_meta SET value = ? WHERE key = 'keyword_backfill'",
                              (str(rows[-1][0]),))
