@@ -58,7 +58,12 @@ from remem.server.mcp import build_mcp
 from remem.server.state import Principal
 from remem.transport import Call
 from tests.memory_support import rule_model
-from tests.surfaces.rows import check_call_follows_the_row, check_route_is_the_request, parameters
+from tests.surfaces.rows import (
+    check_call_follows_the_row,
+    check_route_is_the_request,
+    check_routes_are_the_rows,
+    parameters,
+)
 
 IDS = [row.route.name for row in JOB_OPERATIONS]
 JOB_ID = "job:1/2"  # quoted in the path
@@ -110,14 +115,7 @@ def test_every_background_route_is_a_row(openapi: dict[str, Any]) -> None:
     tagged as its row says (the operation ids clients were generated with stay the same)."""
     served = {(path, method.upper()) for path, item in openapi["paths"].items()
               for method, route in item.items() if "jobs" in route["tags"]}
-    assert served == {(row.route.path, row.route.method) for row in JOB_OPERATIONS}
-    for row in JOB_OPERATIONS:
-        route = openapi["paths"][row.route.path][row.route.method.lower()]
-        path_id = row.route.path[1:].replace("/", "_").replace("{", "_").replace("}", "_")
-        assert route["operationId"] == f"{row.route.name}_{path_id}_{row.route.method.lower()}"
-        assert (route["summary"], route["description"]) == (row.route.summary,
-                                                            row.route.description)
-        assert route["tags"] == ["jobs", *row.route.tags]
+    check_routes_are_the_rows(openapi, JOB_OPERATIONS, served, "jobs")
 
 
 def test_flush_and_list_answer_one_component(openapi: dict[str, Any]) -> None:

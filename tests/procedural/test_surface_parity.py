@@ -48,7 +48,12 @@ from remem.requests import Request
 from remem.server import ServerConfig, create_app
 from remem.server.mcp import build_mcp
 from remem.server.state import Principal
-from tests.surfaces.rows import check_call_follows_the_row, check_route_is_the_request, parameters
+from tests.surfaces.rows import (
+    check_call_follows_the_row,
+    check_route_is_the_request,
+    check_routes_are_the_rows,
+    parameters,
+)
 
 IDS = [row.request.__name__ for row in PROMPT_OPERATIONS]
 NAME = "qa:v1.2_x"  # the colon is quoted in the path
@@ -101,14 +106,7 @@ def test_every_prompt_route_is_a_row(openapi: dict[str, Any]) -> None:
     as its row says (the operation ids clients were generated with stay the same)."""
     served = {(path, method.upper()) for path, item in openapi["paths"].items()
               if path.startswith("/v1/prompts") for method in item}
-    assert served == {(row.route.path, row.route.method) for row in PROMPT_OPERATIONS}
-    for row in PROMPT_OPERATIONS:
-        route = openapi["paths"][row.route.path][row.route.method.lower()]
-        path_id = row.route.path[1:].replace("/", "_").replace("{", "_").replace("}", "_")
-        assert route["operationId"] == f"{row.route.name}_{path_id}_{row.route.method.lower()}"
-        assert (route["summary"], route["description"]) == (row.route.summary,
-                                                            row.route.description)
-        assert route["tags"] == ["prompts"]
+    check_routes_are_the_rows(openapi, PROMPT_OPERATIONS, served, "prompts")
 
 
 @pytest.mark.parametrize("row", PROMPT_OPERATIONS, ids=IDS)

@@ -8,7 +8,8 @@ request, the Client's call follows the row, a Python method's parameters are the
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -18,8 +19,8 @@ from remem.operations import Operation
 from remem.requests import Request
 from remem.transport import Call
 
-__all__ = ["check_call_follows_the_row", "check_route_is_the_request", "parameters", "plain",
-           "request_schema"]
+__all__ = ["check_call_follows_the_row", "check_route_is_the_request",
+           "check_routes_are_the_rows", "parameters", "plain", "request_schema"]
 
 
 def parameters(function: Callable[..., Any]) -> dict[str, Any]:
@@ -98,6 +99,22 @@ def check_route_is_the_request(row: Operation, openapi: dict[str, Any],
     answer = route["responses"][str(row.route.status)]["content"]["application/json"]["schema"]
     assert answer["$ref"].rsplit("/", 1)[1].split("__")[-1] == row.result.__qualname__
     assert ("502" in route["responses"]) is row.calls_model  # the model's failures
+
+
+def check_routes_are_the_rows(openapi: dict[str, Any], table: Sequence[Operation],
+                              served: set[tuple[str, str]], tag: str) -> None:
+    """``served`` (the family's ``(path, METHOD)`` pairs in ``openapi``) is exactly the rows'
+    routes, each named, described and tagged as its row says: the operation id is FastAPI's
+    (the route's name and path, non-word characters as ``_``, then the method), so the ids
+    clients were generated with stay the same."""
+    assert served == {(row.route.path, row.route.method) for row in table}
+    for row in table:
+        route = openapi["paths"][row.route.path][row.route.method.lower()]
+        name = re.sub(r"\W", "_", row.route.name + row.route.path)
+        assert route["operationId"] == f"{name}_{row.route.method.lower()}"
+        assert (route["summary"], route["description"]) == (row.route.summary,
+                                                            row.route.description)
+        assert route["tags"] == [tag, *row.route.tags]
 
 
 def check_call_follows_the_row(row: Operation, request: Request, call: Call[Any]) -> None:

@@ -41,7 +41,12 @@ from remem.raw_store.requests import (
     StoreSearchBody,
 )
 from remem.server import ServerConfig, create_app
-from tests.surfaces.rows import check_call_follows_the_row, check_route_is_the_request, parameters
+from tests.surfaces.rows import (
+    check_call_follows_the_row,
+    check_route_is_the_request,
+    check_routes_are_the_rows,
+    parameters,
+)
 
 IDS = [row.request.__name__ for row in STORE_OPERATIONS]
 
@@ -84,14 +89,7 @@ def test_every_store_route_is_a_row(openapi: dict[str, Any]) -> None:
     its row says (the operation ids clients were generated with stay the same)."""
     served = {(path, method.upper()) for path, item in openapi["paths"].items()
               if path.startswith("/v1/store") for method in item}
-    assert served == {(row.route.path, row.route.method) for row in STORE_OPERATIONS}
-    for row in STORE_OPERATIONS:
-        route = openapi["paths"][row.route.path][row.route.method.lower()]
-        assert route["operationId"] == (f"{row.route.name}_{row.route.path[1:]}_"
-                                        f"{row.route.method.lower()}").replace("/", "_")
-        assert (route["summary"], route["description"]) == (row.route.summary,
-                                                            row.route.description)
-        assert route["tags"] == ["store"]
+    check_routes_are_the_rows(openapi, STORE_OPERATIONS, served, "store")
 
 
 @pytest.mark.parametrize("row", STORE_OPERATIONS, ids=IDS)
