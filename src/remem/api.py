@@ -46,9 +46,9 @@ from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
 from remem.llm.config import model_from_env, require_model
 from remem.memory.flow import Flow, run_async, run_sync
-from remem.memory.history import HistoryEvent
 from remem.memory.locking import LockSettings
 from remem.memory.manager import MemoryManager
+from remem.memory.methods import MemoryAPI, method_args
 from remem.memory.namespaces import NamespaceTemplate, check_user_namespace, resolve_scope
 from remem.memory.operations import (
     delete_all_flow,
@@ -64,7 +64,7 @@ from remem.memory.operations import (
     update_flow,
 )
 from remem.memory.reconcile import ChangeContext
-from remem.memory.records import KEYWORD_FIELDS, MemoryRecord
+from remem.memory.records import KEYWORD_FIELDS
 from remem.memory.requests import (
     AddRequest,
     DeleteAllRequest,
@@ -80,17 +80,14 @@ from remem.memory.requests import (
     UpdateRequest,
 )
 from remem.memory.results import (
-    ChangeResult,
     ExportResult,
     ImportResult,
-    MemoryPage,
-    SearchResult,
 )
 from remem.memory.stages import staged_ranking
-from remem.memory.store_manager import AddResult, MemoryStoreManager, Split
+from remem.memory.store_manager import MemoryStoreManager
 from remem.messages.inputs import MessagesInput, to_messages
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
-from remem.store.types import Namespace, SearchMode, validate_namespace
+from remem.store.types import Namespace, validate_namespace
 
 if TYPE_CHECKING:  # and imported where used: `remem list` needs neither jobs nor context
     from remem.background.extraction import MemoryJobs
@@ -124,13 +121,7 @@ MEMORY_FIELDS = ("text",)
 """The record field remem indexes for keyword and vector search."""
 
 
-def _args(values: dict[str, Any]) -> dict[str, Any]:
-    """A method's arguments (its ``locals()`` on entry) as request fields: every parameter
-    reaches the request, so a method cannot forget one the parity test says it takes."""
-    return {name: value for name, value in values.items() if name != "self"}
-
-
-class Memory:
+class Memory(MemoryAPI):
     """Long-term memory over a store: the one object most users need.
 
     Build it with :meth:`open` (a SQLite path or ``":memory:"``), or around a store you
@@ -140,15 +131,23 @@ class Memory:
     :class:`~remem.memory.MemoryManager` with your schemas and instructions.
     ``namespace``: a template filled from ``user_id`` / ``agent_id`` / ``thread_id``
     (default: :func:`~remem.memory.namespaces.scope_namespace`). ``hard_delete``: deletes
-    decided by the model remove records instead of invalidating them.
+    decided by the model remove records instead of invalidating them. ``actor``: who the
+    changes its methods make are recorded as in history (``run`` takes a request's own).
+
+    The memory methods (``add``, ``search``, ``get``, ``get_all``, ``update``, ``delete``,
+    ``delete_all``, ``history``, ``undo`` and their async twins) are
+    :class:`~remem.memory.methods.MemoryAPI`'s, shared with :class:`remem.Client`.
     """
 
     def __init__(self, store: BaseStore, *, llm: ChatModel | None = None,
                  manager: MemoryManager | None = None,
                  namespace: NamespaceTemplate | Sequence[str] | None = None,
                  hard_delete: bool = False, lock: LockSettings | None = None,
-                 clock: Callable[[], float] = time.time, owns_store: bool = False) -> None:
+                 clock: Callable[[], float] = time.time, owns_store: bool = False,
+                 actor: str = "user") -> None:
         self.store = store
+        self.actor = actor
+        self.request_defaults = {"actor": actor}
         self._llm = llm if llm is not None else (manager.model if manager else None)
         self.template = NamespaceTemplate.of(namespace) if namespace is not None else None
         self.lock = lock or LockSettings()
@@ -327,92 +326,8 @@ class Memory:
         flow, model = self._flow(request)
         return cast(R, await run_async(flow, self.store, model))
 
-    # -- sync API ---------------------------------------------------------------------------
-    # Each method only builds its request and runs it; the signatures are spelled out for
-    # IDE help and type checking (tests/surfaces/test_parity.py keeps them equal to the
-    # requests' fields and defaults).
-
-    def add(self, messages: MessagesInput, *, user_id: str | None = None,
-            agent_id: str | None = None, thread_id: str | None = None,
-            namespace: Sequence[str] | None = None, infer: bool | None = None,
-            metadata: Mapping[str, Any] | None = None, kind: str = "fact",
-            actor: str = "user", split: Split = "user_messages") -> AddResult:
-        """Remember what ``messages`` say.
-
-        ``infer=True`` extracts memories with one LLM call and reconciles them with what is
-        stored (none for an exact duplicate); ``infer=False`` stores the text as is (kind
-        ``kind``), embedded and searchable at once: one memory per user message, per turn
-        (``split="turns"``) or of the whole conversation (``split="none"``). Left unset, it
-        extracts when a chat model is configured and stores as is otherwise
-        (:meth:`infers`). The result lists the changes, what was skipped, whether a model
-        extracted them (``inferred``), and the LLM calls and tokens it cost.
-        """
-        return self.run(AddRequest.of(**_args(locals())))
-
-    def search(self, query: str | None = None, *, user_id: str | None = None,
-               agent_id: str | None = None, thread_id: str | None = None,
-               namespace: Sequence[str] | None = None,
-               filters: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
-               as_of: datetime | float | None = None, include_invalid: bool = False,
-               mode: SearchMode = "auto", min_score: float | None = None,
-               recency_half_life: float | None = None, recency_weight: float = 0.2,
-               mmr: float | None = None, stages: str | None = None) -> SearchResult:
-        """Current memories in the scope, best first for ``query`` (newest first without).
-
-        ``filters``: the store's filter language over record fields (``kind``,
-        ``metadata.*``...). ``limit`` / ``offset``: the page. ``as_of``: an aware datetime
-        or epoch seconds; returns what was valid then. ``include_invalid``: also superseded
-        and deleted memories. With a query: ``min_score`` (0-1) drops the hits whose
-        relevance is below it (``MemoryHit.relevance``: each hit's match with the query,
-        whatever the page; ``docs/search.md``, "Scores");
-        ``recency_half_life`` (seconds) weighs newer memories up by ``recency_weight``;
-        ``mmr`` (0-1) diversifies the page (needs vectors). ``stages``: the conversation
-        ranking stages for memories with a thread (:mod:`remem.memory.stages`; ``None``:
-        the measured defaults, ``"none"``: plain hybrid).
-        """
-        return self.run(SearchRequest.of(**_args(locals())))
-
-    def get(self, memory_id: str) -> MemoryRecord:
-        """The memory with this id (:class:`~remem.errors.NotFoundError` if none)."""
-        return self.run(GetRequest.of(**_args(locals())))
-
-    def get_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                thread_id: str | None = None, namespace: Sequence[str] | None = None,
-                filters: Mapping[str, Any] | None = None, limit: int = 100, offset: int = 0,
-                include_invalid: bool = False) -> MemoryPage:
-        """The memories of a scope (required), newest first, a page at a time; pass the
-        page's ``next_offset`` as ``offset`` for the next one."""
-        return self.run(GetAllRequest.of(**_args(locals())))
-
-    def update(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
-               kind: str | None = None, metadata: Mapping[str, Any] | None = None,
-               version: int | None = None, actor: str = "user",
-               reason: str = "") -> ChangeResult:
-        """Correct a memory in place (same id, version + 1; history keeps the old content).
-        ``version``: fail with :class:`~remem.errors.ConflictError` if it changed since."""
-        return self.run(UpdateRequest.of(**_args(locals())))
-
-    def delete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
-               actor: str = "user", reason: str = "") -> ChangeResult:
-        """Invalidate a memory (kept for history and ``as_of``); ``hard=True`` removes it."""
-        return self.run(DeleteRequest.of(**_args(locals())))
-
-    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                   thread_id: str | None = None, namespace: Sequence[str] | None = None,
-                   hard: bool = False, actor: str = "user", reason: str = "") -> ChangeResult:
-        """Forget a scope (required) in one call: invalidate every current memory under it
-        (``hard=True``: remove every memory, history keeps each last state). Undoing any
-        event of the result undoes the whole call."""
-        return self.run(DeleteAllRequest.of(**_args(locals())))
-
-    def history(self, memory_id: str) -> list[HistoryEvent]:
-        """Every change of a memory, oldest first."""
-        return self.run(HistoryRequest.of(**_args(locals())))
-
-    def undo(self, event_id: str, *, actor: str = "user") -> ChangeResult:
-        """Revert the change an event recorded (both halves of a supersession; every
-        memory of a delete_all)."""
-        return self.run(UndoRequest.of(**_args(locals())))
+    # -- the memory methods (add, search, get, get_all, update, delete, delete_all, history,
+    # undo and their async twins) are MemoryAPI's: each builds its request and calls run/arun
 
     def export(self, target: str | os.PathLike[str] | IO[str], *, user_id: str | None = None,
                agent_id: str | None = None, thread_id: str | None = None,
@@ -420,7 +335,7 @@ class Memory:
         """Write the memories and history of a scope (every scope when none is given) as
         JSONL to ``target`` (a path or a text stream); return the number of lines.
         ``run(ExportRequest(...))`` returns the lines instead."""
-        scope = _args(locals())
+        scope = method_args(locals())
         del scope["target"]
         prefix = self._export_prefix(ExportRequest.of(**scope))
         if isinstance(target, str | os.PathLike):
@@ -450,71 +365,11 @@ class Memory:
         :class:`~remem.context.ContextSection` objects, highest priority first. Whole items
         are kept or dropped (lowest priority first); the result renders to a string or to
         messages and reports tokens per section and what was left out."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         del arguments["threads"]
         from remem.context.assemble import ContextRequest, assemble
 
         return assemble(self, ContextRequest.of(**arguments), threads)
-
-    # -- async API --------------------------------------------------------------------------
-
-    async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
-                   agent_id: str | None = None, thread_id: str | None = None,
-                   namespace: Sequence[str] | None = None, infer: bool | None = None,
-                   metadata: Mapping[str, Any] | None = None, kind: str = "fact",
-                   actor: str = "user", split: Split = "user_messages") -> AddResult:
-        """Async :meth:`add`."""
-        return await self.arun(AddRequest.of(**_args(locals())))
-
-    async def asearch(self, query: str | None = None, *, user_id: str | None = None,
-                      agent_id: str | None = None, thread_id: str | None = None,
-                      namespace: Sequence[str] | None = None,
-                      filters: Mapping[str, Any] | None = None, limit: int = 10,
-                      offset: int = 0, as_of: datetime | float | None = None,
-                      include_invalid: bool = False, mode: SearchMode = "auto",
-                      min_score: float | None = None, recency_half_life: float | None = None,
-                      recency_weight: float = 0.2, mmr: float | None = None,
-                      stages: str | None = None) -> SearchResult:
-        """Async :meth:`search`."""
-        return await self.arun(SearchRequest.of(**_args(locals())))
-
-    async def aget(self, memory_id: str) -> MemoryRecord:
-        """Async :meth:`get`."""
-        return await self.arun(GetRequest.of(**_args(locals())))
-
-    async def aget_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                       thread_id: str | None = None, namespace: Sequence[str] | None = None,
-                       filters: Mapping[str, Any] | None = None, limit: int = 100,
-                       offset: int = 0, include_invalid: bool = False) -> MemoryPage:
-        """Async :meth:`get_all`."""
-        return await self.arun(GetAllRequest.of(**_args(locals())))
-
-    async def aupdate(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
-                      kind: str | None = None, metadata: Mapping[str, Any] | None = None,
-                      version: int | None = None, actor: str = "user",
-                      reason: str = "") -> ChangeResult:
-        """Async :meth:`update`."""
-        return await self.arun(UpdateRequest.of(**_args(locals())))
-
-    async def adelete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
-                      actor: str = "user", reason: str = "") -> ChangeResult:
-        """Async :meth:`delete`."""
-        return await self.arun(DeleteRequest.of(**_args(locals())))
-
-    async def adelete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                          thread_id: str | None = None,
-                          namespace: Sequence[str] | None = None, hard: bool = False,
-                          actor: str = "user", reason: str = "") -> ChangeResult:
-        """Async :meth:`delete_all`."""
-        return await self.arun(DeleteAllRequest.of(**_args(locals())))
-
-    async def ahistory(self, memory_id: str) -> list[HistoryEvent]:
-        """Async :meth:`history`."""
-        return await self.arun(HistoryRequest.of(**_args(locals())))
-
-    async def aundo(self, event_id: str, *, actor: str = "user") -> ChangeResult:
-        """Async :meth:`undo`."""
-        return await self.arun(UndoRequest.of(**_args(locals())))
 
     async def acontext(self, query: str | None = None, *, user_id: str | None = None,
                        agent_id: str | None = None, thread_id: str | None = None,
@@ -525,7 +380,7 @@ class Memory:
                        token_counter: TokenCounter | None = None,
                        threads: ThreadAPI | None = None) -> ContextResult:
         """Async :meth:`context`."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         del arguments["threads"]
         from remem.context.assemble import ContextRequest, aassemble
 
@@ -606,7 +461,7 @@ class Memory:
         quiet on the thread: a new submission meanwhile replaces the pending job and carries
         its messages, so one extraction (one LLM call) covers them all. Returns at once,
         with the job's id; the job survives restarts (it is in the store's database)."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         from remem.background.requests import SubmitRequest
 
         return self.background.submit(SubmitRequest.of(**arguments))
@@ -616,7 +471,7 @@ class Memory:
               namespace: Sequence[str] | None = None) -> FlushResult:
         """Run the thread's pending extraction now (without a scope: every pending one of
         the thread) and return the jobs with their results."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         from remem.background.requests import ThreadJobsRequest
 
         return self.background.flush(ThreadJobsRequest.of(**arguments))
@@ -625,7 +480,7 @@ class Memory:
                agent_id: str | None = None,
                namespace: Sequence[str] | None = None) -> CancelResult:
         """Drop the thread's pending extraction; return the ids of the jobs dropped."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         from remem.background.requests import ThreadJobsRequest
 
         return self.background.cancel(ThreadJobsRequest.of(**arguments))
@@ -635,7 +490,7 @@ class Memory:
                       namespace: Sequence[str] | None = None, delay: float = 30.0,
                       metadata: Mapping[str, Any] | None = None) -> SubmitResult:
         """Async :meth:`submit` (in a worker thread)."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         from remem.background.requests import SubmitRequest
 
         request = SubmitRequest.of(**arguments)
@@ -645,7 +500,7 @@ class Memory:
                      agent_id: str | None = None,
                      namespace: Sequence[str] | None = None) -> FlushResult:
         """Async :meth:`flush` (in a worker thread)."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         from remem.background.requests import ThreadJobsRequest
 
         request = ThreadJobsRequest.of(**arguments)
@@ -655,7 +510,7 @@ class Memory:
                       agent_id: str | None = None,
                       namespace: Sequence[str] | None = None) -> CancelResult:
         """Async :meth:`cancel` (in a worker thread)."""
-        arguments = _args(locals())
+        arguments = method_args(locals())
         from remem.background.requests import ThreadJobsRequest
 
         request = ThreadJobsRequest.of(**arguments)

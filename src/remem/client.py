@@ -52,28 +52,16 @@ from remem.context.assemble import ContextRequest
 from remem.context.operation_table import CONTEXT_OPERATIONS
 from remem.context.types import ContextResult
 from remem.errors import ConfigError, StoreError, UsageError
-from remem.memory.history import HistoryEvent
+from remem.memory.methods import MemoryAPI
+from remem.memory.methods import method_args as _args
 from remem.memory.operation_table import MEMORY_OPERATIONS
-from remem.memory.records import MemoryRecord
 from remem.memory.requests import (
-    AddRequest,
-    DeleteAllRequest,
-    DeleteRequest,
     ExportRequest,
-    GetAllRequest,
-    GetRequest,
-    HistoryRequest,
     ImportRequest,
     MemoryRequest,
     MessagesInput,
-    SearchRequest,
-    UndoRequest,
-    UpdateRequest,
 )
-from remem.memory.results import ChangeResult, MemoryPage, SearchResult
-from remem.memory.store_manager import AddResult, Split
 from remem.operations import Operation, row_of
-from remem.store.types import SearchMode
 
 # the call value lives below the families, whose remote sides share it
 from remem.transport import Call as _Call
@@ -136,11 +124,6 @@ def job_call(request: Any) -> _Call[Any]:
     return _JOB_ROWS[type(request)].call(request)
 
 
-def _args(values: dict[str, Any]) -> dict[str, Any]:
-    """A method's arguments (its ``locals()`` on entry) as request fields."""
-    return {name: value for name, value in values.items() if name != "self"}
-
-
 def _chunks(lines: Iterable[str], limit: int = IMPORT_CHUNK_BYTES) -> Iterator[list[str]]:
     """Non-empty lines in groups of at most ``limit`` bytes (one line may exceed it)."""
     chunk: list[str] = []
@@ -158,7 +141,7 @@ def _chunks(lines: Iterable[str], limit: int = IMPORT_CHUNK_BYTES) -> Iterator[l
         yield chunk
 
 
-class Client:
+class Client(MemoryAPI):
     """A memory served by ``remem serve`` at ``url``, used like :class:`~remem.api.Memory`.
 
     ``api_key``: a key from ``remem keys create`` (default: ``$REMEM_API_KEY``; none for a
@@ -294,64 +277,8 @@ class Client:
         """The user's timeline: :meth:`remem.api.Memory.timeline` over HTTP."""
         return self.graph(user_id=user_id).timeline(since=since, until=until, tags=tags)
 
-    # -- sync API (see Memory for the meaning of each argument) --------------------------------
-    # the same signatures as Memory's, less ``actor`` (the server records the caller's key)
-
-    def add(self, messages: MessagesInput, *, user_id: str | None = None,
-            agent_id: str | None = None, thread_id: str | None = None,
-            namespace: Sequence[str] | None = None, infer: bool | None = None,
-            metadata: Mapping[str, Any] | None = None, kind: str = "fact",
-            split: Split = "user_messages") -> AddResult:
-        """:meth:`remem.api.Memory.add` on the server: its LLM extracts (``infer=True``, or
-        unset on a server with one); without one an unset ``infer`` stores as is."""
-        return self.run(AddRequest.of(**_args(locals())))
-
-    def search(self, query: str | None = None, *, user_id: str | None = None,
-               agent_id: str | None = None, thread_id: str | None = None,
-               namespace: Sequence[str] | None = None,
-               filters: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
-               as_of: datetime | float | None = None, include_invalid: bool = False,
-               mode: SearchMode = "auto", min_score: float | None = None,
-               recency_half_life: float | None = None, recency_weight: float = 0.2,
-               mmr: float | None = None, stages: str | None = None) -> SearchResult:
-        """:meth:`remem.api.Memory.search` on the server."""
-        return self.run(SearchRequest.of(**_args(locals())))
-
-    def get(self, memory_id: str) -> MemoryRecord:
-        """:meth:`remem.api.Memory.get` on the server."""
-        return self.run(GetRequest.of(**_args(locals())))
-
-    def get_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                thread_id: str | None = None, namespace: Sequence[str] | None = None,
-                filters: Mapping[str, Any] | None = None, limit: int = 100, offset: int = 0,
-                include_invalid: bool = False) -> MemoryPage:
-        """:meth:`remem.api.Memory.get_all` on the server."""
-        return self.run(GetAllRequest.of(**_args(locals())))
-
-    def update(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
-               kind: str | None = None, metadata: Mapping[str, Any] | None = None,
-               version: int | None = None, reason: str = "") -> ChangeResult:
-        """:meth:`remem.api.Memory.update` on the server."""
-        return self.run(UpdateRequest.of(**_args(locals())))
-
-    def delete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
-               reason: str = "") -> ChangeResult:
-        """:meth:`remem.api.Memory.delete` on the server."""
-        return self.run(DeleteRequest.of(**_args(locals())))
-
-    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                   thread_id: str | None = None, namespace: Sequence[str] | None = None,
-                   hard: bool = False, reason: str = "") -> ChangeResult:
-        """:meth:`remem.api.Memory.delete_all` on the server."""
-        return self.run(DeleteAllRequest.of(**_args(locals())))
-
-    def history(self, memory_id: str) -> list[HistoryEvent]:
-        """:meth:`remem.api.Memory.history` on the server."""
-        return self.run(HistoryRequest.of(**_args(locals())))
-
-    def undo(self, event_id: str) -> ChangeResult:
-        """:meth:`remem.api.Memory.undo` on the server."""
-        return self.run(UndoRequest.of(**_args(locals())))
+    # -- the memory methods (add, search, ... and their async twins) are MemoryAPI's, less
+    # ``actor``: the server records the caller's key
 
     def export(self, target: str | os.PathLike[str] | IO[str], *, user_id: str | None = None,
                agent_id: str | None = None, thread_id: str | None = None,
@@ -367,65 +294,6 @@ class Client:
         with _lines_of(source) as lines:
             return sum(self.run(ImportRequest.of(lines=chunk)).count
                        for chunk in _chunks(lines))
-
-    # -- async API ----------------------------------------------------------------------------
-
-    async def aadd(self, messages: MessagesInput, *, user_id: str | None = None,
-                   agent_id: str | None = None, thread_id: str | None = None,
-                   namespace: Sequence[str] | None = None, infer: bool | None = None,
-                   metadata: Mapping[str, Any] | None = None, kind: str = "fact",
-                   split: Split = "user_messages") -> AddResult:
-        """Async :meth:`add`."""
-        return await self.arun(AddRequest.of(**_args(locals())))
-
-    async def asearch(self, query: str | None = None, *, user_id: str | None = None,
-                      agent_id: str | None = None, thread_id: str | None = None,
-                      namespace: Sequence[str] | None = None,
-                      filters: Mapping[str, Any] | None = None, limit: int = 10,
-                      offset: int = 0, as_of: datetime | float | None = None,
-                      include_invalid: bool = False, mode: SearchMode = "auto",
-                      min_score: float | None = None, recency_half_life: float | None = None,
-                      recency_weight: float = 0.2, mmr: float | None = None,
-                      stages: str | None = None) -> SearchResult:
-        """Async :meth:`search`."""
-        return await self.arun(SearchRequest.of(**_args(locals())))
-
-    async def aget(self, memory_id: str) -> MemoryRecord:
-        """Async :meth:`get`."""
-        return await self.arun(GetRequest.of(**_args(locals())))
-
-    async def aget_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                       thread_id: str | None = None, namespace: Sequence[str] | None = None,
-                       filters: Mapping[str, Any] | None = None, limit: int = 100,
-                       offset: int = 0, include_invalid: bool = False) -> MemoryPage:
-        """Async :meth:`get_all`."""
-        return await self.arun(GetAllRequest.of(**_args(locals())))
-
-    async def aupdate(self, memory_id: str, content: str | dict[str, Any] | None = None, *,
-                      kind: str | None = None, metadata: Mapping[str, Any] | None = None,
-                      version: int | None = None, reason: str = "") -> ChangeResult:
-        """Async :meth:`update`."""
-        return await self.arun(UpdateRequest.of(**_args(locals())))
-
-    async def adelete(self, memory_id: str, *, hard: bool = False, version: int | None = None,
-                      reason: str = "") -> ChangeResult:
-        """Async :meth:`delete`."""
-        return await self.arun(DeleteRequest.of(**_args(locals())))
-
-    async def adelete_all(self, *, user_id: str | None = None, agent_id: str | None = None,
-                          thread_id: str | None = None,
-                          namespace: Sequence[str] | None = None, hard: bool = False,
-                          reason: str = "") -> ChangeResult:
-        """Async :meth:`delete_all`."""
-        return await self.arun(DeleteAllRequest.of(**_args(locals())))
-
-    async def ahistory(self, memory_id: str) -> list[HistoryEvent]:
-        """Async :meth:`history`."""
-        return await self.arun(HistoryRequest.of(**_args(locals())))
-
-    async def aundo(self, event_id: str) -> ChangeResult:
-        """Async :meth:`undo`."""
-        return await self.arun(UndoRequest.of(**_args(locals())))
 
     async def aexport(self, target: str | os.PathLike[str] | IO[str], *,
                       user_id: str | None = None, agent_id: str | None = None,

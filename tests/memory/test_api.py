@@ -21,7 +21,7 @@ from remem.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from remem.memory.requests import ExportRequest
+from remem.memory.requests import ExportRequest, UndoRequest
 from remem.messages import Message
 from tests.conftest import FakeClock
 from tests.memory_support import make_store, rule_model
@@ -500,3 +500,16 @@ def test_open_without_an_embedder_refuses_a_file_with_vectors(tmp_path: Path) ->
         Memory.open(path, embedder=False)
     with Memory.open(path, embedder=FakeEmbedder()) as mem:  # the same embedder still opens it
         assert len(mem.search("tea", user_id="alice")) == 1
+
+
+def test_the_actor_belongs_to_whoever_runs_the_requests(clock: FakeClock) -> None:
+    """``Memory(actor=...)`` records its methods' changes as that actor; one request may name
+    its own (``run(UpdateRequest.of(..., actor=...))``); the default is ``"user"``."""
+    store = make_store("sqlite")
+    agent = Memory(store, clock=clock, actor="agent")
+    record = agent.add("Has a cat", user_id="alice", infer=False).added[0]
+    agent.update(record.id, "Has two cats")
+    Memory(store, clock=clock).delete(record.id)
+    agent.run(UndoRequest.of(event_id=agent.history(record.id)[-1].id, actor="reviewer"))
+    assert [(e.op, e.actor) for e in agent.history(record.id)] == [
+        ("add", "agent"), ("update", "agent"), ("invalidate", "user"), ("restore", "reviewer")]

@@ -71,8 +71,9 @@ from tests.surfaces.rows import (
 #: every row the memory surfaces serve
 TABLE: tuple[Operation, ...] = (*MEMORY_OPERATIONS, *CONTEXT_OPERATIONS)
 
-#: Client methods do not take ``actor``: the server records the caller's key instead
-CLIENT_DROPS = ("actor",)
+#: no method takes ``actor``: it belongs to whoever runs the request (``Memory(actor=...)``;
+#: a server records the caller's key)
+PYTHON_DROPS = ("actor",)
 
 
 def _ids(rows: tuple[Operation, ...]) -> list[str]:
@@ -236,12 +237,12 @@ def test_every_row_is_on_every_surface(openapi: dict[str, Any]) -> None:
 
 def _expected(row: Operation, *, remote: bool) -> dict[str, Any]:
     """The parameters a Python method of ``row`` takes: the request's fields, less those the
-    row's :data:`PYTHON_DIFFERENCES` drops (and, on ``Client``, ``actor`` and the local
+    row's :data:`PYTHON_DIFFERENCES` drops and ``actor`` (and, on ``Client``, the local
     fields: Python objects cannot be sent), plus its extras."""
     difference = PYTHON_DIFFERENCES.get(row.request, PythonDifference())
-    drops = {*difference.drops}
+    drops = {*difference.drops, *PYTHON_DROPS}
     if remote:
-        drops |= {*CLIENT_DROPS, *(n for n, i in row.request.model_fields.items() if i.exclude)}
+        drops |= {n for n, i in row.request.model_fields.items() if i.exclude}
     expected = {name: info.get_default(call_default_factory=True)
                 if not info.is_required() else PydanticUndefined
                 for name, info in row.request.model_fields.items() if name not in drops}

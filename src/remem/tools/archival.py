@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import Field
 
+from remem.memory.requests import AddRequest
 from remem.requests import Request
 from remem.tokens import DEFAULT_COUNTER, TokenCounter
 from remem.tools.files import RequestTools, fit_list, to_text
@@ -81,9 +82,9 @@ class ArchivalTools(RequestTools):
 
     def _answer(self, name: str, request: Request) -> dict[str, Any]:
         if isinstance(request, InsertPassageRequest):
-            result = self.memory.add(request.content, namespace=list(self.namespace),
-                                     infer=False, kind="passage", actor=self.actor,
-                                     split="none")
+            result = self.memory.run(AddRequest.of(
+                messages=request.content, namespace=list(self.namespace), infer=False,
+                kind="passage", actor=self.actor, split="none"))
             ids = [change.memory.id for change in result.changes]
             return {"status": "saved" if ids else "already saved", "ids": ids}
         assert isinstance(request, SearchPassagesRequest)
