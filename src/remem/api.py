@@ -29,7 +29,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -41,6 +41,7 @@ from typing import IO, TYPE_CHECKING, Any, Self, TypeVar, cast
 # reads the kinds (_family_jobs below, remem.background.kinds)
 from remem.background import access as _access  # noqa: F401
 from remem.background.kinds import register_kind_loader
+from remem.background.methods import ThreadJobMethods
 from remem.embed.base import Embedder
 from remem.errors import ConfigError, UsageError
 from remem.llm.base import ChatModel
@@ -91,9 +92,10 @@ from remem.store.types import Namespace, validate_namespace
 
 if TYPE_CHECKING:  # and imported where used: `remem list` needs neither jobs nor context
     from remem.background.extraction import MemoryJobs
-    from remem.background.requests import CancelResult, FlushResult, SubmitResult
     from remem.context.types import ContextResult, ContextSection
     from remem.graph import Graph, Profile, TimelineEvent
+    from remem.operations import Operation
+    from remem.requests import Request
     from remem.threads.api import ThreadAPI
     from remem.tokens import TokenCounter
 
@@ -121,7 +123,7 @@ MEMORY_FIELDS = ("text",)
 """The record field remem indexes for keyword and vector search."""
 
 
-class Memory(MemoryAPI):
+class Memory(MemoryAPI, ThreadJobMethods):
     """Long-term memory over a store: the one object most users need.
 
     Build it with :meth:`open` (a SQLite path or ``":memory:"``), or around a store you
@@ -453,68 +455,16 @@ class Memory(MemoryAPI):
                 self._background = MemoryJobs(self)
             return self._background
 
-    def submit(self, messages: MessagesInput, *, thread_id: str, user_id: str | None = None,
-               agent_id: str | None = None, namespace: Sequence[str] | None = None,
-               delay: float = 30.0,
-               metadata: Mapping[str, Any] | None = None) -> SubmitResult:
-        """Remember what ``messages`` say in the background, after ``delay`` seconds of
-        quiet on the thread: a new submission meanwhile replaces the pending job and carries
-        its messages, so one extraction (one LLM call) covers them all. Returns at once,
-        with the job's id; the job survives restarts (it is in the store's database)."""
-        arguments = method_args(locals())
-        from remem.background.requests import SubmitRequest
+    def run_thread_jobs(self, row: Operation, request: Request) -> Any:
+        """Run a ``submit``, ``flush`` or ``cancel`` (``row``) on :attr:`background`."""
+        jobs = self.background
+        handlers: dict[str | None, Callable[[Any], Any]] = {
+            "submit": jobs.submit, "flush": jobs.flush, "cancel": jobs.cancel}
+        return handlers[row.python](request)
 
-        return self.background.submit(SubmitRequest.of(**arguments))
-
-    def flush(self, thread_id: str, *, user_id: str | None = None,
-              agent_id: str | None = None,
-              namespace: Sequence[str] | None = None) -> FlushResult:
-        """Run the thread's pending extraction now (without a scope: every pending one of
-        the thread) and return the jobs with their results."""
-        arguments = method_args(locals())
-        from remem.background.requests import ThreadJobsRequest
-
-        return self.background.flush(ThreadJobsRequest.of(**arguments))
-
-    def cancel(self, thread_id: str, *, user_id: str | None = None,
-               agent_id: str | None = None,
-               namespace: Sequence[str] | None = None) -> CancelResult:
-        """Drop the thread's pending extraction; return the ids of the jobs dropped."""
-        arguments = method_args(locals())
-        from remem.background.requests import ThreadJobsRequest
-
-        return self.background.cancel(ThreadJobsRequest.of(**arguments))
-
-    async def asubmit(self, messages: MessagesInput, *, thread_id: str,
-                      user_id: str | None = None, agent_id: str | None = None,
-                      namespace: Sequence[str] | None = None, delay: float = 30.0,
-                      metadata: Mapping[str, Any] | None = None) -> SubmitResult:
-        """Async :meth:`submit` (in a worker thread)."""
-        arguments = method_args(locals())
-        from remem.background.requests import SubmitRequest
-
-        request = SubmitRequest.of(**arguments)
-        return await asyncio.to_thread(self.background.submit, request)
-
-    async def aflush(self, thread_id: str, *, user_id: str | None = None,
-                     agent_id: str | None = None,
-                     namespace: Sequence[str] | None = None) -> FlushResult:
-        """Async :meth:`flush` (in a worker thread)."""
-        arguments = method_args(locals())
-        from remem.background.requests import ThreadJobsRequest
-
-        request = ThreadJobsRequest.of(**arguments)
-        return await asyncio.to_thread(self.background.flush, request)
-
-    async def acancel(self, thread_id: str, *, user_id: str | None = None,
-                      agent_id: str | None = None,
-                      namespace: Sequence[str] | None = None) -> CancelResult:
-        """Async :meth:`cancel` (in a worker thread)."""
-        arguments = method_args(locals())
-        from remem.background.requests import ThreadJobsRequest
-
-        request = ThreadJobsRequest.of(**arguments)
-        return await asyncio.to_thread(self.background.cancel, request)
+    async def arun_thread_jobs(self, row: Operation, request: Request) -> Any:
+        """Async :meth:`run_thread_jobs` (in a worker thread)."""
+        return await asyncio.to_thread(self.run_thread_jobs, row, request)
 
     # -- lifecycle --------------------------------------------------------------------------------
 

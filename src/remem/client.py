@@ -31,21 +31,17 @@ import httpx
 
 from remem.background.budgets import StoredBudget
 from remem.background.jobs import QueueStats
+from remem.background.methods import ThreadJobMethods
 from remem.background.operation_table import CANCEL, FLUSH, JOB_OPERATIONS, SUBMIT
 from remem.background.requests import (
     BudgetScope,
     CancelJobRequest,
-    CancelResult,
-    FlushResult,
     GetJobRequest,
     JobStatsRequest,
     ListBudgetsRequest,
     ListJobsRequest,
     RetryJobRequest,
     SetBudgetRequest,
-    SubmitRequest,
-    SubmitResult,
-    ThreadJobsRequest,
 )
 from remem.background.wire import JobJson
 from remem.context.assemble import ContextRequest
@@ -59,9 +55,9 @@ from remem.memory.requests import (
     ExportRequest,
     ImportRequest,
     MemoryRequest,
-    MessagesInput,
 )
 from remem.operations import Operation, row_of
+from remem.requests import Request
 
 # the call value lives below the families, whose remote sides share it
 from remem.transport import Call as _Call
@@ -141,7 +137,7 @@ def _chunks(lines: Iterable[str], limit: int = IMPORT_CHUNK_BYTES) -> Iterator[l
         yield chunk
 
 
-class Client(MemoryAPI):
+class Client(MemoryAPI, ThreadJobMethods):
     """A memory served by ``remem serve`` at ``url``, used like :class:`~remem.api.Memory`.
 
     ``api_key``: a key from ``remem keys create`` (default: ``$REMEM_API_KEY``; none for a
@@ -335,47 +331,13 @@ class Client(MemoryAPI):
     # -- background extraction (POST /v1/memories/submit, /v1/jobs) ---------------------------
     # each call is its row's (remem.background.operation_table)
 
-    def submit(self, messages: MessagesInput, *, thread_id: str, user_id: str | None = None,
-               agent_id: str | None = None, namespace: Sequence[str] | None = None,
-               delay: float = 30.0,
-               metadata: Mapping[str, Any] | None = None) -> SubmitResult:
-        """:meth:`remem.api.Memory.submit` on the server (answers at once with the job)."""
-        return cast(SubmitResult, self._send(SUBMIT.call(SubmitRequest.of(**_args(locals())))))
+    def run_thread_jobs(self, row: Operation, request: Request) -> Any:
+        """Send a ``submit``, ``flush`` or ``cancel`` (``row``) to the server."""
+        return self._send(row.call(request))
 
-    def flush(self, thread_id: str, *, user_id: str | None = None,
-              agent_id: str | None = None,
-              namespace: Sequence[str] | None = None) -> FlushResult:
-        """:meth:`remem.api.Memory.flush` on the server."""
-        return cast(FlushResult, self._send(FLUSH.call(ThreadJobsRequest.of(**_args(locals())))))
-
-    def cancel(self, thread_id: str, *, user_id: str | None = None,
-               agent_id: str | None = None,
-               namespace: Sequence[str] | None = None) -> CancelResult:
-        """:meth:`remem.api.Memory.cancel` on the server."""
-        return cast(CancelResult,
-                    self._send(CANCEL.call(ThreadJobsRequest.of(**_args(locals())))))
-
-    async def asubmit(self, messages: MessagesInput, *, thread_id: str,
-                      user_id: str | None = None, agent_id: str | None = None,
-                      namespace: Sequence[str] | None = None, delay: float = 30.0,
-                      metadata: Mapping[str, Any] | None = None) -> SubmitResult:
-        """Async :meth:`submit`."""
-        return cast(SubmitResult,
-                    await self._asend(SUBMIT.call(SubmitRequest.of(**_args(locals())))))
-
-    async def aflush(self, thread_id: str, *, user_id: str | None = None,
-                     agent_id: str | None = None,
-                     namespace: Sequence[str] | None = None) -> FlushResult:
-        """Async :meth:`flush`."""
-        return cast(FlushResult,
-                    await self._asend(FLUSH.call(ThreadJobsRequest.of(**_args(locals())))))
-
-    async def acancel(self, thread_id: str, *, user_id: str | None = None,
-                      agent_id: str | None = None,
-                      namespace: Sequence[str] | None = None) -> CancelResult:
-        """Async :meth:`cancel`."""
-        return cast(CancelResult,
-                    await self._asend(CANCEL.call(ThreadJobsRequest.of(**_args(locals())))))
+    async def arun_thread_jobs(self, row: Operation, request: Request) -> Any:
+        """Async :meth:`run_thread_jobs`."""
+        return await self._asend(row.call(request))
 
     # -- jobs and budgets (GET /v1/jobs..., /v1/budgets): each call is its row's -------------
 
