@@ -214,6 +214,9 @@ def test_health_readiness_metrics_and_docs(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     assert schema["info"]["title"] == "remem" and "/v1/memories/search" in schema["paths"]
     assert set(schema["components"]["securitySchemes"]) == {"HTTPBearer", "APIKeyHeader"}
+    # one class name per component: two models of one name get module-qualified names
+    # (remem__context__wire__ItemOut) that generated clients would carry
+    assert [n for n in schema["components"]["schemas"] if "__" in n] == []
     assert "swagger" in client.get("/docs").text.lower()
 
 

@@ -13,6 +13,9 @@ name their ``remem jobs`` command.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
 from pydantic import BaseModel
 
 from remem.background import wire
@@ -31,7 +34,11 @@ from remem.background.requests import (
 from remem.operations import HttpMethod, McpToolRow, Operation, Route
 from remem.requests import Request
 
-__all__ = ["CANCEL", "FLUSH", "JOB_OPERATIONS", "SUBMIT", "SUBMIT_TOOL_DESCRIPTION"]
+if TYPE_CHECKING:
+    from remem.background.queue import JobQueue
+
+__all__ = ["CANCEL", "FLUSH", "JOB_OPERATIONS", "ON_QUEUE", "SUBMIT", "SUBMIT_TOOL_DESCRIPTION",
+           "run_on_queue"]
 
 SUBMIT_TOOL_DESCRIPTION = (
     "Remember a conversation turn in the background: facts are extracted once the thread "
@@ -97,3 +104,19 @@ JOB_OPERATIONS: tuple[Operation, ...] = (
          python="delete_budget", memories=True),
 )
 """Every background request's row, in the order the routes were declared."""
+
+#: what each job request runs on a queue (``tenant``: only that tenant's jobs; ``None``: every
+#: tenant's, the operator's view in ``remem jobs``); the server and the CLI both run these
+ON_QUEUE: Mapping[type[Request], Callable[[JobQueue, Any, str | None], Any]] = {
+    ListJobsRequest: lambda queue, r, tenant: queue.list_jobs(
+        status=r.status, kind=r.kind, thread_id=r.thread_id, tenant=tenant, limit=r.limit),
+    JobStatsRequest: lambda queue, r, tenant: queue.stats(tenant=tenant),
+    GetJobRequest: lambda queue, r, tenant: queue.get(r.job_id, tenant=tenant),
+    RetryJobRequest: lambda queue, r, tenant: queue.retry(r.job_id, tenant=tenant),
+    CancelJobRequest: lambda queue, r, tenant: queue.cancel(r.job_id, tenant=tenant),
+}
+
+
+def run_on_queue(queue: JobQueue, request: Request, *, tenant: str | None = None) -> Any:
+    """Run a job request of :data:`ON_QUEUE` on ``queue``, as ``tenant`` sees the queue."""
+    return ON_QUEUE[type(request)](queue, request, tenant)

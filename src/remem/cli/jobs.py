@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from remem.background import Job, JobQueue, QueueStats
-from remem.background.operation_table import JOB_OPERATIONS
+from remem.background.operation_table import JOB_OPERATIONS, run_on_queue
 from remem.background.requests import (
     CancelJobRequest,
     GetJobRequest,
@@ -90,20 +90,10 @@ def _session_params() -> list[click.Parameter]:
 
 _TENANT = click.Option(["--tenant"], default=None, help="Only this server tenant's jobs.")
 
-#: what a row runs on the queue (``tenant``: ``--tenant``, where the command has it)
-_ON_QUEUE: Mapping[type[Request], Callable[[JobQueue, str | None, Any], Any]] = {
-    ListJobsRequest: lambda queue, tenant, r: queue.list_jobs(
-        status=r.status, kind=r.kind, thread_id=r.thread_id, tenant=tenant, limit=r.limit),
-    JobStatsRequest: lambda queue, tenant, r: queue.stats(tenant=tenant),
-    GetJobRequest: lambda queue, tenant, r: queue.get(r.job_id),
-    RetryJobRequest: lambda queue, tenant, r: queue.retry(r.job_id),
-    CancelJobRequest: lambda queue, tenant, r: queue.cancel(r.job_id),
-}
-
-
 def _run(row: Operation, request: Any, session: Mapping[str, Any]) -> Any:
     queue = open_queue(click.get_current_context(), session["db"], schema=session["schema"])
-    return _ON_QUEUE[row.request](queue, session.get("tenant"), request)
+    # get, retry and cancel act on any tenant's job: the operator's view of the queue
+    return run_on_queue(queue, request, tenant=session.get("tenant"))
 
 
 def _show_jobs(request: ListJobsRequest, jobs: list[Job]) -> None:

@@ -29,7 +29,7 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class ItemOut(_Out):
+class ContextItemOut(_Out):
     """One kept item: its key, text, messages (remem's form) and render position."""
 
     key: str
@@ -44,7 +44,7 @@ class BlockOut(_Out):
     name: str
     title: str
     conversation: bool
-    items: list[ItemOut]
+    items: list[ContextItemOut]
 
 
 class SectionOut(_Out):
@@ -82,7 +82,7 @@ class ContextOut(_Out):
     def of(cls, result: ContextResult) -> ContextOut:
         """The JSON model of ``result``."""
         blocks = [BlockOut(name=block.name, title=block.title, conversation=block.conversation,
-                           items=[ItemOut(key=item.key, text=item.text, order=item.order,
+                           items=[ContextItemOut(key=item.key, text=item.text, order=item.order,
                                           messages=[m.to_dict() for m in item.messages])
                                   for item in block.items])
                   for block in result.blocks]

@@ -22,9 +22,24 @@ from remem.memory.records import MemoryOut, MemoryRecord
 from remem.memory.shapes import Content, MemoryWire, json_of
 from remem.store.types import SearchItem, SignalScore
 
-__all__ = ["ChangeOut", "ChangeResult", "ChangeResultOut", "ExportOut", "ExportResult",
-           "HitOut", "ImportOut", "ImportResult", "MemoryHit", "MemoryPage", "MemoryPageOut",
-           "SearchResult", "SearchResultOut", "SignalOut", "SkipOut", "UsageOut"]
+__all__ = [
+    "ChangeOut",
+    "ChangeResult",
+    "ChangeResultOut",
+    "ExportOut",
+    "ExportResult",
+    "HitOut",
+    "ImportOut",
+    "ImportResult",
+    "MemoryHit",
+    "MemoryPage",
+    "MemoryPageOut",
+    "ModelUsageOut",
+    "SearchResult",
+    "SearchResultOut",
+    "SignalOut",
+    "SkipOut",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +167,7 @@ class ImportResult:
 # -- their JSON shapes (gathered with the others in remem.memory.wire) -----------------------
 
 
-class UsageOut(MemoryWire[Usage]):
+class ModelUsageOut(MemoryWire[Usage]):
     """What an operation cost: LLM calls and tokens."""
 
     llm_calls: int = 0
@@ -160,7 +175,7 @@ class UsageOut(MemoryWire[Usage]):
     output_tokens: int = 0
 
     @classmethod
-    def of(cls, result: Usage) -> UsageOut:
+    def of(cls, result: Usage) -> ModelUsageOut:
         """The model of ``result``."""
         return cls(llm_calls=result.calls, input_tokens=result.input_tokens,
                    output_tokens=result.output_tokens)
@@ -255,12 +270,12 @@ class SearchResultOut(MemoryWire[SearchResult]):
     """Search hits, best first."""
 
     hits: list[HitOut] = Field(default_factory=list)
-    usage: UsageOut = Field(default_factory=UsageOut)
+    usage: ModelUsageOut = Field(default_factory=ModelUsageOut)
 
     @classmethod
     def of(cls, result: SearchResult) -> SearchResultOut:
         """The model of ``result``."""
-        return cls(hits=[HitOut.of(h) for h in result.hits], usage=UsageOut.of(result.usage))
+        return cls(hits=[HitOut.of(h) for h in result.hits], usage=ModelUsageOut.of(result.usage))
 
     def value(self) -> SearchResult:
         """The search result."""
@@ -289,14 +304,14 @@ class ChangeResultOut(MemoryWire[ChangeResult]):
 
     changes: list[ChangeOut] = Field(default_factory=list)
     skipped: list[SkipOut] = Field(default_factory=list)
-    usage: UsageOut = Field(default_factory=UsageOut)
+    usage: ModelUsageOut = Field(default_factory=ModelUsageOut)
 
     @classmethod
     def of(cls, result: ChangeResult) -> ChangeResultOut:
         """The model of ``result``."""
         return cls(changes=[ChangeOut.of(c) for c in result.changes],
                    skipped=[SkipOut.of(s) for s in result.skipped],
-                   usage=UsageOut.of(result.usage))
+                   usage=ModelUsageOut.of(result.usage))
 
     def value(self) -> ChangeResult:
         """The change result."""

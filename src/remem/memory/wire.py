@@ -51,11 +51,11 @@ from remem.memory.results import (
     MemoryHit,
     MemoryPage,
     MemoryPageOut,
+    ModelUsageOut,
     SearchResult,
     SearchResultOut,
     SignalOut,
     SkipOut,
-    UsageOut,
 )
 from remem.memory.shapes import IsoTime, MemoryWire, json_of
 from remem.memory.store_manager import AddResult
@@ -74,11 +74,11 @@ __all__ = [
     "MemoryOut",
     "MemoryPageOut",
     "MemoryWire",
+    "ModelUsageOut",
     "SearchResultOut",
     "SignalOut",
     "SkipOut",
     "SourceOut",
-    "UsageOut",
     "Wire",
     "dump",
     "load",
@@ -97,7 +97,7 @@ class AddResultOut(MemoryWire[AddResult]):
     namespace: list[str]
     changes: list[ChangeOut] = Field(default_factory=list)
     skipped: list[SkipOut] = Field(default_factory=list)
-    usage: UsageOut = Field(default_factory=UsageOut)
+    usage: ModelUsageOut = Field(default_factory=ModelUsageOut)
     write_attempts: int = 0
     rejected: list[str] = Field(default_factory=list)
     inferred: bool = Field(True, description="whether a chat model extracted the memories "
@@ -109,7 +109,7 @@ class AddResultOut(MemoryWire[AddResult]):
         return cls(namespace=list(result.namespace),
                    changes=[ChangeOut.of(c) for c in result.changes],
                    skipped=[SkipOut.of(s) for s in result.skipped],
-                   usage=UsageOut.of(result.usage), write_attempts=result.write_attempts,
+                   usage=ModelUsageOut.of(result.usage), write_attempts=result.write_attempts,
                    rejected=list(result.rejected), inferred=result.inferred)
 
     def value(self) -> AddResult:

@@ -19,7 +19,7 @@ from remem.raw_store.requests import (
     StoreCountBody,
     StoreSearchBody,
 )
-from remem.raw_store.wire import CountOut, ItemOut, NamespaceList, OkOut, SearchResultsOut
+from remem.raw_store.wire import CountOut, NamespaceList, OkOut, SearchResultsOut, StoreItemOut
 
 __all__ = ["STORE_OPERATIONS"]
 
@@ -29,7 +29,7 @@ STORE_OPERATIONS: tuple[Operation, ...] = (
         route=Route("PUT", "/v1/store/items", "put_item", "Insert or replace an item",
                     "Store ``value`` at ``namespace`` / ``key`` (replacing what is there).")),
     Operation(
-        GetItemRequest, ItemOut, writes=False, python="get",
+        GetItemRequest, StoreItemOut, writes=False, python="get",
         route=Route("GET", "/v1/store/items", "get_item", "Read an item",
                     "The item at ``namespace`` / ``key`` (404 if absent or expired).")),
     Operation(

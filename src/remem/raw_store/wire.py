@@ -15,12 +15,12 @@ from remem.wire_models import Envelope, Wire
 
 __all__ = [
     "CountOut",
-    "ItemOut",
     "NamespaceList",
     "OkOut",
     "SearchItemOut",
     "SearchResultsOut",
-    "SignalOut",
+    "StoreItemOut",
+    "StoreSignalOut",
 ]
 
 
@@ -43,7 +43,7 @@ class OkOut(BaseModel):
         return None
 
 
-class ItemOut(Wire[Item]):
+class StoreItemOut(Wire[Item]):
     """A stored item (times are ISO 8601, UTC)."""
 
     # the item's value is ``value`` in JSON; ``value()`` gives the item back, as on every
@@ -75,20 +75,20 @@ class ItemOut(Wire[Item]):
         return Item(**self._fields())
 
 
-class SignalOut(BaseModel):
+class StoreSignalOut(BaseModel):
     """How one ranking signal scored a result."""
 
     rank: int
     score: float
 
 
-class SearchItemOut(ItemOut):
+class SearchItemOut(StoreItemOut):
     """A search result: an item, its score (orders the page), each signal's rank and raw
     score, and its relevance in [0, 1] with each signal's part (null or empty without a
     query; ``docs/search.md``, "Scores")."""
 
     score: float | None = None
-    details: dict[str, SignalOut] = Field(default_factory=dict)
+    details: dict[str, StoreSignalOut] = Field(default_factory=dict)
     relevance: float | None = Field(None, ge=0, le=1)
     relevance_by_signal: dict[str, float] = Field(default_factory=dict)
 
@@ -97,8 +97,8 @@ class SearchItemOut(ItemOut):
         """The model of ``result`` (a :class:`~remem.store.types.SearchItem`)."""
         if not isinstance(result, SearchItem):
             raise TypeError(f"a search result is a SearchItem, not {type(result).__name__}")
-        return cls(**ItemOut.of(result).model_dump(by_alias=True), score=result.score,
-                   details={name: SignalOut(rank=signal.rank, score=signal.score)
+        return cls(**StoreItemOut.of(result).model_dump(by_alias=True), score=result.score,
+                   details={name: StoreSignalOut(rank=signal.rank, score=signal.score)
                             for name, signal in result.details.items()},
                    relevance=result.relevance,
                    relevance_by_signal=dict(result.relevance_by_signal))

@@ -25,15 +25,17 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from remem.background import JobQueue
 from remem.background.extraction import MemoryJobs, handlers
-from remem.background.operation_table import CANCEL, FLUSH, JOB_OPERATIONS, SUBMIT
+from remem.background.operation_table import (
+    CANCEL,
+    FLUSH,
+    JOB_OPERATIONS,
+    ON_QUEUE,
+    SUBMIT,
+    run_on_queue,
+)
 from remem.background.requests import (
     BudgetScope,
-    CancelJobRequest,
-    GetJobRequest,
-    JobStatsRequest,
     ListBudgetsRequest,
-    ListJobsRequest,
-    RetryJobRequest,
     SetBudgetRequest,
     SubmitRequest,
 )
@@ -63,15 +65,6 @@ def _row(request: type[Any]) -> Operation:
     return row_of(JOB_OPERATIONS, request)
 
 
-#: what a job row runs: on the server's queue, in the caller's tenant
-_ON_QUEUE: Mapping[Operation, Callable[[JobQueue, str, Any], Any]] = {
-    _row(ListJobsRequest): lambda queue, tenant, r: queue.list_jobs(
-        status=r.status, kind=r.kind, thread_id=r.thread_id, tenant=tenant, limit=r.limit),
-    _row(JobStatsRequest): lambda queue, tenant, r: queue.stats(tenant=tenant),
-    _row(GetJobRequest): lambda queue, tenant, r: queue.get(r.job_id, tenant=tenant),
-    _row(RetryJobRequest): lambda queue, tenant, r: queue.retry(r.job_id, tenant=tenant),
-    _row(CancelJobRequest): lambda queue, tenant, r: queue.cancel(r.job_id, tenant=tenant),
-}
 #: what a memory row runs: on the tenant's MemoryJobs (its memory, the server's queue)
 _ON_MEMORY: Mapping[Operation, Callable[[MemoryJobs, Any], Any]] = {
     SUBMIT: MemoryJobs.submit, FLUSH: MemoryJobs.flush, CANCEL: MemoryJobs.cancel,
@@ -90,9 +83,8 @@ async def _run(row: Operation, http: HttpRequest, who: Principal, request: Any) 
             "background extraction needs an LLM and this server has none configured: start "
             "the server with REMEM_LLM_* set, or add memories with \"infer\": false")
     queue = jobs_queue(http)
-    if row in _ON_QUEUE:
-        on_queue = _ON_QUEUE[row]
-        return await state.run(lambda: on_queue(queue, who.tenant, request))
+    if row.request in ON_QUEUE:
+        return await state.run(lambda: run_on_queue(queue, request, tenant=who.tenant))
     on_memory = _ON_MEMORY[row]
     jobs = MemoryJobs(state.memory_for(who), queue, tenant=who.tenant)
     return await state.run(lambda: on_memory(jobs, request), waits_on_llm=row.calls_model)

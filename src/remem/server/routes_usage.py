@@ -27,7 +27,7 @@ from remem.usage import (
     parse_day,
 )
 
-__all__ = ["UsageOut", "query_window", "router", "tenant_usage", "usage_out"]
+__all__ = ["TenantUsageOut", "query_window", "router", "tenant_usage", "usage_out"]
 
 router = APIRouter(prefix="/v1", tags=["usage"], responses=ERROR_RESPONSES)
 
@@ -75,7 +75,7 @@ class ActivityOut(BaseModel):
     days: list[DayActivityOut]
 
 
-class UsageOut(BaseModel):
+class TenantUsageOut(BaseModel):
     """The tenant's usage from ``since`` to ``until`` (UTC days, both included)."""
 
     since: str
@@ -97,12 +97,12 @@ def tenant_usage(state: ServerState, who: Principal,
             recorder.activity(window, tenant=who.tenant))
 
 
-def usage_out(report: UsageReport, activity: ActivityReport) -> UsageOut:
+def usage_out(report: UsageReport, activity: ActivityReport) -> TenantUsageOut:
     """The response body of both reports."""
     body = report.to_dict()
     body["memories"] = activity.to_dict()
     del body["memories"]["since"], body["memories"]["until"]
-    return UsageOut.model_validate(body)
+    return TenantUsageOut.model_validate(body)
 
 
 def query_window(since: str | None, until: str | None) -> DayWindow | JSONResponse:
@@ -119,7 +119,7 @@ def query_window(since: str | None, until: str | None) -> DayWindow | JSONRespon
         return error_response(422, "invalid_input", str(exc), field=field)
 
 
-@router.get("/usage", response_model=UsageOut, summary="Calls, tokens and memory changes "
+@router.get("/usage", response_model=TenantUsageOut, summary="Calls, tokens and memory changes "
                                                          "per day")
 async def get_usage(
     who: Reader, http: HttpRequest,
@@ -127,7 +127,7 @@ async def get_usage(
                                        "default: 29 days before until")] = None,
     until: Annotated[str | None, Query(max_length=32, description=f"last day ({_DATE}); "
                                        "default: today")] = None,
-) -> UsageOut | JSONResponse:
+) -> TenantUsageOut | JSONResponse:
     """The tenant's chat model calls and input/output tokens per UTC day, per operation
     and per model, and its memories written, changed and removed per day; at most 367
     days (422 naming ``since`` or ``until`` otherwise)."""

@@ -17,20 +17,20 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from remem.raw_store.requests import Key, PutItemBody, StoreSearchBody
-from remem.raw_store.wire import ItemOut, NamespaceList, SearchItemOut
+from remem.raw_store.wire import NamespaceList, SearchItemOut, StoreItemOut
 from remem.requests import MAX_NAMESPACE_DEPTH, Label, NamespacePath
 
 __all__ = [
     "MAX_NAMESPACE_DEPTH",
     "ErrorBody",
     "ErrorDetail",
-    "ItemOut",
     "Key",
     "Label",
     "NamespaceList",
     "NamespacePath",
     "PutItemBody",
     "SearchItemOut",
+    "StoreItemOut",
     "StoreSearchBody",
 ]
 
