@@ -293,10 +293,18 @@ def test_removed_ids_are_never_candidates_and_compaction_keeps_the_rest() -> Non
 
 
 def test_codes_grow_past_their_capacity() -> None:
-    codes = Codes.fitted(_unit(100, 32), capacity=16)
-    for start in range(0, 5000, 700):
-        codes.append(list(range(start, start + 700)), _unit(700, 32, seed=start))
-    assert len(codes) == 5600 and codes.nbytes() >= 5600 * (4 + 16 + 8)
+    codes = Codes.fitted(_unit(100, 32))
+    rows = 0
+    for start in range(0, 80_000, 7000):  # across blocks of 32,768 rows
+        codes.append(list(range(start, start + 7000)), _unit(7000, 32, seed=start))
+        rows += 7000
+    assert len(codes) == rows and codes.nbytes() >= rows * (8 + 16 + 8)
+    query = _unit(7000, 32, seed=start)[5]
+    assert codes.candidates(query, 500, 5)[0] == start + 5
+    codes.remove(range(0, rows, 2))
+    codes.compact()
+    assert len(codes) == codes.size == rows // 2
+    assert codes.candidates(query, 500, 5)[0] == start + 5
 
 
 def test_two_threads_search_while_a_third_writes(tmp_path: Path) -> None:

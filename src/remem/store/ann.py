@@ -114,62 +114,49 @@ def _check_int(name: str, value: object, low: int, high: int) -> None:
 
 
 class Codes:
-    """Sign bits and four-bit codes of vectors, by vector id, growable, with dead rows.
+    """Sign bits and four-bit codes of vectors, by vector id, in blocks of ``_BLOCK`` rows
+    (growing never copies what is held: a new block is added), with dead rows.
 
     ``centre`` and ``step`` (per dimension) fix the four-bit quantisation; they come from a
     sample (:meth:`fitted`) and stay fixed, so rows appended later are coded alike (values
     past the sample's range are clipped, which costs accuracy, never correctness)."""
 
     def __init__(self, dims: int, centre: npt.NDArray[np.float32],
-                 step: npt.NDArray[np.float32], capacity: int = 1024) -> None:
+                 step: npt.NDArray[np.float32]) -> None:
         self.dims = dims
         self.words = (dims + 63) // 64
         self.centre = centre.astype(np.float32)
         self.step = step.astype(np.float32)
-        capacity = max(capacity, 16)
-        self._bits = np.zeros((self.words, capacity), dtype=np.uint64)
-        self._nibbles = np.zeros((capacity, (dims + 1) // 2), dtype=np.uint8)
-        self._ids = np.zeros(capacity, dtype=np.int64)
+        # block i holds rows i * _BLOCK ...; the last one grows (doubling) up to _BLOCK rows
+        self._bits: list[npt.NDArray[np.uint64]] = []  # (words, rows) each
+        self._nibbles: list[npt.NDArray[np.uint8]] = []  # (rows, (dims + 1) // 2) each
+        self._ids: list[npt.NDArray[np.int64]] = []
         self.size = 0
         self.top_id = -1  # the largest vector id appended (a smaller one may be a reused id)
         self._dead: set[int] = set()  # positions of removed rows (until compacted)
         self._dead_positions = np.zeros(0, dtype=np.int64)
 
     @classmethod
-    def fitted(cls, sample: npt.NDArray[np.float32], capacity: int = 1024) -> Codes:
+    def fitted(cls, sample: npt.NDArray[np.float32]) -> Codes:
         """Codes whose four-bit scale fits ``sample`` (rows of unit vectors): each dimension
         centred on its mean, levels spread over +-3 standard deviations."""
         centre = sample.mean(axis=0)
         spread = sample.std(axis=0) if len(sample) > 1 else np.full(sample.shape[1], 0.05)
         step = np.maximum(spread * _CLIP_SIGMAS / _LEVELS, 1e-6)
-        return cls(sample.shape[1], centre.astype(np.float32), step.astype(np.float32),
-                   capacity)
+        return cls(sample.shape[1], centre.astype(np.float32), step.astype(np.float32))
 
     def __len__(self) -> int:
         """Live rows."""
         return self.size - len(self._dead)
 
     def nbytes(self) -> int:
-        """Bytes of the arrays held (capacity included)."""
-        return self._bits.nbytes + self._nibbles.nbytes + self._ids.nbytes
+        """Bytes of the arrays held."""
+        return sum(b.nbytes + n.nbytes + i.nbytes
+                   for b, n, i in zip(self._bits, self._nibbles, self._ids, strict=True))
 
     def dead_share(self) -> float:
         """Share of the held rows that are dead."""
         return len(self._dead) / self.size if self.size else 0.0
-
-    def _grow(self, need: int) -> None:
-        capacity = self._ids.shape[0]
-        if need <= capacity:
-            return
-        while capacity < need:
-            capacity = capacity * 2 if capacity < 1 << 20 else capacity + (capacity >> 2)
-        bits = np.zeros((self.words, capacity), dtype=np.uint64)
-        bits[:, :self.size] = self._bits[:, :self.size]
-        nibbles = np.zeros((capacity, self._nibbles.shape[1]), dtype=np.uint8)
-        nibbles[:self.size] = self._nibbles[:self.size]
-        ids = np.zeros(capacity, dtype=np.int64)
-        ids[:self.size] = self._ids[:self.size]
-        self._bits, self._nibbles, self._ids = bits, nibbles, ids
 
     def sign_words(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
         """Sign bits of each row as ``words`` 64-bit words, shape (words, rows)."""
@@ -187,43 +174,90 @@ class Codes:
         packed: npt.NDArray[np.uint8] = codes[:, 0::2] | (codes[:, 1::2] << 4)
         return packed
 
+    def _room(self) -> int:
+        """Make room in the last block (adding or growing it); the rows it can take."""
+        used = self.size - (len(self._ids) - 1) * _BLOCK if self._ids else _BLOCK
+        if used == _BLOCK:  # full (or none yet): a new block, small at first
+            self._bits.append(np.zeros((self.words, 64), dtype=np.uint64))
+            self._nibbles.append(np.zeros((64, (self.dims + 1) // 2), dtype=np.uint8))
+            self._ids.append(np.zeros(64, dtype=np.int64))
+            return 64
+        held = len(self._ids[-1])
+        if used == held:  # the last block is full at its size: double it
+            grown = min(held * 2, _BLOCK)
+            bits = np.zeros((self.words, grown), dtype=np.uint64)
+            bits[:, :held] = self._bits[-1]
+            nibbles = np.zeros((grown, self._nibbles[-1].shape[1]), dtype=np.uint8)
+            nibbles[:held] = self._nibbles[-1]
+            ids = np.zeros(grown, dtype=np.int64)
+            ids[:held] = self._ids[-1]
+            self._bits[-1], self._nibbles[-1], self._ids[-1] = bits, nibbles, ids
+            held = grown
+        return held - used
+
     def append(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> None:
         """Add rows (vector ids and their unit vectors)."""
-        count = len(ids)
-        if not count:
+        if not len(ids):
             return
-        self._grow(self.size + count)
-        end = self.size + count
-        self._bits[:, self.size:end] = self.sign_words(matrix)
-        self._nibbles[self.size:end] = self.nibbles(matrix)
-        self._ids[self.size:end] = np.asarray(ids, dtype=np.int64)
-        self.size = end
-        self.top_id = max(self.top_id, int(max(ids)))
+        keys = np.asarray(ids, dtype=np.int64)
+        bits, nibbles = self.sign_words(matrix), self.nibbles(matrix)
+        at = 0
+        while at < len(keys):
+            take = min(self._room(), len(keys) - at)
+            start = self.size - (len(self._ids) - 1) * _BLOCK
+            self._bits[-1][:, start:start + take] = bits[:, at:at + take]
+            self._nibbles[-1][start:start + take] = nibbles[at:at + take]
+            self._ids[-1][start:start + take] = keys[at:at + take]
+            self.size += take
+            at += take
+        self.top_id = max(self.top_id, int(keys.max()))
+
+    def _block_rows(self, block: int) -> int:
+        return min(_BLOCK, self.size - block * _BLOCK)
 
     def remove(self, vector_ids: Iterable[int]) -> None:
         """Mark these vector ids dead (skipped by every later search)."""
         wanted = np.fromiter(vector_ids, dtype=np.int64)
         if not len(wanted) or not self.size:
             return
-        hit = np.flatnonzero(np.isin(self._ids[:self.size], wanted))
-        fresh = [p for p in hit.tolist() if p not in self._dead]
+        fresh: list[int] = []
+        for block, ids in enumerate(self._ids):
+            hit = np.flatnonzero(np.isin(ids[:self._block_rows(block)], wanted))
+            fresh += [p for p in (hit + block * _BLOCK).tolist() if p not in self._dead]
         if fresh:
             self._dead.update(fresh)
             self._dead_positions = np.fromiter(self._dead, dtype=np.int64)
 
     def compact(self) -> None:
-        """Drop the dead rows (positions change; ids do not)."""
+        """Drop the dead rows (positions change; ids do not), block by block, so at most
+        one block more than the codes is held meanwhile."""
         if not self._dead:
             return
-        keep = np.ones(self.size, dtype=bool)
-        keep[self._dead_positions] = False
-        live = int(keep.sum())
-        self._bits[:, :live] = self._bits[:, :self.size][:, keep]
-        self._nibbles[:live] = self._nibbles[:self.size][keep]
-        self._ids[:live] = self._ids[:self.size][keep]
-        self.size = live
-        self._dead.clear()
-        self._dead_positions = np.zeros(0, dtype=np.int64)
+        dead = self._dead_positions
+        old = list(zip(self._bits, self._nibbles, self._ids, strict=True))
+        rows = [self._block_rows(b) for b in range(len(old))]
+        self._bits, self._nibbles, self._ids = [], [], []
+        self.size, self._dead, self._dead_positions = 0, set(), np.zeros(0, dtype=np.int64)
+        for block in range(len(old)):
+            bits, nibbles, ids = old[block]
+            old[block] = None  # type: ignore[call-overload]  # freed as it is copied
+            keep = np.ones(rows[block], dtype=bool)
+            mine = dead[(dead >= block * _BLOCK) & (dead < (block + 1) * _BLOCK)]
+            keep[mine - block * _BLOCK] = False
+            self._append_coded(bits[:, :rows[block]][:, keep], nibbles[:rows[block]][keep],
+                               ids[:rows[block]][keep])
+
+    def _append_coded(self, bits: npt.NDArray[np.uint64], nibbles: npt.NDArray[np.uint8],
+                      ids: npt.NDArray[np.int64]) -> None:
+        at = 0
+        while at < len(ids):
+            take = min(self._room(), len(ids) - at)
+            start = self.size - (len(self._ids) - 1) * _BLOCK
+            self._bits[-1][:, start:start + take] = bits[:, at:at + take]
+            self._nibbles[-1][start:start + take] = nibbles[at:at + take]
+            self._ids[-1][start:start + take] = ids[at:at + take]
+            self.size += take
+            at += take
 
     def hamming(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.uint16]:
         """Hamming distance of every held row's sign bits to the query's (dead rows: far)."""
@@ -231,19 +265,33 @@ class Codes:
         out = np.empty(self.size, dtype=np.uint16)
         word = np.empty(_BLOCK, dtype=np.uint64)
         count = np.empty(_BLOCK, dtype=np.uint8)
-        for start in range(0, self.size, _BLOCK):
-            stop = min(start + _BLOCK, self.size)
-            acc, w, c = out[start:stop], word[:stop - start], count[:stop - start]
-            np.bitwise_xor(self._bits[0, start:stop], q[0], out=w)
+        for block, bits in enumerate(self._bits):
+            rows = self._block_rows(block)
+            start = block * _BLOCK
+            acc, w, c = out[start:start + rows], word[:rows], count[:rows]
+            np.bitwise_xor(bits[0, :rows], q[0], out=w)
             np.bitwise_count(w, out=c)
             acc[:] = c
             for j in range(1, self.words):
-                np.bitwise_xor(self._bits[j, start:stop], q[j], out=w)
+                np.bitwise_xor(bits[j, :rows], q[j], out=w)
                 np.bitwise_count(w, out=c)
                 np.add(acc, c, out=acc)
         if len(self._dead_positions):
             out[self._dead_positions] = _FAR
         return out
+
+    def _gather(self, positions: npt.NDArray[np.int64]
+                ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Four-bit codes and ids of these (ascending) positions."""
+        cuts = np.searchsorted(positions, np.arange(1, len(self._ids) + 1) * _BLOCK)
+        nibbles, ids, at = [], [], 0
+        for block, cut in enumerate(cuts.tolist()):
+            if cut > at:
+                local = positions[at:cut] - block * _BLOCK
+                nibbles.append(self._nibbles[block][local])
+                ids.append(self._ids[block][local])
+            at = cut
+        return np.concatenate(nibbles), np.concatenate(ids)
 
     def candidates(self, query: npt.NDArray[np.float32], shortlist: int,
                    rescore: int) -> list[int]:
@@ -260,13 +308,13 @@ class Codes:
             limit = int(np.searchsorted(counts, shortlist))
             below = np.flatnonzero(distances < limit)
             at = np.flatnonzero(distances == limit)[:shortlist - len(below)]
-            positions = np.concatenate([below, at])
+            positions = np.sort(np.concatenate([below, at]))
         else:
             positions = np.flatnonzero(distances != _FAR)
+        codes, ids = self._gather(positions)
         weights = query * self.step
         if self.dims % 2:
             weights = np.concatenate([weights, np.zeros(1, np.float32)])
-        codes = self._nibbles[positions]
         # einsum, not BLAS: a multithreaded sgemv waits for idle threads on a loaded machine
         scores = (np.einsum("ij,j->i", (codes & 15).astype(np.float32), weights[0::2])
                   + np.einsum("ij,j->i", (codes >> 4).astype(np.float32), weights[1::2]))
@@ -275,7 +323,7 @@ class Codes:
         else:
             best = np.arange(len(positions))
         best = best[np.argsort(-scores[best], kind="stable")]
-        return [int(i) for i in self._ids[positions[best]]]
+        return [int(i) for i in ids[best]]
 
 
 @dataclass
@@ -329,14 +377,14 @@ class AnnIndex:
         return True
 
 
-def build_codes(rows: Iterable[tuple[Sequence[int], npt.NDArray[np.float32]]],
-                capacity: int = 1024) -> Codes | None:
+def build_codes(rows: Iterable[tuple[Sequence[int], npt.NDArray[np.float32]]]
+                ) -> Codes | None:
     """Codes of every row (chunks of vector ids and unit vectors), fitted on the first
     chunk; ``None`` when there are no rows."""
     codes: Codes | None = None
     for ids, matrix in rows:
         if codes is None:
-            codes = Codes.fitted(matrix, capacity)
+            codes = Codes.fitted(matrix)
         codes.append(ids, matrix)
     return codes
 
