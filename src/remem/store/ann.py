@@ -80,7 +80,7 @@ class AnnConfig:
 
     above: int | None = None
     shortlist: int = 8192
-    rescore: int = 64
+    rescore: int = 40
     max_candidates: int = 131_072
     widen_above: float = 0.1
     background: bool = True
@@ -265,17 +265,24 @@ class Codes:
         out = np.empty(self.size, dtype=np.uint16)
         word = np.empty(_BLOCK, dtype=np.uint64)
         count = np.empty(_BLOCK, dtype=np.uint8)
+        part = np.empty(_BLOCK, dtype=np.uint8)
         for block, bits in enumerate(self._bits):
             rows = self._block_rows(block)
             start = block * _BLOCK
-            acc, w, c = out[start:start + rows], word[:rows], count[:rows]
-            np.bitwise_xor(bits[0, :rows], q[0], out=w)
-            np.bitwise_count(w, out=c)
-            acc[:] = c
-            for j in range(1, self.words):
-                np.bitwise_xor(bits[j, :rows], q[j], out=w)
-                np.bitwise_count(w, out=c)
-                np.add(acc, c, out=acc)
+            acc, w, c, p = out[start:start + rows], word[:rows], count[:rows], part[:rows]
+            # counts of up to three words (192) fit a byte: summed as bytes (one dtype, no
+            # casting loop), widened once per three words
+            for first in range(0, self.words, 3):
+                np.bitwise_xor(bits[first, :rows], q[first], out=w)
+                np.bitwise_count(w, out=p)
+                for j in range(first + 1, min(first + 3, self.words)):
+                    np.bitwise_xor(bits[j, :rows], q[j], out=w)
+                    np.bitwise_count(w, out=c)
+                    np.add(p, c, out=p)
+                if first:
+                    np.add(acc, p, out=acc)
+                else:
+                    acc[:] = p
         if len(self._dead_positions):
             out[self._dead_positions] = _FAR
         return out
@@ -306,18 +313,22 @@ class Codes:
             # than a partition of a million distances); rows at that distance are cut in order
             counts = np.cumsum(np.bincount(distances, minlength=self.words * 64 + 1))
             limit = int(np.searchsorted(counts, shortlist))
-            below = np.flatnonzero(distances < limit)
-            at = np.flatnonzero(distances == limit)[:shortlist - len(below)]
-            positions = np.sort(np.concatenate([below, at]))
+            positions = np.flatnonzero(distances <= limit)  # one pass, ascending
+            extra = len(positions) - shortlist
+            if extra > 0:  # drop the last rows at the limit distance
+                at = np.flatnonzero(distances[positions] == limit)
+                positions = np.delete(positions, at[len(at) - extra:])
         else:
             positions = np.flatnonzero(distances != _FAR)
         codes, ids = self._gather(positions)
         weights = query * self.step
         if self.dims % 2:
             weights = np.concatenate([weights, np.zeros(1, np.float32)])
-        # einsum, not BLAS: a multithreaded sgemv waits for idle threads on a loaded machine
-        scores = (np.einsum("ij,j->i", (codes & 15).astype(np.float32), weights[0::2])
-                  + np.einsum("ij,j->i", (codes >> 4).astype(np.float32), weights[1::2]))
+        # einsum, not BLAS: a multithreaded sgemv waits for idle threads on a loaded machine;
+        # contiguous weights: a strided operand takes einsum's slow generic loop
+        low, high = np.ascontiguousarray(weights[0::2]), np.ascontiguousarray(weights[1::2])
+        scores = (np.einsum("ij,j->i", (codes & 15).astype(np.float32), low)
+                  + np.einsum("ij,j->i", (codes >> 4).astype(np.float32), high))
         if rescore < len(positions):
             best = np.argpartition(-scores, rescore - 1)[:rescore]
         else:
