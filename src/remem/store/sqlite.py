@@ -5,8 +5,8 @@ are float32 BLOBs, and vector search runs exactly in NumPy over the searched pre
 read from the table on its first search and held in a partition of a byte-bounded LRU
 (``vector_cache_bytes``, :mod:`remem.store.vector_partitions`), kept in step with the table
 through a sequence number (see ``m002_vectors``); a scope too large for the budget is streamed
-from the table on each search, or, with the optional ``usearch`` package, searched through an
-approximate index kept beside the file (:mod:`remem.store.ann`).
+from the table on each search, or, when asked for, searched through an approximate index of
+compact codes held in the process (:mod:`remem.store.ann`).
 
 The operations themselves are the shared SQL store's (:mod:`remem.store.sql_store`) with the
 statements of :mod:`remem.store.sqlite_sql`; this module keeps what is SQLite's own: the
@@ -106,10 +106,10 @@ class SQLiteStore(SQLStore["_Txn"]):
     and applies migrations. ``vector_cache_bytes`` bounds the vectors held in process (default
     1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
     out first; a scope needing more than the budget is streamed from the file instead (exact),
-    or, when asked for with ``ann`` (an :class:`~remem.store.ann.AnnConfig`) and the optional
-    ``usearch`` package is installed, searched through an approximate index kept beside the
-    file. It is opt-in: on near-uniform vectors its recall@10 at a million was 0.72
-    (docs/vectors.md), so a scope keeps exact answers unless its owner trades them.
+    or, when asked for with ``ann`` (an :class:`~remem.store.ann.AnnConfig`), searched through
+    an approximate index (sign bits and four-bit codes in the process, built in the background;
+    recall@10 0.974 at a million near-uniform vectors, docs/vectors.md). It is opt-in, so a
+    scope keeps exact answers unless its owner trades them.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
@@ -413,7 +413,7 @@ class SQLiteStore(SQLStore["_Txn"]):
                      where: str, params: list[Any]) -> list[Candidate]:
         """Exact search over the prefix's partition (read from the table on its first search,
         then kept up to date); for a scope past the budget (or ``AnnConfig.above``), the
-        approximate index when usearch is installed, else every vector of the scope streamed
+        approximate index when asked for and built, else every vector of the scope streamed
         from the table; candidates are confirmed by the items table (alive, filter) in
         chunks."""
         def addresses(ids: list[int]) -> dict[int, tuple[Namespace, str]]:
