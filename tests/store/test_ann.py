@@ -15,7 +15,7 @@ import pytest
 from remem.embed.fake import FakeEmbedder
 from remem.errors import ConfigError
 from remem.store import IndexConfig, PutOp, SQLiteStore
-from remem.store.ann import AnnConfig, Codes, build_codes
+from remem.store.ann import AnnConfig, Codes, _nearest, build_codes
 
 DIMS = 32
 N = 3000
@@ -238,7 +238,8 @@ def test_a_foreground_build_on_request(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("field, value", [("shortlist", 0), ("above", -1), ("rescore", True),
                                           ("max_candidates", 1.5), ("widen_above", 2),
-                                          ("compact_above", -0.1), ("background", 1)])
+                                          ("compact_above", -0.1), ("background", 1),
+                                          ("scan_threads", 0)])
 def test_bad_settings_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"AnnConfig.{field}"):
         AnnConfig(**{field: value})  # type: ignore[arg-type]
@@ -329,3 +330,39 @@ def test_two_threads_search_while_a_third_writes(tmp_path: Path) -> None:
         thread.join()
     assert not errors
     store.close()
+
+
+def test_a_scan_split_over_threads_matches_a_reference_while_threads_race() -> None:
+    """Large codes may be scanned in parts on pool threads shared by every store; several
+    threads scanning different codes at once each get their own right answer."""
+    codes_list, references, queries = [], [], []
+    for seed in range(3):
+        matrix = _unit(400_000, 64, seed=seed)  # thirteen blocks: three parts
+        codes = build_codes([(list(range(len(matrix))), matrix)])
+        assert codes is not None
+        query = _unit(1, 64, seed=100 + seed)[0]
+        codes_list.append(codes)
+        queries.append(query)
+        references.append(((matrix > 0) != (query > 0)).sum(axis=1))
+    wrong: list[int] = []
+
+    def scan(i: int) -> None:
+        for _ in range(5):
+            if not np.array_equal(codes_list[i].hamming(queries[i], threads=3),
+                                  references[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=scan, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong
+
+
+@pytest.mark.parametrize("count", [1, 100, 5000, 29_999])
+def test_the_shortlist_is_the_nearest_rows_ties_in_position_order(count: int) -> None:
+    distances = np.random.default_rng(count).integers(0, 65, 30_000).astype(np.uint16)
+    distances[::7] = 65535  # dead rows
+    order = np.argsort(distances, kind="stable")[:count]
+    assert np.array_equal(_nearest(distances, count, 64), np.sort(order))
