@@ -176,12 +176,16 @@ def search(n: int, opts: argparse.Namespace) -> dict[str, Any]:
         builder.join()
     m["build_s"] = time.perf_counter() - t0
     m["codes_mb"] = store._ann.codes.nbytes() / 2**20
-    for shortlist in opts.shortlist:
-        # the knob is read per search: one build serves every point of the curve
-        store._ann_config = AnnConfig(above=opts.above, shortlist=shortlist)
+    points = [(shortlist, 1) for shortlist in opts.shortlist] + [
+        (AnnConfig().shortlist, threads) for threads in opts.scan_threads if threads != 1]
+    for shortlist, threads in points:
+        # the knobs are read per search: one build serves every point of the curve
+        store._ann_config = AnnConfig(above=opts.above, shortlist=shortlist,
+                                      scan_threads=threads)
         _run(store, texts[:3], ())
         got, times = _run(store, texts, ())
-        m["curve"].append({"shortlist": shortlist, "recall": _recall(got, truth["all"]),
+        m["curve"].append({"shortlist": shortlist, "scan_threads": threads,
+                           "recall": _recall(got, truth["all"]),
                            "p50": _pct(times, 50), "p95": _pct(times, 95)})
         print(f"  {json.dumps(m['curve'][-1])}", file=sys.stderr, flush=True)
     store._ann_config = AnnConfig(above=opts.above)
@@ -209,7 +213,8 @@ def spawn(part: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", part, str(n), "--dir", opts.dir,
            "--queries", str(opts.queries), "--exact-queries", str(opts.exact_queries),
            "--filter-queries", str(opts.filter_queries),
-           "--shortlist", *map(str, opts.shortlist)]
+           "--shortlist", *map(str, opts.shortlist),
+           "--scan-threads", *map(str, opts.scan_threads)]
     if opts.above is not None:
         cmd += ["--above", str(opts.above)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -221,12 +226,12 @@ def spawn(part: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(results: dict[str, dict[str, Any]]) -> None:
-    print("| N | shortlist | recall@10, all items | p50 / p95 (ms) |")
-    print("|---|---|---|---|")
+    print("| N | shortlist | scan threads | recall@10, all items | p50 / p95 (ms) |")
+    print("|---|---|---|---|---|")
     for n, r in results.items():
         for c in r["search"]["curve"]:
-            print(f"| {int(n):,} | {c['shortlist']:,} | {c['recall']:.3f} | {c['p50']:.1f} / "
-                  f"{c['p95']:.1f} |")
+            print(f"| {int(n):,} | {c['shortlist']:,} | {c['scan_threads']} | "
+                  f"{c['recall']:.3f} | {c['p50']:.1f} / {c['p95']:.1f} |")
     print()
     print("| N | 1% filter recall, p50 / p95 ms | exact p95 ms (ann=False) | small tenant p95 ms "
           "| first search ms (exact, while building) | build s | codes MB | peak RSS serving MB |")
@@ -247,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--shortlist", type=int, nargs="+", default=[2048, 4096, 8192, 16384])
+    parser.add_argument("--scan-threads", type=int, nargs="+", default=[1, 2],
+                        help="AnnConfig.scan_threads values also run at the default shortlist")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--exact-queries", type=int, default=3)
     parser.add_argument("--filter-queries", type=int, default=10)

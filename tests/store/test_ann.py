@@ -366,3 +366,16 @@ def test_the_shortlist_is_the_nearest_rows_ties_in_position_order(count: int) ->
     distances[::7] = 65535  # dead rows
     order = np.argsort(distances, kind="stable")[:count]
     assert np.array_equal(_nearest(distances, count, 64), np.sort(order))
+
+
+def test_open_store_takes_the_config(tmp_path: Path) -> None:
+    from remem.store import open_store
+
+    store = open_store(tmp_path / "a.db", index=IndexConfig(embedder=FakeEmbedder(DIMS),
+                                                            fields=("text",)),
+                       keyword=False, ann=AnnConfig(above=500, background=False))
+    assert isinstance(store, SQLiteStore)
+    _fill(store, 0, 1000)
+    assert len(_hits(store, (), _queries(1)[0])) == 10
+    assert store._ann is not None and store._ann.ready
+    store.close()
