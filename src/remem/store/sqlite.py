@@ -53,7 +53,7 @@ import numpy.typing as npt
 from remem._sqlite import SQLiteConnections
 from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
-from remem.store.ann import AnnConfig, AnnIndex, Codes, ann_hits, build_codes
+from remem.store.ann import READ_ROWS, AnnConfig, AnnIndex, Codes, ann_hits, build_codes
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
 from remem.store.index_text import WHOLE_VALUE
 from remem.store.migrations import apply_sqlite
@@ -511,7 +511,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         ) if since is None else conn.execute(
             "SELECT id, vec FROM vectors WHERE seq > ? AND model_id = ?",
             (since, self._model_id))
-        while rows := cursor.fetchmany(_LOAD_CHUNK):
+        while rows := cursor.fetchmany(READ_ROWS):
             ids, blobs = zip(*rows, strict=True)
             yield list(ids), self._matrix(blobs)
 
