@@ -379,3 +379,28 @@ def test_open_store_takes_the_config(tmp_path: Path) -> None:
     assert len(_hits(store, (), _queries(1)[0])) == 10
     assert store._ann is not None and store._ann.ready
     store.close()
+
+
+def test_a_failed_build_leaves_searches_exact_and_is_not_retried_at_once(
+        tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    store = _open(path)
+    _fill(store, 0, 1000)
+    exact = _open(path, ann=False)
+    query = _queries(1)[0]
+    truth = _hits(exact, (), query)
+    exact.close()
+    assert store.get(("t1", "m"), "k1") is not None  # this thread's connection is open on
+    # the file; the file then moves, so the build's new connection opens an empty database
+    # at the old path and fails
+    path.rename(tmp_path / "moved.db")
+    assert _hits(store, (), query) == truth  # exact, while the build fails
+    ann = store._ann
+    assert ann is not None
+    builder = ann.builder
+    if builder is not None:
+        builder.join(60)
+    assert ann.error is not None and not ann.ready and ann.failed_at > 0
+    assert _hits(store, (), query) == truth  # still exact, and no new build started
+    assert ann.builder is None
+    store.close()

@@ -43,7 +43,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -53,10 +53,12 @@ from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
 from remem.store.vectors import _dot_rows
 
-__all__ = ["READ_ROWS", "AnnConfig", "AnnIndex", "Codes", "ann_hits", "build_codes"]
+__all__ = ["READ_ROWS", "RETRY_AFTER", "AnnConfig", "AnnIndex", "Codes", "ann_hits", "build_codes"]
 
 #: rows read from the table a chunk while building (smaller chunks, smaller temporaries)
 READ_ROWS = 4096
+#: seconds after a failed build before a search starts another
+RETRY_AFTER = 60.0
 
 #: rows scanned per block: a block's words and counts stay in the CPU cache between passes
 _BLOCK = 32_768
@@ -409,9 +411,16 @@ class AnnIndex:
     seq: int = -1
     #: the thread building the codes, while it runs
     builder: threading.Thread | None = None
-    #: why the last build failed (searches stay exact; the next one retries)
+    #: why the last build failed and when (monotonic seconds): searches stay exact, and a
+    #: search retries the build once ``RETRY_AFTER`` seconds have passed
     error: BaseException | None = None
-    _generation: int = field(default=0, repr=False)
+    failed_at: float = 0.0
+
+    def may_build(self, now: float) -> bool:
+        """Whether a build may start: none running, and none failed in the last
+        ``RETRY_AFTER`` seconds (a file that cannot be read is not re-read every search)."""
+        return self.builder is None and (self.error is None
+                                         or now - self.failed_at >= RETRY_AFTER)
 
     @property
     def ready(self) -> bool:

@@ -455,8 +455,8 @@ class SQLiteStore(SQLStore["_Txn"]):
                                       "SELECT id FROM vector_tombstones WHERE seq > ?",
                                       (since,))]):
             return ann.codes
-        if ann.builder is not None:
-            return None  # being built
+        if not ann.may_build(time.monotonic()):
+            return None  # being built, or failed a moment ago
         if self.in_memory or not config.background:
             codes = build_codes(self._ann_rows(conn, None))
             if codes is not None:
@@ -487,7 +487,7 @@ class SQLiteStore(SQLStore["_Txn"]):
                 logger.warning("building the approximate index of %s failed: %s", self.path,
                                exc)
             with self._cache_lock:
-                ann.error, ann.builder = exc, None
+                ann.error, ann.failed_at, ann.builder = exc, time.monotonic(), None
             return
         with self._cache_lock:
             if codes is not None and not self._ann_stop.is_set():
