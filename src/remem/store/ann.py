@@ -19,13 +19,13 @@ a graph's neighbours of neighbours are not the query's neighbours; usearch's HNS
 recall@10 0.72 at a million, 0.956 only at a beam of 2,048 on 100k vectors (21 ms). A scan
 of sign bits costs the same on any vectors and its recall is set by the shortlist alone
 (docs/vectors.md has the curve). It is linear in the scope: past a few million vectors a
-graph would win again.
+graph would likely be faster again (not measured).
 
 The table stays the truth. The codes follow it by the database's ``vector_seq`` (rows newer
 than theirs appended, tombstoned ones marked dead and skipped by the scan, removed outright
 once they are ``compact_above`` of the codes), and every answer's scores are exact: a stale
 index can lower recall, never correctness. Building reads every vector of the model once (a
-million in about 30 s on two cores); :class:`AnnIndex` only holds the state, the store runs
+million in 12-35 s on two busy cores); :class:`AnnIndex` only holds the state, the store runs
 the build (in a background thread for a file: the first searches are answered exactly
 meanwhile and never wait for it).
 

@@ -469,8 +469,8 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _build_ann(self, ann: AnnIndex) -> None:
         """Build the codes from one read snapshot of the table on this (background) thread's
-        connection, then hand them over; a failure is logged and leaves searches exact (the
-        next search that needs the index tries again)."""
+        connection, then hand them over; a failure is logged and leaves searches exact (a
+        search tries again after ``RETRY_AFTER`` seconds)."""
         codes: Codes | None = None
         seq = -1
         try:
