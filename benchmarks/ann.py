@@ -1,5 +1,5 @@
 """Approximate search of large SQLite scopes (remem.store.ann): recall@10 against exact and
-latency per search beam, at a given file size, with the peak RSS of the process.
+latency per shortlist, at a given file size, with the peak RSS of the serving process.
 
 The workload is benchmarks/scale.py's: N items of 1,000 other tenants plus a 200-item small
 tenant, texts of 20-60 words, 384-d vectors from its hash embedder, queries that are 8-word
@@ -8,17 +8,19 @@ windows of the small tenant's texts. Each item also carries ``pct`` (its number 
 
 Per size, two subprocesses (``--worker``), so each peak RSS is its own:
 
-* ``build``: loads the file (keyword index off: only vectors are measured), computes the exact
-  top 10 of every query in NumPy from the table (all items, and under the 1% filter), then
-  times the first all-items search, which builds the index beside the file.
-* ``search``: opens the file as a serving process would and, for each ``--ef`` value, runs the
-  queries over all items and under the filter (recall against the exact top 10, p50/p95),
-  then the small tenant (exact, its partition); its peak RSS is read before the exact
-  streamed baseline (``ann=False``), which runs last on a few queries.
+* ``build``: loads the file (keyword index off: only vectors are measured) unless it is kept
+  from an earlier run, and computes the exact top 10 of every query in NumPy from the table
+  (all items, and under the 1% filter).
+* ``search``: opens the file as a serving process would (``ann=AnnConfig(above=...)``); times
+  the first all-items search (answered exactly while the index builds in the background) and
+  the build; then, for each ``--shortlist`` value, runs the queries over all items (recall
+  against the exact top 10, p50/p95), the 1% filter (searched exactly among the matching
+  items), and the small tenant (exact, its partition); its peak RSS is read before the
+  exact streamed baseline (``ann=False``), which runs last on a few queries.
 
-Run: ``python benchmarks/ann.py --sizes 100000 1000000 --out benchmarks/results/ann.json``
-(needs ``pip install -e '.[ann]'``). A million items take tens of minutes on two cores (the
-load and the index build); report the machine's load average beside the figures.
+Run: ``python benchmarks/ann.py --sizes 100000 300000 --out benchmarks/results/ann.json``.
+A million items take about ten minutes to load on two cores (kept with ``--dir``); report
+the machine's load average beside the figures.
 """
 
 from __future__ import annotations
@@ -119,17 +121,7 @@ def build(n: int, opts: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         saved.write_text(json.dumps(_truth(path, queries)))
         m["truth_s"] = time.perf_counter() - t0
-    from remem.store.ann import AnnConfig
-
-    store = _open(path, embedder, ann=AnnConfig(above=opts.above,
-                                                expansion_add=opts.expansion_add))
-    t0 = time.perf_counter()
-    store.search((), query="warm", limit=K, mode="vector")  # builds the index
-    m["first_search_s"] = time.perf_counter() - t0
-    m["shards"] = len(store._ann.shards)
-    m["index_mb"] = sum(p.stat().st_size for p in Path(f"{path}.ann").iterdir()) / 2**20
     m["file_mb"] = path.stat().st_size / 2**20
-    store.close()
     m["peak_rss_mb"] = peer.peak_rss_bytes() / 2**20
     return m
 
@@ -154,6 +146,16 @@ def _pct(times: list[float], q: float) -> float:
     return float(np.percentile(times, q))
 
 
+def _rss_mb() -> dict[str, float]:
+    """Resident memory now, anonymous and file-backed (``/proc/self/status``), in MB."""
+    out: dict[str, float] = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile"):
+            out[name] = int(rest.split()[0]) / 1024
+    return out
+
+
 def search(n: int, opts: argparse.Namespace) -> dict[str, Any]:
     from remem.store.ann import AnnConfig
 
@@ -164,17 +166,31 @@ def search(n: int, opts: argparse.Namespace) -> dict[str, Any]:
     texts = scale.small_queries(opts.queries)
     embedder.prime(texts)
     m: dict[str, Any] = {"curve": []}
-    for ef in opts.ef:
-        store = _open(path, embedder, ann=AnnConfig(above=opts.above, ef_search=ef))
-        store.search((), query=texts[0], limit=K, mode="vector")  # opens the shards
-        got, times = _run(store, texts, ())
-        m["curve"].append({"ef": ef, "recall": _recall(got, truth["all"]),
-                           "p50": _pct(times, 50), "p95": _pct(times, 95)})
-        print(f"  ef={ef}: {json.dumps(m['curve'][-1])}", file=sys.stderr, flush=True)
-        store.close()
     store = _open(path, embedder, ann=AnnConfig(above=opts.above))
-    # the 1% filter: searched exactly among the matching items (beam-independent), so once,
-    # on fewer queries (each reads the filter over the whole file)
+    t0 = time.perf_counter()
+    got = store.search((), query=texts[0], limit=K, mode="vector")  # starts the build
+    m["first_search_ms"] = (time.perf_counter() - t0) * 1e3
+    m["first_search_exact"] = [h.key for h in got] == truth["all"][0]
+    builder = store._ann.builder
+    if builder is not None:
+        builder.join()
+    m["build_s"] = time.perf_counter() - t0
+    m["codes_mb"] = store._ann.codes.nbytes() / 2**20
+    points = [(shortlist, 1) for shortlist in opts.shortlist] + [
+        (AnnConfig().shortlist, threads) for threads in opts.scan_threads if threads != 1]
+    for shortlist, threads in points:
+        # the knobs are read per search: one build serves every point of the curve
+        store._ann_config = AnnConfig(above=opts.above, shortlist=shortlist,
+                                      scan_threads=threads)
+        _run(store, texts[:3], ())
+        got, times = _run(store, texts, ())
+        m["curve"].append({"shortlist": shortlist, "scan_threads": threads,
+                           "recall": _recall(got, truth["all"]),
+                           "p50": _pct(times, 50), "p95": _pct(times, 95)})
+        print(f"  {json.dumps(m['curve'][-1])}", file=sys.stderr, flush=True)
+    store._ann_config = AnnConfig(above=opts.above)
+    # the 1% filter: searched exactly among the matching items (shortlist-independent), so
+    # once, on fewer queries (each reads the filter over the whole file)
     few = opts.filter_queries
     fgot, ftimes = _run(store, texts[:few], (), FILTER)
     m["filter"] = {"queries": few, "recall": _recall(fgot, truth["filter"][:few]),
@@ -182,6 +198,7 @@ def search(n: int, opts: argparse.Namespace) -> dict[str, Any]:
     print(f"  filter: {json.dumps(m['filter'])}", file=sys.stderr, flush=True)
     _run(store, texts[:1], scale.SMALL_NS)
     m["small_p95"] = _pct(_run(store, texts, scale.SMALL_NS)[1], 95)
+    m["rss_now_mb"] = _rss_mb()
     store.close()
     m["peak_rss_mb"] = peer.peak_rss_bytes() / 2**20
     exact = _open(path, embedder, ann=False)
@@ -196,8 +213,8 @@ def spawn(part: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", part, str(n), "--dir", opts.dir,
            "--queries", str(opts.queries), "--exact-queries", str(opts.exact_queries),
            "--filter-queries", str(opts.filter_queries),
-           "--expansion-add", str(opts.expansion_add),
-           "--ef", *map(str, opts.ef)]
+           "--shortlist", *map(str, opts.shortlist),
+           "--scan-threads", *map(str, opts.scan_threads)]
     if opts.above is not None:
         cmd += ["--above", str(opts.above)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -209,33 +226,37 @@ def spawn(part: str, n: int, opts: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(results: dict[str, dict[str, Any]]) -> None:
-    print("| N | ef_search | recall@10, all items | p50 / p95 (ms) |")
-    print("|---|---|---|---|")
+    print("| N | shortlist | scan threads | recall@10, all items | p50 / p95 (ms) |")
+    print("|---|---|---|---|---|")
     for n, r in results.items():
         for c in r["search"]["curve"]:
-            print(f"| {int(n):,} | {c['ef']} | {c['recall']:.3f} | {c['p50']:.1f} / "
-                  f"{c['p95']:.1f} |")
+            print(f"| {int(n):,} | {c['shortlist']:,} | {c['scan_threads']} | "
+                  f"{c['recall']:.3f} | {c['p50']:.1f} / {c['p95']:.1f} |")
     print()
     print("| N | 1% filter recall, p50 / p95 ms | exact p95 ms (ann=False) | small tenant p95 ms "
-          "| build s | index MB | peak RSS build / search MB |")
-    print("|---|---|---|---|---|---|---|")
+          "| first search ms (exact, while building) | build s | codes MB | peak RSS serving MB |")
+    print("|---|---|---|---|---|---|---|---|")
     for n, r in results.items():
-        b, s = r["build"], r["search"]
+        s = r["search"]
         f = s["filter"]
         print(f"| {int(n):,} | {f['recall']:.3f}, {f['p50']:,.0f} / {f['p95']:,.0f} | "
-              f"{s['exact_p95']:,.0f} | {s['small_p95']:.1f} | {b['first_search_s']:.0f} | "
-              f"{b['index_mb']:.0f} | {b['peak_rss_mb']:.0f} / {s['peak_rss_mb']:.0f} |")
+              f"{s['exact_p95']:,.0f} | {s['small_p95']:.1f} | {s['first_search_ms']:,.0f} | "
+              f"{s['build_s']:.1f} | {s['codes_mb']:.0f} | {s['peak_rss_mb']:.0f} |")
+    print()
+    for n, r in results.items():
+        print(f"N={int(n):,}: 1-minute load average before / after the search worker "
+              f"{r['search']['load_avg_1m_before_after']}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
-    parser.add_argument("--ef", type=int, nargs="+", default=[64, 128, 256, 512])
+    parser.add_argument("--shortlist", type=int, nargs="+", default=[2048, 4096, 8192, 16384])
+    parser.add_argument("--scan-threads", type=int, nargs="+", default=[1, 2],
+                        help="AnnConfig.scan_threads values also run at the default shortlist")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--exact-queries", type=int, default=3)
     parser.add_argument("--filter-queries", type=int, default=10)
-    parser.add_argument("--expansion-add", type=int, default=128,
-                        help="AnnConfig.expansion_add of the build (less builds faster)")
     parser.add_argument("--above", type=int, default=50_000,
                         help="AnnConfig.above (default 50,000: a 100k file uses the index too)")
     parser.add_argument("--dir", default=None, help="where the files are kept (reused)")
@@ -253,7 +274,9 @@ def main(argv: list[str] | None = None) -> None:
         for part in ("build", "search"):
             print(f"{part} at N={n:,} (load {os.getloadavg()[0]:.1f}) ...", file=sys.stderr,
                   flush=True)
+            before = os.getloadavg()
             results.setdefault(str(n), {})[part] = got = spawn(part, n, opts)
+            got["load_avg_1m_before_after"] = [round(before[0], 2), round(os.getloadavg()[0], 2)]
             print(f"  {json.dumps(got)}", file=sys.stderr, flush=True)
             if opts.out:
                 opts.out.parent.mkdir(parents=True, exist_ok=True)

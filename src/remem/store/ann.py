@@ -1,68 +1,76 @@
-"""An approximate (HNSW) index over a SQLite file's vectors, for scopes too large to hold.
+"""An approximate index over a SQLite file's vectors, for scopes too large to hold.
 
-A scope that does not fit the vector budget (every item of a million-item file) was streamed
+A scope that does not fit the vector budget (every item of a million-item file) is streamed
 from the table on each search: exact, bounded in memory, and linear in the file (seconds at a
-million vectors). With the optional ``usearch`` package installed (``pip install
-'remem[ann]'``), such a scope is searched through HNSW graphs instead. Without it, nothing
-changes: the scope is streamed as before.
+million vectors). A store opened with ``ann=AnnConfig(...)`` searches such a scope through
+compact codes held in the process instead, in three stages, each narrowing the last:
 
-The index only proposes candidates; the table stays the truth:
+1. **Sign bits** (one bit a dimension: 48 bytes for a 384-d vector, 48 MB at a million)
+   are compared with the query's by Hamming distance, all of them, in cache-sized blocks; the
+   ``shortlist`` nearest go on.
+2. **Four-bit codes** (per dimension, centred and scaled on a sample of the table: 192 bytes
+   a 384-d vector) score the shortlist against the float query; the ``rescore`` best go on.
+3. **The table**: those are re-read by vector id in the search's transaction and scored in
+   float32 with the arithmetic every backend uses (:func:`_dot_rows`), then confirmed by the
+   items table (alive, prefix, filter) as in exact search.
 
-* **Shards on disk, memory-mapped.** Vectors are indexed in shards of ``shard_rows`` (int8
-  codes, cosine metric), each saved beside the database (``<db>.ann/``) and opened with
-  ``usearch``'s ``view()``: a search touches a few thousand graph nodes, not the whole file,
-  and building holds one shard at a time. ``manifest.json`` names the shards and the table's
-  ``vector_seq`` they reflect; it is replaced atomically after its shards are written, so a
-  process killed mid-build leaves the previous manifest (or none) and stray files only.
-* **Catching up.** Rows written since the manifest's sequence number (by this process or
-  another) are read from the table into an exact in-memory :class:`VectorIndex` (the
-  *delta*) and searched beside the shards; once it holds ``delta_rows`` rows it becomes a new
-  shard. Deleted vectors may still sit in a shard: a candidate is re-read from the table by
-  its vector id, so a deleted one is simply not found.
-* **Exact scores.** Candidates are re-scored with their float32 vectors from the table in the
-  search's transaction, with the arithmetic every backend uses (:func:`_dot_rows`), and
-  confirmed by the items table (alive, prefix, filter) in the same way as exact search.
-* **Filters and prefixes.** When a round's candidates hold too few matches for the page,
-  the candidate count grows fourfold; when few of them match at all (under ``widen_above``:
-  a selective filter, a small prefix), or past ``max_candidates``, the items that match are
-  searched exactly instead (read through the items table's filter), so a selective filter
-  costs time, never recall.
+Why codes and not a graph (HNSW): on near-uniform vectors (the benchmark's hash embeddings)
+a graph's neighbours of neighbours are not the query's neighbours; usearch's HNSW reached
+recall@10 0.72 at a million, 0.956 only at a beam of 2,048 on 100k vectors (21 ms). A scan
+of sign bits costs the same on any vectors and its recall is set by the shortlist alone
+(docs/vectors.md has the curve). It is linear in the scope: past a few million vectors a
+graph would likely be faster again (not measured).
+
+The table stays the truth. The codes follow it by the database's ``vector_seq`` (rows newer
+than theirs appended, tombstoned ones marked dead and skipped by the scan, removed outright
+once they are ``compact_above`` of the codes), and every answer's scores are exact: a stale
+index can lower recall, never correctness. Building reads every vector of the model once (a
+million in 12-35 s on two busy cores); :class:`AnnIndex` only holds the state, the store runs
+the build (in a background thread for a file: the first searches are answered exactly
+meanwhile and never wait for it).
+
+Filters and prefixes: when a round's candidates hold too few matches for the page, the
+shortlist grows fourfold; when few of them match at all (under ``widen_above``: a selective
+filter, a small prefix), or past ``max_candidates``, the items that match are searched
+exactly instead (read through the items table's filter), so a selective filter costs time,
+never recall.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import ctypes
 import os
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from remem.errors import ConfigError
-
-try:
-    import fcntl
-except ImportError:  # Windows: builds are not serialised across processes
-    fcntl = None  # type: ignore[assignment]
 from remem.retrieval.ranking import Candidate
 from remem.store.types import Namespace
-from remem.store.vectors import VectorIndex, _dot_rows
+from remem.store.vectors import _dot_rows
 
-__all__ = ["AnnConfig", "AnnIndex", "ann_available", "ann_hits"]
+__all__ = ["READ_ROWS", "RETRY_AFTER", "AnnConfig", "AnnIndex", "Codes", "ann_hits", "build_codes"]
 
-_MANIFEST = "manifest.json"
-_FORMAT = 1
+#: rows read from the table a chunk while building (smaller chunks, smaller temporaries)
+READ_ROWS = 4096
+#: seconds after a failed build before a search starts another
+RETRY_AFTER = 60.0
 
-
-def ann_available() -> bool:
-    """Whether the optional ``usearch`` package can be imported."""
-    return importlib.util.find_spec("usearch") is not None
+#: rows scanned per block: a block's words and counts stay in the CPU cache between passes
+_BLOCK = 32_768
+#: a Hamming distance no live row reaches (dead rows get it)
+_FAR = np.uint16(0xFFFF)
+#: a scan split over threads gives each part at least this many blocks
+_BLOCKS_PER_PART = 4
+#: every how many rows the shortlist's distance is estimated from
+_SAMPLE_STEP = 16
+#: four-bit levels: -7..7 stored as 1..15 (0 unused), clipped at this many deviations
+_LEVELS = 7
+_CLIP_SIGMAS = 3.0
 
 
 @dataclass(frozen=True)
@@ -70,37 +78,42 @@ class AnnConfig:
     """When and how a SQLite store searches large scopes approximately.
 
     ``above``: a scope holding more than this many vectors is searched through the index;
-    ``None`` (default): only scopes too large for the vector budget (which were streamed).
-    ``ef_search``: search beam per shard (more is slower and more accurate); ``rescore``:
-    candidates re-scored exactly per round, at least (grows with the page size).
-    ``connectivity`` / ``expansion_add``: HNSW degree and build beam (fixed when a shard is
-    built). ``shard_rows``: vectors per shard (building holds one shard in memory).
-    ``delta_rows``: rows written since the last shard kept exactly in memory before they
-    become a shard. When fewer than ``widen_above`` of a round's candidates match the
-    search's prefix and filter, or past ``max_candidates`` per shard, the matching items are
-    searched exactly instead of asking the index for more.
+    ``None`` (default): only scopes too large for the vector budget (which are streamed
+    otherwise). ``shortlist``: codes nearest by sign bits scored with four-bit codes per
+    round (more is slower and more accurate: the recall knob); ``rescore``: of those, the
+    best re-read from the table and scored exactly (at least four pages). When fewer than
+    ``widen_above`` of a round's candidates match the search's prefix and filter, or past
+    ``max_candidates``, the matching items are searched exactly instead of asking the index
+    for more. ``background``: build the index in a thread (exact answers until it is ready)
+    rather than in the first search that needs it (always in the search for ``:memory:``).
+    Dead rows (deleted vectors) are compacted out once they are ``compact_above`` of the
+    codes. ``scan_threads``: threads a search's scan of the sign bits is split over (1: the
+    searching thread alone; more helps only where cores are idle: at load average 14 on two
+    cores, 2 was slower).
     """
 
     above: int | None = None
-    ef_search: int = 256
-    rescore: int = 100
-    connectivity: int = 16
-    expansion_add: int = 128
-    shard_rows: int = 262_144
-    delta_rows: int = 20_000
-    max_candidates: int = 8192
+    shortlist: int = 8192
+    rescore: int = 40
+    max_candidates: int = 131_072
     widen_above: float = 0.1
+    background: bool = True
+    compact_above: float = 0.2
+    scan_threads: int = 1
 
     def __post_init__(self) -> None:
-        for name, low, high in (("ef_search", 1, 100_000), ("rescore", 1, 1_000_000),
-                                ("connectivity", 2, 256), ("expansion_add", 1, 100_000),
-                                ("shard_rows", 1, 10**9), ("delta_rows", 1, 10**9),
-                                ("max_candidates", 1, 10**9)):
+        for name, low, high in (("shortlist", 1, 10**9), ("rescore", 1, 1_000_000),
+                                ("max_candidates", 1, 10**9), ("scan_threads", 1, 64)):
             _check_int(name, getattr(self, name), low, high)
-        if isinstance(self.widen_above, bool) or not isinstance(self.widen_above, int | float) \
-                or not 0.0 <= self.widen_above <= 1.0:
-            raise ConfigError(f"AnnConfig.widen_above must be a number in [0, 1], got "
-                              f"{self.widen_above!r}")
+        for name in ("widen_above", "compact_above"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not 0.0 <= value <= 1.0:
+                raise ConfigError(f"AnnConfig.{name} must be a number in [0, 1], got "
+                                  f"{value!r}")
+        if not isinstance(self.background, bool):
+            raise ConfigError(f"AnnConfig.background must be True or False, got "
+                              f"{self.background!r}")
         if self.above is not None:
             _check_int("above", self.above, 0, 10**12)
 
@@ -115,288 +128,391 @@ def _check_int(name: str, value: object, low: int, high: int) -> None:
                           f"{value!r}")
 
 
-#: rows as read from the table: (vector ids, item ids, namespaces, matrix)
-Chunk = tuple[list[int], list[int], list[Namespace], npt.NDArray[np.float32]]
+class Codes:
+    """Sign bits and four-bit codes of vectors, by vector id, in blocks of ``_BLOCK`` rows
+    (growing never copies what is held: a new block is added), with dead rows.
+
+    ``centre`` and ``step`` (per dimension) fix the four-bit quantisation; they come from a
+    sample (:meth:`fitted`) and stay fixed, so rows appended later are coded alike (values
+    past the sample's range are clipped, which costs accuracy, never correctness)."""
+
+    def __init__(self, dims: int, centre: npt.NDArray[np.float32],
+                 step: npt.NDArray[np.float32]) -> None:
+        self.dims = dims
+        self.words = (dims + 63) // 64
+        self.centre = centre.astype(np.float32)
+        self.step = step.astype(np.float32)
+        # block i holds rows i * _BLOCK ...; the last one grows (doubling) up to _BLOCK rows
+        self._bits: list[npt.NDArray[np.uint64]] = []  # (words, rows) each
+        self._nibbles: list[npt.NDArray[np.uint8]] = []  # (rows, (dims + 1) // 2) each
+        self._ids: list[npt.NDArray[np.int64]] = []
+        self.size = 0
+        self.top_id = -1  # the largest vector id appended (a smaller one may be a reused id)
+        self._dead: set[int] = set()  # positions of removed rows (until compacted)
+        self._dead_positions = np.zeros(0, dtype=np.int64)
+
+    @classmethod
+    def fitted(cls, sample: npt.NDArray[np.float32]) -> Codes:
+        """Codes whose four-bit scale fits ``sample`` (rows of unit vectors): each dimension
+        centred on its mean, levels spread over +-3 standard deviations."""
+        centre = sample.mean(axis=0)
+        spread = sample.std(axis=0) if len(sample) > 1 else np.full(sample.shape[1], 0.05)
+        step = np.maximum(spread * _CLIP_SIGMAS / _LEVELS, 1e-6)
+        return cls(sample.shape[1], centre.astype(np.float32), step.astype(np.float32))
+
+    def __len__(self) -> int:
+        """Live rows."""
+        return self.size - len(self._dead)
+
+    def nbytes(self) -> int:
+        """Bytes of the arrays held."""
+        return sum(b.nbytes + n.nbytes + i.nbytes
+                   for b, n, i in zip(self._bits, self._nibbles, self._ids, strict=True))
+
+    def dead_share(self) -> float:
+        """Share of the held rows that are dead."""
+        return len(self._dead) / self.size if self.size else 0.0
+
+    def sign_words(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
+        """Sign bits of each row as ``words`` 64-bit words, shape (words, rows)."""
+        packed = np.packbits(matrix > 0, axis=1)
+        padded = np.zeros((len(matrix), self.words * 8), dtype=np.uint8)
+        padded[:, :packed.shape[1]] = packed
+        return np.ascontiguousarray(padded.view(np.uint64).T)
+
+    def nibbles(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.uint8]:
+        """Four-bit codes of each row, two dimensions a byte (even in the low half)."""
+        levels = np.clip(np.rint((matrix - self.centre) / self.step), -_LEVELS, _LEVELS)
+        codes = (levels + _LEVELS + 1).astype(np.uint8)
+        if self.dims % 2:
+            codes = np.concatenate([codes, np.zeros((len(codes), 1), np.uint8)], axis=1)
+        packed: npt.NDArray[np.uint8] = codes[:, 0::2] | (codes[:, 1::2] << 4)
+        return packed
+
+    def _room(self, need: int) -> int:
+        """Make room in the last block for up to ``need`` rows (adding or growing it); the
+        rows it can take. Only a first block starts small (a small store holds kilobytes);
+        later ones are allocated whole, so a large build frees no outgrown blocks (which
+        the allocator would keep as heap: 50 MB at a million rows)."""
+        used = self.size - (len(self._ids) - 1) * _BLOCK if self._ids else _BLOCK
+        if used == _BLOCK:  # full (or none yet): a new block
+            size = _BLOCK if self._ids else min(_BLOCK, 1 << max(6, (need - 1).bit_length()))
+            self._bits.append(np.zeros((self.words, size), dtype=np.uint64))
+            self._nibbles.append(np.zeros((size, (self.dims + 1) // 2), dtype=np.uint8))
+            self._ids.append(np.zeros(size, dtype=np.int64))
+            return size
+        held = len(self._ids[-1])
+        if used == held:  # the last block is full at its size: double it
+            grown = min(max(held * 2, 1 << (used + need - 1).bit_length()), _BLOCK)
+            bits = np.zeros((self.words, grown), dtype=np.uint64)
+            bits[:, :held] = self._bits[-1]
+            nibbles = np.zeros((grown, self._nibbles[-1].shape[1]), dtype=np.uint8)
+            nibbles[:held] = self._nibbles[-1]
+            ids = np.zeros(grown, dtype=np.int64)
+            ids[:held] = self._ids[-1]
+            self._bits[-1], self._nibbles[-1], self._ids[-1] = bits, nibbles, ids
+            held = grown
+        return held - used
+
+    def append(self, ids: Sequence[int], matrix: npt.NDArray[np.float32]) -> None:
+        """Add rows (vector ids and their unit vectors)."""
+        if not len(ids):
+            return
+        keys = np.asarray(ids, dtype=np.int64)
+        bits, nibbles = self.sign_words(matrix), self.nibbles(matrix)
+        at = 0
+        while at < len(keys):
+            take = min(self._room(len(keys) - at), len(keys) - at)
+            start = self.size - (len(self._ids) - 1) * _BLOCK
+            self._bits[-1][:, start:start + take] = bits[:, at:at + take]
+            self._nibbles[-1][start:start + take] = nibbles[at:at + take]
+            self._ids[-1][start:start + take] = keys[at:at + take]
+            self.size += take
+            at += take
+        self.top_id = max(self.top_id, int(keys.max()))
+
+    def _block_rows(self, block: int) -> int:
+        return min(_BLOCK, self.size - block * _BLOCK)
+
+    def remove(self, vector_ids: Iterable[int]) -> None:
+        """Mark these vector ids dead (skipped by every later search)."""
+        wanted = np.fromiter(vector_ids, dtype=np.int64)
+        if not len(wanted) or not self.size:
+            return
+        fresh: list[int] = []
+        for block, ids in enumerate(self._ids):
+            hit = np.flatnonzero(np.isin(ids[:self._block_rows(block)], wanted))
+            fresh += [p for p in (hit + block * _BLOCK).tolist() if p not in self._dead]
+        if fresh:
+            self._dead.update(fresh)
+            self._dead_positions = np.fromiter(self._dead, dtype=np.int64)
+
+    def compact(self) -> None:
+        """Drop the dead rows (positions change; ids do not), block by block, so at most
+        one block more than the codes is held meanwhile."""
+        if not self._dead:
+            return
+        dead = self._dead_positions
+        old = list(zip(self._bits, self._nibbles, self._ids, strict=True))
+        rows = [self._block_rows(b) for b in range(len(old))]
+        self._bits, self._nibbles, self._ids = [], [], []
+        self.size, self._dead, self._dead_positions = 0, set(), np.zeros(0, dtype=np.int64)
+        for block in range(len(old)):
+            bits, nibbles, ids = old[block]
+            old[block] = None  # type: ignore[call-overload]  # freed as it is copied
+            keep = np.ones(rows[block], dtype=bool)
+            mine = dead[(dead >= block * _BLOCK) & (dead < (block + 1) * _BLOCK)]
+            keep[mine - block * _BLOCK] = False
+            self._append_coded(bits[:, :rows[block]][:, keep], nibbles[:rows[block]][keep],
+                               ids[:rows[block]][keep])
+
+    def _append_coded(self, bits: npt.NDArray[np.uint64], nibbles: npt.NDArray[np.uint8],
+                      ids: npt.NDArray[np.int64]) -> None:
+        at = 0
+        while at < len(ids):
+            take = min(self._room(len(ids) - at), len(ids) - at)
+            start = self.size - (len(self._ids) - 1) * _BLOCK
+            self._bits[-1][:, start:start + take] = bits[:, at:at + take]
+            self._nibbles[-1][start:start + take] = nibbles[at:at + take]
+            self._ids[-1][start:start + take] = ids[at:at + take]
+            self.size += take
+            at += take
+
+    def hamming(self, query: npt.NDArray[np.float32], threads: int = 1
+                ) -> npt.NDArray[np.uint16]:
+        """Hamming distance of every held row's sign bits to the query's (dead rows: far).
+        With ``threads`` > 1 a large scan is split in parts (NumPy releases the GIL in its
+        loops): the calling thread scans one, pool threads the others."""
+        q = self.sign_words(query[None, :])[:, 0]
+        out = np.empty(self.size, dtype=np.uint16)
+        blocks = len(self._bits)
+        parts = min(threads, blocks // _BLOCKS_PER_PART) or 1
+        cuts = [blocks * i // parts for i in range(parts + 1)]
+        pending = [_scan_pool().submit(self._scan, q, out, cuts[i], cuts[i + 1])
+                   for i in range(1, parts)]
+        self._scan(q, out, cuts[0], cuts[1])
+        for job in pending:
+            job.result()
+        if len(self._dead_positions):
+            out[self._dead_positions] = _FAR
+        return out
+
+    def _scan(self, q: npt.NDArray[np.uint64], out: npt.NDArray[np.uint16], first_block: int,
+              end_block: int) -> None:
+        """Distances of the rows of blocks ``first_block`` to ``end_block`` into ``out``."""
+        word = np.empty(_BLOCK, dtype=np.uint64)
+        count = np.empty(_BLOCK, dtype=np.uint8)
+        part = np.empty(_BLOCK, dtype=np.uint8)
+        for block in range(first_block, end_block):
+            bits = self._bits[block]
+            rows = self._block_rows(block)
+            start = block * _BLOCK
+            acc, w, c, p = out[start:start + rows], word[:rows], count[:rows], part[:rows]
+            # counts of up to three words (192) fit a byte: summed as bytes (one dtype, no
+            # casting loop), widened once per three words
+            for first in range(0, self.words, 3):
+                np.bitwise_xor(bits[first, :rows], q[first], out=w)
+                np.bitwise_count(w, out=p)
+                for j in range(first + 1, min(first + 3, self.words)):
+                    np.bitwise_xor(bits[j, :rows], q[j], out=w)
+                    np.bitwise_count(w, out=c)
+                    np.add(p, c, out=p)
+                if first:
+                    np.add(acc, p, out=acc)
+                else:
+                    acc[:] = p
+
+    def _gather(self, positions: npt.NDArray[np.int64]
+                ) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """Four-bit codes and ids of these (ascending) positions."""
+        cuts = np.searchsorted(positions, np.arange(1, len(self._ids) + 1) * _BLOCK)
+        nibbles, ids, at = [], [], 0
+        for block, cut in enumerate(cuts.tolist()):
+            if cut > at:
+                local = positions[at:cut] - block * _BLOCK
+                nibbles.append(self._nibbles[block][local])
+                ids.append(self._ids[block][local])
+            at = cut
+        return np.concatenate(nibbles), np.concatenate(ids)
+
+    def candidates(self, query: npt.NDArray[np.float32], shortlist: int, rescore: int,
+                   threads: int = 1) -> list[int]:
+        """Vector ids of the ``rescore`` best of the ``shortlist`` nearest by sign bits,
+        best first by their four-bit scores (the scan split over ``threads``)."""
+        live = len(self)
+        if not live:
+            return []
+        distances = self.hamming(query, threads)
+        if shortlist < live:
+            positions = _nearest(distances, shortlist, self.words * 64)
+        else:
+            positions = np.flatnonzero(distances != _FAR)
+        codes, ids = self._gather(positions)
+        weights = query * self.step
+        if self.dims % 2:
+            weights = np.concatenate([weights, np.zeros(1, np.float32)])
+        # einsum, not BLAS: a multithreaded sgemv waits for idle threads on a loaded machine;
+        # contiguous weights: a strided operand takes einsum's slow generic loop
+        low, high = np.ascontiguousarray(weights[0::2]), np.ascontiguousarray(weights[1::2])
+        scores = (np.einsum("ij,j->i", (codes & 15).astype(np.float32), low)
+                  + np.einsum("ij,j->i", (codes >> 4).astype(np.float32), high))
+        if rescore < len(positions):
+            best = np.argpartition(-scores, rescore - 1)[:rescore]
+        else:
+            best = np.arange(len(positions))
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [int(i) for i in ids[best]]
 
 
-@dataclass
-class _Shard:
-    name: str
-    rows: int
-    index: Any  # usearch.index.Index (viewed from its file, or in memory for ":memory:")
+def _nearest(distances: npt.NDArray[np.uint16], count: int, most: int
+             ) -> npt.NDArray[np.int64]:
+    """Positions (ascending) of the ``count`` smallest distances (ties cut in position
+    order). The distance at which ``count`` rows are reached is read from the counts per
+    distance of every 16th row, with a margin (a partition of a million distances costs
+    more); the rows within it are few, and are cut exactly."""
+    sample = np.cumsum(np.bincount(distances[::_SAMPLE_STEP], minlength=most + 1))
+    limit = int(np.searchsorted(sample * _SAMPLE_STEP, count + count // 4 + 64))
+    positions = np.flatnonzero(distances <= limit)
+    if len(positions) < count and limit < most:  # the sample misled: count them all
+        counts = np.cumsum(np.bincount(distances, minlength=most + 1))
+        positions = np.flatnonzero(distances <= int(np.searchsorted(counts, count)))
+    if len(positions) > count:
+        near = distances[positions]
+        keep = np.argsort(near, kind="stable")[:count]  # stable: ties by position
+        positions = np.sort(positions[keep])
+    return positions
+
+
+_scan_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    """The threads that scan parts of large codes, shared by every store of the process
+    (each call fills its own part of its own output: nothing is shared but the threads)."""
+    global _pool
+    with _scan_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(1, min(7, (os.cpu_count() or 2) - 1)),
+                                       thread_name_prefix="remem-ann-scan")
+        return _pool
 
 
 @dataclass
 class AnnIndex:
-    """The shards and the delta of one store's model. Not thread-safe: the store holds its
-    cache lock around every use. ``directory`` ``None`` keeps shards in memory only."""
+    """The codes of one store's model and the table's ``vector_seq`` they reflect. Not
+    thread-safe: the store holds its cache lock around every use except the build, which
+    fills a fresh :class:`Codes` and hands it over with :meth:`install`."""
 
-    directory: Path | None
-    model_id: int
     dims: int
     config: AnnConfig
-    #: the table's vector_seq the shards reflect (-1: no shards yet)
+    codes: Codes | None = None
+    #: the table's vector_seq the codes reflect
     seq: int = -1
-    #: the table's vector_seq the delta reflects
-    delta_seq: int = -1
-    shards: list[_Shard] = field(default_factory=list)
-    delta: VectorIndex | None = None
-    _manifest_stamp: int | None = None
+    #: the thread building the codes, while it runs
+    builder: threading.Thread | None = None
+    #: why the last build failed and when (monotonic seconds): searches stay exact, and a
+    #: search retries the build once ``RETRY_AFTER`` seconds have passed
+    error: BaseException | None = None
+    failed_at: float = 0.0
 
-    # -- files ------------------------------------------------------------------------------
+    def may_build(self, now: float) -> bool:
+        """Whether a build may start: none running, and none failed in the last
+        ``RETRY_AFTER`` seconds (a file that cannot be read is not re-read every search)."""
+        return self.builder is None and (self.error is None
+                                         or now - self.failed_at >= RETRY_AFTER)
 
-    def _manifest_path(self) -> Path | None:
-        return None if self.directory is None else self.directory / _MANIFEST
+    @property
+    def ready(self) -> bool:
+        """Whether codes are held (a search may use them)."""
+        return self.codes is not None
 
-    def _stamp(self) -> int | None:
-        path = self._manifest_path()
-        if path is None:
-            return self._manifest_stamp
-        try:
-            return os.stat(path).st_mtime_ns  # os.stat: pathlib's stat costs more per search
-        except FileNotFoundError:
-            return None
+    def install(self, codes: Codes, seq: int) -> None:
+        """Hold freshly built codes reflecting the table at ``seq``."""
+        self.codes, self.seq, self.error = codes, seq, None
 
-    def _load_manifest(self) -> bool:
-        """Open the shards a manifest names; ``False`` (and nothing held) when there is no
-        usable manifest (missing, another model or settings, a shard missing or torn)."""
-        from usearch.index import Index
-
-        path = self._manifest_path()
-        if path is None:
+    def sync(self, seq: int, pruned: int, rows_since: Callable[[int], Iterable[
+            tuple[Sequence[int], npt.NDArray[np.float32]]]],
+             tombstones_since: Callable[[int], list[int]]) -> bool:
+        """Bring the codes up to the table's ``seq``: tombstoned vectors marked dead, newer
+        rows appended, dead rows compacted past ``compact_above``. ``False`` (codes
+        dropped: rebuild) when the tombstones needed were pruned."""
+        codes = self.codes
+        if codes is None:
             return False
-        try:
-            manifest = json.loads(path.read_text())
-            if (manifest.get("format") != _FORMAT or manifest.get("model_id") != self.model_id
-                    or manifest.get("dims") != self.dims
-                    or manifest.get("connectivity") != self.config.connectivity):
-                return False
-            shards = []
-            for entry in manifest["shards"]:
-                index = Index.restore(str(path.parent / entry["file"]), view=True)
-                if index is None or len(index) != entry["rows"] or index.ndim != self.dims:
-                    return False
-                shards.append(_Shard(entry["file"], int(entry["rows"]), index))
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        if self.seq == seq:
+            return True
+        if self.seq < pruned:
+            self.codes, self.seq = None, -1
             return False
-        self.shards = shards
-        self.seq = int(manifest["seq"])
-        return True
-
-    def _write_manifest(self) -> None:
-        path = self._manifest_path()
-        if path is None:
-            self._manifest_stamp = (self._manifest_stamp or 0) + 1
-            return
-        body = json.dumps({"format": _FORMAT, "model_id": self.model_id, "dims": self.dims,
-                           "connectivity": self.config.connectivity, "seq": self.seq,
-                           "shards": [{"file": s.name, "rows": s.rows} for s in self.shards]})
-        tmp = path.with_name(f".{_MANIFEST}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "w") as out:
-            out.write(body)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)  # atomic: readers see the old manifest or the new one
-        self._manifest_stamp = path.stat().st_mtime_ns
-        self._drop_strays()
-
-    def _drop_strays(self) -> None:
-        """Remove shard files no manifest names (a build that was cut short, replaced shards).
-        Another process still mapping one keeps its mapping (POSIX unlink semantics)."""
-        assert self.directory is not None
-        keep = {s.name for s in self.shards} | {_MANIFEST, "lock"}
-        for entry in self.directory.iterdir():
-            if entry.name not in keep and (entry.suffix == ".usearch" or entry.name.endswith(
-                    ".tmp")):
-                entry.unlink(missing_ok=True)
-
-    def _new_index(self) -> Any:
-        from usearch.index import Index
-
-        return Index(ndim=self.dims, metric="cos", dtype="i8",
-                     connectivity=self.config.connectivity,
-                     expansion_add=self.config.expansion_add)
-
-    def _seal(self, index: Any, rows: int) -> _Shard:
-        """Save a built shard (to a temporary name, then renamed) and map it read-only."""
-        name = f"{self.model_id}-{uuid.uuid4().hex}.usearch"
-        if self.directory is None:
-            return _Shard(name, rows, index)
-        from usearch.index import Index
-
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.directory / f".{name}.tmp"
-        index.save(str(tmp))
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(tmp, self.directory / name)
-        viewed = Index.restore(str(self.directory / name), view=True)
-        return _Shard(name, rows, viewed)
-
-    # -- keeping up with the table ----------------------------------------------------------
-
-    def sync(self, seq: int, pruned: int, read_since: Callable[[int], Iterator[Chunk]],
-             read_tombstones: Callable[[int], list[int]]) -> None:
-        """Bring the index up to the table's ``seq``: open (or reopen) the manifest, build the
-        shards when there are none, read rows newer than the shards into the delta and seal
-        the delta into a shard once it is large. ``read_since(s)`` yields every row of the
-        model with a sequence number above ``s``; ``read_tombstones(s)`` the vector ids
-        deleted since ``s`` (only asked when ``s >= pruned``, while they are kept)."""
-        stamp = self._stamp()
-        if stamp != self._manifest_stamp or (stamp is None and not self.shards):
-            self._manifest_stamp = stamp
-            self.delta, self.delta_seq = None, -1
-            if not self._load_manifest():
-                self.shards, self.seq = [], -1
-        if self.seq < 0:
-            with self._exclusive():
-                # another process may have built it while this one waited for the lock
-                if not self._reload():
-                    self._build(seq, read_since(-1))
-                    return
-        if self.delta is None or self.delta_seq < pruned:
-            self.delta = VectorIndex(self.dims, block=1024)
-            self.delta_seq = self.seq
-        if self.delta_seq != seq:
-            for vector_id in read_tombstones(self.delta_seq):
-                self.delta.remove(vector_id)
-            for ids, items, namespaces, matrix in read_since(self.delta_seq):
-                self.delta.upsert_many(ids, items, namespaces, matrix)
-            self.delta_seq = seq
-        if len(self.delta) >= self.config.delta_rows:
-            with self._exclusive():
-                if self._stamp() == self._manifest_stamp:  # else: sealed elsewhere, reread
-                    self._seal_delta(seq, read_since(self.seq))
-                else:
-                    self._manifest_stamp = None  # the next search opens the new manifest
-
-    def _reload(self) -> bool:
-        """Open the manifest if one appeared; whether shards are now held."""
-        stamp = self._stamp()
-        if stamp is None or not self._load_manifest():
-            return False
-        self._manifest_stamp = stamp
-        self.delta, self.delta_seq = VectorIndex(self.dims, block=1024), self.seq
-        return True
-
-    @contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        """Hold the index directory's lock (builds and seals by several processes take
-        turns, and stray files are only removed under it); no lock for an in-memory store
-        or where ``fcntl`` is missing."""
-        if self.directory is None or fcntl is None:
-            yield
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.directory / "lock", os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # releases the lock
-
-    def _build(self, seq: int, rows: Iterator[Chunk]) -> None:
-        """Index every row of the model, shard by shard (one shard in memory at a time)."""
-        shards: list[_Shard] = []
-        index, held = self._new_index(), 0
-        for ids, _, _, matrix in rows:
-            at = 0
-            while at < len(ids):
-                take = min(len(ids) - at, self.config.shard_rows - held)
-                index.add(np.asarray(ids[at:at + take], dtype=np.uint64), matrix[at:at + take])
-                held += take
-                at += take
-                if held == self.config.shard_rows:
-                    shards.append(self._seal(index, held))
-                    index, held = self._new_index(), 0
-        if held:
-            shards.append(self._seal(index, held))
-        self.shards, self.seq = shards, seq
-        self.delta, self.delta_seq = VectorIndex(self.dims, block=1024), seq
-        if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        self._write_manifest()
-
-    def _seal_delta(self, seq: int, rows: Iterator[Chunk]) -> None:
-        """Turn the rows newer than the shards (read again from the table, so exactly what
-        it holds now) into one more shard."""
-        index, held = self._new_index(), 0
-        for ids, _, _, matrix in rows:
-            index.add(np.asarray(ids, dtype=np.uint64), matrix)
-            held += len(ids)
-        if held:
-            self.shards = [*self.shards, self._seal(index, held)]
+        codes.remove(tombstones_since(self.seq))
+        for ids, matrix in rows_since(self.seq):
+            if len(ids) and min(ids) <= codes.top_id:
+                codes.remove(ids)  # a vector id written again (a reused rowid): its new row
+            codes.append(ids, matrix)
         self.seq = seq
-        self.delta, self.delta_seq = VectorIndex(self.dims, block=1024), seq
-        self._write_manifest()
-
-    def rows(self) -> int:
-        """Vectors in the shards (deleted ones included until rebuilt) and in the delta."""
-        return sum(s.rows for s in self.shards) + (len(self.delta) if self.delta else 0)
-
-    # -- candidates -------------------------------------------------------------------------
-
-    def shard_candidates(self, query: npt.NDArray[np.float32], count: int) -> list[int]:
-        """Vector ids of the ``count`` nearest per shard, merged by approximate distance."""
-        keys: list[npt.NDArray[np.uint64]] = []
-        distances: list[npt.NDArray[np.float32]] = []
-        for shard in self.shards:
-            shard.index.expansion_search = max(self.config.ef_search, count)
-            found = shard.index.search(query, min(count, shard.rows), threads=1)
-            keys.append(np.asarray(found.keys, dtype=np.uint64))
-            distances.append(np.asarray(found.distances, dtype=np.float32))
-        if not keys:
-            return []
-        all_keys = np.concatenate(keys)
-        order = np.argsort(np.concatenate(distances), kind="stable")
-        return [int(k) for k in all_keys[order]]
+        if codes.dead_share() > self.config.compact_above:
+            codes.compact()
+        return True
 
 
-def ann_hits(index: AnnIndex, query: npt.NDArray[np.float32], prefix: Namespace, depth: int,
+def build_codes(rows: Iterable[tuple[Sequence[int], npt.NDArray[np.float32]]]
+                ) -> Codes | None:
+    """Codes of every row (chunks of vector ids and unit vectors), fitted on the first
+    chunk; ``None`` when there are no rows."""
+    codes: Codes | None = None
+    for ids, matrix in rows:
+        if codes is None:
+            codes = Codes.fitted(matrix)
+        codes.append(ids, matrix)
+    _trim_heap()
+    return codes
+
+
+def _trim_heap() -> None:
+    """Hand the heap the build's temporaries freed back to the OS: glibc keeps it otherwise
+    (52 MB after coding a million rows, counted in RSS for the process's life). A no-op
+    where the C library has no ``malloc_trim``."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
+def ann_hits(codes: Codes, config: AnnConfig, query: npt.NDArray[np.float32], depth: int,
              vectors: Callable[[Sequence[int]], list[tuple[int, npt.NDArray[np.float32]]]],
              addresses: Callable[[list[int]], Mapping[int, tuple[Namespace, str]]],
              exact: Callable[[], list[Candidate]]) -> list[Candidate]:
-    """The ``depth`` best items under ``prefix`` and the search's filter, best first, ties by
-    (namespace, key): candidates from the shards and the delta, re-scored exactly with
-    ``vectors`` (vector ids -> ``(item id, float32 vector)`` of those still in the table),
-    confirmed with ``addresses``; rounds grow until the page is full, then ``exact`` (the
-    exact stream) takes over past ``max_candidates``."""
-    config = index.config
-    count = max(config.rescore, 4 * depth)
-    held = max([s.rows for s in index.shards] + [len(index.delta) if index.delta else 0])
+    """The ``depth`` best items under the search's prefix and filter, best first, ties by
+    (namespace, key): candidates from the codes, re-scored exactly with ``vectors`` (vector
+    ids -> ``(item id, float32 vector)`` of those still in the table), confirmed with
+    ``addresses``; rounds grow until the page is full, then ``exact`` (the exact search of
+    the matching items) takes over past ``max_candidates`` or when few candidates match."""
+    shortlist = config.shortlist
+    rescore = max(config.rescore, 4 * depth)
+    held = len(codes)
     while True:
-        # each shard proposes ``count``; the ``count`` nearest of them by the int8 distance
-        # are re-scored exactly (a fixed number of table reads, however many shards)
-        vector_ids = index.shard_candidates(query, count)
-        if count < held:
-            vector_ids = vector_ids[:count]
         best: dict[int, float] = {}
-        pairs = vectors(vector_ids)
+        pairs = vectors(codes.candidates(query, shortlist, rescore, config.scan_threads))
         if pairs:
             scores = _dot_rows(np.stack([v for _, v in pairs]), query).tolist()
             for (item_id, _), score in zip(pairs, scores, strict=True):
                 if score > best.get(item_id, -np.inf):
                     best[item_id] = score
-        if index.delta is not None:
-            for position, (item_id, score) in enumerate(index.delta.ranked_items(query, prefix)):
-                if position >= count:
-                    break
-                if score > best.get(item_id, -np.inf):
-                    best[item_id] = score
         found = addresses(list(best))
         hits = [(item_id, address, best[item_id]) for item_id, address in found.items()]
-        # enough: the page is full and the index was asked deep enough that its last matches
-        # are not near the end of what it proposed (where approximate ranks are least sure):
-        # every candidate matched (no filter), or three pages of matches
+        # enough: the page is full and the codes were asked deep enough that the last
+        # matches are not at the end of what they proposed (where approximate ranks are least
+        # sure): every candidate matched (no filter), or three pages of matches
         enough = len(hits) >= depth and len(hits) >= min(len(best), 3 * depth)
-        if enough or count >= held:  # or every vector was a candidate
+        if enough or rescore >= held:  # or every vector was re-scored: exact
             hits.sort(key=lambda c: (-c[2], c[1]))
             if len(hits) <= depth:
                 return hits
             return hits[:depth] + [c for c in hits[depth:] if c[2] == hits[depth - 1][2]]
-        if count >= config.max_candidates or len(hits) < len(best) * config.widen_above:
-            # a selective filter or a small prefix: the index would be asked for many times
-            # the page to hold its matches, and its deep ranks are its least sure ones; the
-            # matching items alone are searched exactly instead
+        if rescore >= config.max_candidates or len(hits) < len(best) * config.widen_above:
+            # a selective filter or a small prefix: the codes would be asked for many times
+            # the page to hold its matches; the matching items alone are searched exactly
             return exact()
-        count = min(count * 4, config.max_candidates)
+        shortlist, rescore = shortlist * 4, min(rescore * 4, config.max_candidates)
