@@ -26,6 +26,7 @@ _RACES = "tests/project/test_state_races.py"
 
 #: each piece of shared state (``module:name``) and the test that races it (``file::test``)
 RACED: dict[str, str] = {
+    "remem.store.ann:_pool": f"{_RACES}::test_the_scan_pool_is_made_once_for_every_thread",
     "remem._sqlite:_WRITE_LOCKS":
         f"{_RACES}::test_one_write_lock_per_file_however_its_path_is_spelled",
     "remem._http:_block_remote":

@@ -45,6 +45,7 @@ from remem.memory.observers import observer_for, set_observer_factory
 from remem.retrieval.tokenize import _rjieba
 from remem.store import InMemoryStore, SQLiteStore
 from remem.store import bad_records as bad
+from remem.store.ann import _scan_pool
 from remem.store.types import Item, validate_namespace
 from remem.usage.recorder import UsageRecorder
 from remem.usage.recorder import _flush_all as flush_usage_recorders
@@ -444,3 +445,9 @@ def test_blocking_remote_requests_is_seen_whole_by_racing_checks() -> None:
         _race(work)
     finally:
         _http.block_remote_requests(was)
+
+
+def test_the_scan_pool_is_made_once_for_every_thread() -> None:
+    pools = _race(lambda me: _scan_pool())
+    assert len({id(p) for p in pools}) == 1
+    assert pools[0].submit(sum, [1, 2]).result() == 3  # a working pool

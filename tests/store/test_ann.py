@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -203,21 +204,26 @@ def test_follows_puts_and_deletes_of_another_store(tmp_path: Path) -> None:
         store.close()
 
 
-def test_the_index_is_opt_in(tmp_path: Path) -> None:
-    """A store opened without ``ann`` streams a scope past its budget exactly and keeps no
-    codes: approximate answers are never the default."""
+def test_the_index_is_on_by_default_past_the_budget_and_off_with_false(tmp_path: Path) -> None:
+    """A store opened without ``ann`` searches a scope past its budget through the index (the
+    alternative is a linear stream of the file); ``ann=False`` streams it exactly and keeps no
+    codes; a scope within the budget is exact either way."""
     path = tmp_path / "a.db"
-    store = SQLiteStore.open(path, index=IndexConfig(embedder=FakeEmbedder(DIMS),
-                                                     fields=("text",)),
-                             keyword=False, vector_cache_bytes=1024)
-    _fill(store, 0, 600)
-    exact = _open(path, ann=False)
+    embedding = IndexConfig(embedder=FakeEmbedder(DIMS), fields=("text",))
+    default = SQLiteStore.open(path, index=embedding, keyword=False, vector_cache_bytes=1024)
+    _fill(default, 0, 600)
+    exact = SQLiteStore.open(path, index=embedding, keyword=False, vector_cache_bytes=1024,
+                             ann=False)
     query = _queries(1)[0]
-    assert store._ann_config is None
-    assert _hits(store, (), query) == _hits(exact, (), query)
-    assert store._ann is None
-    store.close()
-    exact.close()
+    assert default._ann_config == AnnConfig() and exact._ann_config is None
+    default._ann_config = replace(AnnConfig(), background=False)  # built in this search
+    _hits(default, (), query)
+    assert default._ann is not None and default._ann.ready
+    within = SQLiteStore.open(path, index=embedding, keyword=False, ann=False)  # 1 GiB budget
+    assert _hits(exact, (), query) == _hits(within, (), query)
+    assert exact._ann is None
+    for store in (default, exact, within):
+        store.close()
 
 
 def test_in_memory_store_builds_in_its_search() -> None:

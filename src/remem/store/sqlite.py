@@ -106,10 +106,11 @@ class SQLiteStore(SQLStore["_Txn"]):
     and applies migrations. ``vector_cache_bytes`` bounds the vectors held in process (default
     1 GiB): a search of a prefix holds that prefix's vectors once read, least recently used
     out first; a scope needing more than the budget is streamed from the file instead (exact),
-    or, when asked for with ``ann`` (an :class:`~remem.store.ann.AnnConfig`), searched through
-    an approximate index (sign bits and four-bit codes in the process, built in the background;
-    recall@10 0.974 at a million near-uniform vectors, docs/vectors.md). It is opt-in, so a
-    scope keeps exact answers unless its owner trades them.
+    or searched through an approximate index (``ann``, an :class:`~remem.store.ann.AnnConfig`;
+    default ``AnnConfig()``: sign bits and four-bit codes in the process, built in the
+    background, exact answers until it is ready; recall@10 0.974 at a million near-uniform
+    vectors, docs/vectors.md). ``ann=False`` streams such a scope exactly (seconds a search at
+    a million vectors). A scope within the budget is always searched exactly.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *,
@@ -137,8 +138,9 @@ class SQLiteStore(SQLStore["_Txn"]):
         # vectors of searched prefixes, loaded on demand within vector_cache_bytes
         self._parts = VectorPartitions(vector_cache_bytes)
         self._hashes: TextHashes | None = None  # the embedding cache's text hash -> vector id
-        # approximate index of scopes past the budget (remem.store.ann), when asked for
-        self._ann_config = ann or None
+        # approximate index of scopes past the budget (remem.store.ann): past the budget the
+        # choice is that index or a linear stream of the file (ann=False), seconds a search
+        self._ann_config = AnnConfig() if ann is None else (ann or None)
         self._ann: AnnIndex | None = None
         self._ann_stop = threading.Event()  # set by close(): a background build stops
         # prefixes lately counted too large to hold (monotonic time of the count)

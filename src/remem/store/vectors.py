@@ -4,7 +4,7 @@ table, :mod:`remem.store.vector_partitions`).
 
 Exact search keeps recall at 1.0 by construction; a matrix-vector product over 100k x 384
 float32 takes about 10 ms on two cores. Only a SQLite scope too large to hold may be searched
-approximately instead (:mod:`remem.store.ann`, with the optional ``usearch`` package).
+approximately instead (:mod:`remem.store.ann`).
 """
 
 from __future__ import annotations
