@@ -102,7 +102,7 @@ class JobQueue:
     def beside(cls, store: Any, *, clock: Callable[[], float] = time.time) -> JobQueue:
         """The queue in the same database as ``store`` (:func:`remem.db.database_of`), or
         (an in-memory store) this process's memory."""
-        db = database_of(store, owner="JobQueue")
+        db = database_of(store, "JobQueue")
         if db is not None:
             return cls(SQLJobStorage(db), clock=clock)
         # one in-memory "database" per store: every queue beside it sees the same jobs,

@@ -51,19 +51,14 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from remem._sqlite import SQLiteConnections
+from remem.db import Database
 from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
 from remem.store.ann import AnnConfig, AnnIndex, ann_available, ann_hits
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
 from remem.store.index_text import WHOLE_VALUE
-from remem.store.migrations import apply_sqlite
-from remem.store.migrations.sqlite import (
-    SQLITE_MIGRATIONS,
-    backfill_keywords,
-    register_model,
-    register_tokenizer,
-)
+from remem.store.migrations import STORE_SCHEMA
+from remem.store.migrations.sqlite import backfill_keywords, register_model, register_tokenizer
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
@@ -131,8 +126,9 @@ class SQLiteStore(SQLStore["_Txn"]):
         self.busy_timeout = busy_timeout
         self._setup_lock = threading.Lock()
         self._ready = False
-        self._conns = SQLiteConnections(self.path, owner="SQLiteStore", durability=durability,
-                                        busy_timeout=busy_timeout)
+        #: the connections (one per thread; ``:memory:`` one) its families share too
+        self.database = Database(self.path, owner="SQLiteStore", durability=durability,
+                                 busy_timeout=busy_timeout)
         self._model_id: int | None = None
         self._cache_lock = threading.RLock()
         # vectors of searched prefixes, loaded on demand within vector_cache_bytes
@@ -157,7 +153,7 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's connection; SQLite failures surface as :class:`StoreError`."""
-        return self._conns.connection()
+        return self.database.connection()
 
     def setup(self) -> None:
         """Open the database, apply missing migrations and check the index config."""
@@ -166,14 +162,16 @@ class SQLiteStore(SQLStore["_Txn"]):
         with self._setup_lock:
             if self._ready:
                 return
-            with self._connection() as conn:
-                apply_sqlite(conn, SQLITE_MIGRATIONS)
-                if self.index is not None:
-                    self._model_id = register_model(conn, self.path, self.index.model,
-                                                    self.index.dims)
+            self.database.migrate(STORE_SCHEMA)
+            if self.index is not None or self.keyword is not None:
+                with self.database.transaction(True) as tx:
+                    if self.index is not None:
+                        self._model_id = register_model(tx.conn, self.path, self.index.model,
+                                                        self.index.dims)
+                    if self.keyword is not None:
+                        register_tokenizer(tx.conn, self.path, self.keyword.tokenizer.name)
                 if self.keyword is not None:
-                    register_tokenizer(conn, self.path, self.keyword.tokenizer.name)
-                    backfill_keywords(conn, self._terms_of)
+                    backfill_keywords(self.database, self._terms_of)
             self._ready = True
         self._start_sweeper()
 
@@ -192,7 +190,7 @@ class SQLiteStore(SQLStore["_Txn"]):
     def close(self) -> None:
         """Stop the sweeper and close every connection this store opened."""
         self._stop_sweeper()
-        self._conns.close()
+        self.database.close()
         with self._cache_lock:
             self._parts.clear()
             self._hashes = None
@@ -216,7 +214,8 @@ class SQLiteStore(SQLStore["_Txn"]):
     def _execute_once(self, ops: Sequence[Op], prepared: Prepared, writes: bool,
                       index_build: _IndexBuild) -> list[Result]:
         refreshes: list[int] = []
-        with self._conns.writing() if writes else nullcontext(), self._connection() as conn:
+        with self.database.writing() if writes else nullcontext(), \
+                self._connection() as conn:
             conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
             txn = _Txn(conn, index_build)
             try:
@@ -266,7 +265,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         transaction. Never fails the caller: a file locked by another process (waited for
         briefly), read-only or full keeps it unbuilt, and the next wide listing tries again.
         Several builders at once are harmless: ``IF NOT EXISTS`` under the write lock."""
-        with self._conns.writing():
+        with self.database.writing():
             wait_ms = min(_BUILD_BUSY_TIMEOUT_MS, int(self.busy_timeout * 1000))
             conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
             try:
