@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Database", "Tx", "database_of"]
 
+_OUTLIVING = threading.Lock()
 #: what runs on a PostgreSQL connection: the pool's ``configure`` and ``prepare`` hooks
 Hook = Callable[[Any], None]
 
@@ -93,8 +94,12 @@ class Database:
         self.location = (f"{self.target}#{schema}" if self.dialect is POSTGRES
                          else f":memory:{id(self)}" if self.in_memory else self.target)
         self.connect_timeout = connect_timeout
-        self._pool_options = (pool_min_size, pool_max_size, check_connections,
-                              dict(connect_options or {}), prepare, configure)
+        #: what a shared handle reopens with when it outlives its root (:meth:`_check_open`)
+        self._options: dict[str, Any] = {
+            "schema": schema, "durability": durability, "busy_timeout": busy_timeout,
+            "pool_min_size": pool_min_size, "pool_max_size": pool_max_size,
+            "connect_timeout": connect_timeout, "check_connections": check_connections,
+            "connect_options": connect_options, "prepare": prepare, "configure": configure}
         self._conns: SQLiteConnections | None = None
         if self.dialect is SQLITE:
             self._conns = SQLiteConnections(self.target, owner=owner, durability=durability,
@@ -144,6 +149,14 @@ class Database:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"this {self.owner} is closed; open a new one")
+        root = self._root
+        if root is not None and root._closed and not self.in_memory:
+            # the store closed first (a short-lived process flushing its counters at exit):
+            # this family goes on with connections of its own, closed with it
+            with _OUTLIVING:
+                if self._root is root:
+                    vars(self).update(vars(Database(self.target, owner=self.owner,
+                                                    **self._options)))
 
     def _open_pool(self) -> ConnectionPool[Any]:
         self._check_open()
@@ -163,10 +176,12 @@ class Database:
         except ImportError as exc:
             raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
                               f"pip install 'remem[postgres]' ({exc})") from None
-        min_size, max_size, check, options, prepare, configure = self._pool_options
+        options = self._options
+        prepare, configure = options["prepare"], options["configure"]
         kwargs = {"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout)),
                   "keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
-                  "keepalives_count": 3, "application_name": f"remem-{self.owner}", **options}
+                  "keepalives_count": 3, "application_name": f"remem-{self.owner}",
+                  **(options["connect_options"] or {})}
         quoted = quote_ident(self.schema)
         try:
             with psycopg.connect(self.target, **kwargs) as conn:
@@ -184,11 +199,13 @@ class Database:
                 configure(conn)
 
         pool = psycopg_pool.ConnectionPool(
-            self.target, min_size=min_size, max_size=max_size, kwargs=kwargs,
+            self.target, min_size=options["pool_min_size"],
+            max_size=options["pool_max_size"], kwargs=kwargs,
             configure=on_connect, open=False, timeout=self.connect_timeout, max_idle=300.0,
             max_lifetime=1800.0, reconnect_timeout=max(self.connect_timeout, 60.0),
             name=f"remem-{self.owner}:{self.schema}",
-            check=psycopg_pool.ConnectionPool.check_connection if check else None)
+            check=psycopg_pool.ConnectionPool.check_connection
+            if options["check_connections"] else None)
         try:
             pool.open(wait=False)
         except psycopg.Error as exc:
