@@ -244,10 +244,11 @@ class Database:
             self._migrated.add(schema.family)
 
     def _migrate_postgres(self, migrations: Sequence[Any]) -> None:
+        pool = self._open_pool()  # without psycopg: a ConfigError naming the extra
         import psycopg
 
         try:
-            with self.connection() as conn:
+            with pool.connection() as conn:
                 apply_postgres(conn, self.schema, quote_ident(self.schema), migrations)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL setup failed on {self.where}: {exc}") from exc

@@ -68,18 +68,6 @@ logger = logging.getLogger("remem.store.postgres")
 T = TypeVar("T")
 
 
-def _import_psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ConfigError(
-            "a postgresql:// location needs the PostgreSQL extra: pip install 'remem[postgres]' "
-            f"({exc})"
-        ) from None
-    return psycopg, psycopg_pool
-
-
 class PostgresStore(SQLStore["Conn"]):
     """A store in a PostgreSQL database with pgvector.
 
@@ -163,8 +151,11 @@ class PostgresStore(SQLStore["Conn"]):
         with self._setup_lock:
             if self._ready:
                 return
-            psycopg, _ = _import_psycopg()
-            self.database.migrate(STORE_SCHEMA)  # opens the pool: the extension comes first
+            # opens the pool (a ConfigError naming the extra without psycopg), the extension
+            # first
+            self.database.migrate(STORE_SCHEMA)
+            import psycopg
+
             try:
                 with self.database.connection() as conn:
                     self._register(conn)
@@ -262,7 +253,9 @@ class PostgresStore(SQLStore["Conn"]):
 
     def _transact(self, body: Callable[[Conn], T], *, writes: bool) -> T:
         """Run ``body`` in one transaction, retrying failures that left nothing committed."""
-        psycopg, psycopg_pool = _import_psycopg()
+        import psycopg  # setup() imported it
+        import psycopg_pool
+
         errors = psycopg.errors
         deadline = time.monotonic() + self.connect_timeout
         attempt = 0
