@@ -1,11 +1,12 @@
-"""The :class:`Database` handle: connections (SQLite) or a pool (PostgreSQL), transactions
+"""The :class:`Database` handle, the one place remem opens connections (SQLite) or a pool
+(PostgreSQL) for a store and the families beside it (:meth:`Database.shared`), transactions
 yielding a :class:`Tx`, and each family's migrations, applied once per handle.
 
 * SQLite: one connection per OS thread (``":memory:"``: one, behind a lock), WAL; a write
   takes the database's write lock up front (``BEGIN IMMEDIATE``), so writers queue instead
   of failing to upgrade a read lock, and a read is one snapshot (``BEGIN``).
-* PostgreSQL (the ``postgres`` extra): a psycopg pool whose ``search_path`` is the store's
-  schema. A write is one transaction, optionally under a transaction-level advisory lock
+* PostgreSQL (the ``postgres`` extra): a psycopg pool whose ``search_path`` starts with the
+  store's schema. A write is one transaction, optionally under a transaction-level advisory lock
   (``lock``: writers of one key queue); a read is one repeatable-read snapshot, or
   (``snapshot=False``) statements in autocommit, each reading its own. A unique violation
   is a :class:`~remem.errors.ConflictError` (retry); data the database refuses an
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Database", "Tx", "database_of"]
 
-_OUTLIVING = threading.Lock()
+_OUTLIVING = threading.Lock()  # a shared handle turning into one of its own
 #: what runs on a PostgreSQL connection: the pool's ``configure`` and ``prepare`` hooks
 Hook = Callable[[Any], None]
 
