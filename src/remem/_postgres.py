@@ -1,8 +1,7 @@
-"""Plumbing shared by every package that keeps its own tables in a PostgreSQL schema (threads,
-background jobs, the graph) and by the store: turn a driver error into the remem error it
-means (:func:`database_error`: data the database refuses is the caller's, anything else the
-database's). The families' pools and transactions are
-:class:`remem.db.Database`'s, above this module."""
+"""Plumbing shared by every package that keeps its tables in a PostgreSQL schema (the store,
+threads, background jobs, the graph): turn a driver error into the remem error it means
+(:func:`database_error`: data the database refuses is the caller's, anything else the
+database's). The pool and transactions are :class:`remem.db.Database`'s, above this module."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""SQLite connections as every remem component opens them (the store, and
-:class:`remem.db.Database` for the families' tables), the WAL
-checkpoint a closing process runs, and online backups (:func:`backup_file`).
+"""SQLite connections as :class:`remem.db.Database` opens them for a store and the families
+beside it, the WAL checkpoint a closing process runs, and online backups
+(:func:`backup_file`).
 
 One connection per thread to a file, in WAL mode with a busy timeout so writers queue instead
 of failing; ``:memory:`` has a single connection behind a lock (each connection would

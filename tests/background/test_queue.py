@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from remem.background import JobQueue, NewJob, Submission
 from remem.background.jobs import backoff, merge_messages
+from remem.db.migrations import applied_sqlite
 from remem.errors import ConflictError, InvalidInputError, NotFoundError
-from remem.store.migrations import applied_sqlite
 from tests.conftest import FakeClock
 
 _schemas = itertools.count()
@@ -435,7 +435,7 @@ def test_an_old_jobs_table_is_migrated(tmp_path: Path, clock: FakeClock) -> None
     import sqlite3
 
     from remem.background.sql import JOB_SCHEMA
-    from remem.store.migrations import apply_sqlite
+    from remem.db.migrations import apply_sqlite
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from remem.db import POSTGRES, SQLITE, Database, Schema, database_of
-from remem.errors import MigrationError
+from remem.db.migrations import Migration
+from remem.errors import MigrationError, StoreError
 from remem.store import open_store
-from remem.store.migrations import Migration
 
 PROBE = Schema.typed("probe", [("x001_probe", (
     "CREATE TABLE {t}probe (id {int} PRIMARY KEY, name {text} NOT NULL, weight {real}, "
@@ -92,11 +92,32 @@ def test_a_database_migrated_by_a_newer_remem_is_refused(tmp_path: Path) -> None
     older.close()
 
 
-def test_database_of_a_store_names_its_database(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
-    store = open_store(str(path))
-    found = database_of(store)
-    assert found is not None and found.target == str(path.resolve())
-    assert found.dialect is SQLITE
+@pytest.mark.parametrize("location", ["file", ":memory:"])
+def test_the_families_share_the_stores_connections(tmp_path: Path, location: str) -> None:
+    """database_of hands a family the store's own handle: the same connection on this thread
+    (a ``:memory:`` store's families see its database), left open when the family closes;
+    a family that outlives its store goes on with connections of its own."""
+    store = open_store(str(tmp_path / "m.db") if location == "file" else ":memory:")
+    store.put(("a",), "k", {"n": 1})
+    found = database_of(store, "JobQueue")
+    assert found is not None and found.dialect is SQLITE
+    assert found.handle_key == store.database.handle_key  # type: ignore[attr-defined]
+    with found.transaction(False) as tx, store.database.connection() as conn:  # type: ignore[attr-defined]
+        assert tx.conn is conn
+        assert tx.execute("SELECT key FROM items").fetchall() == [("k",)]
+    found.close()
+    with pytest.raises(StoreError, match="this JobQueue is closed"):
+        found.transaction(False)
+    assert store.get(("a",), "k") is not None  # the store's connections stay open
+    again = database_of(store)
+    assert again is not None
     store.close()
-    assert database_of(open_store(":memory:")) is None
+    if location == "file":  # a family outliving its store opens connections of its own
+        with again.transaction(False) as tx:
+            assert tx.execute("SELECT key FROM items").fetchall() == [("k",)]
+        assert again.handle_key != found.handle_key
+        again.close()
+    else:  # a closed :memory: database is gone
+        with pytest.raises(StoreError, match="closed"), again.transaction(False) as tx:
+            tx.execute("SELECT 1")
+    assert database_of(open_store("memory://")) is None  # the in-memory store keeps none

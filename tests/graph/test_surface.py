@@ -120,12 +120,12 @@ def test_a_graph_of_the_first_schema_upgrades_in_place(tmp_path: object) -> None
     from pathlib import Path
 
     from remem.db import Database, Schema
+    from remem.db.migrations import applied_sqlite
     from remem.graph import Graph, SQLiteGraphStorage
     from remem.graph.rows import GraphRows
     from remem.graph.schema import GRAPH_MIGRATIONS
     from remem.graph.storage import _GraphTx
     from remem.retrieval.tokenize import DefaultTokenizer
-    from remem.store.migrations import applied_sqlite
 
     path = Path(str(tmp_path)) / "old.db"
     old = Database(path)

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from remem.db.migrations import applied_sqlite, apply_sqlite
 from remem.store import DeleteOp, Item, PutOp, SearchOp, SQLiteStore
-from remem.store.migrations import applied_sqlite, apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 from remem.store.sql_dialect import ListingPath, wide_scope
 from tests.conftest import FakeClock

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from remem.db.migrations import Migration, applied_postgres, apply_postgres
 from remem.embed import FakeEmbedder
 from remem.errors import ConfigError, IndexConfigError, MigrationError, StoreError
 from remem.store import IndexConfig, PutOp, open_store, stored_vector_models
-from remem.store.migrations import Migration
-from remem.store.migrations.postgres import POSTGRES_MIGRATIONS, applied_postgres, apply_postgres
+from remem.store.migrations.postgres import POSTGRES_MIGRATIONS
 from remem.store.postgres import PostgresStore, VectorSearch
 
 _schemas = itertools.count()
@@ -41,7 +41,7 @@ def make(pg_database: str) -> Iterator[Callable[..., PostgresStore]]:
 
 def test_constructor_does_no_io() -> None:
     store = PostgresStore("postgresql://nobody@127.0.0.1:1/none", connect_timeout=1)
-    assert store._pool is None  # nothing was opened
+    assert store.database._pool is None  # nothing was opened
     with pytest.raises(ConfigError, match="plain identifier"):
         PostgresStore("postgresql://x/y", schema='bad"; drop')
 
@@ -182,8 +182,8 @@ def test_prepared_statements_can_be_turned_off_for_pgbouncer(
     for round_ in range(8):  # more rounds than psycopg's default threshold of 5
         store.put(("a",), f"k{round_}", {"text": f"tea {round_}"})
         assert len(store.search(("a",), query="tea", limit=3)) == min(3, round_ + 1)
-    assert store._pool is not None
-    with store._pool.connection() as conn:
+    assert store.database._pool is not None
+    with store.database._pool.connection() as conn:
         assert conn.prepare_threshold is None
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from remem.db.migrations import Migration, applied_sqlite, apply_sqlite
 from remem.embed import FakeEmbedder
 from remem.errors import IndexConfigError, MigrationError, StoreError, UsageError
 from remem.retrieval import DefaultTokenizer
 from remem.store import IndexConfig, KeywordConfig, PutOp, SQLiteStore
-from remem.store.migrations import Migration, applied_sqlite, apply_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[2]

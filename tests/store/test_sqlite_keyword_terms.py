@@ -14,8 +14,8 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+from remem.db.migrations import applied_sqlite
 from remem.store import PutOp, SearchOp, SQLiteStore
-from remem.store.migrations import applied_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 

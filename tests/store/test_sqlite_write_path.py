@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from remem.db.migrations import applied_sqlite
 from remem.embed import FakeEmbedder
 from remem.retrieval import DefaultTokenizer
 from remem.retrieval.tokenize import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
@@ -27,7 +28,6 @@ from remem.store import (
     SQLiteStore,
     sqlite_postings,
 )
-from remem.store.migrations import applied_sqlite
 from remem.store.migrations.sqlite import SQLITE_MIGRATIONS
 from remem.store.types import SearchMode
 from tests.conftest import FakeClock

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from remem.db.migrations import Migration, apply_sqlite
 from remem.errors import (
     ConflictError,
     InvalidInputError,
@@ -23,7 +24,6 @@ from remem.errors import (
 )
 from remem.messages import Message
 from remem.store import SQLiteStore
-from remem.store.migrations import Migration, apply_sqlite
 from remem.threads import Thread, ThreadStore
 from remem.threads.schema import THREAD_MIGRATIONS, Segment, segments
 from tests.conftest import FakeClock

@@ -102,11 +102,12 @@ class JobQueue:
     def beside(cls, store: Any, *, clock: Callable[[], float] = time.time) -> JobQueue:
         """The queue in the same database as ``store`` (:func:`remem.db.database_of`), or
         (an in-memory store) this process's memory."""
-        db = database_of(store, owner="JobQueue")
-        if db is not None:
+        db = database_of(store, "JobQueue")
+        if db is not None and not db.in_memory:
             return cls(SQLJobStorage(db), clock=clock)
-        # one in-memory "database" per store: every queue beside it sees the same jobs,
-        # read counts and budgets, as queues beside one file do
+        # one in-memory "database" per store (a ":memory:" one too: workers of other
+        # processes cannot open it): every queue beside it sees the same jobs, read counts
+        # and budgets, as queues beside one file do
         with _BESIDE_LOCK:
             storage = _BESIDE_MEMORY.get(store)
             if storage is None:

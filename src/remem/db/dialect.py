@@ -11,15 +11,34 @@ whose dialects differ in more gives both lists (:class:`Schema` itself).
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from remem.store.migrations import Migration
+from remem.db.migrations import Migration
+from remem.errors import ConfigError
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "Engine", "Schema"]
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "Engine", "Schema", "is_dsn", "quote_ident"]
 
 Engine = Literal["sqlite", "postgres"]
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def is_dsn(location: str | os.PathLike[str]) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
+    return os.fspath(location).startswith(("postgresql://", "postgres://"))
+
+
+def quote_ident(name: str, what: str = "schema") -> str:
+    """``name`` double-quoted, after checking it is a plain identifier (no quoting games)."""
+    if not _IDENT.fullmatch(name):
+        raise ConfigError(
+            f"{what} {name!r} must be a plain identifier (letters, digits, underscore, at most "
+            "63 characters, not starting with a digit)"
+        )
+    return f'"{name}"'
 
 
 @dataclass(frozen=True, slots=True)

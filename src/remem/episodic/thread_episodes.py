@@ -59,7 +59,7 @@ class ThreadSummaryReport:
 def threads_beside(store: Any) -> ThreadStore:
     """The thread store in the same database as ``store`` (:func:`remem.db.database_of`:
     its SQLite file or PostgreSQL schema)."""
-    db = database_of(store, owner="ThreadStore", pool_max_size=10, check_connections=True)
+    db = database_of(store, "ThreadStore")
     if db is None:
         raise UnsupportedError("summarising threads needs the memory in a SQLite file or "
                                "PostgreSQL (its threads live beside it); an in-memory memory "

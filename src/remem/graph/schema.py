@@ -20,8 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from remem.db import Schema
-from remem.store.migrations import Migration
+from remem.db import Migration, Schema
 
 __all__ = ["FACT_COLUMNS", "GRAPH_MIGRATIONS", "GRAPH_MIGRATIONS_POSTGRES", "GRAPH_SCHEMA",
            "expansion_sql", "validity_sql"]

@@ -208,10 +208,10 @@ def persistent_storage_beside(store: Any) -> GraphStorage | None:
     """The storage in the same database as ``store`` (:func:`remem.db.database_of`), shared
     by every graph beside a store of that database (see :class:`SharedStorage`); ``None``
     for a store that keeps no database (in memory)."""
-    db = database_of(store, owner="Graph")
+    db = database_of(store, "Graph")
     if db is None:
         return None
-    return _shared(f"{db.dialect.name}:{db.location}", lambda: DatabaseGraphStorage(db))
+    return _shared(db.handle_key, lambda: DatabaseGraphStorage(db))
 
 
 def storage_beside(store: Any) -> GraphStorage:

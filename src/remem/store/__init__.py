@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from remem.db import is_dsn
 from remem.errors import IndexConfigError, RememError
 from remem.retrieval import Ranking, Recency
 from remem.store.base import BaseStore, IndexConfig, KeywordConfig, TTLConfig
@@ -66,11 +67,6 @@ __all__ = [
     "parse_filter",
     "stored_vector_models",
 ]
-
-
-def is_dsn(location: str | os.PathLike[str]) -> bool:
-    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
-    return os.fspath(location).startswith(("postgresql://", "postgres://"))
 
 
 def open_store(location: str | os.PathLike[str] = ":memory:", *, strict: bool = False,

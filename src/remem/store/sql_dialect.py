@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
+from remem.db import Dialect as Engine
 from remem.store.base import literal_prefix
 from remem.store.filters import FilterNode
 from remem.store.namespace_codec import encode_ns, prefix_range
@@ -54,15 +55,16 @@ def wide_scope(total: int, needed: int) -> int:
 
 
 class Dialect(ABC):
-    """Statement builders for one SQL engine. ``prefix`` qualifies table names (PostgreSQL's
+    """Statement builders for one SQL engine, on its spelling in :mod:`remem.db` (``engine``:
+    placeholders, column types, row locks). ``prefix`` qualifies table names (PostgreSQL's
     quoted schema and a dot; empty on SQLite)."""
 
-    #: the parameter placeholder
-    p: str = "?"
-    #: appended to the read of a conditional put: lock the row until the transaction ends
-    lock_row: str = ""
-
-    def __init__(self, prefix: str = "") -> None:
+    def __init__(self, engine: Engine, prefix: str = "") -> None:
+        self.engine = engine
+        #: the parameter placeholder
+        self.p = engine.placeholder
+        #: appended to the read of a conditional put: lock the row until the transaction ends
+        self.lock_row = engine.lock
         self.prefix = prefix
 
     def t(self, name: str) -> str:

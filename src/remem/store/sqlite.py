@@ -44,25 +44,20 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from remem._sqlite import SQLiteConnections
+from remem.db import Database
 from remem.errors import IndexConfigError
 from remem.retrieval.ranking import Candidate
 from remem.store.ann import READ_ROWS, AnnConfig, AnnIndex, Codes, ann_hits, build_codes
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig, keyword_text
 from remem.store.index_text import WHOLE_VALUE
-from remem.store.migrations import apply_sqlite
-from remem.store.migrations.sqlite import (
-    SQLITE_MIGRATIONS,
-    backfill_keywords,
-    register_model,
-    register_tokenizer,
-)
+from remem.store.migrations import STORE_SCHEMA
+from remem.store.migrations.sqlite import backfill_keywords, register_model, register_tokenizer
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.sql_dialect import ListingPath
 from remem.store.sql_store import SQLStore
@@ -131,8 +126,9 @@ class SQLiteStore(SQLStore["_Txn"]):
         self.busy_timeout = busy_timeout
         self._setup_lock = threading.Lock()
         self._ready = False
-        self._conns = SQLiteConnections(self.path, owner="SQLiteStore", durability=durability,
-                                        busy_timeout=busy_timeout)
+        #: the connections (one per thread; ``:memory:`` one) its families share too
+        self.database = Database(self.path, owner="SQLiteStore", durability=durability,
+                                 busy_timeout=busy_timeout)
         self._model_id: int | None = None
         self._cache_lock = threading.RLock()
         # vectors of searched prefixes, loaded on demand within vector_cache_bytes
@@ -159,7 +155,7 @@ class SQLiteStore(SQLStore["_Txn"]):
 
     def _connection(self) -> AbstractContextManager[sqlite3.Connection]:
         """This thread's connection; SQLite failures surface as :class:`StoreError`."""
-        return self._conns.connection()
+        return self.database.connection()
 
     def setup(self) -> None:
         """Open the database, apply missing migrations and check the index config."""
@@ -168,14 +164,16 @@ class SQLiteStore(SQLStore["_Txn"]):
         with self._setup_lock:
             if self._ready:
                 return
-            with self._connection() as conn:
-                apply_sqlite(conn, SQLITE_MIGRATIONS)
-                if self.index is not None:
-                    self._model_id = register_model(conn, self.path, self.index.model,
-                                                    self.index.dims)
+            self.database.migrate(STORE_SCHEMA)
+            if self.index is not None or self.keyword is not None:
+                with self.database.transaction(True) as tx:
+                    if self.index is not None:
+                        self._model_id = register_model(tx.conn, self.path, self.index.model,
+                                                        self.index.dims)
+                    if self.keyword is not None:
+                        register_tokenizer(tx.conn, self.path, self.keyword.tokenizer.name)
                 if self.keyword is not None:
-                    register_tokenizer(conn, self.path, self.keyword.tokenizer.name)
-                    backfill_keywords(conn, self._terms_of)
+                    backfill_keywords(self.database, self._terms_of)
             self._ready = True
         self._start_sweeper()
 
@@ -195,7 +193,7 @@ class SQLiteStore(SQLStore["_Txn"]):
         """Stop the sweeper and close every connection this store opened."""
         self._stop_sweeper()
         self._stop_ann_build()
-        self._conns.close()
+        self.database.close()
         with self._cache_lock:
             self._parts.clear()
             self._hashes = None
@@ -212,41 +210,33 @@ class SQLiteStore(SQLStore["_Txn"]):
             # a read-only batch met a wide listing before its index existed: build it, then
             # run the batch again walking it (at 100k memories the page then takes ~35 ms
             # instead of ~400 ms reading the prefix, on top of the build either way)
-            with self._connection() as conn:
-                self._build_newest_index(conn)
+            self._build_newest_index()
             return self._execute_once(ops, prepared, writes, "never")
 
     def _execute_once(self, ops: Sequence[Op], prepared: Prepared, writes: bool,
                       index_build: _IndexBuild) -> list[Result]:
         refreshes: list[int] = []
-        with self._conns.writing() if writes else nullcontext(), self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
-            txn = _Txn(conn, index_build)
-            try:
+        txn: _Txn | None = None
+        try:
+            with self.database.transaction(writes) as tx:
+                txn = _Txn(tx.conn, index_build)
                 results = self._run_ops(txn, ops, prepared, refreshes)
                 if writes:
                     self._apply_refreshes(txn, refreshes, prepared.now)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                if writes:  # term ids assigned in the transaction are gone with it
-                    self._term_ids.forget()
-                if txn.vector_seq is not None:
-                    with self._cache_lock:  # the cache may hold rolled-back vectors
-                        self._parts.clear()
-                raise
-            if refreshes and not writes:
-                # a read-only batch refreshes TTLs in its own short write transaction, so
-                # readers never upgrade a read lock (which can fail under contention)
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._apply_refreshes(txn, refreshes, prepared.now)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            if txn.wants_newest_index:
-                self._build_newest_index(conn)
+        except BaseException:  # rolled back
+            if writes:  # term ids assigned in the transaction are gone with it
+                self._term_ids.forget()
+            if txn is not None and txn.vector_seq is not None:
+                with self._cache_lock:  # the cache may hold rolled-back vectors
+                    self._parts.clear()
+            raise
+        if refreshes and not writes:
+            # a read-only batch refreshes TTLs in its own short write transaction, so
+            # readers never upgrade a read lock (which can fail under contention)
+            with self.database.transaction(True) as tx:
+                self._apply_refreshes(_Txn(tx.conn), refreshes, prepared.now)
+        if txn.wants_newest_index:
+            self._build_newest_index()
         return results
 
     def _listing_path(self, tx: _Txn, op: SearchOp) -> ListingPath:
@@ -264,12 +254,12 @@ class SQLiteStore(SQLStore["_Txn"]):
         tx.wants_newest_index = tx.index_build == "after"
         return "scope"
 
-    def _build_newest_index(self, conn: sqlite3.Connection) -> None:
+    def _build_newest_index(self) -> None:
         """Build the newest-first index in its own write transaction, never inside a batch's
         transaction. Never fails the caller: a file locked by another process (waited for
         briefly), read-only or full keeps it unbuilt, and the next wide listing tries again.
         Several builders at once are harmless: ``IF NOT EXISTS`` under the write lock."""
-        with self._conns.writing():
+        with self.database.writing(), self._connection() as conn:
             wait_ms = min(_BUILD_BUSY_TIMEOUT_MS, int(self.busy_timeout * 1000))
             conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
             try:
@@ -362,20 +352,16 @@ class SQLiteStore(SQLStore["_Txn"]):
         map (one read transaction syncs it and reads the vectors back)."""
         found: dict[bytes, np.ndarray] = {}
         wanted = set(hashes)
-        with self._connection() as conn:
-            conn.execute("BEGIN")
-            try:
-                with self._cache_lock:
-                    ids = self._synced_hashes(conn).ids_of(wanted)
-                for digest, blob in conn.execute(
-                    "SELECT text_hash, vec FROM vectors WHERE id IN "
-                    "(SELECT value FROM json_each(?)) AND model_id = ?",
-                    (json.dumps(ids), self._model_id),
-                ) if ids else ():
-                    if digest in wanted:
-                        found[digest] = np.frombuffer(blob, dtype=np.float32).copy()
-            finally:
-                conn.execute("COMMIT")
+        with self.database.transaction(False) as tx:
+            with self._cache_lock:
+                ids = self._synced_hashes(tx.conn).ids_of(wanted)
+            for digest, blob in tx.execute(
+                "SELECT text_hash, vec FROM vectors WHERE id IN "
+                "(SELECT value FROM json_each(?)) AND model_id = ?",
+                (json.dumps(ids), self._model_id),
+            ) if ids else ():
+                if digest in wanted:
+                    found[digest] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
 
     def _synced_hashes(self, conn: sqlite3.Connection) -> TextHashes:
@@ -663,27 +649,21 @@ class SQLiteStore(SQLStore["_Txn"]):
     def sweep(self) -> int:
         """Delete expired items (and their vectors) and prune old vector tombstones."""
         self.setup()
-        with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            txn = _Txn(conn)
-            try:
-                ids = [r[0] for r in conn.execute(
-                    "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ? "
-                    "RETURNING id", (self.clock(),)
-                )]
-                if ids:
-                    self._drop_vectors(txn, ids)
-                    self._drop_postings(txn, ids)
-                seq = int(_meta(conn, "vector_seq"))
-                through = seq - _TOMBSTONES_KEPT
-                if through > int(_meta(conn, "tombstones_pruned_through")):
-                    conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (through,))
-                    conn.execute("UPDATE remem_meta SET value = ? WHERE key = ?",
-                                 (str(through), "tombstones_pruned_through"))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.database.transaction(True) as tx:
+            conn, txn = tx.conn, _Txn(tx.conn)
+            ids = [r[0] for r in conn.execute(
+                "DELETE FROM items WHERE expires_at IS NOT NULL AND expires_at <= ? "
+                "RETURNING id", (self.clock(),)
+            )]
+            if ids:
+                self._drop_vectors(txn, ids)
+                self._drop_postings(txn, ids)
+            seq = int(_meta(conn, "vector_seq"))
+            through = seq - _TOMBSTONES_KEPT
+            if through > int(_meta(conn, "tombstones_pruned_through")):
+                conn.execute("DELETE FROM vector_tombstones WHERE seq <= ?", (through,))
+                conn.execute("UPDATE remem_meta SET value = ? WHERE key = ?",
+                             (str(through), "tombstones_pruned_through"))
         return len(ids)
 
 

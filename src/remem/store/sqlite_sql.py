@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from remem.db import SQLITE
 from remem.store.filters import FilterNode, to_sqlite
 from remem.store.namespace_codec import prefix_range
 from remem.store.sql_dialect import COLUMNS, Dialect, ListingPath, Statement
@@ -36,7 +37,8 @@ NEWEST_INDEX_PROBE = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name 
 class SQLiteDialect(Dialect):
     """Statements for the stock ``sqlite3`` module (JSON1, no extensions)."""
 
-    p = "?"
+    def __init__(self) -> None:
+        super().__init__(SQLITE)
 
     def ids_in(self, column: str) -> str:
         return f"{column} IN (SELECT value FROM json_each(?))"

@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from remem.db import Schema
-from remem.store.migrations import Migration
+from remem.db import Migration, Schema
 
 __all__ = ["THREAD_MIGRATIONS", "THREAD_MIGRATIONS_POSTGRES", "THREAD_SCHEMA", "Segment",
            "segments"]

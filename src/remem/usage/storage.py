@@ -315,7 +315,7 @@ def usage_storage_of(store: Any) -> SQLUsageStorage | MemoryUsageStorage:
     """The counters in ``store``'s database (:func:`remem.db.database_of`; closing the
     storage closes its connections), or, for a store that keeps none, the one in-memory
     storage every caller beside that store shares (as callers beside one file do)."""
-    db = database_of(store, owner="UsageStorage")
+    db = database_of(store, "UsageStorage")
     if db is not None:
         return SQLUsageStorage(db)
     with _OF_MEMORY_LOCK:

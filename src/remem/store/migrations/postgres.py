@@ -1,29 +1,15 @@
-"""The PostgreSQL schema, one migration per step, and the code that applies them.
+"""The store's PostgreSQL schema, one migration per step (applied by
+:func:`remem.db.migrations.apply_postgres`, as every family's are).
 
 Never edit a released migration: add one. Statements name tables as ``{s}.table``; the store
 fills in its (quoted) schema, so several stores can live in one database.
-
-:func:`apply_postgres` runs the missing migrations in one transaction holding a transaction-level
-advisory lock derived from the schema name, so any number of servers may call ``setup()`` at
-the same moment: one applies, the others wait and then find nothing to do.
-:func:`open_migrated_pool` does that for a package that keeps its own tables in the schema
-(threads, background jobs, the graph), then opens a pool over it.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from remem.db.migrations import Migration
 
-from remem.errors import ConfigError, MigrationError, StoreError
-from remem.store.migrations import Migration, _family
-
-if TYPE_CHECKING:  # psycopg is an optional dependency
-    import psycopg
-
-__all__ = ["POSTGRES_MIGRATIONS", "advisory_key", "applied_postgres", "apply_postgres",
-           "open_migrated_pool"]
+__all__ = ["POSTGRES_MIGRATIONS"]
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -96,84 +82,3 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
 )
-
-_TABLE = (
-    "CREATE TABLE IF NOT EXISTS {s}.remem_migrations "
-    "(name text PRIMARY KEY, applied_at double precision NOT NULL)"
-)
-
-
-def advisory_key(schema: str) -> str:
-    """SQL for the advisory lock key of ``schema``'s setup (a literal-free expression)."""
-    del schema  # the key is computed in SQL from the bound schema name
-    return "hashtextextended('remem.setup:' || %s::text, 0)"
-
-
-def applied_postgres(conn: psycopg.Connection[tuple[object, ...]], qschema: str) -> list[str]:
-    """Names of the migrations recorded in ``qschema`` (a quoted identifier), in order."""
-    conn.execute(_TABLE.format(s=qschema))
-    cur = conn.execute(f"SELECT name FROM {qschema}.remem_migrations ORDER BY name")
-    return [str(row[0]) for row in cur.fetchall()]
-
-
-def apply_postgres(conn: psycopg.Connection[tuple[object, ...]], schema: str, qschema: str,
-                   migrations: Sequence[Migration] = POSTGRES_MIGRATIONS) -> list[str]:
-    """Apply the migrations not yet recorded in ``schema``; return the names applied now.
-
-    ``conn`` must be in autocommit mode; the work runs in one transaction under the schema's
-    advisory lock, so concurrent callers serialise and a failure leaves nothing half-done.
-    """
-    known = {m.name for m in migrations}
-    families = {_family(name) for name in known}  # store "m...", threads "t..." share a schema
-    with conn.transaction():
-        conn.execute(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})", (schema,))
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {qschema}")
-        done = applied_postgres(conn, qschema)
-        unknown = [name for name in done if name not in known and _family(name) in families]
-        if unknown:
-            raise MigrationError(
-                f"schema {schema!r} was migrated by a newer remem (unknown migrations "
-                f"{unknown}); upgrade remem to open it"
-            )
-        applied: list[str] = []
-        for migration in migrations:
-            if migration.name in done:
-                continue
-            for statement in migration.statements:
-                conn.execute(statement.format(s=qschema))
-            conn.execute(
-                f"INSERT INTO {qschema}.remem_migrations (name, applied_at) VALUES (%s, %s)",
-                (migration.name, time.time()),
-            )
-            applied.append(migration.name)
-    return applied
-
-
-def open_migrated_pool(dsn: str, schema: str, quoted: str, migrations: Sequence[Any], *,
-                       kwargs: dict[str, Any], name: str, max_size: int, timeout: float,
-                       min_size: int = 1, check: bool = False) -> Any:
-    """Apply ``migrations`` to ``schema`` (``quoted``: its quoted identifier) over one direct
-    connection, then return an opened (not yet waited for) ``psycopg_pool.ConnectionPool``
-    whose connections set ``search_path`` to it. ``kwargs``: connection arguments;
-    ``check``: test each connection when it leaves the pool."""
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ConfigError("a postgresql:// location needs the PostgreSQL extra: "
-                          f"pip install 'remem[postgres]' ({exc})") from None
-    try:
-        with psycopg.connect(dsn, **kwargs) as conn:
-            apply_postgres(conn, schema, quoted, migrations)
-    except psycopg.Error as exc:
-        raise StoreError(f"PostgreSQL setup failed (schema {schema}): {exc}") from exc
-
-    def configure(conn: Any) -> None:
-        conn.execute(f"SET search_path TO {quoted}")
-
-    pool = psycopg_pool.ConnectionPool(
-        dsn, min_size=min_size, max_size=max_size, kwargs=kwargs, configure=configure,
-        open=False, timeout=timeout, name=name,
-        check=psycopg_pool.ConnectionPool.check_connection if check else None)
-    pool.open(wait=False)
-    return pool

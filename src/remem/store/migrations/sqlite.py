@@ -7,8 +7,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from remem.db import Database
+from remem.db.migrations import Migration
 from remem.errors import IndexConfigError
-from remem.store.migrations import Migration
 from remem.store.sqlite_postings import TermIds, drop_terms, write_terms
 
 __all__ = ["SQLITE_MIGRATIONS", "backfill_keywords", "register_model", "register_tokenizer"]
@@ -238,17 +239,17 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def backfill_keywords(conn: sqlite3.Connection, terms_of: Callable[[str], dict[str, int]]
-                      ) -> None:
+def backfill_keywords(database: Database, terms_of: Callable[[str], dict[str, int]]) -> None:
     """Give items written before keyword search (m003) their terms, ``terms_of`` their stored
     JSON, a chunk per transaction, resuming where a killed run stopped (the marker holds the
     last id done). A no-op once the marker is gone."""
     while True:
-        row = conn.execute("SELECT value FROM remem_meta WHERE key = 'keyword_backfill'").fetchone()
-        if row is None:
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with database.transaction(True) as tx:
+            conn = tx.conn
+            row = conn.execute("SELECT value FROM remem_meta WHERE key = 'keyword_backfill'"
+                               ).fetchone()
+            if row is None:
+                return
             rows = conn.execute("SELECT id, value FROM items WHERE id > ? ORDER BY id LIMIT 1000",
                                 (int(row[0]),)).fetchall()
             items = [(item_id, terms_of(value)) for item_id, value in rows]
@@ -261,57 +262,39 @@ def backfill_keywords(conn: sqlite3.Connection, terms_of: Callable[[str], dict[s
                              (str(rows[-1][0]),))
             else:
                 conn.execute("DELETE FROM remem_meta WHERE key = 'keyword_backfill'")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 def register_model(conn: sqlite3.Connection, path: str, model: str, dims: int) -> int:
-    """The id of the embedding model recorded in ``path`` (recorded now if new); a file whose
-    vectors came from another model is refused."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        rows = conn.execute("SELECT id, name, dims FROM embedding_models").fetchall()
-        used = {r[0] for r in conn.execute("SELECT DISTINCT model_id FROM vectors")}
-        for model_id, name, held in rows:
-            if model_id in used and (name != model or held != dims):
-                raise IndexConfigError(
-                    f"{path} holds vectors of model {name!r} ({held} dims); this store was "
-                    f"opened with {model!r} ({dims} dims). Open it with the same embedder, "
-                    "or export and re-import into a new file"
-                )
-        match = [r[0] for r in rows if r[1] == model and r[2] == dims]
-        if match:
-            model_id = int(match[0])
-        else:
-            cursor = conn.execute("INSERT INTO embedding_models (name, dims) VALUES (?, ?)",
-                                  (model, dims))
-            model_id = int(cursor.lastrowid or 0)
-        conn.execute("COMMIT")
-        return model_id
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    """The id of the embedding model recorded in ``path`` (recorded now if new), inside the
+    caller's write transaction; a file whose vectors came from another model is refused."""
+    rows = conn.execute("SELECT id, name, dims FROM embedding_models").fetchall()
+    used = {r[0] for r in conn.execute("SELECT DISTINCT model_id FROM vectors")}
+    for model_id, name, held in rows:
+        if model_id in used and (name != model or held != dims):
+            raise IndexConfigError(
+                f"{path} holds vectors of model {name!r} ({held} dims); this store was "
+                f"opened with {model!r} ({dims} dims). Open it with the same embedder, "
+                "or export and re-import into a new file"
+            )
+    match = [r[0] for r in rows if r[1] == model and r[2] == dims]
+    if match:
+        return int(match[0])
+    return int(conn.execute("INSERT INTO embedding_models (name, dims) VALUES (?, ?)",
+                            (model, dims)).lastrowid or 0)
 
 
 def register_tokenizer(conn: sqlite3.Connection, path: str, name: str) -> None:
-    """Record the keyword tokenizer's name; a file holding terms of another one is refused."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute("SELECT value FROM remem_meta WHERE key = 'keyword_tokenizer'"
-                           ).fetchone()
-        if row is not None and row[0] != name and conn.execute(
-            "SELECT 1 FROM postings UNION ALL SELECT 1 FROM recent_postings LIMIT 1"
-        ).fetchone() is not None:
-            raise IndexConfigError(
-                f"{path} holds keyword terms made by tokenizer {row[0]!r}; this store was "
-                f"opened with {name!r}. Open it with the same tokenizer "
-                "(KeywordConfig(tokenizer=...)), or export and re-import into a new file"
-            )
-        conn.execute("INSERT INTO remem_meta (key, value) VALUES ('keyword_tokenizer', ?) "
-                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (name,))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    """Record the keyword tokenizer's name, inside the caller's write transaction; a file
+    holding terms of another one is refused."""
+    row = conn.execute("SELECT value FROM remem_meta WHERE key = 'keyword_tokenizer'"
+                       ).fetchone()
+    if row is not None and row[0] != name and conn.execute(
+        "SELECT 1 FROM postings UNION ALL SELECT 1 FROM recent_postings LIMIT 1"
+    ).fetchone() is not None:
+        raise IndexConfigError(
+            f"{path} holds keyword terms made by tokenizer {row[0]!r}; this store was "
+            f"opened with {name!r}. Open it with the same tokenizer "
+            "(KeywordConfig(tokenizer=...)), or export and re-import into a new file"
+        )
+    conn.execute("INSERT INTO remem_meta (key, value) VALUES ('keyword_tokenizer', ?) "
+                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (name,))

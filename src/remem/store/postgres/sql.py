@@ -5,7 +5,6 @@ unit-testable without a server.
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import Any, Literal, LiteralString
 import numpy as np
 import numpy.typing as npt
 
+from remem.db import POSTGRES, quote_ident
 from remem.errors import ConfigError
 from remem.store.filters import FilterNode
 from remem.store.filters_postgres import to_postgres
@@ -31,23 +31,10 @@ __all__ = [
     "sql",
 ]
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-
-
 def sql(text: str) -> LiteralString:
     """Mark SQL assembled from trusted pieces (identifiers checked, values bound as parameters)
     as a literal for psycopg's typing."""
     return text  # mypy treats LiteralString as str; this names the intent
-
-
-def quote_ident(name: str, what: str = "schema") -> str:
-    """``name`` double-quoted, after checking it is a plain identifier (no quoting games)."""
-    if not _IDENT.fullmatch(name):
-        raise ConfigError(
-            f"{what} {name!r} must be a plain identifier (letters, digits, underscore, at most "
-            "63 characters, not starting with a digit)"
-        )
-    return f'"{name}"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +136,8 @@ class PostgresDialect(Dialect):
     conditional puts and TTL refreshes that lock rows in id order (no deadlocks between
     batches), and postings in one table with the corpus statistics counted from the items."""
 
-    p = "%s"
-    lock_row = " FOR UPDATE"
+    def __init__(self, prefix: str) -> None:
+        super().__init__(POSTGRES, prefix)
 
     def ids_in(self, column: str) -> str:
         return f"{column} = ANY(%s)"

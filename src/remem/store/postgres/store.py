@@ -44,11 +44,13 @@ import numpy as np
 import numpy.typing as npt
 
 from remem._postgres import database_error, is_refused_data
+from remem.db import Database
+from remem.db.migrations import advisory_key
 from remem.errors import ConfigError, IndexConfigError, StoreError
 from remem.retrieval.ranking import Candidate
 from remem.store.base import IndexConfig, KeywordConfig, Prepared, TTLConfig
 from remem.store.filters_postgres import postgres_document
-from remem.store.migrations.postgres import advisory_key, apply_postgres
+from remem.store.migrations import STORE_SCHEMA
 from remem.store.namespace_codec import encode_ns
 from remem.store.postgres.sql import PostgresDialect, VectorSearch, quote_ident, sql
 from remem.store.postgres.vector_search import VectorScope, vector_hits, vectors_of
@@ -57,7 +59,6 @@ from remem.store.types import DeleteOp, Op, PutOp, Result, SearchOp
 
 if TYPE_CHECKING:
     import psycopg
-    from psycopg_pool import ConnectionPool
 
     Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -65,18 +66,6 @@ __all__ = ["PostgresStore"]
 
 logger = logging.getLogger("remem.store.postgres")
 T = TypeVar("T")
-
-
-def _import_psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ConfigError(
-            "a postgresql:// location needs the PostgreSQL extra: pip install 'remem[postgres]' "
-            f"({exc})"
-        ) from None
-    return psycopg, psycopg_pool
 
 
 class PostgresStore(SQLStore["Conn"]):
@@ -127,10 +116,15 @@ class PostgresStore(SQLStore["Conn"]):
         self.statement_timeout = statement_timeout
         self.connect_timeout = connect_timeout
         self.retries = retries
-        self._pool: ConnectionPool[Any] | None = None
+        #: the pool (its families share it): connections are checked as they leave it
+        self.database = Database(
+            dsn, schema=schema, owner="PostgresStore", pool_min_size=pool_min_size,
+            pool_max_size=pool_max_size, connect_timeout=connect_timeout,
+            check_connections=True, prepare=self._create_extension, configure=self._configure,
+            connect_options={"prepare_threshold": prepare_threshold,
+                             "application_name": "remem"})
         self._setup_lock = threading.Lock()
         self._ready = False
-        self._closed = False
         self._model_id: int | None = None
         self._vector_oid: int | None = None
         #: namespace prefix -> (too large for exact search?, when counted)
@@ -157,51 +151,32 @@ class PostgresStore(SQLStore["Conn"]):
         with self._setup_lock:
             if self._ready:
                 return
-            if self._closed:
-                raise StoreError("this PostgresStore is closed; open a new one")
-            psycopg, psycopg_pool = _import_psycopg()
-            from remem.store.postgres.wire import connect_kwargs
+            # opens the pool (a ConfigError naming the extra without psycopg), the extension
+            # first
+            self.database.migrate(STORE_SCHEMA)
+            import psycopg
 
             try:
-                with psycopg.connect(self.dsn, **connect_kwargs(self)) as conn:
-                    self._setup_schema(conn)
+                with self.database.connection() as conn:
+                    self._register(conn)
             except psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL setup failed on {self._where()}: {exc}") from exc
-            self._pool = psycopg_pool.ConnectionPool(
-                self.dsn, min_size=self.pool_min_size, max_size=self.pool_max_size,
-                kwargs=connect_kwargs(self), configure=self._configure, open=False,
-                check=psycopg_pool.ConnectionPool.check_connection,
-                timeout=self.connect_timeout, max_idle=300.0, max_lifetime=1800.0,
-                reconnect_timeout=max(self.connect_timeout, 60.0), name=f"remem:{self.schema}",
-            )
-            try:
-                self._pool.open(wait=False)
-            except psycopg.Error as exc:
-                raise StoreError(f"cannot open a connection pool to {self._where()}: {exc}"
+                raise StoreError(f"PostgreSQL setup failed on {self.database.where}: {exc}"
                                  ) from exc
             self._ready = True
         self._start_sweeper()
 
-    def _where(self) -> str:
-        """The server and database, without credentials, for messages."""
-        try:
-            from psycopg.conninfo import conninfo_to_dict
-
-            info = conninfo_to_dict(self.dsn)
-            return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/" \
-                   f"{info.get('dbname', '')} (schema {self.schema})"
-        except Exception:
-            return f"schema {self.schema}"
-
-    def _setup_schema(self, conn: Conn) -> None:
+    def _create_extension(self, conn: Conn) -> None:
+        """Before the pool opens: the ``vector`` type its connections load as NumPy."""
         with conn.transaction():
             # CREATE EXTENSION is not safe to race; one global advisory lock serialises it
             conn.execute(f"SELECT pg_advisory_xact_lock({advisory_key('')})", ("",))
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        apply_postgres(conn, self.schema, self._q)
         row = conn.execute("SELECT 'vector'::regtype::oid").fetchone()
         assert row is not None
         self._vector_oid = int(row[0])
+
+    def _register(self, conn: Conn) -> None:
+        """Record the embedding model and the tokenizer; build the model's index."""
         with conn.transaction():
             conn.execute(sql(f"SELECT pg_advisory_xact_lock({advisory_key(self.schema)})"),
                          (self.schema,))
@@ -226,9 +201,9 @@ class PostgresStore(SQLStore["Conn"]):
         for _, name, dims in used:
             if name != index.model or dims != index.dims:
                 raise IndexConfigError(
-                    f"{self._where()} holds vectors of model {name!r} ({dims} dims); this store "
-                    f"was opened with {index.model!r} ({index.dims} dims). Open it with the same "
-                    "embedder, or export and re-import into a new schema"
+                    f"{self.database.where} holds vectors of model {name!r} ({dims} dims); "
+                    f"this store was opened with {index.model!r} ({index.dims} dims). Open it "
+                    "with the same embedder, or export and re-import into a new schema"
                 )
         conn.execute(sql(
             f"INSERT INTO {self._t('embedding_models')} (name, dims) VALUES (%s, %s) "
@@ -248,8 +223,8 @@ class PostgresStore(SQLStore["Conn"]):
             f"SELECT 1 FROM {self._t('postings')} LIMIT 1"
         )).fetchone() is not None:
             raise IndexConfigError(
-                f"{self._where()} holds keyword terms made by tokenizer {row[0]!r}; this store "
-                f"was opened with {name!r}. Open it with the same tokenizer "
+                f"{self.database.where} holds keyword terms made by tokenizer {row[0]!r}; "
+                f"this store was opened with {name!r}. Open it with the same tokenizer "
                 "(KeywordConfig(tokenizer=...)), or export and re-import into a new schema"
             )
         conn.execute(sql(
@@ -273,24 +248,21 @@ class PostgresStore(SQLStore["Conn"]):
     def close(self) -> None:
         """Stop the sweeper and close the pool (idempotent)."""
         self._stop_sweeper()
-        self._closed = True
         self._ready = False
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        self.database.close()
 
     def _transact(self, body: Callable[[Conn], T], *, writes: bool) -> T:
         """Run ``body`` in one transaction, retrying failures that left nothing committed."""
-        psycopg, psycopg_pool = _import_psycopg()
+        import psycopg  # setup() imported it
+        import psycopg_pool
+
         errors = psycopg.errors
         deadline = time.monotonic() + self.connect_timeout
         attempt = 0
         while True:
-            if self._pool is None:
-                raise StoreError("this PostgresStore is closed; open a new one")
             committing = False
             try:
-                with self._pool.connection() as conn:
+                with self.database.connection() as conn:
                     with conn.transaction():
                         if self.statement_timeout is not None and self.prepare_threshold is None:
                             # behind a transaction pooler a session setting would not stick
@@ -311,7 +283,7 @@ class PostgresStore(SQLStore["Conn"]):
                 time.sleep(random.uniform(0.005, 0.02 * 2 ** min(attempt, 5)))
             except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
                 if is_refused_data(exc):  # a value past a limit (54xxx): retrying cannot help
-                    raise database_error(exc, self._where()) from exc
+                    raise database_error(exc, self.database.where) from exc
                 if isinstance(exc, errors.QueryCanceled):
                     raise StoreError(
                         f"a statement ran longer than statement_timeout "
@@ -319,19 +291,19 @@ class PostgresStore(SQLStore["Conn"]):
                         "statement_timeout=...)) or narrow the search") from exc
                 if committing and writes:
                     raise StoreError(
-                        f"the connection to {self._where()} dropped while committing a writing "
-                        "batch; whether it was applied is unknown: read the items back before "
-                        f"retrying ({exc})") from exc
+                        f"the connection to {self.database.where} dropped while committing a "
+                        "writing batch; whether it was applied is unknown: read the items back "
+                        f"before retrying ({exc})") from exc
                 attempt += 1
                 if attempt > self.retries and time.monotonic() > deadline:
                     raise StoreError(
-                        f"cannot reach PostgreSQL at {self._where()}: {exc}; check that the "
-                        "server is running and the DSN is right") from exc
+                        f"cannot reach PostgreSQL at {self.database.where}: {exc}; check that "
+                        "the server is running and the DSN is right") from exc
                 logger.info("retrying a batch after a connection failure: %s", exc)
                 time.sleep(min(0.05 * 2**attempt, 1.0))
             except psycopg.Error as exc:
                 # refused data is the caller's (422); anything else the database's (503)
-                raise database_error(exc, self._where()) from exc
+                raise database_error(exc, self.database.where) from exc
 
     # -- batch --------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Connection settings and the pgvector type adapter (binary, NumPy float32 in and out).
+"""The pgvector type adapter (binary, NumPy float32 in and out).
 
 Imported only by the PostgreSQL store, after psycopg has been found.
 """
@@ -17,25 +17,7 @@ from remem.store.postgres.sql import decode_vector, encode_vector
 if TYPE_CHECKING:
     import psycopg
 
-    from remem.store.postgres.store import PostgresStore
-
-__all__ = ["connect_kwargs", "register_vector_type"]
-
-
-def connect_kwargs(store: PostgresStore) -> dict[str, Any]:
-    """Keyword arguments of every connection: autocommit (transactions are explicit), the
-    prepared-statement threshold, a connect timeout and TCP keepalives, so a connection that a
-    firewall or pooler dropped silently is noticed in under a minute instead of hanging."""
-    return {
-        "autocommit": True,
-        "prepare_threshold": store.prepare_threshold,
-        "connect_timeout": max(1, int(store.connect_timeout)),
-        "keepalives": 1,
-        "keepalives_idle": 30,
-        "keepalives_interval": 10,
-        "keepalives_count": 3,
-        "application_name": "remem",
-    }
+__all__ = ["register_vector_type"]
 
 
 class _VectorDumper(Dumper):
