@@ -35,8 +35,7 @@ from remem.store.scoped import ScopedStore
 from remem.usage import RecordingChatModel, UsageRecorder
 
 if TYPE_CHECKING:
-    from remem.embed.base import Embedder
-    from remem.shards import Shard, ShardRouter
+    from remem.shards import ShardRouter
 
 __all__ = ["MemoryHandlers", "worker_command"]
 
@@ -123,8 +122,11 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
         memory = Memory.open(db, embedder=vectors, llm=model_from_env())
     ctx.call_on_close(memory.close)
     check_embedder(memory.store, db)
-    router = _router(db, schema, checked_shards(shards), placement, vectors)
-    if router is not None:
+    router = None
+    if shards:
+        from remem.cli.shards import open_router
+
+        router = open_router(db, checked_shards(shards), placement, vectors, schema=schema)
         ctx.call_on_close(router.close)
     run = MemoryHandlers(memory, router).handlers(queue)
     if kinds:
@@ -153,22 +155,3 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
     click.echo(f"worker {worker.name} stopped: {worker.done} done, {worker.failed} failed "
                "attempts", err=True)
 
-
-def _router(db: str, schema: str, shards: tuple[Shard, ...], placement: str,
-            embedder: Embedder | bool) -> ShardRouter | None:
-    """The router of ``--shard`` (``None``: none given): tenants' jobs run on their shards,
-    each opened as the server opens it."""
-    if not shards:
-        return None
-    from remem.memory.records import KEYWORD_FIELDS
-    from remem.shards import Placement, RouteTable, ShardRouter
-    from remem.store import IndexConfig, KeywordConfig, is_dsn, open_store
-
-    if not is_dsn(db):
-        raise CommandFailed("--shard needs a PostgreSQL control database: --db must be a "
-                            "postgresql:// DSN")
-    index = (IndexConfig(embedder, fields=("text",))  # as the server opens its shards
-             if embedder is not False and embedder is not True else None)
-    routes = RouteTable(db, shards, schema=schema, placement=Placement(placement))
-    return ShardRouter(routes, lambda shard: open_store(
-        shard.dsn, index=index, keyword=KeywordConfig(fields=KEYWORD_FIELDS)))

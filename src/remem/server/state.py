@@ -378,6 +378,16 @@ class ServerState:
                 view = copy.copy(threads)
                 view.index, view.summarizer = index, self.llm_for(principal)
                 return view
+            if self.router is not None:
+                from remem.shards.threads import FencedThreads
+
+                def on_shard(shard: str) -> ScopedThreads:
+                    return ScopedThreads(self._threads_on(shard), principal.tenant,
+                                         index=index, summarizer=self.llm_for(principal))
+                return FencedThreads(threads, principal.tenant, index=index,
+                                     summarizer=self.llm_for(principal),
+                                     shard=key.rpartition("\x1f")[2], router=self.router,
+                                     on_shard=on_shard)
             return ScopedThreads(threads, principal.tenant, index=index,
                                  summarizer=self.llm_for(principal))
         return self._tenant_threads.get(key, build)
