@@ -8,6 +8,7 @@ server opens it, so their vectors are made by the same model.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import click
@@ -56,14 +57,18 @@ def open_router(db: str, shards: tuple[Shard, ...], placement: str,
 def shards_group(ctx: click.Context, db: str, embedder: str, shards: tuple[str, ...],
                  placement: str) -> None:
     """Route tenants over several PostgreSQL databases: list, place and move them."""
-    vectors = False if embedder == "none" else make_embedder(embedder)
-    router = open_router(db, checked_shards(shards), placement, vectors)
-    ctx.call_on_close(router.close)
+    given = checked_shards(shards)
+
+    def router() -> ShardRouter:  # opened by the subcommand that runs (not for --help)
+        vectors = False if embedder == "none" else make_embedder(embedder)
+        found = open_router(db, given, placement, vectors)
+        ctx.call_on_close(found.close)
+        return found
     ctx.obj = router
 
 
 def _router() -> ShardRouter:
-    return cast("ShardRouter", click.get_current_context().obj)  # the group's
+    return cast("Callable[[], ShardRouter]", click.get_current_context().obj)()
 
 
 def _fail(exc: Exception) -> CommandFailed:

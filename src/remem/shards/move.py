@@ -7,7 +7,7 @@ whole safe to run again with the same arguments:
 2. **bulk copy**: every item under the tenant's prefix is copied to the target, timestamps
    and TTLs kept, while the tenant keeps reading and writing the source;
 3. **catch up and flip**, holding the route row ``FOR UPDATE``: every write in flight holds
-   the row ``FOR SHARE`` (:meth:`~remem.shards.routes.RouteTable.fence`), so once the lock is
+   the row ``FOR KEY SHARE`` (:meth:`~remem.shards.routes.RouteTable.fence`), so once the lock is
    granted no write is running and none can start. The items changed since the bulk copy
    (a different ``updated_at``) are copied again, those deleted meanwhile are deleted from
    the target, and the route is pointed at the target in the same transaction. Writers that

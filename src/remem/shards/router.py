@@ -4,7 +4,7 @@
 (cached for ``cache_seconds``, then read again: a moved tenant is followed within that time)
 and opens one store per shard on first use. :class:`TenantStore` is the tenant's store: reads
 go to the shard of the cached route; every batch that writes runs inside the route's fence
-(the row held ``FOR SHARE``) on the shard the locked row names, so a write is never made on a
+(the row held ``FOR KEY SHARE``) on the shard the locked row names, so a write is never made on a
 shard the tenant has just left.
 """
 

@@ -14,16 +14,19 @@ both let an interrupted move be run again.
 A new tenant is placed on first use by a :class:`Placement` policy; two processes placing the
 same tenant at once agree (``INSERT ... ON CONFLICT DO NOTHING``, then read the row back).
 
-Writers hold the tenant's row ``FOR SHARE`` for the length of their write
+Writers hold the tenant's row ``FOR KEY SHARE`` for the length of their write
 (:meth:`RouteTable.fence`); a move takes it ``FOR UPDATE`` to copy the last writes and flip
 the route, so a write either lands before the flip (and is copied) or waits and then reads
-the new shard.
+the new shard. ``KEY SHARE`` (the weakest row lock) conflicts with ``FOR UPDATE`` only:
+marking a move (``moving_to``) or forgetting an old copy updates other columns without
+waiting for the writes in flight, nor making new ones queue behind it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -145,6 +148,7 @@ class RouteTable:
         self.placement.choose(self.shards, {})  # a fixed placement must name a shard
         self._pool_size = pool_size
         self._pool: ConnectionPool[Any] | None = None
+        self._opening = threading.Lock()
         self._q = '"' + schema.replace('"', '""') + '"'
 
     def shard(self, name: str) -> Shard:
@@ -158,6 +162,12 @@ class RouteTable:
             "(or add it to REMEM_SHARDS) on every server and worker")
 
     def _connections(self) -> ConnectionPool[Any]:
+        if self._pool is not None:
+            return self._pool
+        with self._opening:  # one pool, however many threads ask first
+            return self._open()
+
+    def _open(self) -> ConnectionPool[Any]:
         if self._pool is None:
             from psycopg_pool import ConnectionPool
 
@@ -248,7 +258,7 @@ class RouteTable:
 
     @contextlib.contextmanager
     def fence(self, tenant: str) -> Iterator[Route]:
-        """Hold ``tenant``'s route row ``FOR SHARE`` while the caller writes the tenant's
+        """Hold ``tenant``'s route row ``FOR KEY SHARE`` while the caller writes the tenant's
         data on the shard it names (placing the tenant first if needed). A move's flip
         waits for every fence held, and fences taken meanwhile wait for the flip and then
         see the new shard."""
@@ -256,7 +266,7 @@ class RouteTable:
         with self._conn() as conn, conn.transaction():
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM {self._q}.remem_shard_routes "
-                "WHERE tenant = %s FOR SHARE", (tenant,)).fetchone()
+                "WHERE tenant = %s FOR KEY SHARE", (tenant,)).fetchone()
             assert row is not None  # routes are never deleted
             yield _route(row)
 

@@ -1,7 +1,7 @@
 """A tenant's threads on its shard, every writing request inside the route's fence.
 
 Thread writes do not go through the store, so :class:`FencedThreads` holds the tenant's
-route row ``FOR SHARE`` around each request whose operation writes (the threads' operation
+route row ``FOR KEY SHARE`` around each request whose operation writes (the threads' operation
 table says which), as :class:`~remem.shards.router.TenantStore` does for store batches. A
 request fenced after its tenant moved runs on the new shard's threads instead.
 """
@@ -44,7 +44,7 @@ class FencedThreads(ScopedThreads):
             if route.shard == self.shard:
                 return super().run(request)
             # moved since this view was built: the new shard's view, without a second fence
-            # (a second FOR SHARE could queue behind a waiting mover and never be granted)
+            # (a second FOR KEY SHARE could queue behind a waiting mover and never be granted)
             return ScopedThreads.run(self.on_shard(route.shard), request)
 
     async def arun(self, request: Any) -> Any:
