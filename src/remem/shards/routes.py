@@ -262,11 +262,13 @@ class RouteTable:
         data on the shard it names (placing the tenant first if needed). A move's flip
         waits for every fence held, and fences taken meanwhile wait for the flip and then
         see the new shard."""
-        self.place(tenant)
         with self._conn() as conn, conn.transaction():
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM {self._q}.remem_shard_routes "
-                "WHERE tenant = %s FOR KEY SHARE", (tenant,)).fetchone()
+            sql = (f"SELECT {_COLUMNS} FROM {self._q}.remem_shard_routes "
+                   "WHERE tenant = %s FOR KEY SHARE")
+            row = conn.execute(sql, (tenant,)).fetchone()
+            if row is None:  # its first write: place it (another connection), lock again
+                self.place(tenant)
+                row = conn.execute(sql, (tenant,)).fetchone()
             assert row is not None  # routes are never deleted
             yield _route(row)
 
