@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Iterator
@@ -55,15 +56,31 @@ def second_server() -> Iterator[str]:
         server.cleanup()
 
 
+@contextlib.contextmanager
+def _fresh(postgres_dsn: str, second_server: str) -> Iterator[TwoServers]:
+    servers = TwoServers(_create(postgres_dsn, "control"), _create(postgres_dsn, "a"),
+                         _create(second_server, "b"))
+    try:
+        yield servers
+    finally:  # the second server goes with the module; the session's stays: drop them
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            for dsn in (servers.control, servers.a):
+                name = conninfo_to_dict(dsn)["dbname"]
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+
+
 @pytest.fixture
-def two_servers(postgres_dsn: str, second_server: str) -> TwoServers:
+def two_servers(postgres_dsn: str, second_server: str) -> Iterator[TwoServers]:
     """Fresh databases for one test: control and ``a`` on one server, ``b`` on the other."""
-    return TwoServers(_create(postgres_dsn, "control"), _create(postgres_dsn, "a"),
-                      _create(second_server, "b"))
+    with _fresh(postgres_dsn, second_server) as servers:
+        yield servers
 
 
 @pytest.fixture(scope="module")
-def module_servers(postgres_dsn: str, second_server: str) -> TwoServers:
+def module_servers(postgres_dsn: str, second_server: str) -> Iterator[TwoServers]:
     """As :func:`two_servers`, for a whole module."""
-    return TwoServers(_create(postgres_dsn, "control"), _create(postgres_dsn, "a"),
-                      _create(second_server, "b"))
+    with _fresh(postgres_dsn, second_server) as servers:
+        yield servers
