@@ -3,6 +3,7 @@ delete or detect tenant A's data. The tenant comes from the key alone."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -44,8 +45,17 @@ class World:
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     directory = tempfile.mkdtemp(prefix="remem-isolation-")
-    app = create_app(ServerConfig(db=os.path.join(directory, "iso.db"), embedder=FakeEmbedder(),
-                                  mcp=False, key_cache_seconds=0))
+    with open_world(ServerConfig(db=os.path.join(directory, "iso.db"), embedder=FakeEmbedder(),
+                                 mcp=False, key_cache_seconds=0)) as found:
+        yield found
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def open_world(config: ServerConfig) -> Iterator[World]:
+    """A server on ``config`` where tenant ``alpha`` has data in every family and ``beta``
+    has a key and nothing else (tests/shards runs the matrix with the two on two shards)."""
+    app = create_app(config)
     # the matrix sends hundreds of bad keys from one address to see each 401: the limit on
     # failed authentications (a 429 past 10, tests/adversarial/test_auth_failures.py) is lifted
     app.state.remem.auth_failures = RateLimiter(1e9, burst=1e9)
@@ -78,7 +88,6 @@ def world() -> Iterator[World]:
         assert client.put("/v1/agents/a1/blocks/alpha-block", headers=a).status_code == 200
         yield World(client, a, b, change["memory"]["id"], change["event_id"], head)
     app.state.remem.close()
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def _not_found_like_missing(world: World, method: str, path: str, real_id: str,

@@ -113,6 +113,9 @@ COMMANDS: dict[str, LazyCommand] = {
     "serve": LazyCommand(
         "serve", "serve_command",
         "Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp."),
+    "shards": LazyCommand(
+        "shards", "shards_group",
+        "Route tenants over several PostgreSQL databases: list, place and move them."),
     "store": LazyCommand(
         "store", "store_group",
         "Read and write the long-term store: JSON items under namespaces."),

@@ -30,8 +30,9 @@ from remem.cli.common import (
 if TYPE_CHECKING:  # the rest is imported where used: `remem mcp` answers initialize first
     from remem.embed.base import Embedder
 
-__all__ = ["MCP_SWITCHES", "SERVICE_COMMANDS", "McpSwitch", "app_from_env", "file_policy_option",
-           "keys_group", "mcp_command", "mcp_switches", "serve_command"]
+__all__ = ["MCP_SWITCHES", "SERVICE_COMMANDS", "McpSwitch", "app_from_env", "checked_shards",
+           "file_policy_option", "keys_group", "mcp_command", "mcp_switches", "serve_command",
+           "shard_options"]
 
 FC = TypeVar("FC", bound=Callable[..., Any])
 
@@ -40,6 +41,32 @@ _DB_HELP = "SQLite file or postgresql:// DSN the server keeps memories and keys 
 #: :data:`remem.files.permissions.POLICY_ENV`, spelled here so that defining the commands
 #: imports no file module (a test keeps the two equal)
 POLICY_ENV = "REMEM_FILE_POLICY"
+
+
+def checked_shards(texts: Any) -> tuple[Any, ...]:
+    """The ``--shard NAME=DSN`` values as shards, a bad one a usage error naming it."""
+    from remem.errors import InvalidInputError
+    from remem.shards import parse_shards
+
+    try:
+        return parse_shards(tuple(texts))
+    except InvalidInputError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--shard'") from None
+
+
+def shard_options(fn: FC) -> FC:
+    """Add ``--shard NAME=DSN`` (repeatable; ``$REMEM_SHARDS``, space-separated) and
+    ``--placement``."""
+    fn = click.option(
+        "--placement", default="fewest", show_default=True, metavar="fewest|NAME",
+        envvar="REMEM_PLACEMENT",
+        help="Where new tenants go with --shard: the shard with the fewest tenants, or one "
+             "named shard.")(fn)
+    return click.option(
+        "--shard", "shards", multiple=True, metavar="NAME=DSN", envvar="REMEM_SHARDS",
+        help="Spread tenants' data over these PostgreSQL databases (repeatable; "
+             "$REMEM_SHARDS, space-separated); --db is then the control database holding "
+             "keys, jobs, usage and the routing table (docs/shards.md).")(fn)
 
 
 def _server_extra() -> None:
@@ -207,6 +234,7 @@ file_policy_option = click.option(
               show_default=True, metavar="N",
               help="Also run background jobs (POST /v1/memories/submit) in each server "
                    "process, N at once (0: leave them to `remem worker`).")
+@shard_options
 @mcp_switches("mcp-", " at /mcp")
 @file_policy_option
 def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: int,
@@ -215,6 +243,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                   ready_timeout: float, quota_items: int | None, quota_bytes: int | None,
                   metrics_token: str | None, log_level: str,
                   workers_in_process: int = 0, file_policy: str | None = None,
+                  shards: tuple[str, ...] = (), placement: str = "fewest",
                   **mcp_tools: Any) -> None:
     """Serve the HTTP API (docs at /docs, OpenAPI at /openapi.json) and MCP at /mcp.
 
@@ -244,7 +273,7 @@ def serve_command(db: str, host: str, port: int, no_auth: bool, max_body_bytes: 
                 "rate_burst": rate_burst, "ready_timeout": ready_timeout,
                 "quota_items": quota_items, "quota_bytes": quota_bytes,
                 "metrics_token": metrics_token, "workers_in_process": workers_in_process,
-                "ui": ui,
+                "ui": ui, "shards": list(shards), "placement": placement,
                 "mcp_tools": _mcp_tools(**mcp_tools)}
     click.echo(f"remem serving {db} on http://{host}:{port} with {workers} worker(s) "
                f"(auth: {_NO_AUTH_WHO if no_auth else 'API keys'}; "
@@ -308,7 +337,9 @@ def _build_app(settings: dict[str, Any]) -> Any:
                           ready_timeout=settings.get("ready_timeout", 5.0),
                           quota_items=settings.get("quota_items"),
                           quota_bytes=settings.get("quota_bytes"),
-                          metrics_token=settings.get("metrics_token"))
+                          metrics_token=settings.get("metrics_token"),
+                          shards=checked_shards(settings.get("shards", ())),
+                          placement=settings.get("placement", "fewest"))
     app = create_app(config, mcp_tools=settings.get("mcp_tools"), ui=settings.get("ui", True))
     if settings.get("workers_in_process"):
         from remem.server.routes_jobs import install_in_process_worker

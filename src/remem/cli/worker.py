@@ -13,6 +13,7 @@ import logging
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,12 +26,16 @@ from remem.background.worker import Handler, Worker
 from remem.cli.common import CommandFailed, db_option, embedder_hint, embedder_option, make_embedder
 from remem.cli.jobs import DB_HELP, open_queue
 from remem.cli.render import emit_json
+from remem.cli.serve import checked_shards, shard_options
 from remem.episodic.jobs import EXTRACT_EPISODES
 from remem.llm.config import model_from_env
 from remem.procedural.jobs import OPTIMIZE
 from remem.store import BaseStore, check_embedder
 from remem.store.scoped import ScopedStore
 from remem.usage import RecordingChatModel, UsageRecorder
+
+if TYPE_CHECKING:
+    from remem.shards import ShardRouter
 
 __all__ = ["MemoryHandlers", "worker_command"]
 
@@ -41,8 +46,10 @@ class MemoryHandlers:
     for the tenant in the database's usage rows (:mod:`remem.usage`) once :meth:`handlers`
     has named the queue."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, router: ShardRouter | None = None) -> None:
         self.memory = memory
+        #: tenants' shards (``remem worker --shard``): a tenant's job runs on its shard
+        self.router = router
         self._tenants: dict[str, Memory] = {}
         self._lock = threading.Lock()
         #: where tenants' chat model calls are recorded (set by :meth:`handlers`)
@@ -57,7 +64,10 @@ class MemoryHandlers:
             if found is None:
                 from remem.server.keys import tenant_prefix
 
-                store: BaseStore = ScopedStore(self.memory.store, tenant_prefix(tenant))
+                inner: BaseStore = self.memory.store
+                if self.router is not None:
+                    inner = self.router.tenant_store(tenant)
+                store: BaseStore = ScopedStore(inner, tenant_prefix(tenant))
                 llm = self.memory.llm
                 if llm is not None and self.usage is not None:
                     llm = RecordingChatModel(llm, self.usage, tenant=tenant)
@@ -93,10 +103,12 @@ class MemoryHandlers:
               help="Run the jobs due now, then exit (for cron or tests).")
 @click.option("--json", "json_output", is_flag=True,
               help="With --once: print the jobs run as one JSON document.")
+@shard_options
 @click.pass_context
 def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, concurrency: int,
                    lease: float, poll: float, grace: float, kinds: tuple[str, ...],
-                   once: bool, json_output: bool) -> None:
+                   once: bool, json_output: bool, shards: tuple[str, ...] = (),
+                   placement: str = "fewest") -> None:
     """Run background jobs (debounced extraction) until SIGTERM.
 
     The chat model comes from REMEM_LLM_* (see `remem add --help`). Queue depth and
@@ -110,7 +122,13 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
         memory = Memory.open(db, embedder=vectors, llm=model_from_env())
     ctx.call_on_close(memory.close)
     check_embedder(memory.store, db)
-    run = MemoryHandlers(memory).handlers(queue)
+    router = None
+    if shards:
+        from remem.cli.shards import open_router
+
+        router = open_router(db, checked_shards(shards), placement, vectors, schema=schema)
+        ctx.call_on_close(router.close)
+    run = MemoryHandlers(memory, router).handlers(queue)
     if kinds:
         run = {kind: run[kind] for kind in kinds}
     worker = Worker(queue, run, concurrency=concurrency, lease=lease, poll=poll)
@@ -136,3 +154,4 @@ def worker_command(ctx: click.Context, db: str, embedder: str, schema: str, conc
     worker.serve(grace=grace)
     click.echo(f"worker {worker.name} stopped: {worker.done} done, {worker.failed} failed "
                "attempts", err=True)
+

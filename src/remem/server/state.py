@@ -25,6 +25,8 @@ from remem.memory.records import KEYWORD_FIELDS
 from remem.server.keys import KeyStore, tenant_prefix
 from remem.server.quotas import Quota, QuotaStore
 from remem.server.ratelimit import RateLimiter, auth_failure_limiter
+from remem.shards.router import ShardRouter, TenantStore
+from remem.shards.routes import FEWEST, Placement, RouteTable, Shard
 from remem.store import BaseStore, IndexConfig, KeywordConfig, open_store
 from remem.store.guarded import GuardedStore
 from remem.store.scoped import ScopedStore
@@ -111,6 +113,10 @@ class ServerConfig:
     ``quota_recount_seconds``: how old a tenant's exact count may get in a process.
     ``metrics_token``: the bearer token ``/metrics/tenants`` (per-tenant series) asks for
     (``None``: that route answers 404; ``/metrics`` never shows tenants).
+    ``shards``: PostgreSQL databases tenants' data is spread over (``()``: all in ``db``);
+    ``db`` is then the control database (keys, jobs, usage and the routing table), new
+    tenants are placed by ``placement`` (``"fewest"`` or a shard name) and a tenant's route
+    is read again after ``route_cache_seconds`` (see docs/shards.md).
     """
 
     db: str = "memory.db"
@@ -130,6 +136,9 @@ class ServerConfig:
     quota_bytes: int | None = None
     quota_recount_seconds: float = 60.0
     metrics_token: str | None = None
+    shards: tuple[Shard, ...] = ()
+    placement: str = FEWEST
+    route_cache_seconds: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1024:
@@ -156,6 +165,18 @@ class ServerConfig:
                                                or len(self.metrics_token.strip()) < 16):
             raise ConfigError("metrics_token must be a string of at least 16 characters "
                               "(remem serve --metrics-token, or REMEM_METRICS_TOKEN)")
+        if self.shards:
+            from remem.store import is_dsn
+
+            if not is_dsn(os.fspath(self.db)):
+                raise ConfigError("shards need a PostgreSQL control database: --db must be a "
+                                  "postgresql:// DSN when --shard is given")
+            Placement(self.placement).choose(self.shards, {})  # names a configured shard
+        if (isinstance(self.route_cache_seconds, bool)
+                or not isinstance(self.route_cache_seconds, int | float)
+                or not 0 <= self.route_cache_seconds <= 60):
+            raise ConfigError(f"route_cache_seconds must be seconds in [0, 60], got "
+                              f"{self.route_cache_seconds!r}")
 
     def quota(self) -> Quota:
         """The per-tenant storage quota these settings describe."""
@@ -201,6 +222,9 @@ class ServerState:
     _llms: TenantViews[ChatModel] = field(init=False)
     _usage: UsageRecorder | None = None
     _jobs: JobQueue | None = None
+    #: tenants' shards (``None``: every tenant in the one database)
+    router: ShardRouter | None = None
+    _shard_threads: dict[str, ThreadStore] = field(default_factory=dict)
     # one limiter per event loop: in-process harnesses serve the app from several loops
     _limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
         field(default_factory=weakref.WeakKeyDictionary)
@@ -218,8 +242,23 @@ class ServerState:
         base = open_server_store(config) if store is None else store
         limiter = (RateLimiter(config.rate_limit, config.rate_burst)
                    if config.rate_limit is not None else None)
+        router = None
+        if config.shards:
+            routes = RouteTable(os.fspath(config.db), config.shards,
+                                placement=Placement(config.placement),
+                                pool_size=config.store_threads + 8)
+            router = ShardRouter(
+                routes, lambda shard: open_server_store(_on(config, shard)),
+                cache_seconds=config.route_cache_seconds)
         return cls(config, base, KeyStore(base, cache_seconds=config.key_cache_seconds),
-                   owns_store=owns, limiter=limiter)
+                   owns_store=owns, limiter=limiter, router=router)
+
+    def _view_key(self, tenant: str) -> str:
+        """Where a tenant's views are kept: by tenant, and by shard when sharded (a moved
+        tenant gets new views, over its new shard's database)."""
+        if self.router is None or tenant == LOCAL_TENANT:
+            return tenant
+        return f"{tenant}\x1f{self.router.shard_of(tenant)}"
 
     async def run(self, work: Callable[[], T], *, waits_on_llm: bool = False) -> T:
         """Run a request's blocking ``work`` in a worker thread and return its result.
@@ -245,12 +284,18 @@ class ServerState:
         if tenant == LOCAL_TENANT:
             return self.store
 
+        key = self._view_key(tenant)
+
         def build() -> ScopedStore:
             quota = self.config.quota()
             prefix = tenant_prefix(tenant)
-            return (QuotaStore(self.store, prefix, quota, tenant=tenant)
-                    if quota.active else ScopedStore(self.store, prefix))
-        return self._scoped.get(tenant, build)
+            inner: BaseStore = self.store
+            if self.router is not None:
+                inner = TenantStore(self.router, tenant,
+                                    self.router.store(key.rpartition("\x1f")[2]))
+            return (QuotaStore(inner, prefix, quota, tenant=tenant)
+                    if quota.active else ScopedStore(inner, prefix))
+        return self._scoped.get(key, build)
 
     def raw_store_for(self, principal: Principal) -> GuardedStore:
         """The tenant's store as the raw store surfaces (``/v1/store``, the MCP
@@ -265,7 +310,7 @@ class ServerState:
         """The :class:`~remem.api.Memory` facade over the tenant's scoped store (the facade
         imported with this module: its plug-ins, the families' job kinds among them, are
         registered before the in-process worker lists them)."""
-        return self._memories.get(principal.tenant, lambda: Memory(
+        return self._memories.get(self._view_key(principal.tenant), lambda: Memory(
             self.store_for(principal), llm=self.llm_for(principal)))
 
     def jobs(self) -> JobQueue:
@@ -321,7 +366,9 @@ class ServerState:
         from remem.threads.scoped import ScopedThreads
         from remem.threads.search import ThreadIndex
 
-        threads = self.threads()
+        key = self._view_key(principal.tenant)
+        threads = (self.threads() if key == principal.tenant
+                   else self._threads_on(key.rpartition("\x1f")[2]))
 
         def build() -> ThreadStore:
             index = (ThreadIndex(self.store_for(principal))
@@ -331,9 +378,33 @@ class ServerState:
                 view = copy.copy(threads)
                 view.index, view.summarizer = index, self.llm_for(principal)
                 return view
+            if self.router is not None:
+                from remem.shards.threads import FencedThreads
+
+                def on_shard(shard: str) -> ScopedThreads:
+                    return ScopedThreads(self._threads_on(shard), principal.tenant,
+                                         index=index, summarizer=self.llm_for(principal))
+                return FencedThreads(threads, principal.tenant, index=index,
+                                     summarizer=self.llm_for(principal),
+                                     shard=key.rpartition("\x1f")[2], router=self.router,
+                                     on_shard=on_shard)
             return ScopedThreads(threads, principal.tenant, index=index,
                                  summarizer=self.llm_for(principal))
-        return self._tenant_threads.get(principal.tenant, build)
+        return self._tenant_threads.get(key, build)
+
+    def _threads_on(self, shard: str) -> ThreadStore:
+        """The thread store on ``shard``'s database (opened on first use)."""
+        found = self._shard_threads.get(shard)
+        if found is None:
+            from remem.threads import ThreadStore
+
+            assert self.router is not None
+            dsn = self.router.routes.shard(shard).dsn
+            with self._lock:
+                found = self._shard_threads.get(shard)
+                if found is None:
+                    found = self._shard_threads[shard] = ThreadStore.open(dsn)
+        return found
 
     def checkpoint(self) -> bool:
         """Write what is waiting in memory (usage rows) and copy a SQLite database's WAL
@@ -357,6 +428,10 @@ class ServerState:
             self._usage.flush()  # rows a failed write left in memory
         if self._threads is not None:
             self._threads.close()
+        for shard_threads in self._shard_threads.values():
+            shard_threads.close()
+        if self.router is not None:
+            self.router.close()
         if self._jobs is not None:
             self._jobs.close()
         if self.owns_store:
@@ -364,9 +439,19 @@ class ServerState:
 
     def describe(self) -> dict[str, Any]:
         """What readiness reports about the configuration (no secrets)."""
-        return {"backend": type(self.store).__name__, "auth": self.config.auth,
-                "vector_search": self.config.embedder is not None,
-                "llm": self.config.llm is not None}
+        found = {"backend": type(self.store).__name__, "auth": self.config.auth,
+                 "vector_search": self.config.embedder is not None,
+                 "llm": self.config.llm is not None}
+        if self.config.shards:
+            found["shards"] = [shard.name for shard in self.config.shards]
+        return found
+
+
+def _on(config: ServerConfig, shard: Shard) -> ServerConfig:
+    """``config`` with ``shard``'s database as its store's."""
+    import dataclasses
+
+    return dataclasses.replace(config, db=shard.dsn, shards=())
 
 
 def legacy_local_notice(store: BaseStore) -> str | None:
