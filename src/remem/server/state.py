@@ -249,7 +249,7 @@ class ServerState:
                                 pool_size=config.store_threads + 8)
             router = ShardRouter(
                 routes, lambda shard: open_server_store(_on(config, shard)),
-                cache_seconds=config.route_cache_seconds)
+                cache_seconds=config.route_cache_seconds, control=base)
         return cls(config, base, KeyStore(base, cache_seconds=config.key_cache_seconds),
                    owns_store=owns, limiter=limiter, router=router)
 

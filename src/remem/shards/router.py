@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from remem.db import Database
 from remem.shards.routes import Route, RouteTable, Shard
 from remem.store.base import BaseStore, ViewStore, check_ops
 from remem.store.types import DeleteOp, Item, Namespace, Op, PutOp, Result
@@ -28,9 +29,12 @@ class ShardRouter:
     and workers may route the same tenants."""
 
     def __init__(self, routes: RouteTable, open_shard: Callable[[Shard], BaseStore], *,
-                 cache_seconds: float = 1.0, clock: Callable[[], float] = time.monotonic
-                 ) -> None:
+                 cache_seconds: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 control: BaseStore | None = None) -> None:
         self.routes = routes
+        #: the control database's handle (``control``'s: the server's own store), where the
+        #: families beside a tenant's store keep their rows (jobs, budgets, usage, graph)
+        self.control_database: Database | None = getattr(control, "database", None)
         self.cache_seconds = cache_seconds
         self._open_shard = open_shard
         self._clock = clock
@@ -111,6 +115,8 @@ class TenantStore(ViewStore):
         self.tenant = tenant
         self.dsn = router.routes.dsn
         self.schema = router.routes.schema
+        # what remem.db.database_of finds for this view: the control database, not the shard's
+        self.database = router.control_database
 
     def _current(self) -> BaseStore:
         return self.router.store(self.router.shard_of(self.tenant))
