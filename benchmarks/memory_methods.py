@@ -34,6 +34,7 @@ from remem.memory.stages import SESSION_FIELD, TURN_FIELD, staged_ranking
 from remem.retrieval.expansion import Entities, PseudoFeedback
 from remem.retrieval.neighbours import Neighbours
 from remem.retrieval.ranking import Ranking
+from remem.retrieval.subjects import Subjects
 
 if TYPE_CHECKING:
     from recall_stages import Scores
@@ -89,6 +90,12 @@ def memory_methods() -> dict[str, Method]:
                              ) -> Ranking:
                 return replace(ranking, entities=Entities(top=t, weight=w))
             out[f"+entities top={top} w={weight}"] = entity_round
+    # query-side entity linking across sessions: the sessions that hold a name the question
+    # mentions searched again, their best memories first (the ``subjects`` stage)
+    for take in (3, 5, 10):
+        def subjects(query: str, ranking: Ranking, n: int = take) -> Ranking:
+            return replace(ranking, subjects=Subjects(field=SESSION_FIELD, take=n))
+        out[f"+subjects take={take}"] = subjects
     return out
 
 
