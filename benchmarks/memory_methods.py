@@ -90,6 +90,12 @@ def memory_methods() -> dict[str, Method]:
                              ) -> Ranking:
                 return replace(ranking, entities=Entities(top=t, weight=w))
             out[f"+entities top={top} w={weight}"] = entity_round
+    # diversity by meaning (maximal marginal relevance): multi-hop answers sit in several
+    # memories that say different things
+    for lam in (0.3, 0.5, 0.7, 0.8, 0.9):
+        def diverse(query: str, ranking: Ranking, m: float = lam) -> Ranking:
+            return replace(ranking, mmr=m)
+        out[f"+mmr lambda={lam}"] = diverse
     # query-side entity linking across sessions: the sessions that hold a name the question
     # mentions searched again, their best memories first (the ``subjects`` stage)
     for take in (3, 5, 10):
