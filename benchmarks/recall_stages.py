@@ -198,6 +198,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--units", choices=("facts", "both"),
                         help="index LoCoMo's generated observations (or turns and them) "
                              "and run the stage sets of the memory-level table")
+    parser.add_argument("--through", choices=("store", "memory"), default="store",
+                        help="memory: ingest with Memory.add(infer=False) and rank as "
+                             "Memory.search does (the methods of memory_methods())")
     parser.add_argument("--latency", action="store_true",
                         help="time the default stages on a SQLite file with live query "
                              "embedding instead of the recall table")
@@ -207,8 +210,29 @@ def main(argv: list[str] | None = None) -> None:
     dataset = load_locomo(args.data)
     embedder = CachedEmbedder(LocalEmbedder(), args.cache)
     questions = [q for q in scored_questions(dataset) if q.category in MAIN_CATEGORIES]
+    if args.latency and args.through == "memory":
+        from memory_methods import memory_latency
+
+        rows = memory_latency(dataset, embedder, LocalEmbedder(), questions, {
+            "none": "none", "default (sessions,speakers,timing,questions)": None,
+            "default + neighbours": "sessions,speakers,timing,questions,neighbours"})
+        if args.out:
+            Path(args.out).write_text(json.dumps(rows, indent=1))
+        return
     if args.latency:
         latency(dataset, embedder, LocalEmbedder(), questions, args.out)
+        return
+    if args.through == "memory":
+        from memory_methods import memory_methods, run_memory
+
+        grid = memory_methods()
+        if args.only:
+            keep = {"product", *args.only.split(",")}
+            grid = {n: m for n, m in grid.items() if family(n) in keep}
+        results = run_memory(dataset, embedder, grid, questions,
+                             f"{args.out}.partial.jsonl" if args.out else None)
+        embedder.save()
+        report(results, questions, [c.id for c in dataset.conversations], args.out, "product")
         return
     rankings = methods()
     if args.only:
