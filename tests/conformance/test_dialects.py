@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from remem.store.namespace_codec import decode_ns, encode_ns, prefix_range
 from remem.store.postgres.sql import PostgresDialect
-from remem.store.sql_dialect import Dialect, Statement
+from remem.store.sql_dialect import Statement, StoreDialect
 from remem.store.sqlite_sql import SQLiteDialect
 from remem.store.types import CountOp, ListNamespacesOp, SearchOp
 
-DIALECTS: tuple[Dialect, ...] = (SQLiteDialect(), PostgresDialect('"remem".'))
+DIALECTS: tuple[StoreDialect, ...] = (SQLiteDialect(), PostgresDialect('"remem".'))
 
 # what a namespace label may be: no control character, no lone surrogate, not the wildcard
 _labels = st.text(st.characters(blacklist_categories=("Cs", "Cc")),
@@ -39,13 +39,13 @@ def _searches(draw: st.DrawFn) -> SearchOp:
                     draw(st.integers(0, 50)), None, "auto", None, draw(_times), draw(_times))
 
 
-def _bound(dialect: Dialect, statement: Statement) -> list[Any]:
+def _bound(dialect: StoreDialect, statement: Statement) -> list[Any]:
     text, params = statement
     assert text.count(dialect.p) == len(params), text
     return params
 
 
-def _statements(dialect: Dialect, op: SearchOp, ids: list[int]) -> list[Statement]:
+def _statements(dialect: StoreDialect, op: SearchOp, ids: list[int]) -> list[Statement]:
     now = 1.7e9
     where, params = dialect.items_where(op, now)
     scope, scope_params = dialect.scope_where(op, now)

@@ -21,13 +21,13 @@ import numpy as np
 from remem.errors import InvalidInputError
 from remem.eval.metrics import bootstrap_ci
 
-__all__ = ["Change", "load_records", "main", "paired_change", "pool_changes"]
+__all__ = ["ScoreChange", "load_records", "main", "paired_change", "pool_changes"]
 
 Key = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class ScoreChange:
     """One set's change from the base run to the new one."""
 
     name: str
@@ -64,7 +64,7 @@ def _category(record: Mapping[str, Any]) -> str:
 
 def paired_change(base: Mapping[Key, Mapping[str, Any]], new: Mapping[Key, Mapping[str, Any]],
                   metric: str = "recall@10", *, resamples: int = 1000, seed: int = 0
-                  ) -> list[Change]:
+                  ) -> list[ScoreChange]:
     """The change overall (``main``) and per category, over the questions both runs scored.
 
     Raises :class:`InvalidInputError` when the runs share no question."""
@@ -74,12 +74,12 @@ def paired_change(base: Mapping[Key, Mapping[str, Any]], new: Mapping[Key, Mappi
     groups: dict[str, list[Key]] = {"main": keys}
     for key in keys:
         groups.setdefault(_category(base[key]), []).append(key)
-    out: list[Change] = []
+    out: list[ScoreChange] = []
     for name, members in groups.items():
         old = np.array([float(base[k]["metrics"][metric]) for k in members])
         now = np.array([float(new[k]["metrics"][metric]) for k in members])
         low, high = bootstrap_ci(now - old, resamples=resamples, seed=seed)[:, 0]
-        out.append(Change(name, len(members), float(old.mean()), float(now.mean()),
+        out.append(ScoreChange(name, len(members), float(old.mean()), float(now.mean()),
                           float(low), float(high), int((now > old).sum()),
                           int((now < old).sum())))
     return out

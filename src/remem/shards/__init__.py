@@ -9,7 +9,15 @@
 from __future__ import annotations
 
 from remem.shards.router import ShardRouter, TenantStore
-from remem.shards.routes import FEWEST, Placement, Route, RouteTable, Shard, parse_shards
+from remem.shards.routes import FEWEST, Placement, RouteTable, Shard, TenantRoute, parse_shards
 
-__all__ = ["FEWEST", "Placement", "Route", "RouteTable", "Shard", "ShardRouter", "TenantStore",
-           "parse_shards"]
+__all__ = [
+           "FEWEST",
+           "Placement",
+           "RouteTable",
+           "Shard",
+           "ShardRouter",
+           "TenantRoute",
+           "TenantStore",
+           "parse_shards",
+]

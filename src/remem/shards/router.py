@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from remem.db import Database
-from remem.shards.routes import Route, RouteTable, Shard
+from remem.shards.routes import RouteTable, Shard, TenantRoute
 from remem.store.base import BaseStore, ViewStore, check_ops
 from remem.store.types import DeleteOp, Item, Namespace, Op, PutOp, Result
 
@@ -81,7 +81,7 @@ class ShardRouter:
             self._remember(tenant, route.shard)
             return self.store(route.shard).batch(ops)
 
-    def route(self, tenant: str) -> Route | None:
+    def route(self, tenant: str) -> TenantRoute | None:
         """``tenant``'s route as it is now (uncached)."""
         return self.routes.lookup(tenant)
 

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-__all__ = ["FEWEST", "Placement", "Route", "RouteTable", "Shard", "parse_shard", "parse_shards"]
+__all__ = ["FEWEST", "Placement", "RouteTable", "Shard", "TenantRoute", "parse_shard",
+           "parse_shards"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 #: the default placement: the configured shard holding the fewest tenants
@@ -107,7 +108,7 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class TenantRoute:
     """One row of the routing table."""
 
     tenant: str
@@ -129,8 +130,8 @@ _CREATE = (
 _COLUMNS = "tenant, shard, moving_to, moved_from, version"
 
 
-def _route(row: Sequence[Any]) -> Route:
-    return Route(str(row[0]), str(row[1]), row[2], row[3], int(row[4]))
+def _route(row: Sequence[Any]) -> TenantRoute:
+    return TenantRoute(str(row[0]), str(row[1]), row[2], row[3], int(row[4]))
 
 
 class RouteTable:
@@ -210,7 +211,7 @@ class RouteTable:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def lookup(self, tenant: str) -> Route | None:
+    def lookup(self, tenant: str) -> TenantRoute | None:
         """``tenant``'s route, or ``None`` if it was never placed."""
         with self._conn() as conn:
             row = conn.execute(
@@ -218,7 +219,7 @@ class RouteTable:
                 "WHERE tenant = %s", (tenant,)).fetchone()
         return None if row is None else _route(row)
 
-    def routes(self) -> list[Route]:
+    def routes(self) -> list[TenantRoute]:
         """Every route, by tenant."""
         with self._conn() as conn:
             rows = conn.execute(
@@ -238,7 +239,7 @@ class RouteTable:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def place(self, tenant: str, shard: str | None = None) -> Route:
+    def place(self, tenant: str, shard: str | None = None) -> TenantRoute:
         """``tenant``'s route, placing it first (on ``shard``, else by the placement policy)
         if it has none. A tenant already placed keeps its shard: moving it is
         :func:`remem.shards.move.move_tenant`'s job."""
@@ -257,7 +258,7 @@ class RouteTable:
         return placed
 
     @contextlib.contextmanager
-    def fence(self, tenant: str) -> Iterator[Route]:
+    def fence(self, tenant: str) -> Iterator[TenantRoute]:
         """Hold ``tenant``'s route row ``FOR KEY SHARE`` while the caller writes the tenant's
         data on the shard it names (placing the tenant first if needed). A move's flip
         waits for every fence held, and fences taken meanwhile wait for the flip and then
@@ -273,7 +274,7 @@ class RouteTable:
             yield _route(row)
 
     @contextlib.contextmanager
-    def exclusive(self, tenant: str) -> Iterator[tuple[psycopg.Connection[Any], Route]]:
+    def exclusive(self, tenant: str) -> Iterator[tuple[psycopg.Connection[Any], TenantRoute]]:
         """Hold ``tenant``'s row ``FOR UPDATE`` (no write of the tenant runs meanwhile) in a
         transaction the caller may update the row in; it commits when the block ends."""
         with self._conn() as conn, conn.transaction():

@@ -1,12 +1,13 @@
 """The SQL of the store, I/O-free: statements shared by SQLite and PostgreSQL, and the seam
 where they differ.
 
-:class:`Dialect` builds every statement the shared SQL store runs (:mod:`remem.store.sql_store`)
-as ``(text, params)``, with the item table aliased ``i``. A dialect supplies only what truly
-differs: the placeholder, how a list of ids is passed, how a filter compiles (JSON1 over the
-value text, or ``jsonb`` over a shadow document), the shape of a newest-first listing, the TTL
-refresh, and where keyword postings and corpus statistics come from. The SQLite dialect is in
-:mod:`remem.store.sqlite_sql`, the PostgreSQL one in :mod:`remem.store.postgres.sql`.
+:class:`StoreDialect` builds every statement the shared SQL store runs
+(:mod:`remem.store.sql_store`) as ``(text, params)``, with the item table aliased ``i``. A
+dialect supplies only what truly differs: the placeholder, how a list of ids is passed, how a
+filter compiles (JSON1 over the value text, or ``jsonb`` over a shadow document), the shape of
+a newest-first listing, the TTL refresh, and where keyword postings and corpus statistics come
+from. The SQLite dialect is in :mod:`remem.store.sqlite_sql`, the PostgreSQL one in
+:mod:`remem.store.postgres.sql`.
 
 Nothing here touches a connection: statements are unit-testable without a database, and the
 values (namespaces, keys, times, filter operands) are always bound as parameters.
@@ -25,7 +26,7 @@ from remem.store.filters import FilterNode
 from remem.store.namespace_codec import encode_ns, prefix_range
 from remem.store.types import CountOp, ListNamespacesOp, Namespace, SearchOp
 
-__all__ = ["COLUMNS", "Dialect", "ListingPath", "Statement", "wide_scope"]
+__all__ = ["COLUMNS", "ListingPath", "Statement", "StoreDialect", "wide_scope"]
 
 #: item columns read into an :class:`~remem.store.types.Item` (table alias ``i``), in the
 #: order :meth:`remem.store.sql_store.SQLStore._finish` unpacks them
@@ -54,7 +55,7 @@ def wide_scope(total: int, needed: int) -> int:
     return max(200, math.ceil(math.sqrt(max(total, 1) * needed / _ROW_OVER_ENTRY)))
 
 
-class Dialect(ABC):
+class StoreDialect(ABC):
     """Statement builders for one SQL engine, on its spelling in :mod:`remem.db` (``engine``:
     placeholders, column types, row locks). ``prefix`` qualifies table names (PostgreSQL's
     quoted schema and a dot; empty on SQLite)."""

@@ -2,7 +2,7 @@
 
 :class:`SQLStore` runs a batch's operations inside a transaction its backend opened: gets,
 conditional puts, deletes, searches (listing or ranked) and namespace listings, with the
-statements of its :class:`~remem.store.sql_dialect.Dialect`. A backend supplies the
+statements of its :class:`~remem.store.sql_dialect.StoreDialect`. A backend supplies the
 transaction (locking, retries), the statement runner, and what its storage does differently:
 the bulk write of a run of puts, what a delete leaves behind, and vector candidates (an
 in-process NumPy matrix on SQLite, pgvector on PostgreSQL).
@@ -26,7 +26,7 @@ from remem.retrieval.ranking import Candidate
 from remem.store.base import UPDATED_AT_TOLERANCE, BaseStore, Prepared, match_namespaces
 from remem.store.candidates import KeywordHits
 from remem.store.namespace_codec import decode_ns
-from remem.store.sql_dialect import Dialect, ListingPath, Statement, wide_scope
+from remem.store.sql_dialect import ListingPath, Statement, StoreDialect, wide_scope
 from remem.store.types import (
     CountOp,
     DeleteOp,
@@ -70,7 +70,7 @@ class SQLStore(BaseStore, Generic[TxT]):
     """The shared body of the SQL backends; ``TxT`` is what a backend's transaction hands the
     statements (a connection, or a connection with per-transaction state)."""
 
-    dialect: Dialect
+    dialect: StoreDialect
 
     # -- the backend's part --------------------------------------------------------------------
 
@@ -117,7 +117,7 @@ class SQLStore(BaseStore, Generic[TxT]):
 
     def _items_first(self, op: SearchOp, n_docs: int) -> bool:
         """Whether a keyword search reads its scope item by item (see
-        :meth:`~remem.store.sql_dialect.Dialect.keyword_postings`)."""
+        :meth:`~remem.store.sql_dialect.StoreDialect.keyword_postings`)."""
         return False
 
     # -- a batch, inside the backend's transaction ----------------------------------------------

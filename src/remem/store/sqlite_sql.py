@@ -21,7 +21,7 @@ from typing import Any
 from remem.db import SQLITE
 from remem.store.filters import FilterNode, to_sqlite
 from remem.store.namespace_codec import prefix_range
-from remem.store.sql_dialect import COLUMNS, Dialect, ListingPath, Statement
+from remem.store.sql_dialect import COLUMNS, ListingPath, Statement, StoreDialect
 from remem.store.types import SearchOp
 
 __all__ = ["NEWEST_INDEX", "NEWEST_INDEX_PROBE", "SQLiteDialect"]
@@ -34,7 +34,7 @@ NEWEST_INDEX = ("CREATE INDEX IF NOT EXISTS items_updated ON items (updated_at D
 NEWEST_INDEX_PROBE = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'items_updated'"
 
 
-class SQLiteDialect(Dialect):
+class SQLiteDialect(StoreDialect):
     """Statements for the stock ``sqlite3`` module (JSON1, no extensions)."""
 
     def __init__(self) -> None:

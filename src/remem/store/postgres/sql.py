@@ -17,7 +17,7 @@ from remem.db import POSTGRES, quote_ident
 from remem.errors import ConfigError
 from remem.store.filters import FilterNode
 from remem.store.filters_postgres import to_postgres
-from remem.store.sql_dialect import COLUMNS, Dialect, ListingPath, Statement
+from remem.store.sql_dialect import COLUMNS, ListingPath, Statement, StoreDialect
 from remem.store.types import SearchOp
 
 __all__ = [
@@ -130,7 +130,7 @@ def scope_count(qschema: str, scoped: bool) -> str:
             "LIMIT %s) AS t")
 
 
-class PostgresDialect(Dialect):
+class PostgresDialect(StoreDialect):
     """Statements for PostgreSQL (tables in one schema, ``prefix`` is its quoted name and a
     dot): ``%s`` placeholders, id lists as arrays, filters over the ``jsonb`` shadow ``doc``,
     conditional puts and TTL refreshes that lock rows in id order (no deadlocks between
