@@ -51,6 +51,7 @@ from remem.memory.locking import LockSettings
 from remem.memory.manager import MemoryManager
 from remem.memory.methods import MemoryAPI, method_args
 from remem.memory.namespaces import NamespaceTemplate, check_user_namespace, resolve_scope
+from remem.memory.observers import close_observer
 from remem.memory.operations import (
     delete_all_flow,
     delete_flow,
@@ -478,6 +479,7 @@ class Memory(MemoryAPI, ThreadJobMethods):
         for opened in graphs:
             opened.close()
         if self._owns_store:
+            close_observer(self.store)  # its read counts written before the store goes
             self.store.close()
 
     def __enter__(self) -> Self:

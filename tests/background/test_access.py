@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 import time
 from pathlib import Path
 
@@ -180,3 +181,22 @@ def test_reads_over_http_count_for_the_tenant(tmp_path: Path) -> None:
     finally:
         jobs_queue(app).close()
         app.state.remem.close()
+
+
+def test_closing_the_memory_writes_its_reads_first(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                                   ) -> None:
+    """``Memory.close`` flushes the store's recorder before the store goes: the reads are in
+    the file when ``close`` returns (not written by the recorder's thread later, to a file
+    that may be gone by then: "no such table: remem_access")."""
+    db = tmp_path / "m.db"
+    mem = Memory.open(db, embedder=FakeEmbedder())
+    tea = mem.add("Drinks green tea", user_id="u", infer=False).changes[0].memory.id
+    mem.get(tea)
+    mem.search("green tea", user_id="u", limit=1)
+    mem.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT uses FROM remem_access WHERE memory_id = ?",
+                            (tea,)).fetchall() == [(2,)]
+    db.unlink()
+    time.sleep(0.2)  # past the recorder's window: its thread has nothing left to write
+    assert "could not record" not in caplog.text

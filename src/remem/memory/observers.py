@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from remem.store.types import Namespace
 
-__all__ = ["Notice", "StoreObserver", "Touched", "Wrote", "notify", "observer_for",
-           "set_observer_factory"]
+__all__ = ["Notice", "StoreObserver", "Touched", "Wrote", "close_observer", "notify",
+           "observer_for", "set_observer_factory"]
 
 log = logging.getLogger("remem.memory")
 
@@ -87,6 +87,19 @@ def observer_for(store: Any) -> StoreObserver | None:
         if store not in _observers:
             _observers[store] = _factory(store) if _factory is not None else None
         return _observers[store]
+
+
+def close_observer(store: Any) -> None:
+    """Flush and close the observer ``store`` has, if one was made: what the owner of a store
+    calls before closing it, so what the observer counted is written now, not by its thread
+    after the store is gone (to a deleted file, or not at all)."""
+    try:
+        observer = _observers.get(store)
+    except TypeError:  # a store that cannot be weakly referenced or hashed: no observer
+        return
+    close = getattr(observer, "close", None)
+    if callable(close):
+        close()
 
 
 def notify(store: Any, notice: Touched | Wrote) -> None:
