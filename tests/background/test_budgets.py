@@ -231,14 +231,16 @@ def test_a_write_checked_after_its_store_closed_still_queues_a_run(tmp_path: Pat
     with Memory.open(db, embedder=FakeEmbedder()) as owner:
         owner.background.set_budget(Budget(max_memories=1, consolidate_first=False),
                                     user_id="ada")
-    # a short-lived process (a CLI command) writes and closes before its checks ran
-    writer = Memory.open(db, embedder=FakeEmbedder())
+    # a store closed by its owner directly (not by Memory.close, which flushes the recorder
+    # first) before the recorder's checks ran
+    store = Memory.open(db, embedder=FakeEmbedder()).store
+    writer = Memory(store)
     recorder = recorder_of(writer.store)
     assert recorder is not None
     with recorder._draining:  # hold the recorder's thread back until the store is closed
         for n in range(3):
             writer.add(f"item {n}", user_id="ada", infer=False)
-        writer.close()
+        store.close()
     recorder.flush()  # what the exit hook does
     [check] = recorder.checks[-1:]
     assert check.over and check.memories == -1  # not measured: the run will decide
