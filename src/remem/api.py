@@ -104,10 +104,6 @@ __all__ = ["Memory", "MessagesInput", "to_messages"]
 
 R = TypeVar("R")
 
-#: the requests :meth:`Memory._flow` runs (a request of none of them may be a ContextRequest)
-_FLOW_REQUESTS = (AddRequest, SearchRequest, GetRequest, GetAllRequest, UpdateRequest,
-                  DeleteRequest, DeleteAllRequest, HistoryRequest, UndoRequest)
-
 
 def _family_jobs() -> None:
     """The families' job kinds and the episodes' consolidation run: imported the first time a
@@ -253,51 +249,58 @@ class Memory(MemoryAPI, ThreadJobMethods):
 
     # -- requests as values -----------------------------------------------------------------
 
+    # -- each request's flow: one function per request type (_FLOWS below the class) ------------
+
+    def _add(self, request: AddRequest) -> tuple[Flow[Any], ChatModel | None]:
+        infer = self.infers(request)
+        flow = self.formation.add_flow(
+            request.messages, namespace=self._scope(request), infer=infer,
+            metadata=request.metadata, actor=request.actor, thread_id=request.thread_id,
+            kind=request.kind, split=request.split)
+        return flow, self._model() if infer else None
+
+    def _search(self, request: SearchRequest) -> Flow[Any]:
+        # recency is measured from the moment searched (as_of), else from now
+        ranking = search_ranking(
+            limit=request.limit, offset=request.offset, min_score=request.min_score,
+            recency_half_life=request.recency_half_life,
+            recency_weight=request.recency_weight, mmr=request.mmr, now=request.as_of)
+        return search_flow(
+            self._scope(request, unscoped=self._everything()), request.query,
+            filters=request.filters, limit=request.limit, offset=request.offset,
+            as_of=request.as_of, include_invalid=request.include_invalid, mode=request.mode,
+            ranking=staged_ranking(ranking, request.query, request.stages))
+
+    def _get_all(self, request: GetAllRequest) -> Flow[Any]:
+        return get_all_flow(self._scope(request), filters=request.filters, limit=request.limit,
+                            offset=request.offset, include_invalid=request.include_invalid)
+
+    def _update(self, request: UpdateRequest) -> Flow[Any]:
+        return update_flow(request.memory_id, self._ctx(request.actor, request.reason),
+                           self.lock, content=request.content, kind=request.kind,
+                           metadata=request.metadata, version=request.version)
+
+    def _delete(self, request: DeleteRequest) -> Flow[Any]:
+        return delete_flow(request.memory_id, self._ctx(request.actor, request.reason),
+                           self.lock, hard=request.hard, version=request.version)
+
+    def _delete_all(self, request: DeleteAllRequest) -> Flow[Any]:
+        return delete_all_flow(self._scope(request), self._ctx(request.actor, request.reason),
+                               self.lock, hard=request.hard)
+
+    def _undo(self, request: UndoRequest) -> Flow[Any]:
+        return undo_flow(request.event_id, self._ctx(request.actor, "undo"), self.lock)
+
     def _flow(self, request: MemoryRequest[Any]) -> tuple[Flow[Any], ChatModel | None]:
         """The flow that runs ``request``, and the chat model it needs (if any)."""
-        if isinstance(request, AddRequest):
-            infer = self.infers(request)
-            flow = self.formation.add_flow(
-                request.messages, namespace=self._scope(request), infer=infer,
-                metadata=request.metadata, actor=request.actor, thread_id=request.thread_id,
-                kind=request.kind, split=request.split)
-            return flow, self._model() if infer else None
-        if isinstance(request, SearchRequest):
-            # recency is measured from the moment searched (as_of), else from now
-            ranking = search_ranking(
-                limit=request.limit, offset=request.offset, min_score=request.min_score,
-                recency_half_life=request.recency_half_life,
-                recency_weight=request.recency_weight, mmr=request.mmr, now=request.as_of)
-            ranking = staged_ranking(ranking, request.query, request.stages)
-            return search_flow(
-                self._scope(request, unscoped=self._everything()), request.query,
-                filters=request.filters, limit=request.limit, offset=request.offset,
-                as_of=request.as_of, include_invalid=request.include_invalid,
-                mode=request.mode, ranking=ranking), None
-        if isinstance(request, GetRequest):
-            return get_flow(request.memory_id), None
-        if isinstance(request, GetAllRequest):
-            return get_all_flow(self._scope(request), filters=request.filters,
-                                limit=request.limit, offset=request.offset,
-                                include_invalid=request.include_invalid), None
-        if isinstance(request, UpdateRequest):
-            return update_flow(request.memory_id, self._ctx(request.actor, request.reason),
-                               self.lock, content=request.content, kind=request.kind,
-                               metadata=request.metadata, version=request.version), None
-        if isinstance(request, DeleteRequest):
-            return delete_flow(request.memory_id, self._ctx(request.actor, request.reason),
-                               self.lock, hard=request.hard, version=request.version), None
-        if isinstance(request, DeleteAllRequest):
-            return delete_all_flow(self._scope(request),
-                                   self._ctx(request.actor, request.reason), self.lock,
-                                   hard=request.hard), None
-        if isinstance(request, HistoryRequest):
-            return history_flow(request.memory_id), None
-        if isinstance(request, UndoRequest):
-            return undo_flow(request.event_id, self._ctx(request.actor, "undo"),
-                             self.lock), None
-        raise UsageError(f"Memory cannot run a {type(request).__name__}; pass one of the "
-                         "requests in remem.memory.requests")
+        if isinstance(request, AddRequest):  # the one flow that may need a model
+            return self._add(request)
+        # by the request's class or the one it extends (a request with an added field)
+        build = next((_FLOWS[kind] for kind in type(request).__mro__ if kind in _FLOWS), None)
+        if build is None:
+            raise UsageError(f"Memory cannot run a {type(request).__name__}; pass one of the "
+                             "requests in remem.memory.requests")
+        return build(self, request), None
 
     def run(self, request: MemoryRequest[R]) -> R:
         """Run one memory request and return its result: ``run(SearchRequest(query="tea",
@@ -495,6 +498,21 @@ class Memory(MemoryAPI, ThreadJobMethods):
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await asyncio.to_thread(self.close)
+
+
+#: the flow of each request type but AddRequest (which may need a chat model: Memory._add)
+_FLOWS: dict[type[Any], Callable[[Memory, Any], Flow[Any]]] = {
+    SearchRequest: Memory._search,
+    GetRequest: lambda memory, request: get_flow(request.memory_id),
+    GetAllRequest: Memory._get_all,
+    UpdateRequest: Memory._update,
+    DeleteRequest: Memory._delete,
+    DeleteAllRequest: Memory._delete_all,
+    HistoryRequest: lambda memory, request: history_flow(request.memory_id),
+    UndoRequest: Memory._undo,
+}
+#: the requests :meth:`Memory._flow` runs (a request of none of them may be a ContextRequest)
+_FLOW_REQUESTS: tuple[type[Any], ...] = (AddRequest, *_FLOWS)
 
 
 def _write_lines(lines: Iterable[str], out: IO[str]) -> int:
