@@ -29,7 +29,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -145,8 +145,8 @@ class Memory(MemoryAPI, ThreadJobMethods):
                  clock: Callable[[], float] = time.time, owns_store: bool = False,
                  actor: str = "user") -> None:
         self.store = store
+        #: who the changes its methods make are recorded as (:meth:`request_defaults`)
         self.actor = actor
-        self.request_defaults = {"actor": actor}
         self._llm = llm if llm is not None else (manager.model if manager else None)
         self.template = NamespaceTemplate.of(namespace) if namespace is not None else None
         self.lock = lock or LockSettings()
@@ -247,9 +247,12 @@ class Memory(MemoryAPI, ThreadJobMethods):
     def _ctx(self, actor: str, reason: str) -> ChangeContext:
         return ChangeContext(now=self.clock(), actor=actor, reason=reason)
 
-    # -- requests as values -----------------------------------------------------------------
+    # -- requests as values: each request's flow, one function per request type (_FLOWS below
+    # the class), run by run / arun --------------------------------------------------------
 
-    # -- each request's flow: one function per request type (_FLOWS below the class) ------------
+    def request_defaults(self) -> Mapping[str, Any]:
+        """The ``actor`` every change a method makes is recorded as."""
+        return {"actor": self.actor}
 
     def _add(self, request: AddRequest) -> tuple[Flow[Any], ChatModel | None]:
         infer = self.infers(request)

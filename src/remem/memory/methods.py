@@ -58,9 +58,10 @@ class MemoryAPI(abc.ABC):
     Bad arguments raise :class:`~remem.errors.InvalidInputError` naming the field and rule.
     """
 
-    #: request fields every request this object builds carries when the request has them
-    #: (``Memory``: its ``actor``; ``Client``: none, the server records the caller's key)
-    request_defaults: Mapping[str, Any] = {}
+    def request_defaults(self) -> Mapping[str, Any]:
+        """Fields every request this object builds carries, where the request has them
+        (``Memory``: its ``actor``; ``Client``: none, the server records the caller's key)."""
+        return {}
 
     @abc.abstractmethod
     def run(self, request: MemoryRequest[R]) -> R:
@@ -73,7 +74,7 @@ class MemoryAPI(abc.ABC):
 
     def _request(self, kind: type[Q], values: dict[str, Any]) -> Q:
         fields = method_args(values)
-        for name, value in self.request_defaults.items():
+        for name, value in self.request_defaults().items():
             if name in kind.model_fields:
                 fields.setdefault(name, value)
         return kind.of(**fields)
