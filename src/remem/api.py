@@ -167,7 +167,7 @@ class Memory(MemoryAPI, ThreadJobMethods):
     @classmethod
     def open(cls, path_or_dsn: str | os.PathLike[str] = ":memory:", *,
              embedder: Embedder | bool | None = None, llm: ChatModel | None = None,
-             **options: Any) -> Memory:
+             store_options: Mapping[str, Any] | None = None, **options: Any) -> Memory:
         """Open (creating if needed) a memory at ``path_or_dsn``.
 
         ``embedder``: ``None`` loads the offline local model
@@ -175,8 +175,16 @@ class Memory(MemoryAPI, ThreadJobMethods):
         search with a :class:`~remem.embed.local.KeywordOnlyWarning`); ``False`` keeps keyword
         search only
         (refused, naming the model, for a file that already holds vectors); tests pass
-        :class:`~remem.embed.FakeEmbedder`. Other options go to :class:`Memory`.
+        :class:`~remem.embed.FakeEmbedder`. ``store_options`` go to the store
+        (:func:`~remem.store.open_store`: ``ann=False``, ``vector_cache_bytes=``, ``ttl=``...;
+        the embedder and keyword fields are the memory's). Other options go to
+        :class:`Memory`.
         """
+        extra = dict(store_options or {})
+        taken = sorted({"index", "keyword", "strict"} & set(extra))
+        if taken:
+            raise ConfigError(f"store_options cannot set {', '.join(taken)}: Memory.open sets "
+                              "them (pass embedder= for the vectors)")
         vectors: Embedder | None
         if embedder is None or embedder is True:
             from remem.embed.local import local_embedder_or_none
@@ -190,7 +198,7 @@ class Memory(MemoryAPI, ThreadJobMethods):
         # without an embedder, a file that holds vectors is refused (naming their model):
         # its searches would otherwise run on keywords alone without saying so
         store = open_store(path_or_dsn, index=index, keyword=KeywordConfig(fields=KEYWORD_FIELDS),
-                           strict=index is None)
+                           strict=index is None, **extra)
         return cls(store, llm=llm, owns_store=True, **options)
 
     # -- plumbing ---------------------------------------------------------------------------------

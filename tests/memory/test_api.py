@@ -513,3 +513,12 @@ def test_the_actor_belongs_to_whoever_runs_the_requests(clock: FakeClock) -> Non
     agent.run(UndoRequest.of(event_id=agent.history(record.id)[-1].id, actor="reviewer"))
     assert [(e.op, e.actor) for e in agent.history(record.id)] == [
         ("add", "agent"), ("update", "agent"), ("invalidate", "user"), ("restore", "reviewer")]
+
+
+def test_open_passes_store_options_to_the_store(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db", embedder=FakeEmbedder(),
+                     store_options={"ann": False, "vector_cache_bytes": 4096}) as mem:
+        assert mem.store._ann_config is None  # type: ignore[attr-defined]
+        assert mem.store._parts.budget == 4096  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="store_options cannot set index"):
+        Memory.open(tmp_path / "n.db", store_options={"index": None})
